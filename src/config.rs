@@ -1,0 +1,319 @@
+//! The one configuration file: `$XDG_CONFIG_HOME/mcpx/config.toml` unless `--config` names another.
+//!
+//! Every key has a default, so mcpx runs with no file at all. A file that does not parse or names
+//! an impossible upstream is an error that names the file, the line and the key, and mcpx does not
+//! start: a gateway that silently drops half its servers is worse than one that refuses.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The name of the built-in server, which no configured server may take.
+pub const BUILTIN_SERVER: &str = "mcpx";
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The HTTP daemon.
+    pub daemon: Daemon,
+    /// Transport behaviour shared by stdio and HTTP.
+    pub transport: Transport,
+    /// The admin socket that `mcpx-tui` attaches to.
+    pub admin: Admin,
+    /// Upstream servers by name, in name order (so the merged catalog's order is stable).
+    pub servers: BTreeMap<String, Server>,
+}
+
+/// `[daemon]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Daemon {
+    /// Where `mcpx daemon` listens; loopback by default.
+    pub address: SocketAddr,
+}
+
+impl Default for Daemon {
+    fn default() -> Self {
+        Daemon {
+            address: SocketAddr::from(([127, 0, 0, 1], 7777)),
+        }
+    }
+}
+
+/// `[transport]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct Transport {
+    /// Browser origins allowed besides loopback and the daemon's own address.
+    pub allowed_origins: Vec<String>,
+    /// How often an idle SSE stream gets a `:` comment.
+    #[serde(with = "humantime_serde")]
+    pub sse_keep_alive: Duration,
+    /// How long requests in flight at stdin's EOF may take to answer before they are cancelled.
+    #[serde(with = "humantime_serde")]
+    pub stdio_drain: Duration,
+    /// The largest message (stdio line or HTTP body) accepted, in bytes.
+    pub max_message_bytes: usize,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport {
+            allowed_origins: Vec::new(),
+            sse_keep_alive: Duration::from_secs(15),
+            stdio_drain: Duration::from_secs(5),
+            max_message_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Admin {
+    /// The admin socket's path.
+    pub socket: PathBuf,
+}
+
+impl Default for Admin {
+    fn default() -> Self {
+        Admin {
+            socket: default_admin_socket(),
+        }
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/mcpx/admin.sock`, or a per-user path under the temporary directory when
+/// there is no runtime directory (root shells and containers often have none).
+fn default_admin_socket() -> PathBuf {
+    let dirs = directories::ProjectDirs::from("", "", "mcpx");
+    match dirs.as_ref().and_then(|d| d.runtime_dir()) {
+        Some(dir) => dir.join("admin.sock"),
+        None => std::env::temp_dir().join(format!("mcpx-{}", whoami())).join("admin.sock"),
+    }
+}
+
+fn whoami() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "user".into())
+}
+
+/// `[servers.NAME]`: one upstream, either a child process (`command`) or a remote server (`url`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    /// The program to spawn (stdio upstream).
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables for it.
+    pub env: HashMap<String, String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// The Streamable HTTP endpoint (remote upstream).
+    pub url: Option<String>,
+    /// Extra HTTP headers sent to it (for example `Authorization`).
+    pub headers: HashMap<String, String>,
+    /// What exposed names start with: `NAME__` by default, `PREFIX__` if set, bare names if `""`.
+    pub prefix: Option<String>,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Launch<'a> {
+    /// Spawn `command` and speak over its stdin and stdout.
+    Stdio(&'a str),
+    /// POST to a Streamable HTTP endpoint.
+    Http(&'a str),
+}
+
+impl Server {
+    /// How this upstream is reached; validation guarantees exactly one way.
+    pub fn launch(&self) -> Launch<'_> {
+        match (&self.command, &self.url) {
+            (Some(command), _) => Launch::Stdio(command),
+            (None, Some(url)) => Launch::Http(url),
+            (None, None) => unreachable!("validated: a server has a command or a url"),
+        }
+    }
+
+    /// The prefix exposed names carry (without the `__` separator).
+    pub fn prefix<'a>(&'a self, name: &'a str) -> &'a str {
+        self.prefix.as_deref().unwrap_or(name)
+    }
+}
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a wrong key or value.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line of the problem.
+        line: usize,
+        /// What is wrong and which key.
+        message: String,
+    },
+}
+
+/// The default configuration path, if the platform has a configuration directory.
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "mcpx").map(|d| d.config_dir().join("config.toml"))
+}
+
+impl Config {
+    /// Loads `explicit` if given (it must exist), else the default file if it exists, else the
+    /// defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let path = match explicit {
+            Some(path) => path.to_owned(),
+            None => match default_path().filter(|p| p.exists()) {
+                Some(path) => path,
+                None => return Ok((Config::default(), None)),
+            },
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+        let config = Config::parse(&text).map_err(|(line, message)| ConfigError::Invalid {
+            path: path.clone(),
+            line,
+            message,
+        })?;
+        Ok((config, Some(path)))
+    }
+
+    /// Parses and validates TOML text; an error is the 1-based line and a message naming the key.
+    pub fn parse(text: &str) -> Result<Config, (usize, String)> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |span| line_of(text, span.start));
+            (line, e.message().to_owned())
+        })?;
+        for (name, server) in &config.servers {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with(&format!("[servers.{name}]")) || l.contains(&format!("[servers.\"{name}\"]")))
+                .map_or(1, |i| i + 1);
+            let fail = |message: String| Err((line, format!("servers.{name}: {message}")));
+            if name == BUILTIN_SERVER {
+                return fail(format!("the name {BUILTIN_SERVER:?} is reserved for the built-in server; choose another"));
+            }
+            match (&server.command, &server.url) {
+                (Some(_), Some(_)) => return fail("give either `command` or `url`, not both".into()),
+                (None, None) => return fail("needs `command` (a program to spawn) or `url` (a remote server)".into()),
+                (Some(command), None) if command.trim().is_empty() => return fail("`command` is empty".into()),
+                (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                    return fail(format!("`url` must start with http:// or https://, not {url:?}"))
+                }
+                (None, Some(_)) if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() => {
+                    return fail("`args`, `env` and `cwd` belong to a `command` server, not a `url` one".into())
+                }
+                (Some(_), None) if !server.headers.is_empty() => {
+                    return fail("`headers` belong to a `url` server, not a `command` one".into())
+                }
+                _ => {}
+            }
+        }
+        Ok(config)
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Durations written the way people write them: "15s", "500ms", "2m".
+mod humantime_serde {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text)
+            .map_err(|e| serde::de::Error::custom(format!("{text:?} is not a duration like \"15s\" or \"500ms\": {e}")))
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod config {
+        use crate::config::{Config, Launch};
+        use std::time::Duration;
+
+        #[test]
+        fn no_file_means_every_default() {
+            let c = Config::parse("").unwrap();
+            assert_eq!(c.daemon.address.to_string(), "127.0.0.1:7777");
+            assert_eq!(c.transport.stdio_drain, Duration::from_secs(5));
+            assert_eq!(c.transport.sse_keep_alive, Duration::from_secs(15));
+            assert!(c.servers.is_empty());
+        }
+
+        #[test]
+        fn keys_use_their_documented_spellings() {
+            let c = Config::parse(
+                r#"
+[daemon]
+address = "127.0.0.1:9000"
+[transport]
+allowedOrigins = ["https://app.example"]
+sseKeepAlive = "2s"
+stdioDrain = "250ms"
+[admin]
+socket = "/tmp/x.sock"
+[servers.time]
+command = "mcp-server-time"
+args = ["--local-timezone", "UTC"]
+env = { TZ = "UTC" }
+prefix = ""
+[servers.remote]
+url = "https://example.test/mcp"
+headers = { Authorization = "Bearer x" }
+"#,
+            )
+            .unwrap();
+            assert_eq!(c.transport.allowed_origins, vec!["https://app.example"]);
+            assert_eq!(c.transport.stdio_drain, Duration::from_millis(250));
+            assert_eq!(c.servers["time"].launch(), Launch::Stdio("mcp-server-time"));
+            assert_eq!(c.servers["time"].prefix("time"), "");
+            assert_eq!(c.servers["remote"].launch(), Launch::Http("https://example.test/mcp"));
+        }
+
+        #[test]
+        fn an_unknown_key_names_its_line_and_key() {
+            let (line, message) = Config::parse("[transport]\n\nstdioDrian = \"1s\"\n").unwrap_err();
+            assert_eq!(line, 3);
+            assert!(message.contains("stdioDrian"), "{message}");
+        }
+
+        #[test]
+        fn a_bad_duration_names_its_line() {
+            let (line, message) = Config::parse("[transport]\nsseKeepAlive = \"soon\"\n").unwrap_err();
+            assert_eq!(line, 2);
+            assert!(message.contains("soon"), "{message}");
+        }
+
+        #[test]
+        fn a_server_needs_exactly_one_of_command_and_url() {
+            let (line, message) = Config::parse("\n[servers.x]\nargs = []\n").unwrap_err();
+            assert_eq!(line, 2);
+            assert!(message.contains("servers.x"), "{message}");
+            assert!(Config::parse("[servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n").is_err());
+        }
+
+        #[test]
+        fn the_builtin_name_is_reserved() {
+            assert!(Config::parse("[servers.mcpx]\ncommand = \"a\"\n").is_err());
+        }
+    }
+}

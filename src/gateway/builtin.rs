@@ -1,0 +1,43 @@
+//! The built-in `mcpx` server: read-only tools about the gateway itself, so that the first run
+//! (with no configuration) shows something real, and a failing upstream can be diagnosed from
+//! inside an editor.
+
+use super::Listing;
+use crate::protocol::Revision;
+use serde_json::{json, Value};
+
+/// The built-in server's catalog.
+pub fn listing() -> Listing {
+    let read_only = json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false});
+    Listing {
+        tools: vec![
+            json!({
+                "name": "upstreams",
+                "description": "Lists the MCP servers configured behind mcpx with their state (ready, failed, exited), negotiated protocol revision and catalog sizes.",
+                "inputSchema": {"type": "object", "properties": {}},
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "about",
+                "description": "Reports the mcpx version, the configuration file in use and the MCP protocol revisions served.",
+                "inputSchema": {"type": "object", "properties": {}},
+                "annotations": read_only,
+            }),
+        ],
+        ..Listing::default()
+    }
+}
+
+/// Runs a built-in tool; `tool` is a name from [`listing`].
+pub fn call(tool: &str, upstreams: &[Value], config_path: Option<&str>) -> Value {
+    let report = match tool {
+        "upstreams" => json!({ "upstreams": upstreams }),
+        _ => json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "config": config_path.unwrap_or("(none: built-in defaults)"),
+            "revisions": Revision::all_strings(),
+        }),
+    };
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    json!({ "content": [{"type": "text", "text": text}], "structuredContent": report, "isError": false })
+}

@@ -1,0 +1,129 @@
+//! A client of the gateway: one stdio process or one HTTP session, with what it negotiated and
+//! what it asked to hear about.
+
+use crate::cancel::Cancel;
+use crate::jsonrpc::{Id, Notification};
+use crate::protocol::envelope::SUBSCRIPTION_ID;
+use crate::protocol::Revision;
+use crate::registry::SessionKey;
+use crate::upstream::ListKind;
+use async_channel::Sender;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One client connection's state in the gateway.
+#[derive(Debug)]
+pub struct Client {
+    /// Its key in the registry.
+    pub session: SessionKey,
+    /// Where notifications that belong to no request go (legacy `list_changed`, `updated`).
+    outbound: Sender<Notification>,
+    /// Fired when the transport is ending; open listen streams then complete.
+    pub closing: Cancel,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    revision: Option<Revision>,
+    resource_subscriptions: BTreeSet<String>,
+    listens: Vec<Listen>,
+}
+
+/// An open modern `subscriptions/listen`: its id and what it opted into.
+#[derive(Debug, Clone)]
+pub struct Listen {
+    /// The listen request's id, which tags every notification on it.
+    pub id: Id,
+    /// Which `list_changed` kinds it wants.
+    pub lists: Vec<ListKind>,
+    /// Which resource URIs it wants `updated` for.
+    pub resources: Vec<String>,
+    /// The listen request's own notification channel.
+    pub tx: Sender<Notification>,
+}
+
+impl Client {
+    /// A client whose unsolicited notifications go to `outbound`.
+    pub fn new(session: SessionKey, outbound: Sender<Notification>) -> Arc<Client> {
+        Arc::new(Client {
+            session,
+            outbound,
+            closing: Cancel::new(),
+            state: Mutex::default(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The revision negotiated by `initialize`, if any.
+    pub fn revision(&self) -> Option<Revision> {
+        self.lock().revision
+    }
+
+    /// Records the negotiated revision.
+    pub fn set_revision(&self, revision: Revision) {
+        self.lock().revision = Some(revision);
+    }
+
+    /// Adds a legacy resource subscription; false if it was already there.
+    pub fn subscribe(&self, uri: &str) -> bool {
+        self.lock().resource_subscriptions.insert(uri.to_owned())
+    }
+
+    /// Removes a legacy resource subscription; false if there was none.
+    pub fn unsubscribe(&self, uri: &str) -> bool {
+        self.lock().resource_subscriptions.remove(uri)
+    }
+
+    /// Every URI this client is subscribed to, by either era's mechanism.
+    pub fn subscribed_uris(&self) -> Vec<String> {
+        let state = self.lock();
+        let listens = state.listens.iter().flat_map(|l| l.resources.iter().cloned());
+        state.resource_subscriptions.iter().cloned().chain(listens).collect()
+    }
+
+    /// Opens a listen.
+    pub fn add_listen(&self, listen: Listen) {
+        self.lock().listens.push(listen);
+    }
+
+    /// Closes a listen.
+    pub fn remove_listen(&self, id: &Id) {
+        self.lock().listens.retain(|l| &l.id != id);
+    }
+
+    /// Delivers a catalog change: to a legacy client that initialized (mcpx declared
+    /// `listChanged`, so it must deliver), and to every listen that opted into this kind.
+    pub fn list_changed(&self, kind: ListKind) {
+        let state = self.lock();
+        if state.revision.is_some() {
+            let _ = self.outbound.try_send(Notification::new(kind.notification(), json!({})));
+        }
+        for listen in state.listens.iter().filter(|l| l.lists.contains(&kind)) {
+            let _ = listen.tx.try_send(tagged(kind.notification(), json!({}), &listen.id));
+        }
+    }
+
+    /// Delivers `resources/updated` to a subscription that covers `uri` (the same URI, or one it
+    /// is a sub-resource of).
+    pub fn resource_updated(&self, uri: &str) {
+        let state = self.lock();
+        let covers = |subscribed: &String| uri == subscribed || uri.starts_with(&format!("{}/", subscribed.trim_end_matches('/')));
+        if state.resource_subscriptions.iter().any(covers) {
+            let _ = self.outbound.try_send(Notification::new("notifications/resources/updated", json!({ "uri": uri })));
+        }
+        for listen in state.listens.iter().filter(|l| l.resources.iter().any(covers)) {
+            let _ = listen.tx.try_send(tagged("notifications/resources/updated", json!({ "uri": uri }), &listen.id));
+        }
+    }
+}
+
+/// A notification for a listen stream, tagged with its subscription id.
+pub fn tagged(method: &str, mut params: Value, id: &Id) -> Notification {
+    params["_meta"] = json!({ SUBSCRIPTION_ID: id.to_value() });
+    Notification::new(method, params)
+}

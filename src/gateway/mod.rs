@@ -1,0 +1,758 @@
+//! The gateway core: era-agnostic MCP, knowing nothing of pipes or sockets.
+//!
+//! A transport hands the core one [`Request`] at a time with a [`RequestContext`] (its cancellation
+//! and its notification channel) and writes back the [`Response`] it gets. The core decides the
+//! request's era (modern when `_meta` names a protocol version, else legacy under the client's
+//! negotiated revision), checks the modern envelope, routes through the merged [`Catalog`] to an
+//! upstream or the built-in server, and shapes the result for the client's revision.
+
+mod builtin;
+mod catalog;
+mod client;
+pub mod naming;
+
+pub use catalog::{Catalog, Listing, Owner, Route};
+pub use client::{Client, Listen};
+
+use crate::cancel::Cancel;
+use crate::config::{Config, Server, BUILTIN_SERVER};
+use crate::jsonrpc::{
+    ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
+};
+use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
+use crate::protocol::{shape, Era, Revision};
+use crate::registry::Registry;
+use crate::upstream::stdio::{Handshake, StdioUpstream};
+use crate::upstream::{Event, ListKind, ProgressSink};
+use async_channel::{Receiver, Sender};
+use serde_json::{json, Map, Value};
+use smol::lock::OnceCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// What a transport gives the core along with each request.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// Fires when the client cancels the request (or disconnects, where that is cancellation).
+    pub cancel: Cancel,
+    /// Notifications that belong to this request: progress, and a listen stream's messages.
+    pub notifications: Sender<Notification>,
+}
+
+/// Where an upstream stands, for the log, `mcpx tools` and the built-in `upstreams` tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamState {
+    /// Starting or handshaking.
+    Starting,
+    /// Serving.
+    Ready,
+    /// Could not start or handshake.
+    Failed(String),
+    /// Was serving, then its process ended.
+    Exited(String),
+}
+
+/// One configured upstream and what mcpx knows of it.
+#[derive(Debug)]
+struct Upstream {
+    name: String,
+    config: Server,
+    state: Mutex<UpstreamState>,
+    handshake: Mutex<Option<Handshake>>,
+    connection: Mutex<Option<Arc<StdioUpstream>>>,
+    listing: Mutex<Listing>,
+}
+
+/// The gateway: the upstreams, the merged catalog, the connected clients.
+#[derive(Debug)]
+pub struct Gateway {
+    upstreams: Vec<Upstream>,
+    catalog: RwLock<Arc<Catalog>>,
+    ready: OnceCell<()>,
+    clients: Mutex<HashMap<u64, Arc<Client>>>,
+    upstream_subscriptions: Mutex<HashMap<String, usize>>,
+    /// Live sessions and requests in flight.
+    pub registry: Arc<Registry>,
+    server_info: Value,
+    config_path: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here is a single read or write, so a poisoned lock holds
+    // consistent data.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The methods every era answers from the merged catalog.
+const CATALOG_METHODS: [&str; 9] = [
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "completion/complete",
+    "resources/subscribe",
+];
+
+impl Gateway {
+    /// A gateway for this configuration; nothing runs until [`Gateway::start`].
+    pub fn new(config: &Config, config_path: Option<String>) -> Arc<Gateway> {
+        let upstreams = config
+            .servers
+            .iter()
+            .map(|(name, server)| Upstream {
+                name: name.clone(),
+                config: server.clone(),
+                state: Mutex::new(UpstreamState::Starting),
+                handshake: Mutex::new(None),
+                connection: Mutex::new(None),
+                listing: Mutex::default(),
+            })
+            .collect();
+        Arc::new(Gateway {
+            upstreams,
+            catalog: RwLock::default(),
+            ready: OnceCell::new(),
+            clients: Mutex::default(),
+            upstream_subscriptions: Mutex::default(),
+            registry: Registry::new(),
+            server_info: json!({"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}),
+            config_path,
+        })
+    }
+
+    /// Starts every upstream concurrently and builds the merged catalog. A server that fails is
+    /// logged and reported, and the others serve; only a name collision stops mcpx, because it
+    /// would route calls to the wrong server.
+    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
+        let (events_tx, events_rx) = async_channel::unbounded();
+        let starts: Vec<_> = (0..self.upstreams.len())
+            .map(|index| {
+                let gateway = Arc::clone(self);
+                let events = events_tx.clone();
+                smol::spawn(async move { gateway.start_upstream(index, events).await })
+            })
+            .collect();
+        for start in starts {
+            start.await;
+        }
+        let catalog = self.build_catalog()?;
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+        let _ = self.ready.set(()).await;
+        let gateway = Arc::clone(self);
+        smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
+        Ok(())
+    }
+
+    async fn start_upstream(&self, index: usize, events: Sender<Event>) {
+        let upstream = &self.upstreams[index];
+        let outcome = async {
+            let connection = match upstream.config.launch() {
+                crate::config::Launch::Stdio(_) => StdioUpstream::spawn(&upstream.name, index, &upstream.config, events)?,
+                crate::config::Launch::Http(url) => {
+                    return Err(format!("remote Streamable HTTP upstreams ({url}) are not supported by this build yet"))
+                }
+            };
+            let handshake = connection.handshake().await?;
+            *lock(&upstream.connection) = Some(Arc::clone(&connection));
+            let listing = list_everything(&connection, &handshake.capabilities).await?;
+            Ok::<_, String>((handshake, listing))
+        }
+        .await;
+        match outcome {
+            Ok((handshake, listing)) => {
+                tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
+                *lock(&upstream.handshake) = Some(handshake);
+                *lock(&upstream.listing) = listing;
+                *lock(&upstream.state) = UpstreamState::Ready;
+            }
+            Err(reason) => {
+                tracing::error!(server = %upstream.name, "upstream failed to start: {reason}");
+                if let Some(connection) = lock(&upstream.connection).take() {
+                    connection.stop();
+                }
+                *lock(&upstream.state) = UpstreamState::Failed(reason);
+            }
+        }
+    }
+
+    fn build_catalog(&self) -> Result<Catalog, String> {
+        let builtin = builtin::listing();
+        let listings: Vec<Listing> = self.upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
+        let mut sources = vec![catalog::Source {
+            server: BUILTIN_SERVER,
+            prefix: BUILTIN_SERVER,
+            owner: Owner::Builtin,
+            listing: &builtin,
+        }];
+        sources.extend(self.upstreams.iter().zip(&listings).enumerate().map(|(index, (u, listing))| catalog::Source {
+            server: &u.name,
+            prefix: u.config.prefix(&u.name),
+            owner: Owner::Upstream(index),
+            listing,
+        }));
+        Catalog::build(&sources)
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Acts on what upstreams report, for as long as any upstream may report anything.
+    async fn follow_events(self: Arc<Self>, events: Receiver<Event>) {
+        while let Ok(event) = events.recv().await {
+            match event {
+                Event::ListChanged { upstream, kind } => self.relist(upstream, kind).await,
+                Event::ResourceUpdated { uri } => {
+                    for client in self.clients() {
+                        client.resource_updated(&uri);
+                    }
+                }
+                Event::Exited { upstream, reason } => self.upstream_exited(upstream, reason),
+            }
+        }
+    }
+
+    async fn relist(&self, index: usize, kind: ListKind) {
+        let upstream = &self.upstreams[index];
+        let Some(connection) = lock(&upstream.connection).clone() else { return };
+        let cancel = Cancel::new();
+        let fresh = match kind {
+            ListKind::Tools => list_all(&connection, "tools/list", "tools", &cancel).await.map(|t| vec![t]),
+            ListKind::Prompts => list_all(&connection, "prompts/list", "prompts", &cancel).await.map(|p| vec![p]),
+            ListKind::Resources => match list_all(&connection, "resources/list", "resources", &cancel).await {
+                Ok(resources) => list_all(&connection, "resources/templates/list", "resourceTemplates", &cancel)
+                    .await
+                    .or_else(|_| Ok::<_, String>(Vec::new()))
+                    .map(|templates| vec![resources, templates]),
+                Err(e) => Err(e),
+            },
+        };
+        let mut fresh = match fresh {
+            Ok(fresh) => fresh.into_iter(),
+            Err(reason) => return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}"),
+        };
+        let previous = {
+            let mut listing = lock(&upstream.listing);
+            let previous = listing.clone();
+            match kind {
+                ListKind::Tools => listing.tools = fresh.next().unwrap_or_default(),
+                ListKind::Prompts => listing.prompts = fresh.next().unwrap_or_default(),
+                ListKind::Resources => {
+                    listing.resources = fresh.next().unwrap_or_default();
+                    listing.templates = fresh.next().unwrap_or_default();
+                }
+            }
+            previous
+        };
+        self.publish_catalog(index, previous, &[kind]);
+    }
+
+    /// Rebuilds the catalog after upstream `index` changed, and tells clients. A change that would
+    /// collide with another server's names is refused (logged) and the old listing kept.
+    fn publish_catalog(&self, index: usize, previous: Listing, kinds: &[ListKind]) {
+        match self.build_catalog() {
+            Ok(catalog) => *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog),
+            Err(reason) => {
+                tracing::error!(server = %self.upstreams[index].name, "ignored a catalog change: {reason}");
+                *lock(&self.upstreams[index].listing) = previous;
+                return;
+            }
+        }
+        for client in self.clients() {
+            for kind in kinds {
+                client.list_changed(*kind);
+            }
+        }
+    }
+
+    fn upstream_exited(&self, index: usize, reason: String) {
+        let upstream = &self.upstreams[index];
+        *lock(&upstream.state) = UpstreamState::Exited(reason);
+        lock(&upstream.connection).take();
+        let previous = std::mem::take(&mut *lock(&upstream.listing));
+        let mut kinds = Vec::new();
+        if !previous.tools.is_empty() {
+            kinds.push(ListKind::Tools);
+        }
+        if !previous.prompts.is_empty() {
+            kinds.push(ListKind::Prompts);
+        }
+        if !previous.resources.is_empty() || !previous.templates.is_empty() {
+            kinds.push(ListKind::Resources);
+        }
+        self.publish_catalog(index, previous, &kinds);
+    }
+
+    fn clients(&self) -> Vec<Arc<Client>> {
+        lock(&self.clients).values().cloned().collect()
+    }
+
+    /// Opens a client (a stdio process, an HTTP session); its unsolicited notifications go to
+    /// `outbound`.
+    pub fn open_client(&self, transport: &'static str, outbound: Sender<Notification>) -> Arc<Client> {
+        let session = self.registry.open_session(transport);
+        let client = Client::new(session, outbound);
+        lock(&self.clients).insert(session, Arc::clone(&client));
+        client
+    }
+
+    /// Closes a client: its listens complete, its requests are cancelled, its subscriptions end.
+    pub fn close_client(&self, client: &Client) {
+        client.closing.cancel();
+        lock(&self.clients).remove(&client.session);
+        for uri in client.subscribed_uris() {
+            self.release_upstream_subscription(&uri);
+        }
+        self.registry.close_session(client.session);
+    }
+
+    /// Stops every upstream process.
+    pub fn stop(&self) {
+        for upstream in &self.upstreams {
+            if let Some(connection) = lock(&upstream.connection).take() {
+                connection.stop();
+            }
+        }
+    }
+
+    /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
+    /// revision, which the client may refuse by disconnecting.
+    pub fn initialize(&self, client: &Client, request: &Request) -> Response {
+        let requested = request.params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+        let Some(requested) = requested else {
+            return Response::error(
+                Some(request.id.clone()),
+                ErrorObject::new(INVALID_PARAMS, "Invalid params: initialize needs a string protocolVersion"),
+            );
+        };
+        let revision = Revision::parse(requested).filter(|r| r.era() == Era::Legacy).unwrap_or(Revision::LATEST_LEGACY);
+        client.set_revision(revision);
+        self.registry.set_revision(client.session, revision);
+        let mut capabilities = json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+        });
+        if revision >= Revision::V2025_03_26 {
+            capabilities["completions"] = json!({});
+        }
+        let result = json!({
+            "protocolVersion": revision.as_str(),
+            "capabilities": capabilities,
+            "serverInfo": self.server_info,
+            "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
+        });
+        Response::result(request.id.clone(), result)
+    }
+
+    /// Answers one request (not `initialize`, which transports run in line through
+    /// [`Gateway::initialize`]).
+    pub async fn handle(self: &Arc<Self>, client: &Arc<Client>, request: Request, ctx: &RequestContext) -> Response {
+        let id = request.id.clone();
+        if request.method == "initialize" {
+            return self.initialize(client, &request);
+        }
+        let outcome = self.dispatch(client, request, ctx).await;
+        Response { id: Some(id), outcome }
+    }
+
+    async fn dispatch(self: &Arc<Self>, client: &Arc<Client>, request: Request, ctx: &RequestContext) -> Result<Value, ErrorObject> {
+        let method = request.method.as_str();
+        let params = request.params.as_ref();
+        let revision = match envelope::era_of(params) {
+            Era::Modern => {
+                envelope::check(params)?;
+                Revision::V2026_07_28
+            }
+            // The two modern-only methods without a modern envelope are missing their `_meta`.
+            Era::Legacy if matches!(method, "server/discover" | "subscriptions/listen") => {
+                return Err(envelope::check(params).err().unwrap_or_else(|| not_found(method)))
+            }
+            Era::Legacy => client.revision().unwrap_or(Revision::OLDEST),
+        };
+        let result = match (revision.era(), method) {
+            (Era::Legacy, "ping") => Ok(json!({})),
+            (Era::Modern, "server/discover") => Ok(self.discover()),
+            (Era::Modern, "subscriptions/listen") => self.listen(client, &request, ctx).await,
+            (Era::Legacy, "resources/unsubscribe") => self.unsubscribe(client, params),
+            (Era::Modern, "resources/subscribe") => Err(not_found(method)),
+            (_, m) if CATALOG_METHODS.contains(&m) => {
+                self.ready.wait().await;
+                self.catalog_method(client, method, params, revision, ctx).await
+            }
+            _ => Err(not_found(method)),
+        }?;
+        Ok(shape::result(method, revision, result, &self.server_info))
+    }
+
+    fn discover(&self) -> Value {
+        json!({
+            "supportedVersions": Revision::all_strings(),
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
+                "completions": {},
+            },
+            "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
+        })
+    }
+
+    async fn catalog_method(
+        &self,
+        client: &Client,
+        method: &str,
+        params: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let catalog = self.catalog();
+        let field = |key: &str| params.and_then(|p| p.get(key));
+        match method {
+            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => catalog.page(method, field("cursor")),
+            "tools/call" | "prompts/get" => {
+                let name = field("name").and_then(Value::as_str).unwrap_or_default();
+                let route = if method == "tools/call" { catalog.tool(name) } else { catalog.prompt(name) };
+                let what = if method == "tools/call" { "tool" } else { "prompt" };
+                let route = route.ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
+                if route.owner == Owner::Builtin {
+                    return Ok(builtin::call(&route.name, &self.summaries(), self.config_path.as_deref()));
+                }
+                let mut forwarded = forwardable(params);
+                forwarded["name"] = json!(route.name);
+                self.forward(route.owner, method, forwarded, params, revision, ctx).await
+            }
+            "resources/read" | "resources/subscribe" => {
+                let uri = field("uri").and_then(Value::as_str).unwrap_or_default();
+                let owner = catalog.resource_owner(uri).ok_or_else(|| resource_not_found(uri, revision))?;
+                if method == "resources/subscribe" {
+                    return self.subscribe(client, owner, uri).await;
+                }
+                self.forward(owner, method, forwardable(params), params, revision, ctx)
+                    .await
+                    .map_err(|e| match e.code {
+                        // The retired code never reaches a modern client.
+                        RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => resource_not_found(uri, revision),
+                        _ => e,
+                    })
+            }
+            _ => {
+                // completion/complete: route by what the reference names.
+                let reference = field("ref").cloned().unwrap_or(Value::Null);
+                let mut forwarded = forwardable(params);
+                let owner = match reference.get("type").and_then(Value::as_str) {
+                    Some("ref/prompt") => {
+                        let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+                        let route = catalog.prompt(name).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown prompt: {name}")))?;
+                        forwarded["ref"]["name"] = json!(route.name);
+                        route.owner
+                    }
+                    Some("ref/resource") => {
+                        let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                        catalog
+                            .template_owner(uri)
+                            .or_else(|| catalog.resource_owner(uri))
+                            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown resource reference: {uri}")))?
+                    }
+                    _ => return Err(ErrorObject::new(INVALID_PARAMS, "Invalid params: ref must be ref/prompt or ref/resource")),
+                };
+                if owner == Owner::Builtin {
+                    return Ok(json!({"completion": {"values": [], "hasMore": false}}));
+                }
+                self.forward(owner, method, forwarded, params, revision, ctx).await
+            }
+        }
+    }
+
+    /// Sends a request to the upstream that owns it, with the caller's progress routed back.
+    async fn forward(
+        &self,
+        owner: Owner,
+        method: &str,
+        forwarded: Value,
+        original: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let connection = self.connection(owner)?;
+        let progress = original
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .map(|token| ProgressSink {
+                token: token.clone(),
+                revision,
+                tx: ctx.notifications.clone(),
+            });
+        connection.request(method, Some(forwarded), &ctx.cancel, progress).await
+    }
+
+    fn connection(&self, owner: Owner) -> Result<Arc<StdioUpstream>, ErrorObject> {
+        let Owner::Upstream(index) = owner else {
+            return Err(ErrorObject::new(INTERNAL_ERROR, "the built-in server has no connection"));
+        };
+        let upstream = &self.upstreams[index];
+        lock(&upstream.connection).clone().filter(|c| c.is_alive()).ok_or_else(|| {
+            let state = lock(&upstream.state).clone();
+            ErrorObject::new(INTERNAL_ERROR, format!("upstream {:?} is not serving ({})", upstream.name, describe_state(&state)))
+        })
+    }
+
+    async fn subscribe(&self, client: &Client, owner: Owner, uri: &str) -> Result<Value, ErrorObject> {
+        if client.subscribe(uri) {
+            self.hold_upstream_subscription(owner, uri).await;
+        }
+        Ok(json!({}))
+    }
+
+    fn unsubscribe(&self, client: &Client, params: Option<&Value>) -> Result<Value, ErrorObject> {
+        let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or_default();
+        if client.unsubscribe(uri) {
+            self.release_upstream_subscription(uri);
+        }
+        Ok(json!({}))
+    }
+
+    /// Subscribes the owning upstream to `uri` when the first client asks for it.
+    async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
+        let first = {
+            let mut held = lock(&self.upstream_subscriptions);
+            let count = held.entry(uri.to_owned()).or_insert(0);
+            *count += 1;
+            *count == 1
+        };
+        let Owner::Upstream(index) = owner else { return };
+        let supports = lock(&self.upstreams[index].handshake)
+            .as_ref()
+            .is_some_and(|h| h.capabilities["resources"]["subscribe"] == json!(true));
+        if first && supports {
+            if let Ok(connection) = self.connection(owner) {
+                let method = if connection_is_modern(&self.upstreams[index]) { None } else { Some("resources/subscribe") };
+                if let Some(method) = method {
+                    if let Err(e) = connection.request(method, Some(json!({"uri": uri})), &Cancel::new(), None).await {
+                        tracing::warn!(server = %self.upstreams[index].name, "resources/subscribe {uri} failed: {}", e.message);
+                    }
+                }
+            }
+        }
+    }
+
+    fn release_upstream_subscription(&self, uri: &str) {
+        let mut held = lock(&self.upstream_subscriptions);
+        if let Some(count) = held.get_mut(uri) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(uri);
+                let owner = self.catalog().resource_owner(uri);
+                if let Some(Owner::Upstream(index)) = owner {
+                    if let Ok(connection) = self.connection(Owner::Upstream(index)) {
+                        if !connection_is_modern(&self.upstreams[index]) {
+                            let params = json!({"uri": uri});
+                            smol::spawn(async move { connection.request("resources/unsubscribe", Some(params), &Cancel::new(), None).await })
+                                .detach();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A modern listen: acknowledged first, then tagged notifications until the client cancels
+    /// it (no reply then) or the transport ends (then the completing result).
+    async fn listen(&self, client: &Arc<Client>, request: &Request, ctx: &RequestContext) -> Result<Value, ErrorObject> {
+        let filter = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("notifications"))
+            .and_then(Value::as_object)
+            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "Invalid params: subscriptions/listen needs a notifications object"))?;
+        let mut honoured = Map::new();
+        let mut lists = Vec::new();
+        for (key, kind) in [
+            ("toolsListChanged", ListKind::Tools),
+            ("promptsListChanged", ListKind::Prompts),
+            ("resourcesListChanged", ListKind::Resources),
+        ] {
+            if filter.get(key) == Some(&json!(true)) {
+                honoured.insert(key.into(), json!(true));
+                lists.push(kind);
+            }
+        }
+        self.ready.wait().await;
+        let catalog = self.catalog();
+        let mut resources = Vec::new();
+        for uri in filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            if let Some(owner) = catalog.resource_owner(uri) {
+                self.hold_upstream_subscription(owner, uri).await;
+                resources.push(uri.to_owned());
+            }
+        }
+        if !resources.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(resources));
+        }
+        let ack = client::tagged("notifications/subscriptions/acknowledged", json!({ "notifications": honoured }), &request.id);
+        let _ = ctx.notifications.send(ack).await;
+        let _open = OpenListen::new(self, client, Listen {
+            id: request.id.clone(),
+            lists,
+            resources,
+            tx: ctx.notifications.clone(),
+        });
+        // Whichever comes first: the client cancels (the transport withholds any reply) or the
+        // transport closes (the listen completes on purpose, with the result that says so).
+        smol::future::or(ctx.cancel.cancelled(), client.closing.cancelled()).await;
+        Ok(json!({"resultType": "complete", "_meta": { SUBSCRIPTION_ID: request.id.to_value() }}))
+    }
+
+    /// Each configured upstream's name, state, revision and catalog size.
+    pub fn summaries(&self) -> Vec<Value> {
+        self.upstreams
+            .iter()
+            .map(|u| {
+                let state = lock(&u.state).clone();
+                let handshake = lock(&u.handshake).clone();
+                let listing = lock(&u.listing);
+                json!({
+                    "name": u.name,
+                    "state": describe_state(&state),
+                    "revision": handshake.as_ref().map(|h| h.revision.as_str()),
+                    "serverInfo": handshake.as_ref().map(|h| h.server_info.clone()),
+                    "tools": listing.tools.len(),
+                    "prompts": listing.prompts.len(),
+                    "resources": listing.resources.len(),
+                })
+            })
+            .collect()
+    }
+
+    /// The merged tools, exposed names and all (for `mcpx tools`).
+    pub async fn tools(&self) -> Vec<(Owner, Value)> {
+        self.ready.wait().await;
+        let catalog = self.catalog();
+        let mut all = Vec::new();
+        let mut cursor: Option<Value> = None;
+        loop {
+            let Ok(page) = catalog.page("tools/list", cursor.as_ref()) else { break };
+            for tool in page["tools"].as_array().into_iter().flatten() {
+                let name = tool["name"].as_str().unwrap_or_default();
+                if let Some(route) = catalog.tool(name) {
+                    all.push((route.owner, tool.clone()));
+                }
+            }
+            match page.get("nextCursor") {
+                Some(next) => cursor = Some(next.clone()),
+                None => break,
+            }
+        }
+        all
+    }
+
+    /// The configured name of an upstream by index.
+    pub fn upstream_name(&self, owner: Owner) -> &str {
+        match owner {
+            Owner::Builtin => BUILTIN_SERVER,
+            Owner::Upstream(index) => &self.upstreams[index].name,
+        }
+    }
+}
+
+/// Keeps a listen registered on its client while the listen request runs, and undoes its
+/// subscriptions however it ends (completed, or dropped by a cancelling transport).
+struct OpenListen<'a> {
+    gateway: &'a Gateway,
+    client: &'a Client,
+    id: Id,
+    resources: Vec<String>,
+}
+
+impl<'a> OpenListen<'a> {
+    fn new(gateway: &'a Gateway, client: &'a Client, listen: Listen) -> Self {
+        let (id, resources) = (listen.id.clone(), listen.resources.clone());
+        client.add_listen(listen);
+        OpenListen { gateway, client, id, resources }
+    }
+}
+
+impl Drop for OpenListen<'_> {
+    fn drop(&mut self) {
+        self.client.remove_listen(&self.id);
+        for uri in &self.resources {
+            self.gateway.release_upstream_subscription(uri);
+        }
+    }
+}
+
+fn connection_is_modern(upstream: &Upstream) -> bool {
+    lock(&upstream.handshake).as_ref().is_some_and(|h| h.revision.era() == Era::Modern)
+}
+
+fn describe_state(state: &UpstreamState) -> String {
+    match state {
+        UpstreamState::Starting => "starting".into(),
+        UpstreamState::Ready => "ready".into(),
+        UpstreamState::Failed(why) => format!("failed: {why}"),
+        UpstreamState::Exited(why) => format!("exited: {why}"),
+    }
+}
+
+fn not_found(method: &str) -> ErrorObject {
+    ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+}
+
+/// Resource not found: -32002 in the legacy revisions, -32602 in the modern one.
+fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
+    let code = if revision.era() == Era::Modern { INVALID_PARAMS } else { RESOURCE_NOT_FOUND_LEGACY };
+    ErrorObject::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}
+
+/// The client's params as an upstream should see them: the modern envelope and the progress
+/// token are the upstream connection's own business, so they are removed here.
+fn forwardable(params: Option<&Value>) -> Value {
+    let mut params = params.cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        meta.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
+        if meta.is_empty() {
+            params.as_object_mut().map(|p| p.remove("_meta"));
+        }
+    }
+    params
+}
+
+/// Lists everything a server declares, following its pagination.
+async fn list_everything(connection: &StdioUpstream, capabilities: &Value) -> Result<Listing, String> {
+    let cancel = Cancel::new();
+    let declared = |key: &str| capabilities.get(key).is_some_and(|v| !v.is_null());
+    let mut listing = Listing::default();
+    if declared("tools") {
+        listing.tools = list_all(connection, "tools/list", "tools", &cancel).await?;
+    }
+    if declared("prompts") {
+        listing.prompts = list_all(connection, "prompts/list", "prompts", &cancel).await?;
+    }
+    if declared("resources") {
+        listing.resources = list_all(connection, "resources/list", "resources", &cancel).await?;
+        // Templates are optional even for a server with resources.
+        listing.templates = list_all(connection, "resources/templates/list", "resourceTemplates", &cancel).await.unwrap_or_default();
+    }
+    Ok(listing)
+}
+
+/// The most pages mcpx follows, so that a server whose cursors loop cannot hang it.
+const MAX_PAGES: usize = 1000;
+
+async fn list_all(connection: &StdioUpstream, method: &str, key: &str, cancel: &Cancel) -> Result<Vec<Value>, String> {
+    let mut items = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor.take().map(|c| json!({ "cursor": c }));
+        let page = connection.request(method, params, cancel, None).await.map_err(|e| format!("{method} failed: {}", e.message))?;
+        items.extend(page.get(key).and_then(Value::as_array).into_iter().flatten().cloned());
+        match page.get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => return Ok(items),
+        }
+    }
+    Err(format!("{method} returned more than {MAX_PAGES} pages"))
+}

@@ -1,0 +1,352 @@
+//! JSON-RPC 2.0 messages as MCP uses them: requests, notifications, responses and batches.
+//!
+//! Parsing is total: any byte string becomes either a [`Frame`] or an [`ErrorResponse`] that can be
+//! written straight back (-32700 for unreadable JSON, -32600 for JSON that is not a message, with the
+//! request's id whenever it could be read). Nothing here panics on input.
+
+use serde_json::{json, Map, Value};
+use std::fmt;
+
+/// Parse error: the bytes are not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON is not a valid JSON-RPC message (or a batch where none is allowed).
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not offered.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// The parameters are wrong, including a missing modern `_meta` envelope.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Something went wrong inside mcpx or an upstream.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Legacy revisions' "resource not found".
+pub const RESOURCE_NOT_FOUND_LEGACY: i64 = -32002;
+/// 2026-07-28: a mirrored HTTP header is missing, malformed or disagrees with the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: the request needs a client capability it did not declare.
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+/// 2026-07-28: the protocol version in `_meta` is not one mcpx serves.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// A request id: MCP allows strings and integers, never null, and its JSON type is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Id {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl Id {
+    /// Reads an id from JSON; `None` for null, fractions, booleans and the like.
+    pub fn from_value(value: &Value) -> Option<Id> {
+        match value {
+            Value::String(s) => Some(Id::String(s.clone())),
+            Value::Number(n) => n.as_i64().map(Id::Number),
+            _ => None,
+        }
+    }
+
+    /// The id as JSON, with its original type.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Id::Number(n) => Value::from(*n),
+            Id::String(s) => Value::from(s.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The `error` member of a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorObject {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// A short sentence for people.
+    pub message: String,
+    /// Structured detail, when the code defines some.
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Adds structured detail.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The error as the JSON object that goes in a response.
+    pub fn to_value(&self) -> Value {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+
+    /// Reads an error object; a malformed one becomes an internal error saying so.
+    pub fn from_value(value: &Value) -> Self {
+        let code = value.get("code").and_then(Value::as_i64);
+        let message = value.get("message").and_then(Value::as_str);
+        match (code, message) {
+            (Some(code), Some(message)) => ErrorObject {
+                code,
+                message: message.to_owned(),
+                data: value.get("data").cloned(),
+            },
+            _ => ErrorObject::new(INTERNAL_ERROR, format!("malformed error object: {value}")),
+        }
+    }
+}
+
+/// A request: it has an id and expects exactly one response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id the response must carry.
+    pub id: Id,
+    /// The method name.
+    pub method: String,
+    /// The parameters, if any were sent.
+    pub params: Option<Value>,
+}
+
+/// A notification: no id, never answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The parameters, if any were sent.
+    pub params: Option<Value>,
+}
+
+impl Notification {
+    /// A notification with the given parameters.
+    pub fn new(method: impl Into<String>, params: Value) -> Self {
+        Notification {
+            method: method.into(),
+            params: Some(params),
+        }
+    }
+
+    /// The notification as a JSON-RPC message.
+    pub fn to_value(&self) -> Value {
+        let mut message = json!({ "jsonrpc": "2.0", "method": self.method });
+        if let Some(params) = &self.params {
+            message["params"] = params.clone();
+        }
+        message
+    }
+}
+
+/// A response: a result or an error for one request id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered; `None` only when that id could not be read.
+    pub id: Option<Id>,
+    /// What the request produced.
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+impl Response {
+    /// A successful response.
+    pub fn result(id: Id, result: Value) -> Self {
+        Response {
+            id: Some(id),
+            outcome: Ok(result),
+        }
+    }
+
+    /// An error response; `id` is `None` when the request's id was unreadable.
+    pub fn error(id: Option<Id>, error: ErrorObject) -> Self {
+        Response {
+            id,
+            outcome: Err(error),
+        }
+    }
+
+    /// The response as a JSON-RPC message.
+    pub fn to_value(&self) -> Value {
+        let id = self.id.as_ref().map_or(Value::Null, Id::to_value);
+        match &self.outcome {
+            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }),
+        }
+    }
+
+    /// The error code, if this is an error response.
+    pub fn error_code(&self) -> Option<i64> {
+        self.outcome.as_ref().err().map(|e| e.code)
+    }
+}
+
+/// One JSON-RPC message of any kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Expects a response.
+    Request(Request),
+    /// Expects nothing.
+    Notification(Notification),
+    /// Answers an earlier request.
+    Response(Response),
+}
+
+/// What one frame (a stdio line, an HTTP body) holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// One message.
+    Single(Message),
+    /// A JSON array; each element either parsed or already answered with an error.
+    Batch(Vec<Result<Message, Response>>),
+}
+
+/// Parses a frame. An error is the response to send back as it stands.
+pub fn parse_frame(bytes: &[u8]) -> Result<Frame, Response> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        Response::error(None, ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")))
+    })?;
+    match value {
+        Value::Array(elements) if elements.is_empty() => Err(Response::error(
+            None,
+            ErrorObject::new(INVALID_REQUEST, "Invalid Request: empty batch"),
+        )),
+        Value::Array(elements) => Ok(Frame::Batch(elements.into_iter().map(parse_message).collect())),
+        other => parse_message(other).map(Frame::Single),
+    }
+}
+
+/// Reads one message from JSON. An error is the -32600 response to send back.
+pub fn parse_message(value: Value) -> Result<Message, Response> {
+    let Value::Object(mut object) = value else {
+        return Err(invalid(None, "a message must be a JSON object"));
+    };
+    let raw_id = object.remove("id");
+    let id = match &raw_id {
+        None => None,
+        Some(raw) => match Id::from_value(raw) {
+            Some(id) => Some(id),
+            None if raw.is_null() && is_response_shaped(&object) => None,
+            None => return Err(invalid(None, "id must be a string or an integer")),
+        },
+    };
+    if object.get("jsonrpc") != Some(&Value::from("2.0")) {
+        return Err(invalid(id, "jsonrpc must be \"2.0\""));
+    }
+    if let Some(method) = object.remove("method") {
+        let Value::String(method) = method else {
+            return Err(invalid(id, "method must be a string"));
+        };
+        let params = object.remove("params");
+        if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_array()) {
+            return Err(invalid(id, "params must be an object or an array"));
+        }
+        return Ok(match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None if raw_id.is_some() => return Err(invalid(None, "id must not be null")),
+            None => Message::Notification(Notification { method, params }),
+        });
+    }
+    match (object.remove("result"), object.remove("error")) {
+        (Some(result), None) if id.is_some() => Ok(Message::Response(Response {
+            id,
+            outcome: Ok(result),
+        })),
+        (None, Some(error)) => Ok(Message::Response(Response {
+            id,
+            outcome: Err(ErrorObject::from_value(&error)),
+        })),
+        _ => Err(invalid(id, "not a request, notification or response")),
+    }
+}
+
+fn is_response_shaped(object: &Map<String, Value>) -> bool {
+    object.contains_key("error") && !object.contains_key("method")
+}
+
+fn invalid(id: Option<Id>, why: &str) -> Response {
+    Response::error(id, ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")))
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod jsonrpc {
+        use crate::jsonrpc::*;
+        use serde_json::{json, Value};
+
+        #[test]
+        fn unreadable_json_is_parse_error_without_id() {
+            let err = parse_frame(b"{not json").unwrap_err();
+            assert_eq!(err.id, None);
+            assert_eq!(err.error_code(), Some(PARSE_ERROR));
+            assert_eq!(err.to_value()["id"], Value::Null);
+        }
+
+        #[test]
+        fn ids_keep_their_type() {
+            let Frame::Single(Message::Request(r)) =
+                parse_frame(br#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#).unwrap()
+            else {
+                panic!("not a request")
+            };
+            assert_eq!(r.id.to_value(), json!("7"));
+            let Frame::Single(Message::Request(r)) =
+                parse_frame(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap()
+            else {
+                panic!("not a request")
+            };
+            assert_eq!(r.id.to_value(), json!(7));
+        }
+
+        #[test]
+        fn null_or_fractional_id_is_invalid_request() {
+            for body in [
+                r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            ] {
+                let err = parse_frame(body.as_bytes()).unwrap_err();
+                assert_eq!(err.error_code(), Some(INVALID_REQUEST), "{body}");
+            }
+        }
+
+        #[test]
+        fn bad_shape_keeps_the_id() {
+            let err = parse_frame(br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#).unwrap_err();
+            assert_eq!(err.id, Some(Id::Number(3)));
+            assert_eq!(err.error_code(), Some(INVALID_REQUEST));
+        }
+
+        #[test]
+        fn batches_parse_element_by_element() {
+            let Frame::Batch(elements) =
+                parse_frame(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},5]"#).unwrap()
+            else {
+                panic!("not a batch")
+            };
+            assert!(matches!(elements[0], Ok(Message::Request(_))));
+            assert!(elements[1].is_err());
+            assert!(parse_frame(b"[]").is_err());
+        }
+
+        #[test]
+        fn error_response_with_null_id_is_a_response() {
+            let frame =
+                parse_frame(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)
+                    .unwrap();
+            assert!(matches!(frame, Frame::Single(Message::Response(Response { id: None, .. }))));
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! mcpx: one MCP server made of many upstream servers, reachable through several front doors.
+//!
+//! Every message takes the same road. A transport ([`transport`]) turns bytes into JSON-RPC
+//! ([`jsonrpc`]); the gateway core ([`gateway`]) decides which era the request belongs to, checks
+//! its envelope ([`protocol`]), and routes it through the merged catalog to an upstream
+//! ([`upstream`]); the outcome comes back shaped for the client's revision. The registry
+//! ([`registry`]) holds every session and request in flight, so that nothing is forgotten.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cancel;
+pub mod config;
+pub mod gateway;
+pub mod jsonrpc;
+pub mod protocol;
+pub mod registry;
+pub mod transport;
+pub mod upstream;

@@ -1,0 +1,105 @@
+//! The modern (2026-07-28) per-request envelope: `params._meta` must name the protocol version and
+//! the client's capabilities on every request, because there is no handshake to remember them.
+
+use super::{Era, Revision};
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
+use serde_json::{json, Value};
+
+/// `_meta` key: the revision a modern request is written in.
+pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the capabilities a modern client declares, on every request.
+pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the listen request a notification belongs to.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What a valid modern envelope tells the server about one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// The client's capabilities for this request alone.
+    pub client_capabilities: Value,
+}
+
+/// The protocol version a request's `_meta` names, if any.
+pub fn declared_version(params: Option<&Value>) -> Option<&Value> {
+    params?.get("_meta")?.get(PROTOCOL_VERSION)
+}
+
+/// Which era a request was written in: modern exactly when its `_meta` names a protocol version.
+pub fn era_of(params: Option<&Value>) -> Era {
+    if declared_version(params).is_some() {
+        Era::Modern
+    } else {
+        Era::Legacy
+    }
+}
+
+/// Checks a modern request's envelope: missing fields are -32602, and a version mcpx does not
+/// serve is -32022 listing every revision it does (a dual-era client learns from the list that
+/// `initialize` would work too).
+pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .filter(|m| m.is_object())
+        .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "Invalid params: a 2026-07-28 request needs params._meta"))?;
+    let version = meta.get(PROTOCOL_VERSION).and_then(Value::as_str).ok_or_else(|| {
+        ErrorObject::new(INVALID_PARAMS, format!("Invalid params: _meta needs a string {PROTOCOL_VERSION:?}"))
+    })?;
+    let client_capabilities = meta.get(CLIENT_CAPABILITIES).filter(|c| c.is_object()).ok_or_else(|| {
+        ErrorObject::new(INVALID_PARAMS, format!("Invalid params: _meta needs an object {CLIENT_CAPABILITIES:?}"))
+    })?;
+    if Revision::parse(version).map(Revision::era) != Some(Era::Modern) {
+        return Err(unsupported_version(version, Revision::all_strings()));
+    }
+    Ok(Envelope {
+        client_capabilities: client_capabilities.clone(),
+    })
+}
+
+/// A -32022 error naming what was asked for and what is served.
+pub fn unsupported_version(requested: &str, supported: Vec<&str>) -> ErrorObject {
+    ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {requested}"))
+        .with_data(json!({ "supported": supported, "requested": requested }))
+}
+
+#[cfg(test)]
+mod v2026_07_28 {
+    mod envelope {
+        use crate::jsonrpc::{INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
+        use crate::protocol::envelope::check;
+        use serde_json::json;
+
+        #[test]
+        fn missing_meta_is_invalid_params() {
+            assert_eq!(check(None).unwrap_err().code, INVALID_PARAMS);
+            assert_eq!(check(Some(&json!({}))).unwrap_err().code, INVALID_PARAMS);
+        }
+
+        #[test]
+        fn missing_protocol_version_or_capabilities_is_invalid_params() {
+            let no_caps = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+            assert_eq!(check(Some(&no_caps)).unwrap_err().code, INVALID_PARAMS);
+            let no_version = json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
+            assert_eq!(check(Some(&no_version)).unwrap_err().code, INVALID_PARAMS);
+        }
+
+        #[test]
+        fn unsupported_version_is_32022_with_supported_and_requested() {
+            for version in ["2099-01-01", "2025-11-25"] {
+                let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                    "io.modelcontextprotocol/clientCapabilities": {}}});
+                let e = check(Some(&p)).unwrap_err();
+                assert_eq!(e.code, UNSUPPORTED_PROTOCOL_VERSION);
+                let data = e.data.unwrap();
+                assert_eq!(data["requested"], version);
+                assert_eq!(data["supported"].as_array().unwrap().len(), 5);
+            }
+        }
+
+        #[test]
+        fn valid_envelope_passes_capabilities() {
+            let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+            assert_eq!(check(Some(&p)).unwrap().client_capabilities, json!({"elicitation": {}}));
+        }
+    }
+}

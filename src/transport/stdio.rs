@@ -1,0 +1,246 @@
+//! The stdio front door (`mcpx serve`): newline-delimited JSON-RPC on stdin and stdout.
+//!
+//! Requests run concurrently, each under its own cancellation, so that a `notifications/cancelled`
+//! can be read (and reach the upstream) while the request it names is still running; its reply is
+//! then withheld. Notifications and `initialize` run in line: a notification must land before
+//! whatever follows it, and `initialize` settles what every later reply looks like. One writer
+//! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
+//! to answer, then are cancelled, and `serve` returns.
+
+use crate::cancel::Cancel;
+use crate::gateway::{Client, Gateway, RequestContext};
+use crate::jsonrpc::{self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INVALID_REQUEST};
+use crate::registry::Outcome;
+use crate::protocol::Revision;
+use async_channel::{Receiver, Sender};
+use serde_json::Value;
+use smol::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use smol::Task;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How `serve` behaves at its edges.
+#[derive(Debug, Clone, Copy)]
+pub struct StdioOptions {
+    /// How long requests in flight at EOF may take before they are cancelled.
+    pub drain: Duration,
+    /// The longest line accepted; a longer one is answered with -32600 and skipped.
+    pub max_message_bytes: usize,
+}
+
+/// What the reader produced.
+enum Read {
+    Line(Vec<u8>),
+    TooLong,
+    Eof,
+}
+
+/// Serves one client on `input` and `output` until `input` ends and the drain is over.
+pub async fn serve(gateway: Arc<Gateway>, input: impl AsyncRead + Unpin, output: impl AsyncWrite + Unpin + Send + 'static, options: StdioOptions) {
+    let (notifications, notifications_rx) = async_channel::unbounded::<Notification>();
+    let (frames, frames_rx) = async_channel::unbounded::<Value>();
+    let writer = smol::spawn(write_frames(output, notifications_rx, frames_rx));
+    let client = gateway.open_client("stdio", notifications.clone());
+    // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
+    let (alive, all_done) = async_channel::bounded::<()>(1);
+    let connection = Connection {
+        gateway: Arc::clone(&gateway),
+        client: Arc::clone(&client),
+        notifications,
+        frames,
+        alive,
+    };
+    let mut input = BufReader::new(input);
+    let mut buf = Vec::new();
+    loop {
+        match read_line(&mut input, &mut buf, options.max_message_bytes).await {
+            Read::Eof => break,
+            Read::TooLong => connection.send(&Response::error(
+                None,
+                ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: message longer than {} bytes", options.max_message_bytes)),
+            )),
+            Read::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
+            Read::Line(line) => connection.receive(&line),
+        }
+    }
+    // EOF: listens complete now; other requests get the drain period, then are cancelled.
+    client.closing.cancel();
+    let Connection { frames, alive, notifications, .. } = connection;
+    drop(alive);
+    let drained = smol::future::or(async { all_done.recv().await.is_err() }, async {
+        smol::Timer::after(options.drain).await;
+        false
+    })
+    .await;
+    if !drained {
+        tracing::info!("stdin closed; cancelling {} request(s) still in flight after {:?}", gateway.registry.in_flight_count(client.session), options.drain);
+        gateway.registry.cancel_all(client.session);
+        let _ = all_done.recv().await;
+    }
+    gateway.close_client(&client);
+    drop((frames, notifications));
+    writer.await;
+}
+
+/// One stdio client's reading side.
+struct Connection {
+    gateway: Arc<Gateway>,
+    client: Arc<Client>,
+    notifications: Sender<Notification>,
+    frames: Sender<Value>,
+    alive: Sender<()>,
+}
+
+impl Connection {
+    fn send(&self, response: &Response) {
+        let _ = self.frames.try_send(response.to_value());
+    }
+
+    fn receive(&self, line: &[u8]) {
+        match jsonrpc::parse_frame(line) {
+            Err(error) => self.send(&error),
+            Ok(Frame::Single(Message::Notification(n))) => self.on_notification(n),
+            Ok(Frame::Single(Message::Request(request))) if request.method == "initialize" => {
+                self.send(&self.gateway.initialize(&self.client, &request))
+            }
+            Ok(Frame::Single(Message::Request(request))) => {
+                let task = self.start(request);
+                let frames = self.frames.clone();
+                smol::spawn(async move {
+                    if let Some(response) = task.await {
+                        let _ = frames.send(response.to_value()).await;
+                    }
+                })
+                .detach();
+            }
+            // mcpx sends clients no requests yet, so a response answers nothing.
+            Ok(Frame::Single(Message::Response(r))) => tracing::debug!("ignored a response from the client: {:?}", r.id),
+            Ok(Frame::Batch(elements)) => self.batch(elements),
+        }
+    }
+
+    /// Notifications are never answered, not even an unknown one.
+    fn on_notification(&self, notification: Notification) {
+        if notification.method == "notifications/cancelled" {
+            let id = notification.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
+            if let Some(id) = id {
+                self.gateway.registry.cancel(self.client.session, &id);
+            }
+        }
+    }
+
+    /// Starts a request under its own cancellation; the task yields its response, or `None` if
+    /// it was cancelled (then nothing may be written for it).
+    fn start(&self, request: Request) -> Task<Option<Response>> {
+        let cancel = Cancel::new();
+        let guard = self.gateway.registry.begin(self.client.session, request.id.clone(), &request.method, cancel.clone());
+        let context = RequestContext {
+            cancel: cancel.clone(),
+            notifications: self.notifications.clone(),
+        };
+        let (gateway, client, alive) = (Arc::clone(&self.gateway), Arc::clone(&self.client), self.alive.clone());
+        smol::spawn(async move {
+            let _alive = alive;
+            let response = cancel.run(gateway.handle(&client, request, &context)).await.filter(|_| !cancel.is_cancelled());
+            guard.finish(if response.is_some() { Outcome::Answered } else { Outcome::Cancelled });
+            response
+        })
+    }
+
+    /// Batches exist only in 2025-03-26: the connection's negotiated revision decides, or
+    /// 2025-03-26 before any `initialize`.
+    fn batch(&self, elements: Vec<Result<Message, Response>>) {
+        let revision = self.client.revision().unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION);
+        if !revision.allows_batches() {
+            return self.send(&Response::error(
+                None,
+                ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: MCP {revision} has no JSON-RPC batches")),
+            ));
+        }
+        let mut replies: Vec<Task<Option<Response>>> = Vec::new();
+        for element in elements {
+            match element {
+                Err(error) => replies.push(smol::spawn(async move { Some(error) })),
+                Ok(Message::Notification(n)) => self.on_notification(n),
+                Ok(Message::Response(_)) => {}
+                Ok(Message::Request(request)) if request.method == "initialize" => {
+                    let refusal = Response::error(
+                        Some(request.id),
+                        ErrorObject::new(INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"),
+                    );
+                    replies.push(smol::spawn(async move { Some(refusal) }));
+                }
+                Ok(Message::Request(request)) => replies.push(self.start(request)),
+            }
+        }
+        let frames = self.frames.clone();
+        let alive = self.alive.clone();
+        smol::spawn(async move {
+            let _alive = alive;
+            let mut answers = Vec::new();
+            for reply in replies {
+                answers.extend(reply.await.map(|r| r.to_value()));
+            }
+            // A batch of notifications (or of requests all cancelled) gets nothing back.
+            if !answers.is_empty() {
+                let _ = frames.send(Value::Array(answers)).await;
+            }
+        })
+        .detach();
+    }
+}
+
+/// Owns the output: one frame per line, notifications before any response queued after them.
+async fn write_frames(mut output: impl AsyncWrite + Unpin, notifications: Receiver<Notification>, frames: Receiver<Value>) {
+    use smol::stream::StreamExt;
+    // `or` polls the notifications first: a request's progress, queued before its response, is
+    // written before it.
+    let mut outgoing = std::pin::pin!(smol::stream::or(notifications.map(|n| n.to_value()), frames));
+    while let Some(frame) = outgoing.next().await {
+        let mut line = frame.to_string();
+        line.push('\n');
+        if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+            tracing::warn!("stdout is closed; stopping");
+            break;
+        }
+    }
+}
+
+/// Reads one line of at most `max` bytes (without its newline).
+async fn read_line(input: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> Read {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let available = match input.fill_buf().await {
+            Ok(available) => available,
+            Err(e) => {
+                tracing::warn!("reading stdin failed: {e}");
+                return Read::Eof;
+            }
+        };
+        if available.is_empty() {
+            return match (buf.is_empty() && !too_long, too_long) {
+                (true, _) => Read::Eof,
+                (_, true) => Read::TooLong,
+                _ => Read::Line(std::mem::take(buf)),
+            };
+        }
+        let (chunk, found_newline) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..at], true),
+            None => (available, false),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let consumed = chunk.len() + usize::from(found_newline);
+        input.consume(consumed);
+        if found_newline {
+            return if too_long { Read::TooLong } else { Read::Line(std::mem::take(buf)) };
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Upstreams: mcpx as a client of each real server it fronts.
+//!
+//! An upstream starts its server, learns its era by handshaking ([`stdio::StdioUpstream`]), sends
+//! requests and cancellations, passes each request's progress back to the caller through a
+//! [`ProgressSink`], and reports the server's own notifications to the gateway as [`Event`]s.
+
+pub mod stdio;
+
+use crate::jsonrpc::Notification;
+use crate::protocol::{shape, Revision};
+use serde_json::Value;
+
+/// The three catalogs an upstream can announce changes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list` and `resources/templates/list`.
+    Resources,
+}
+
+impl ListKind {
+    /// The notification method announcing a change.
+    pub fn notification(self) -> &'static str {
+        match self {
+            ListKind::Tools => "notifications/tools/list_changed",
+            ListKind::Prompts => "notifications/prompts/list_changed",
+            ListKind::Resources => "notifications/resources/list_changed",
+        }
+    }
+
+    /// The kind a `list_changed` notification method names.
+    pub fn from_notification(method: &str) -> Option<ListKind> {
+        [ListKind::Tools, ListKind::Prompts, ListKind::Resources]
+            .into_iter()
+            .find(|k| k.notification() == method)
+    }
+}
+
+/// Something an upstream server said that the gateway must act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The server's catalog of this kind changed.
+    ListChanged {
+        /// The upstream's index in the gateway.
+        upstream: usize,
+        /// Which catalog.
+        kind: ListKind,
+    },
+    /// A resource the server was subscribed to changed.
+    ResourceUpdated {
+        /// The resource (or a sub-resource of the one subscribed).
+        uri: String,
+    },
+    /// The server's process ended.
+    Exited {
+        /// The upstream's index in the gateway.
+        upstream: usize,
+        /// Why, for the log and the `mcpx` tools.
+        reason: String,
+    },
+}
+
+/// Where one request's `notifications/progress` go: the caller's token, its revision (to shape
+/// them) and its notification channel.
+#[derive(Debug, Clone)]
+pub struct ProgressSink {
+    /// The `progressToken` the client chose; upstream tokens are mcpx's own.
+    pub token: Value,
+    /// The client's revision for this request.
+    pub revision: Revision,
+    /// The channel of notifications for this request.
+    pub tx: async_channel::Sender<Notification>,
+}
+
+impl ProgressSink {
+    /// Forwards an upstream's progress params under the client's token.
+    pub fn forward(&self, mut params: Value) {
+        if let Some(map) = params.as_object_mut() {
+            map.insert("progressToken".into(), self.token.clone());
+        }
+        shape::notification_params("notifications/progress", self.revision, &mut params);
+        // A closed channel means the request already ended; late progress has nowhere to go.
+        let _ = self.tx.try_send(Notification::new("notifications/progress", params));
+    }
+}

@@ -1,0 +1,353 @@
+//! A stdio upstream: a child process speaking newline-delimited JSON-RPC on its stdin and stdout.
+//!
+//! One task writes lines to the child, one reads its stdout and settles the pending requests by
+//! id, and one copies its stderr into mcpx's log tagged with the server's name. When stdout ends
+//! the process is gone: every pending request fails at once with an error naming the server, so no
+//! caller waits on a dead upstream.
+
+use super::{Event, ListKind, ProgressSink};
+use crate::cancel::Cancel;
+use crate::config::Server;
+use crate::jsonrpc::{self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR};
+use crate::protocol::envelope::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
+use crate::protocol::{Era, Revision};
+use async_channel::Sender;
+use serde_json::{json, Value};
+use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use smol::process::{Child, Command, Stdio};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a server may take to answer the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+type Reply = Result<Value, ErrorObject>;
+
+/// What the handshake learned about the server.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    /// The revision mcpx speaks to it.
+    pub revision: Revision,
+    /// Its declared capabilities.
+    pub capabilities: Value,
+    /// Its `Implementation` (name, version, ...).
+    pub server_info: Value,
+}
+
+/// A running stdio upstream.
+#[derive(Debug)]
+pub struct StdioUpstream {
+    name: String,
+    lines: Sender<String>,
+    pending: Mutex<HashMap<i64, Sender<Reply>>>,
+    progress: Mutex<HashMap<String, ProgressSink>>,
+    next_id: AtomicI64,
+    era: Mutex<Era>,
+    exited: Cancel,
+    child: Mutex<Option<Child>>,
+}
+
+impl StdioUpstream {
+    /// Spawns the server and starts its reader, writer and stderr tasks. Events go to `events`
+    /// tagged with `index`.
+    pub fn spawn(name: &str, index: usize, server: &Server, events: Sender<Event>) -> Result<Arc<Self>, String> {
+        let program = server.command.as_deref().unwrap_or_default();
+        let mut command = Command::new(program);
+        command
+            .args(&server.args)
+            .envs(&server.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(cwd) = &server.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|e| format!("cannot start {program:?}: {e}"))?;
+        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (Some(mut stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
+            return Err("the child's pipes were not created".into());
+        };
+        let (lines, outgoing) = async_channel::unbounded::<String>();
+        let upstream = Arc::new(StdioUpstream {
+            name: name.to_owned(),
+            lines,
+            pending: Mutex::default(),
+            progress: Mutex::default(),
+            next_id: AtomicI64::new(1),
+            era: Mutex::new(Era::Legacy),
+            exited: Cancel::new(),
+            child: Mutex::new(Some(child)),
+        });
+        smol::spawn(async move {
+            while let Ok(line) = outgoing.recv().await {
+                if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .detach();
+        let tag = name.to_owned();
+        smol::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Some(Ok(line)) = smol::stream::StreamExt::next(&mut lines).await {
+                tracing::info!(target: "upstream", server = %tag, "{line}");
+            }
+        })
+        .detach();
+        let reader = Arc::clone(&upstream);
+        smol::spawn(async move {
+            let reason = reader.read_stdout(BufReader::new(stdout), index, &events).await;
+            reader.fail_pending(&reason);
+            tracing::warn!(server = %reader.name, "upstream exited: {reason}");
+            let _ = events.send(Event::Exited { upstream: index, reason }).await;
+        })
+        .detach();
+        Ok(upstream)
+    }
+
+    /// Handshakes: `initialize` at the newest legacy revision, or, when the server answers with a
+    /// modern error, `server/discover` at 2026-07-28.
+    pub async fn handshake(&self) -> Result<Handshake, String> {
+        let initialize = json!({
+            "protocolVersion": Revision::LATEST_LEGACY.as_str(),
+            "capabilities": {},
+            "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let cancel = Cancel::new();
+        let answer = with_timeout(self.request_raw("initialize", Some(initialize), &cancel, None)).await?;
+        match answer {
+            Ok(result) => {
+                let version = result["protocolVersion"].as_str().unwrap_or_default();
+                let revision = Revision::parse(version)
+                    .filter(|r| r.era() == Era::Legacy)
+                    .ok_or_else(|| format!("the server chose protocol version {version:?}, which mcpx does not speak"))?;
+                self.notify("notifications/initialized", None);
+                Ok(Handshake {
+                    revision,
+                    capabilities: result["capabilities"].clone(),
+                    server_info: result["serverInfo"].clone(),
+                })
+            }
+            Err(error) if speaks_modern(&error) => {
+                *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
+                let discovered = with_timeout(self.request("server/discover", None, &cancel, None))
+                    .await?
+                    .map_err(|e| format!("server/discover failed: {}", e.message))?;
+                Ok(Handshake {
+                    revision: Revision::V2026_07_28,
+                    capabilities: discovered["capabilities"].clone(),
+                    server_info: discovered["_meta"][crate::protocol::shape::SERVER_INFO_KEY].clone(),
+                })
+            }
+            Err(error) => Err(format!("initialize failed: {} ({})", error.message, error.code)),
+        }
+    }
+
+    /// Sends a request in the server's era and waits for its answer, unless `cancel` fires first
+    /// (then the server is told, and the answer is an error nobody will read).
+    pub async fn request(&self, method: &str, params: Option<Value>, cancel: &Cancel, progress: Option<ProgressSink>) -> Reply {
+        let params = if *self.era.lock().unwrap_or_else(|p| p.into_inner()) == Era::Modern {
+            let mut params = params.unwrap_or_else(|| json!({}));
+            if let Some(map) = params.as_object_mut() {
+                let meta = map.entry("_meta").or_insert_with(|| json!({}));
+                meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
+                meta[CLIENT_CAPABILITIES] = json!({});
+            }
+            Some(params)
+        } else {
+            params
+        };
+        self.request_raw(method, params, cancel, progress).await
+    }
+
+    async fn request_raw(&self, method: &str, mut params: Option<Value>, cancel: &Cancel, progress: Option<ProgressSink>) -> Reply {
+        if self.exited.is_cancelled() {
+            return Err(self.gone());
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let token = format!("mcpx-{id}");
+        if let Some(sink) = progress {
+            // The server sees a token of mcpx's own, unique across all callers, and its progress
+            // goes back under the caller's token.
+            let params = params.get_or_insert_with(|| json!({}));
+            if let Some(map) = params.as_object_mut() {
+                map.entry("_meta").or_insert_with(|| json!({}))["progressToken"] = json!(token);
+            }
+            self.progress.lock().unwrap_or_else(|p| p.into_inner()).insert(token.clone(), sink);
+        }
+        let (tx, rx) = async_channel::bounded(1);
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+        self.send(&Request {
+            id: Id::Number(id),
+            method: method.to_owned(),
+            params,
+        });
+        let reply = cancel.run(rx.recv()).await;
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        match reply {
+            Some(Ok(reply)) => reply,
+            Some(Err(_)) => Err(self.gone()),
+            None => {
+                self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": "cancelled by the client"})));
+                Err(ErrorObject::new(INTERNAL_ERROR, "Request cancelled"))
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: Option<Value>) {
+        let notification = Notification {
+            method: method.to_owned(),
+            params,
+        };
+        let _ = self.lines.try_send(line(&notification.to_value()));
+    }
+
+    /// Stops the server: closes its stdin and kills it.
+    pub fn stop(&self) {
+        self.lines.close();
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = child.kill();
+        }
+    }
+
+    fn send(&self, request: &Request) {
+        let mut message = json!({"jsonrpc": "2.0", "id": request.id.to_value(), "method": request.method});
+        if let Some(params) = &request.params {
+            message["params"] = params.clone();
+        }
+        let _ = self.lines.try_send(line(&message));
+    }
+
+    fn gone(&self) -> ErrorObject {
+        ErrorObject::new(INTERNAL_ERROR, format!("upstream {:?} exited before answering", self.name))
+    }
+
+    /// Reads the server's stdout until it ends; returns why it ended.
+    async fn read_stdout(&self, mut stdout: impl smol::io::AsyncBufRead + Unpin, index: usize, events: &Sender<Event>) -> String {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match stdout.read_until(b'\n', &mut buf).await {
+                Ok(0) => return "its stdout closed".into(),
+                Err(e) => return format!("reading its stdout failed: {e}"),
+                Ok(_) => {}
+            }
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match jsonrpc::parse_frame(&buf) {
+                Ok(Frame::Single(message)) => self.receive(message, index, events).await,
+                Ok(Frame::Batch(messages)) => {
+                    for message in messages.into_iter().flatten() {
+                        self.receive(message, index, events).await;
+                    }
+                }
+                Err(_) => tracing::warn!(server = %self.name, "ignored a line that is not JSON-RPC: {}", String::from_utf8_lossy(&buf).trim_end()),
+            }
+        }
+    }
+
+    async fn receive(&self, message: Message, index: usize, events: &Sender<Event>) {
+        match message {
+            Message::Response(Response { id: Some(Id::Number(id)), outcome }) => {
+                let waiter = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.try_send(outcome);
+                }
+            }
+            Message::Response(response) => tracing::debug!(server = %self.name, "response to no request: {:?}", response.id),
+            Message::Notification(n) => self.on_notification(n, index, events).await,
+            Message::Request(request) => self.on_request(request),
+        }
+    }
+
+    async fn on_notification(&self, n: Notification, index: usize, events: &Sender<Event>) {
+        let params = n.params.unwrap_or(Value::Null);
+        if let Some(kind) = ListKind::from_notification(&n.method) {
+            let _ = events.send(Event::ListChanged { upstream: index, kind }).await;
+            return;
+        }
+        match n.method.as_str() {
+            "notifications/progress" => {
+                let token = params.get("progressToken").map(token_key).unwrap_or_default();
+                let sink = self.progress.lock().unwrap_or_else(|p| p.into_inner()).get(&token).cloned();
+                if let Some(sink) = sink {
+                    sink.forward(params);
+                }
+            }
+            "notifications/resources/updated" => {
+                if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                    let _ = events.send(Event::ResourceUpdated { uri: uri.to_owned() }).await;
+                }
+            }
+            "notifications/message" => tracing::info!(target: "upstream", server = %self.name, "log: {params}"),
+            _ => {}
+        }
+    }
+
+    /// Requests from the server: `ping` is answered; the server-to-client features (sampling,
+    /// elicitation, roots) are not offered to upstreams, so anything else is method-not-found.
+    fn on_request(&self, request: Request) {
+        let response = match request.method.as_str() {
+            "ping" => Response::result(request.id, json!({})),
+            other => Response::error(
+                Some(request.id),
+                ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, format!("Method not found: {other}")),
+            ),
+        };
+        let _ = self.lines.try_send(line(&response.to_value()));
+    }
+
+    fn fail_pending(&self, reason: &str) {
+        self.exited.cancel();
+        let error = ErrorObject::new(INTERNAL_ERROR, format!("upstream {:?} exited: {reason}", self.name));
+        for (_, waiter) in self.pending.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+            let _ = waiter.try_send(Err(error.clone()));
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_alive(&self) -> bool {
+        !self.exited.is_cancelled()
+    }
+}
+
+impl Drop for StdioUpstream {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A server that refuses `initialize` in a way only a modern server would: -32022, or an error
+/// whose `data.supported` lists a modern revision.
+fn speaks_modern(error: &ErrorObject) -> bool {
+    let supported = error.data.as_ref().and_then(|d| d.get("supported")).and_then(Value::as_array);
+    let lists_modern = supported.is_some_and(|list| list.iter().filter_map(Value::as_str).any(Revision::date_is_modern));
+    error.code == jsonrpc::UNSUPPORTED_PROTOCOL_VERSION || lists_modern
+}
+
+fn token_key(token: &Value) -> String {
+    token.as_str().map_or_else(|| token.to_string(), str::to_owned)
+}
+
+fn line(message: &Value) -> String {
+    let mut line = message.to_string();
+    line.push('\n');
+    line
+}
+
+async fn with_timeout<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
+    use smol::future::FutureExt;
+    async { Ok(work.await) }
+        .or(async {
+            smol::Timer::after(HANDSHAKE_TIMEOUT).await;
+            Err(format!("no answer within {HANDSHAKE_TIMEOUT:?}"))
+        })
+        .await
+}
+
