@@ -1,1 +1,176 @@
-fn main(){}
+//! A small MCP server for mcpx's tests, not shipped. It speaks the legacy revisions (or, with
+//! `--modern-only`, only 2026-07-28) over stdio, and has tools that echo, sleep until cancelled,
+//! report progress, fail, crash, change the tool list and return content kinds some revisions lack.
+//! What it observes (a cancellation, say) it reports on stderr, which mcpx copies to its log.
+
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+struct Server {
+    out: Mutex<()>,
+    cancelled: Mutex<HashSet<String>>,
+    extra_tool: Mutex<bool>,
+    modern_only: bool,
+    generated_tools: usize,
+}
+
+impl Server {
+    fn send(&self, message: Value) {
+        let _guard = self.out.lock().unwrap();
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{message}").unwrap();
+        stdout.flush().unwrap();
+    }
+
+    fn reply(&self, id: &Value, result: Result<Value, (i64, &str)>) {
+        match result {
+            Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Err((code, message)) => self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})),
+        }
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        let mut tools = vec![
+            json!({"name": "echo", "description": "Echoes its text back.", "inputSchema": {"type": "object",
+                "properties": {"text": {"type": "string"}, "region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["text"]}}),
+            json!({"name": "sleep", "description": "Sleeps for ms milliseconds (default: until cancelled).",
+                "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}}}),
+            json!({"name": "progress", "description": "Reports progress steps, then answers.",
+                "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}}}),
+            json!({"name": "fail", "description": "Always a tool error.", "inputSchema": {"type": "object"}}),
+            json!({"name": "crash", "description": "Exits the server mid-call.", "inputSchema": {"type": "object"}}),
+            json!({"name": "add_tool", "description": "Adds the tool `extra` and announces list_changed.", "inputSchema": {"type": "object"}}),
+            json!({"name": "touch", "description": "Announces resources/updated for fixture://hello.", "inputSchema": {"type": "object"}}),
+            json!({"name": "kinds", "description": "Returns text, audio and a resource link.", "inputSchema": {"type": "object"},
+                "title": "Content kinds", "outputSchema": {"type": "object"}, "icons": [], "execution": {"taskSupport": "forbidden"}}),
+        ];
+        if *self.extra_tool.lock().unwrap() {
+            tools.push(json!({"name": "extra", "description": "Added at run time.", "inputSchema": {"type": "object"}}));
+        }
+        tools.extend((0..self.generated_tools).map(|i| json!({"name": format!("gen{i:03}"), "inputSchema": {"type": "object"}})));
+        tools
+    }
+
+    fn call(self: &Arc<Self>, id: &Value, params: &Value) {
+        let name = params["name"].as_str().unwrap_or_default();
+        let args = &params["arguments"];
+        let key = id.to_string();
+        let text = |t: String| Ok(json!({"content": [{"type": "text", "text": t}], "isError": false}));
+        let result = match name {
+            "echo" => text(args["text"].as_str().unwrap_or_default().to_owned()),
+            "sleep" => {
+                let until = args["ms"].as_u64().map(|ms| Instant::now() + Duration::from_millis(ms));
+                loop {
+                    if self.cancelled.lock().unwrap().remove(&key) {
+                        eprintln!("fixture: cancelled request {key}");
+                        return;
+                    }
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                text("slept".into())
+            }
+            "progress" => {
+                let token = params["_meta"]["progressToken"].clone();
+                let steps = args["steps"].as_u64().unwrap_or(3);
+                for step in 1..=steps {
+                    if !token.is_null() {
+                        self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": step, "total": steps, "message": format!("step {step}")}}));
+                    }
+                }
+                text(format!("{steps} steps"))
+            }
+            "fail" => Ok(json!({"content": [{"type": "text", "text": "it failed"}], "isError": true})),
+            "crash" => std::process::exit(3),
+            "add_tool" => {
+                *self.extra_tool.lock().unwrap() = true;
+                self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+                text("added".into())
+            }
+            "touch" => {
+                self.send(json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fixture://hello"}}));
+                text("touched".into())
+            }
+            "kinds" => Ok(json!({"content": [
+                {"type": "text", "text": "a"},
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "fixture://hello", "name": "hello"}
+            ], "structuredContent": {"ok": true}})),
+            "extra" if *self.extra_tool.lock().unwrap() => text("extra".into()),
+            _ => Err((-32602, "Unknown tool")),
+        };
+        self.reply(id, result);
+    }
+
+    fn handle(self: &Arc<Self>, message: Value) {
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        let id = message.get("id").cloned();
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        let Some(id) = id else {
+            if method == "notifications/cancelled" {
+                self.cancelled.lock().unwrap().insert(params["requestId"].to_string());
+            }
+            return;
+        };
+        if self.modern_only && method != "server/discover" && params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_null() {
+            return self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"], "requested": params["protocolVersion"]}}}));
+        }
+        let result = match method.as_str() {
+            "initialize" => Ok(json!({"protocolVersion": params["protocolVersion"], "serverInfo": {"name": "fixture", "version": "1"},
+                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}}})),
+            "server/discover" => Ok(json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "private",
+                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}})),
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(json!({"tools": self.tools()})),
+            "tools/call" => {
+                let server = Arc::clone(self);
+                std::thread::spawn(move || server.call(&id, &params));
+                return;
+            }
+            "prompts/list" => Ok(json!({"prompts": [{"name": "greet", "description": "Greets someone.",
+                "arguments": [{"name": "who", "required": true, "title": "Who"}]}]})),
+            "prompts/get" => Ok(json!({"messages": [{"role": "user", "content": {"type": "text",
+                "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]})),
+            "resources/list" => Ok(json!({"resources": [{"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}]})),
+            "resources/templates/list" => Ok(json!({"resourceTemplates": [{"uriTemplate": "fixture://items/{id}", "name": "item"}]})),
+            "resources/read" => match params["uri"].as_str().unwrap_or_default() {
+                "fixture://hello" => Ok(json!({"contents": [{"uri": "fixture://hello", "mimeType": "text/plain", "text": "hello"}]})),
+                uri if uri.starts_with("fixture://items/") => Ok(json!({"contents": [{"uri": uri, "text": uri}]})),
+                _ => Err((-32002, "Resource not found")),
+            },
+            "resources/subscribe" | "resources/unsubscribe" => {
+                eprintln!("fixture: {method} {}", params["uri"]);
+                Ok(json!({}))
+            }
+            "completion/complete" => Ok(json!({"completion": {"values": ["alice", "bob"], "hasMore": false}})),
+            _ => Err((-32601, "Method not found")),
+        };
+        self.reply(&id, result);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let generated_tools = args.iter().position(|a| a == "--tools").and_then(|i| args.get(i + 1)).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let server = Arc::new(Server {
+        modern_only: args.iter().any(|a| a == "--modern-only"),
+        generated_tools,
+        ..Server::default()
+    });
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if let Ok(message) = serde_json::from_str::<Value>(&line) {
+            server.handle(message);
+        }
+    }
+}

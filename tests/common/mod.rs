@@ -1,0 +1,256 @@
+//! Test harness: spawns the real `mcpx` binary with real pipes, and checks what it writes
+//! against the official JSON schema of the client's revision.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long any single expected message may take.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+pub fn mcpx_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcpx"))
+}
+
+/// The fixture upstream, built beside mcpx (a default member of the workspace).
+pub fn fixture_bin() -> String {
+    let path = mcpx_bin().parent().unwrap().join("fixture-upstream");
+    assert!(path.exists(), "build the workspace first: {} is missing", path.display());
+    path.display().to_string()
+}
+
+/// A config with the fixture upstream named `fixture`, plus `extra` TOML.
+pub fn fixture_config(extra: &str) -> String {
+    format!("[servers.fixture]\ncommand = {:?}\n{extra}", fixture_bin())
+}
+
+/// A running `mcpx serve`.
+pub struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    held: VecDeque<Value>,
+    stderr: Arc<Mutex<String>>,
+    _config: tempfile::NamedTempFile,
+}
+
+impl Serve {
+    pub fn start(config: &str) -> Serve {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(config.as_bytes()).unwrap();
+        let mut child = Command::new(mcpx_bin())
+            .args(["--config", file.path().to_str().unwrap(), "serve"])
+            .env("MCPX_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Serve {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            held: VecDeque::new(),
+            stderr,
+            _config: file,
+        }
+    }
+
+    pub fn send(&mut self, message: Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin already closed");
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn request(&mut self, id: i64, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next stdout line, which must be exactly one JSON value.
+    pub fn next_line(&mut self, within: Duration) -> Option<Value> {
+        if let Some(held) = self.held.pop_front() {
+            return Some(held);
+        }
+        match self.lines.recv_timeout(within) {
+            Ok(line) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    pub fn next(&mut self) -> Value {
+        self.next_line(PATIENCE).unwrap_or_else(|| panic!("no message from mcpx; stderr:\n{}", self.stderr()))
+    }
+
+    /// Waits for the response with this id; other messages are kept for later reads.
+    pub fn response(&mut self, id: i64) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        let mut skipped = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = match self.lines.recv_timeout(left) {
+                Ok(line) => serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
+                Err(_) => panic!("no response {id}; got {skipped:?}; stderr:\n{}", self.stderr()),
+            };
+            if let Some(found) = self.held.iter().position(|m| m["id"] == id && m.get("method").is_none()) {
+                let found = self.held.remove(found).unwrap();
+                self.held.push_back(message);
+                return found;
+            }
+            if message["id"] == id && message.get("method").is_none() {
+                self.held.extend(skipped);
+                return message;
+            }
+            skipped.push(message);
+        }
+    }
+
+    /// Sends a request and waits for its response.
+    pub fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.request(id, method, params);
+        self.response(id)
+    }
+
+    /// The legacy handshake at `revision`.
+    pub fn initialize(&mut self, revision: &str) -> Value {
+        let response = self.call(
+            0,
+            "initialize",
+            json!({"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        self.notify("notifications/initialized", json!({}));
+        response
+    }
+
+    /// Messages held back while waiting for a response, and any that arrive within `within`.
+    pub fn drain(&mut self, within: Duration) -> Vec<Value> {
+        let mut all: Vec<Value> = self.held.drain(..).collect();
+        while let Some(m) = self.next_line(within) {
+            all.push(m);
+        }
+        all
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    pub fn wait(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until mcpx's log (stderr) contains `text`.
+    pub fn log_shows(&self, text: &str) -> bool {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if self.stderr().contains(text) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `params` with a valid 2026-07-28 envelope added.
+pub fn modern(mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    params
+}
+
+fn schema(revision: &str) -> Value {
+    let path = format!("{}/../shared/spec/{revision}/schema.json", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
+}
+
+/// Asserts that `instance` is a valid `definition` of `revision`'s official schema.
+pub fn assert_schema(revision: &str, definition: &str, instance: &Value) {
+    let mut document = schema(revision);
+    let defs = if document.get("$defs").is_some() { "$defs" } else { "definitions" };
+    assert!(document[defs].get(definition).is_some(), "{revision} has no {definition}");
+    document["$ref"] = json!(format!("#/{defs}/{definition}"));
+    let validator = jsonschema::validator_for(&document).unwrap();
+    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{revision} {definition} invalid: {errors:?}\n{instance:#}");
+}
+
+/// Asserts that a response's result is its method's result type in `revision`'s schema.
+pub fn assert_result(revision: &str, method: &str, response: &Value) {
+    let definition = match method {
+        "initialize" => "InitializeResult",
+        "tools/list" => "ListToolsResult",
+        "tools/call" => "CallToolResult",
+        "prompts/list" => "ListPromptsResult",
+        "prompts/get" => "GetPromptResult",
+        "resources/list" => "ListResourcesResult",
+        "resources/templates/list" => "ListResourceTemplatesResult",
+        "resources/read" => "ReadResourceResult",
+        "completion/complete" => "CompleteResult",
+        "server/discover" => "DiscoverResult",
+        _ => "Result",
+    };
+    assert!(response.get("result").is_some(), "{method} failed: {response}");
+    assert_schema(revision, definition, &response["result"]);
+    let envelope = if revision < "2025-11-25" { "JSONRPCResponse" } else { "JSONRPCResultResponse" };
+    let envelope = if schema(revision)["definitions"].get(envelope).is_some() || schema(revision)["$defs"].get(envelope).is_some() {
+        envelope
+    } else {
+        "JSONRPCResponse"
+    };
+    assert_schema(revision, envelope, response);
+}
