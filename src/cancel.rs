@@ -45,11 +45,12 @@ impl Cancel {
     /// Runs `work` unless the signal fires first; `None` means it was cancelled.
     pub async fn run<T>(&self, work: impl Future<Output = T>) -> Option<T> {
         use smol::future::FutureExt;
-        async { Some(work.await) }.or(async {
-            self.cancelled().await;
-            None
-        })
-        .await
+        async { Some(work.await) }
+            .or(async {
+                self.cancelled().await;
+                None
+            })
+            .await
     }
 }
 

@@ -92,7 +92,9 @@ fn default_admin_socket() -> PathBuf {
     let dirs = directories::ProjectDirs::from("", "", "mcpx");
     match dirs.as_ref().and_then(|d| d.runtime_dir()) {
         Some(dir) => dir.join("admin.sock"),
-        None => std::env::temp_dir().join(format!("mcpx-{}", whoami())).join("admin.sock"),
+        None => std::env::temp_dir()
+            .join(format!("mcpx-{}", whoami()))
+            .join("admin.sock"),
     }
 }
 
@@ -184,7 +186,10 @@ impl Config {
                 None => return Ok((Config::default(), None)),
             },
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
         let config = Config::parse(&text).map_err(|(line, message)| ConfigError::Invalid {
             path: path.clone(),
             line,
@@ -202,21 +207,43 @@ impl Config {
         for (name, server) in &config.servers {
             let line = text
                 .lines()
-                .position(|l| l.trim_start().starts_with(&format!("[servers.{name}]")) || l.contains(&format!("[servers.\"{name}\"]")))
+                .position(|l| {
+                    l.trim_start().starts_with(&format!("[servers.{name}]"))
+                        || l.contains(&format!("[servers.\"{name}\"]"))
+                })
                 .map_or(1, |i| i + 1);
             let fail = |message: String| Err((line, format!("servers.{name}: {message}")));
             if name == BUILTIN_SERVER {
                 return fail(format!("the name {BUILTIN_SERVER:?} is reserved for the built-in server; choose another"));
             }
             match (&server.command, &server.url) {
-                (Some(_), Some(_)) => return fail("give either `command` or `url`, not both".into()),
-                (None, None) => return fail("needs `command` (a program to spawn) or `url` (a remote server)".into()),
-                (Some(command), None) if command.trim().is_empty() => return fail("`command` is empty".into()),
-                (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
-                    return fail(format!("`url` must start with http:// or https://, not {url:?}"))
+                (Some(_), Some(_)) => {
+                    return fail("give either `command` or `url`, not both".into())
                 }
-                (None, Some(_)) if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() => {
-                    return fail("`args`, `env` and `cwd` belong to a `command` server, not a `url` one".into())
+                (None, None) => {
+                    return fail(
+                        "needs `command` (a program to spawn) or `url` (a remote server)".into(),
+                    )
+                }
+                (Some(command), None) if command.trim().is_empty() => {
+                    return fail("`command` is empty".into())
+                }
+                (None, Some(url))
+                    if !(url.starts_with("http://") || url.starts_with("https://")) =>
+                {
+                    return fail(format!(
+                        "`url` must start with http:// or https://, not {url:?}"
+                    ))
+                }
+                (None, Some(_))
+                    if !server.args.is_empty()
+                        || !server.env.is_empty()
+                        || server.cwd.is_some() =>
+                {
+                    return fail(
+                        "`args`, `env` and `cwd` belong to a `command` server, not a `url` one"
+                            .into(),
+                    )
                 }
                 (Some(_), None) if !server.headers.is_empty() => {
                     return fail("`headers` belong to a `url` server, not a `command` one".into())
@@ -239,8 +266,11 @@ mod humantime_serde {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
-        humantime::parse_duration(&text)
-            .map_err(|e| serde::de::Error::custom(format!("{text:?} is not a duration like \"15s\" or \"500ms\": {e}")))
+        humantime::parse_duration(&text).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not a duration like \"15s\" or \"500ms\": {e}"
+            ))
+        })
     }
 }
 
@@ -286,19 +316,24 @@ headers = { Authorization = "Bearer x" }
             assert_eq!(c.transport.stdio_drain, Duration::from_millis(250));
             assert_eq!(c.servers["time"].launch(), Launch::Stdio("mcp-server-time"));
             assert_eq!(c.servers["time"].prefix("time"), "");
-            assert_eq!(c.servers["remote"].launch(), Launch::Http("https://example.test/mcp"));
+            assert_eq!(
+                c.servers["remote"].launch(),
+                Launch::Http("https://example.test/mcp")
+            );
         }
 
         #[test]
         fn an_unknown_key_names_its_line_and_key() {
-            let (line, message) = Config::parse("[transport]\n\nstdioDrian = \"1s\"\n").unwrap_err();
+            let (line, message) =
+                Config::parse("[transport]\n\nstdioDrian = \"1s\"\n").unwrap_err();
             assert_eq!(line, 3);
             assert!(message.contains("stdioDrian"), "{message}");
         }
 
         #[test]
         fn a_bad_duration_names_its_line() {
-            let (line, message) = Config::parse("[transport]\nsseKeepAlive = \"soon\"\n").unwrap_err();
+            let (line, message) =
+                Config::parse("[transport]\nsseKeepAlive = \"soon\"\n").unwrap_err();
             assert_eq!(line, 2);
             assert!(message.contains("soon"), "{message}");
         }

@@ -211,26 +211,32 @@ pub enum Frame {
     /// One message.
     Single(Message),
     /// A JSON array; each element either parsed or already answered with an error.
-    Batch(Vec<Result<Message, Response>>),
+    Batch(Vec<Result<Message, Box<Response>>>),
 }
 
-/// Parses a frame. An error is the response to send back as it stands.
-pub fn parse_frame(bytes: &[u8]) -> Result<Frame, Response> {
+/// Parses a frame. An error is the response to send back as it stands (boxed: it is the rare
+/// path, and this keeps the common one small).
+pub fn parse_frame(bytes: &[u8]) -> Result<Frame, Box<Response>> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        Response::error(None, ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")))
+        Box::new(Response::error(
+            None,
+            ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")),
+        ))
     })?;
     match value {
-        Value::Array(elements) if elements.is_empty() => Err(Response::error(
+        Value::Array(elements) if elements.is_empty() => Err(Box::new(Response::error(
             None,
             ErrorObject::new(INVALID_REQUEST, "Invalid Request: empty batch"),
+        ))),
+        Value::Array(elements) => Ok(Frame::Batch(
+            elements.into_iter().map(parse_message).collect(),
         )),
-        Value::Array(elements) => Ok(Frame::Batch(elements.into_iter().map(parse_message).collect())),
         other => parse_message(other).map(Frame::Single),
     }
 }
 
 /// Reads one message from JSON. An error is the -32600 response to send back.
-pub fn parse_message(value: Value) -> Result<Message, Response> {
+pub fn parse_message(value: Value) -> Result<Message, Box<Response>> {
     let Value::Object(mut object) = value else {
         return Err(invalid(None, "a message must be a JSON object"));
     };
@@ -251,7 +257,10 @@ pub fn parse_message(value: Value) -> Result<Message, Response> {
             return Err(invalid(id, "method must be a string"));
         };
         let params = object.remove("params");
-        if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_array()) {
+        if params
+            .as_ref()
+            .is_some_and(|p| !p.is_object() && !p.is_array())
+        {
             return Err(invalid(id, "params must be an object or an array"));
         }
         return Ok(match id {
@@ -277,8 +286,11 @@ fn is_response_shaped(object: &Map<String, Value>) -> bool {
     object.contains_key("error") && !object.contains_key("method")
 }
 
-fn invalid(id: Option<Id>, why: &str) -> Response {
-    Response::error(id, ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")))
+fn invalid(id: Option<Id>, why: &str) -> Box<Response> {
+    Box::new(Response::error(
+        id,
+        ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
+    ))
 }
 
 #[cfg(test)]
@@ -343,10 +355,14 @@ mod every_revision {
 
         #[test]
         fn error_response_with_null_id_is_a_response() {
-            let frame =
-                parse_frame(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)
-                    .unwrap();
-            assert!(matches!(frame, Frame::Single(Message::Response(Response { id: None, .. }))));
+            let frame = parse_frame(
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+            )
+            .unwrap();
+            assert!(matches!(
+                frame,
+                Frame::Single(Message::Response(Response { id: None, .. }))
+            ));
         }
     }
 }

@@ -9,10 +9,18 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an upstream may take to exit once its stdin closes, before it is killed.
+const UPSTREAM_EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// One MCP server made of many: merges your upstream MCP servers for every client.
 #[derive(Debug, Parser)]
-#[command(name = "mcpx", version, about = "an MCP gateway: many upstream MCP servers, one server to every client")]
+#[command(
+    name = "mcpx",
+    version,
+    about = "an MCP gateway: many upstream MCP servers, one server to every client"
+)]
 struct Cli {
     /// Configuration file (default: $XDG_CONFIG_HOME/mcpx/config.toml; none needed).
     #[arg(long, global = true, value_name = "FILE")]
@@ -41,7 +49,10 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MCPX_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
         .init();
     let cli = Cli::parse();
     let (config, path) = match Config::load(cli.config.as_deref()) {
@@ -52,8 +63,11 @@ fn main() -> ExitCode {
         }
     };
     let gateway = Gateway::new(&config, path.map(|p| p.display().to_string()));
-    let outcome = smol::block_on(run(cli.command, &config, Arc::clone(&gateway)));
-    gateway.stop();
+    let outcome = smol::block_on(async {
+        let outcome = run(cli.command, &config, Arc::clone(&gateway)).await;
+        gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
+        outcome
+    });
     match outcome {
         Ok(code) => code,
         Err(message) => {
@@ -76,7 +90,12 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 drain: config.transport.stdio_drain,
                 max_message_bytes: config.transport.max_message_bytes,
             };
-            let serving = stdio::serve(Arc::clone(&gateway), smol::Unblock::new(std::io::stdin()), smol::Unblock::new(std::io::stdout()), options);
+            let serving = stdio::serve(
+                Arc::clone(&gateway),
+                smol::Unblock::new(std::io::stdin()),
+                smol::Unblock::new(std::io::stdout()),
+                options,
+            );
             let start_failed = async {
                 match starting.await {
                     Ok(()) => smol::future::pending().await,
@@ -96,12 +115,20 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, args } => {
-            let arguments: Value = serde_json::from_str(&args).map_err(|e| format!("--args is not JSON: {e}"))?;
+            let arguments: Value =
+                serde_json::from_str(&args).map_err(|e| format!("--args is not JSON: {e}"))?;
             gateway.start().await?;
             let result = call(&gateway, &tool, arguments).await?;
-            println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&result).unwrap_or_default()
+            );
             let failed = result.get("isError") == Some(&json!(true));
-            Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
     }
 }
@@ -117,12 +144,24 @@ async fn print_tools(gateway: &Gateway) {
             Owner::Upstream(i) => {
                 let s = &summaries[i];
                 let revision = s["revision"].as_str().unwrap_or("-");
-                println!("{} [{}, revision {revision}]", s["name"].as_str().unwrap_or_default(), s["state"].as_str().unwrap_or_default());
+                println!(
+                    "{} [{}, revision {revision}]",
+                    s["name"].as_str().unwrap_or_default(),
+                    s["state"].as_str().unwrap_or_default()
+                );
             }
         }
         for (_, tool) in tools.iter().filter(|(o, _)| *o == owner) {
-            let description = tool["description"].as_str().unwrap_or_default().lines().next().unwrap_or_default();
-            println!("  {}  {description}", tool["name"].as_str().unwrap_or_default());
+            let description = tool["description"]
+                .as_str()
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or_default();
+            println!(
+                "  {}  {description}",
+                tool["name"].as_str().unwrap_or_default()
+            );
         }
     }
 }
@@ -142,5 +181,7 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
     };
     let response = gateway.handle(&client, request, &context).await;
     gateway.close_client(&client);
-    response.outcome.map_err(|e| format!("{} ({})", e.message, e.code))
+    response
+        .outcome
+        .map_err(|e| format!("{} ({})", e.message, e.code))
 }

@@ -104,7 +104,13 @@ impl Registry {
     }
 
     /// Enters a request; the guard must be finished with its outcome.
-    pub fn begin(self: &Arc<Self>, session: SessionKey, id: Id, method: &str, cancel: Cancel) -> InFlightGuard {
+    pub fn begin(
+        self: &Arc<Self>,
+        session: SessionKey,
+        id: Id,
+        method: &str,
+        cancel: Cancel,
+    ) -> InFlightGuard {
         let mut state = self.lock();
         state.next_key += 1;
         let key = state.next_key;
@@ -128,20 +134,32 @@ impl Registry {
     /// Cancels the request with this JSON-RPC id on this session; false if none is in flight.
     pub fn cancel(&self, session: SessionKey, id: &Id) -> bool {
         let state = self.lock();
-        let found = state.in_flight.values().find(|r| r.session == session && &r.id == id);
+        let found = state
+            .in_flight
+            .values()
+            .find(|r| r.session == session && &r.id == id);
         found.inspect(|r| r.cancel.cancel()).is_some()
     }
 
     /// Cancels every request in flight on a session.
     pub fn cancel_all(&self, session: SessionKey) {
-        for request in self.lock().in_flight.values().filter(|r| r.session == session) {
+        for request in self
+            .lock()
+            .in_flight
+            .values()
+            .filter(|r| r.session == session)
+        {
             request.cancel.cancel();
         }
     }
 
     /// How many requests a session has in flight.
     pub fn in_flight_count(&self, session: SessionKey) -> usize {
-        self.lock().in_flight.values().filter(|r| r.session == session).count()
+        self.lock()
+            .in_flight
+            .values()
+            .filter(|r| r.session == session)
+            .count()
     }
 
     /// The whole live state as JSON, for the admin socket and tests.

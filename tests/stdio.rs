@@ -17,16 +17,34 @@ mod every_revision {
         fn requests_run_concurrently_and_cancelled_reaches_the_upstream_and_suppresses_the_reply() {
             let mut mcpx = Serve::start(&fixture_config(""));
             mcpx.initialize("2025-11-25");
-            mcpx.request(1, "tools/call", json!({"name": "fixture__sleep", "arguments": {}}));
+            mcpx.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
             // The sleeping request does not hold up the next one.
-            let echo = mcpx.call(2, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "hi"}}));
+            let echo = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "hi"}}),
+            );
             assert_eq!(echo["result"]["content"][0]["text"], "hi");
-            mcpx.notify("notifications/cancelled", json!({"requestId": 1, "reason": "test"}));
-            assert!(mcpx.log_shows("fixture: cancelled request"), "the upstream never saw the cancellation:\n{}", mcpx.stderr());
+            mcpx.notify(
+                "notifications/cancelled",
+                json!({"requestId": 1, "reason": "test"}),
+            );
+            assert!(
+                mcpx.log_shows("fixture: cancelled request"),
+                "the upstream never saw the cancellation:\n{}",
+                mcpx.stderr()
+            );
             let ping = mcpx.call(3, "ping", json!({}));
             assert_eq!(ping["result"], json!({}));
             let late = mcpx.drain(Duration::from_millis(300));
-            assert!(late.iter().all(|m| m["id"] != 1), "a cancelled request was answered: {late:?}");
+            assert!(
+                late.iter().all(|m| m["id"] != 1),
+                "a cancelled request was answered: {late:?}"
+            );
         }
 
         #[test]
@@ -65,7 +83,11 @@ mod every_revision {
         fn eof_lets_requests_in_flight_answer_then_exits() {
             let mut mcpx = Serve::start(&fixture_config(""));
             mcpx.initialize("2025-06-18");
-            mcpx.request(1, "tools/call", json!({"name": "fixture__sleep", "arguments": {"ms": 300}}));
+            mcpx.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {"ms": 300}}),
+            );
             mcpx.close_stdin();
             let reply = mcpx.next();
             assert_eq!(reply["id"], 1);
@@ -77,23 +99,51 @@ mod every_revision {
         fn eof_cancels_what_outlives_stdio_drain_and_exits() {
             let mut mcpx = Serve::start(&fixture_config("[transport]\nstdioDrain = \"200ms\"\n"));
             mcpx.initialize("2025-06-18");
-            mcpx.request(1, "tools/call", json!({"name": "fixture__sleep", "arguments": {}}));
+            mcpx.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
             // Let the request reach the upstream before stdin closes.
-            mcpx.call(2, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "x"}}));
+            mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "x"}}),
+            );
             mcpx.close_stdin();
             assert!(mcpx.wait(PATIENCE).expect("mcpx did not exit").success());
-            assert!(mcpx.drain(Duration::from_millis(50)).iter().all(|m| m["id"] != 1));
-            assert!(mcpx.stderr().contains("fixture: cancelled request"), "{}", mcpx.stderr());
+            assert!(mcpx
+                .drain(Duration::from_millis(50))
+                .iter()
+                .all(|m| m["id"] != 1));
+            assert!(
+                mcpx.stderr().contains("fixture: cancelled request"),
+                "{}",
+                mcpx.stderr()
+            );
         }
 
         #[test]
         fn before_initialize_ping_and_the_rest_get_the_oldest_revision_shapes() {
             let mut mcpx = Serve::start(&fixture_config(""));
             assert_eq!(mcpx.call(1, "ping", json!({}))["result"], json!({}));
-            let kinds = mcpx.call(2, "tools/call", json!({"name": "fixture__kinds", "arguments": {}}));
+            let kinds = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__kinds", "arguments": {}}),
+            );
             assert_result("2024-11-05", "tools/call", &kinds);
-            let kinds_seen: Vec<&str> = kinds["result"]["content"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
-            assert_eq!(kinds_seen, vec!["text", "text", "text"], "audio and resource_link do not exist in 2024-11-05");
+            let kinds_seen: Vec<&str> = kinds["result"]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["type"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                kinds_seen,
+                vec!["text", "text", "text"],
+                "audio and resource_link do not exist in 2024-11-05"
+            );
             assert!(kinds["result"].get("structuredContent").is_none());
         }
 
@@ -106,18 +156,27 @@ mod every_revision {
                 assert_eq!(init["result"]["protocolVersion"], revision);
                 let list = mcpx.call(1, "tools/list", json!({}));
                 assert_result(revision, "tools/list", &list);
-                let call = mcpx.call(2, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "line one\nline two"}}));
+                let call = mcpx.call(
+                    2,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "line one\nline two"}}),
+                );
                 assert_result(revision, "tools/call", &call);
                 assert_eq!(call["result"]["content"][0]["text"], "line one\nline two");
-                let failed = mcpx.call(3, "tools/call", json!({"name": "fixture__fail", "arguments": {}}));
+                let failed = mcpx.call(
+                    3,
+                    "tools/call",
+                    json!({"name": "fixture__fail", "arguments": {}}),
+                );
                 assert_result(revision, "tools/call", &failed);
                 assert_eq!(failed["result"]["isError"], true);
-                let unknown_tool = mcpx.call(4, "tools/call", json!({"name": "nope", "arguments": {}}));
+                let unknown_tool =
+                    mcpx.call(4, "tools/call", json!({"name": "nope", "arguments": {}}));
                 assert_eq!(unknown_tool["error"]["code"], -32602);
                 let unknown_method = mcpx.call(5, "no/such/method", json!({}));
                 assert_eq!(unknown_method["error"]["code"], -32601);
                 for message in [&unknown_tool, &unknown_method] {
-                    assert_schema(revision, "JSONRPCError", message);
+                    assert_error(revision, message);
                 }
                 mcpx.close_stdin();
                 assert!(mcpx.wait(PATIENCE).unwrap().success());
@@ -133,13 +192,22 @@ mod every_revision {
                 mcpx.initialize(revision);
                 let calls = [
                     ("tools/list", json!({})),
-                    ("tools/call", json!({"name": "fixture__kinds", "arguments": {}})),
+                    (
+                        "tools/call",
+                        json!({"name": "fixture__kinds", "arguments": {}}),
+                    ),
                     ("prompts/list", json!({})),
-                    ("prompts/get", json!({"name": "fixture__greet", "arguments": {"who": "Ada"}})),
+                    (
+                        "prompts/get",
+                        json!({"name": "fixture__greet", "arguments": {"who": "Ada"}}),
+                    ),
                     ("resources/list", json!({})),
                     ("resources/templates/list", json!({})),
                     ("resources/read", json!({"uri": "fixture://hello"})),
-                    ("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "fixture__greet"}, "argument": {"name": "who", "value": "a"}})),
+                    (
+                        "completion/complete",
+                        json!({"ref": {"type": "ref/prompt", "name": "fixture__greet"}, "argument": {"name": "who", "value": "a"}}),
+                    ),
                     ("ping", json!({})),
                 ];
                 for (i, (method, params)) in calls.into_iter().enumerate() {
@@ -153,12 +221,30 @@ mod every_revision {
         fn list_changed_is_forwarded_after_a_legacy_initialize() {
             let mut mcpx = Serve::start(&fixture_config(""));
             mcpx.initialize("2025-03-26");
-            mcpx.call(1, "tools/call", json!({"name": "fixture__add_tool", "arguments": {}}));
-            let notification = mcpx.drain(Duration::from_millis(500)).into_iter().find(|m| m["method"] == "notifications/tools/list_changed");
+            mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__add_tool", "arguments": {}}),
+            );
+            let notification = mcpx
+                .drain(Duration::from_millis(500))
+                .into_iter()
+                .find(|m| m["method"] == "notifications/tools/list_changed");
             assert!(notification.is_some(), "no list_changed");
             let tools = mcpx.call(2, "tools/list", json!({}));
-            assert!(tools["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "fixture__extra"));
-            assert_eq!(mcpx.call(3, "tools/call", json!({"name": "fixture__extra", "arguments": {}}))["result"]["content"][0]["text"], "extra");
+            assert!(tools["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == "fixture__extra"));
+            assert_eq!(
+                mcpx.call(
+                    3,
+                    "tools/call",
+                    json!({"name": "fixture__extra", "arguments": {}})
+                )["result"]["content"][0]["text"],
+                "extra"
+            );
         }
 
         #[test]
@@ -183,27 +269,66 @@ mod every_revision {
 
         #[test]
         fn an_upstream_that_dies_mid_call_fails_the_call_and_the_rest_keep_serving() {
-            let mut mcpx = Serve::start(&fixture_config("[servers.other]\ncommand = \"{FIXTURE}\"\n").replace("{FIXTURE}", &fixture_bin()));
+            let mut mcpx = Serve::start(
+                &fixture_config("[servers.other]\ncommand = \"{FIXTURE}\"\n")
+                    .replace("{FIXTURE}", &fixture_bin()),
+            );
             mcpx.initialize("2025-11-25");
-            let crashed = mcpx.call(1, "tools/call", json!({"name": "fixture__crash", "arguments": {}}));
+            let crashed = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__crash", "arguments": {}}),
+            );
             assert_eq!(crashed["error"]["code"], -32603, "{crashed}");
-            assert!(crashed["error"]["message"].as_str().unwrap().contains("fixture"));
-            let other = mcpx.call(2, "tools/call", json!({"name": "other__echo", "arguments": {"text": "still here"}}));
+            assert!(crashed["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("fixture"));
+            let other = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "other__echo", "arguments": {"text": "still here"}}),
+            );
             assert_eq!(other["result"]["content"][0]["text"], "still here");
-            let report = mcpx.call(3, "tools/call", json!({"name": "mcpx__upstreams", "arguments": {}}));
-            assert!(report["result"]["content"][0]["text"].as_str().unwrap().contains("exited"));
+            let report = mcpx.call(
+                3,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            assert!(report["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("exited"));
         }
 
         #[test]
         fn a_server_that_fails_to_start_is_reported_and_the_others_serve() {
-            let mut mcpx = Serve::start(&fixture_config("[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n"));
+            let mut mcpx = Serve::start(&fixture_config(
+                "[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+            ));
             mcpx.initialize("2025-11-25");
-            let report = mcpx.call(1, "tools/call", json!({"name": "mcpx__upstreams", "arguments": {}}));
+            let report = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
             let upstreams = &report["result"]["structuredContent"]["upstreams"];
-            let broken = upstreams.as_array().unwrap().iter().find(|u| u["name"] == "broken").unwrap();
-            assert!(broken["state"].as_str().unwrap().starts_with("failed"), "{broken}");
+            let broken = upstreams
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["name"] == "broken")
+                .unwrap();
+            assert!(
+                broken["state"].as_str().unwrap().starts_with("failed"),
+                "{broken}"
+            );
             assert!(mcpx.stderr().contains("broken"));
-            let echo = mcpx.call(2, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "ok"}}));
+            let echo = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "ok"}}),
+            );
             assert_eq!(echo["result"]["content"][0]["text"], "ok");
         }
 
@@ -211,39 +336,68 @@ mod every_revision {
         fn resources_updated_reaches_a_subscribed_client() {
             let mut mcpx = Serve::start(&fixture_config(""));
             mcpx.initialize("2025-11-25");
-            assert_eq!(mcpx.call(1, "resources/subscribe", json!({"uri": "fixture://hello"}))["result"], json!({}));
+            assert_eq!(
+                mcpx.call(1, "resources/subscribe", json!({"uri": "fixture://hello"}))["result"],
+                json!({})
+            );
             assert!(mcpx.log_shows("fixture: resources/subscribe"));
-            mcpx.call(2, "tools/call", json!({"name": "fixture__touch", "arguments": {}}));
-            let updated = mcpx.drain(Duration::from_millis(500)).into_iter().find(|m| m["method"] == "notifications/resources/updated");
-            assert_eq!(updated.expect("no resources/updated")["params"]["uri"], "fixture://hello");
+            mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__touch", "arguments": {}}),
+            );
+            let updated = mcpx
+                .drain(Duration::from_millis(500))
+                .into_iter()
+                .find(|m| m["method"] == "notifications/resources/updated");
+            assert_eq!(
+                updated.expect("no resources/updated")["params"]["uri"],
+                "fixture://hello"
+            );
         }
 
         #[test]
         fn an_unknown_resource_is_32002_for_legacy_clients() {
             let mut mcpx = Serve::start(&fixture_config(""));
             mcpx.initialize("2025-11-25");
-            assert_eq!(mcpx.call(1, "resources/read", json!({"uri": "nowhere://x"}))["error"]["code"], -32002);
+            assert_eq!(
+                mcpx.call(1, "resources/read", json!({"uri": "nowhere://x"}))["error"]["code"],
+                -32002
+            );
             let templated = mcpx.call(2, "resources/read", json!({"uri": "fixture://items/7"}));
-            assert_eq!(templated["result"]["contents"][0]["text"], "fixture://items/7");
+            assert_eq!(
+                templated["result"]["contents"][0]["text"],
+                "fixture://items/7"
+            );
         }
 
         #[test]
         fn initialize_echoes_a_supported_revision_and_offers_the_latest_otherwise() {
             let mut mcpx = Serve::start("");
-            assert_eq!(mcpx.initialize("1999-01-01")["result"]["protocolVersion"], "2025-11-25");
+            assert_eq!(
+                mcpx.initialize("1999-01-01")["result"]["protocolVersion"],
+                "2025-11-25"
+            );
         }
 
         #[test]
         fn lists_paginate_through_the_merged_catalog() {
-            let mut mcpx = Serve::start(&format!("[servers.fixture]\ncommand = {:?}\nargs = [\"--tools\", \"150\"]\n", fixture_bin()));
+            let mut mcpx = Serve::start(&format!(
+                "[servers.fixture]\ncommand = {:?}\nargs = [\"--tools\", \"150\"]\n",
+                fixture_bin()
+            ));
             mcpx.initialize("2025-11-25");
             let first = mcpx.call(1, "tools/list", json!({}));
             let cursor = first["result"]["nextCursor"].clone();
             assert!(cursor.is_string(), "{first}");
             let second = mcpx.call(2, "tools/list", json!({"cursor": cursor}));
-            let total = first["result"]["tools"].as_array().unwrap().len() + second["result"]["tools"].as_array().unwrap().len();
+            let total = first["result"]["tools"].as_array().unwrap().len()
+                + second["result"]["tools"].as_array().unwrap().len();
             assert_eq!(total, 2 + 8 + 150);
-            assert_eq!(mcpx.call(3, "tools/list", json!({"cursor": "bogus"}))["error"]["code"], -32602);
+            assert_eq!(
+                mcpx.call(3, "tools/list", json!({"cursor": "bogus"}))["error"]["code"],
+                -32602
+            );
         }
 
         #[test]
@@ -251,30 +405,64 @@ mod every_revision {
             let mut mcpx = Serve::start("[servers.time]\ncommand = \"mcp-server-time\"\n");
             mcpx.initialize("2025-06-18");
             let list = mcpx.call(1, "tools/list", json!({}));
-            assert!(list["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "time__get_current_time"), "{list}");
-            let call = mcpx.call(2, "tools/call", json!({"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}));
+            assert!(
+                list["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t["name"] == "time__get_current_time"),
+                "{list}"
+            );
+            let call = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}),
+            );
             assert_result("2025-06-18", "tools/call", &call);
-            assert!(call["result"]["content"][0]["text"].as_str().unwrap().contains("UTC"));
-            let modern_call = mcpx.call(3, "tools/call", modern(json!({"name": "time__get_current_time", "arguments": {"timezone": "UTC"}})));
+            assert!(call["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("UTC"));
+            let modern_call = mcpx.call(
+                3,
+                "tools/call",
+                modern(json!({"name": "time__get_current_time", "arguments": {"timezone": "UTC"}})),
+            );
             assert_result("2026-07-28", "tools/call", &modern_call);
         }
 
         #[test]
         fn a_modern_only_upstream_is_spoken_to_at_2026_07_28() {
-            let mut mcpx = Serve::start(&format!("[servers.fixture]\ncommand = {:?}\nargs = [\"--modern-only\"]\n", fixture_bin()));
+            let mut mcpx = Serve::start(&format!(
+                "[servers.fixture]\ncommand = {:?}\nargs = [\"--modern-only\"]\n",
+                fixture_bin()
+            ));
             mcpx.initialize("2025-11-25");
-            let echo = mcpx.call(1, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "modern"}}));
+            let echo = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "modern"}}),
+            );
             assert_eq!(echo["result"]["content"][0]["text"], "modern", "{echo}");
             assert_result("2025-11-25", "tools/call", &echo);
-            let report = mcpx.call(2, "tools/call", json!({"name": "mcpx__upstreams", "arguments": {}}));
-            assert_eq!(report["result"]["structuredContent"]["upstreams"][0]["revision"], "2026-07-28");
+            let report = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            assert_eq!(
+                report["result"]["structuredContent"]["upstreams"][0]["revision"],
+                "2026-07-28"
+            );
         }
 
         #[test]
         fn a_name_collision_stops_mcpx_naming_both_servers() {
             let config = format!("[servers.a]\ncommand = {0:?}\nprefix = \"\"\n[servers.b]\ncommand = {0:?}\nprefix = \"\"\n", fixture_bin());
             let mut mcpx = Serve::start(&config);
-            let status = mcpx.wait(PATIENCE).expect("mcpx kept running despite a collision");
+            let status = mcpx
+                .wait(PATIENCE)
+                .expect("mcpx kept running despite a collision");
             assert!(!status.success());
             let log = mcpx.stderr();
             assert!(log.contains("\"a\"") && log.contains("\"b\""), "{log}");
@@ -305,7 +493,12 @@ mod v2025_03_26 {
                 {"jsonrpc": "2.0", "method": "notifications/whatever"}
             ]));
             let reply = mcpx.next();
-            let ids: Vec<&Value> = reply.as_array().expect("not an array").iter().map(|r| &r["id"]).collect();
+            let ids: Vec<&Value> = reply
+                .as_array()
+                .expect("not an array")
+                .iter()
+                .map(|r| &r["id"])
+                .collect();
             assert_eq!(ids, vec![&json!(1), &json!(2)]);
         }
 
@@ -364,18 +557,36 @@ mod v2026_07_28 {
             let mut mcpx = Serve::start(&fixture_config(""));
             let discover = mcpx.call(1, "server/discover", modern(json!({})));
             assert_result("2026-07-28", "server/discover", &discover);
-            assert_eq!(discover["result"]["supportedVersions"], json!(LEGACY.iter().copied().chain(["2026-07-28"]).collect::<Vec<_>>()));
-            assert_eq!(discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx");
+            assert_eq!(
+                discover["result"]["supportedVersions"],
+                json!(LEGACY
+                    .iter()
+                    .copied()
+                    .chain(["2026-07-28"])
+                    .collect::<Vec<_>>())
+            );
+            assert_eq!(
+                discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+                "mcpx"
+            );
             // Even after a legacy initialize on the same process.
             mcpx.initialize("2025-06-18");
-            assert_result("2026-07-28", "server/discover", &mcpx.call(2, "server/discover", modern(json!({}))));
+            assert_result(
+                "2026-07-28",
+                "server/discover",
+                &mcpx.call(2, "server/discover", modern(json!({}))),
+            );
         }
 
         #[test]
         fn a_missing_envelope_is_invalid_params() {
             let mut mcpx = Serve::start("");
-            assert_eq!(mcpx.call(1, "server/discover", json!({}))["error"]["code"], -32602);
-            let no_caps = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+            assert_eq!(
+                mcpx.call(1, "server/discover", json!({}))["error"]["code"],
+                -32602
+            );
+            let no_caps =
+                json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
             assert_eq!(mcpx.call(2, "tools/list", no_caps)["error"]["code"], -32602);
         }
 
@@ -386,7 +597,10 @@ mod v2026_07_28 {
             let error = mcpx.call(1, "tools/list", params);
             assert_eq!(error["error"]["code"], -32022);
             assert_eq!(error["error"]["data"]["requested"], "2099-01-01");
-            assert!(error["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
+            assert!(error["error"]["data"]["supported"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("2026-07-28")));
             assert_schema("2026-07-28", "UnsupportedProtocolVersionError", &error);
         }
 
@@ -395,33 +609,55 @@ mod v2026_07_28 {
             let mut mcpx = Serve::start(&fixture_config(""));
             let calls = [
                 ("tools/list", json!({})),
-                ("tools/call", json!({"name": "fixture__kinds", "arguments": {}})),
+                (
+                    "tools/call",
+                    json!({"name": "fixture__kinds", "arguments": {}}),
+                ),
                 ("prompts/list", json!({})),
-                ("prompts/get", json!({"name": "fixture__greet", "arguments": {"who": "Ada"}})),
+                (
+                    "prompts/get",
+                    json!({"name": "fixture__greet", "arguments": {"who": "Ada"}}),
+                ),
                 ("resources/list", json!({})),
                 ("resources/templates/list", json!({})),
                 ("resources/read", json!({"uri": "fixture://hello"})),
-                ("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "fixture__greet"}, "argument": {"name": "who", "value": "a"}})),
+                (
+                    "completion/complete",
+                    json!({"ref": {"type": "ref/prompt", "name": "fixture__greet"}, "argument": {"name": "who", "value": "a"}}),
+                ),
             ];
             for (i, (method, params)) in calls.into_iter().enumerate() {
                 let response = mcpx.call(i as i64 + 1, method, modern(params));
                 assert_result("2026-07-28", method, &response);
                 assert_eq!(response["result"]["resultType"], "complete", "{method}");
-                assert_eq!(response["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx");
+                assert_eq!(
+                    response["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+                    "mcpx"
+                );
             }
         }
 
         #[test]
         fn legacy_only_methods_are_not_found() {
             let mut mcpx = Serve::start("");
-            assert_eq!(mcpx.call(1, "ping", modern(json!({})))["error"]["code"], -32601);
-            assert_eq!(mcpx.call(2, "resources/subscribe", modern(json!({"uri": "x"})))["error"]["code"], -32601);
+            assert_eq!(
+                mcpx.call(1, "ping", modern(json!({})))["error"]["code"],
+                -32601
+            );
+            assert_eq!(
+                mcpx.call(2, "resources/subscribe", modern(json!({"uri": "x"})))["error"]["code"],
+                -32601
+            );
         }
 
         #[test]
         fn an_unknown_resource_is_32602() {
             let mut mcpx = Serve::start(&fixture_config(""));
-            assert_eq!(mcpx.call(1, "resources/read", modern(json!({"uri": "nowhere://x"})))["error"]["code"], -32602);
+            assert_eq!(
+                mcpx.call(1, "resources/read", modern(json!({"uri": "nowhere://x"})))["error"]
+                    ["code"],
+                -32602
+            );
         }
 
         #[test]
@@ -434,31 +670,66 @@ mod v2026_07_28 {
             );
             let ack = mcpx.next();
             assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-            assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
+            assert_eq!(
+                ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                7
+            );
             assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
-            assert!(ack["params"]["notifications"].get("promptsListChanged").is_none());
+            assert!(ack["params"]["notifications"]
+                .get("promptsListChanged")
+                .is_none());
             assert_schema("2026-07-28", "SubscriptionsAcknowledgedNotification", &ack);
-            mcpx.call(8, "tools/call", modern(json!({"name": "fixture__add_tool", "arguments": {}})));
-            mcpx.call(9, "tools/call", modern(json!({"name": "fixture__touch", "arguments": {}})));
+            mcpx.call(
+                8,
+                "tools/call",
+                modern(json!({"name": "fixture__add_tool", "arguments": {}})),
+            );
+            mcpx.call(
+                9,
+                "tools/call",
+                modern(json!({"name": "fixture__touch", "arguments": {}})),
+            );
             let seen = mcpx.drain(Duration::from_millis(500));
-            for method in ["notifications/tools/list_changed", "notifications/resources/updated"] {
-                let n = seen.iter().find(|m| m["method"] == method).unwrap_or_else(|| panic!("no {method} in {seen:?}"));
-                assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
+            for method in [
+                "notifications/tools/list_changed",
+                "notifications/resources/updated",
+            ] {
+                let n = seen
+                    .iter()
+                    .find(|m| m["method"] == method)
+                    .unwrap_or_else(|| panic!("no {method} in {seen:?}"));
+                assert_eq!(
+                    n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                    7
+                );
             }
             mcpx.notify("notifications/cancelled", json!({"requestId": 7}));
             mcpx.call(10, "tools/list", modern(json!({})));
-            assert!(mcpx.drain(Duration::from_millis(200)).iter().all(|m| m["id"] != 7));
+            assert!(mcpx
+                .drain(Duration::from_millis(200))
+                .iter()
+                .all(|m| m["id"] != 7));
         }
 
         #[test]
         fn listen_completes_with_its_result_when_stdin_closes() {
             let mut mcpx = Serve::start("");
-            mcpx.request(3, "subscriptions/listen", modern(json!({"notifications": {"toolsListChanged": true}})));
-            assert_eq!(mcpx.next()["method"], "notifications/subscriptions/acknowledged");
+            mcpx.request(
+                3,
+                "subscriptions/listen",
+                modern(json!({"notifications": {"toolsListChanged": true}})),
+            );
+            assert_eq!(
+                mcpx.next()["method"],
+                "notifications/subscriptions/acknowledged"
+            );
             mcpx.close_stdin();
             let done = mcpx.next();
             assert_eq!(done["id"], 3);
-            assert_eq!(done["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 3);
+            assert_eq!(
+                done["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                3
+            );
             assert_result("2026-07-28", "subscriptions/listen", &done);
             assert!(mcpx.wait(PATIENCE).unwrap().success());
         }

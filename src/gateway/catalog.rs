@@ -91,13 +91,18 @@ impl Catalog {
             }
             for resource in &source.listing.resources {
                 if let Some(uri) = resource.get("uri").and_then(Value::as_str) {
-                    catalog.resource_owners.entry(uri.to_owned()).or_insert(source.owner);
+                    catalog
+                        .resource_owners
+                        .entry(uri.to_owned())
+                        .or_insert(source.owner);
                     catalog.resources.push(resource.clone());
                 }
             }
             for template in &source.listing.templates {
                 if let Some(pattern) = template.get("uriTemplate").and_then(Value::as_str) {
-                    catalog.template_owners.push((pattern.to_owned(), source.owner));
+                    catalog
+                        .template_owners
+                        .push((pattern.to_owned(), source.owner));
                     catalog.templates.push(template.clone());
                 }
             }
@@ -133,7 +138,10 @@ impl Catalog {
 
     /// Which server listed a resource template.
     pub fn template_owner(&self, uri_template: &str) -> Option<Owner> {
-        self.template_owners.iter().find(|(p, _)| p == uri_template).map(|(_, o)| *o)
+        self.template_owners
+            .iter()
+            .find(|(p, _)| p == uri_template)
+            .map(|(_, o)| *o)
     }
 
     /// One page of a merged list, as the result object of its `*/list` method.
@@ -146,9 +154,14 @@ impl Catalog {
         };
         let start = match cursor {
             None | Some(Value::Null) => 0,
-            Some(cursor) => decode_cursor(cursor).filter(|&n| n <= items.len()).ok_or_else(|| {
-                ErrorObject::new(INVALID_PARAMS, format!("Invalid params: unknown cursor {cursor}"))
-            })?,
+            Some(cursor) => decode_cursor(cursor)
+                .filter(|&n| n <= items.len())
+                .ok_or_else(|| {
+                    ErrorObject::new(
+                        INVALID_PARAMS,
+                        format!("Invalid params: unknown cursor {cursor}"),
+                    )
+                })?,
         };
         let end = (start + PAGE_SIZE).min(items.len());
         let mut result = json!({ key: items[start..end] });
@@ -188,8 +201,14 @@ fn encode_cursor(offset: usize) -> String {
 }
 
 fn decode_cursor(cursor: &Value) -> Option<usize> {
-    let bytes = base64::engine::general_purpose::STANDARD.decode(cursor.as_str()?).ok()?;
-    String::from_utf8(bytes).ok()?.strip_prefix("mcpx:")?.parse().ok()
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(cursor.as_str()?)
+        .ok()?;
+    String::from_utf8(bytes)
+        .ok()?
+        .strip_prefix("mcpx:")?
+        .parse()
+        .ok()
 }
 
 /// Whether `uri` fits an RFC 6570 template, reading every `{...}` expression as "any text".
@@ -224,12 +243,17 @@ fn template_matches(template: &str, uri: &str) -> bool {
 #[cfg(test)]
 mod every_revision {
     mod catalog {
-        use crate::gateway::catalog::{template_matches, Catalog, Listing, Owner, Source, PAGE_SIZE};
+        use crate::gateway::catalog::{
+            template_matches, Catalog, Listing, Owner, Source, PAGE_SIZE,
+        };
         use serde_json::json;
 
         fn listing(tools: &[&str]) -> Listing {
             Listing {
-                tools: tools.iter().map(|t| json!({"name": t, "inputSchema": {"type": "object", "x-keep": 1}})).collect(),
+                tools: tools
+                    .iter()
+                    .map(|t| json!({"name": t, "inputSchema": {"type": "object", "x-keep": 1}}))
+                    .collect(),
                 ..Listing::default()
             }
         }
@@ -237,18 +261,40 @@ mod every_revision {
         #[test]
         fn tools_route_back_to_their_server_with_schemas_verbatim() {
             let a = listing(&["echo"]);
-            let catalog = Catalog::build(&[Source { server: "a", prefix: "a", owner: Owner::Upstream(0), listing: &a }]).unwrap();
+            let catalog = Catalog::build(&[Source {
+                server: "a",
+                prefix: "a",
+                owner: Owner::Upstream(0),
+                listing: &a,
+            }])
+            .unwrap();
             let route = catalog.tool("a__echo").unwrap();
-            assert_eq!((route.owner, route.name.as_str()), (Owner::Upstream(0), "echo"));
-            assert_eq!(catalog.tool_definition("a__echo").unwrap()["inputSchema"]["x-keep"], 1);
+            assert_eq!(
+                (route.owner, route.name.as_str()),
+                (Owner::Upstream(0), "echo")
+            );
+            assert_eq!(
+                catalog.tool_definition("a__echo").unwrap()["inputSchema"]["x-keep"],
+                1
+            );
         }
 
         #[test]
         fn a_collision_is_an_error_naming_both_servers() {
             let (a, b) = (listing(&["echo"]), listing(&["echo"]));
             let err = Catalog::build(&[
-                Source { server: "a", prefix: "", owner: Owner::Upstream(0), listing: &a },
-                Source { server: "b", prefix: "", owner: Owner::Upstream(1), listing: &b },
+                Source {
+                    server: "a",
+                    prefix: "",
+                    owner: Owner::Upstream(0),
+                    listing: &a,
+                },
+                Source {
+                    server: "b",
+                    prefix: "",
+                    owner: Owner::Upstream(1),
+                    listing: &b,
+                },
             ])
             .unwrap_err();
             assert!(err.contains("\"a\"") && err.contains("\"b\""), "{err}");
@@ -259,10 +305,18 @@ mod every_revision {
             let names: Vec<String> = (0..PAGE_SIZE + 5).map(|i| format!("t{i:03}")).collect();
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let l = listing(&refs);
-            let catalog = Catalog::build(&[Source { server: "s", prefix: "s", owner: Owner::Upstream(0), listing: &l }]).unwrap();
+            let catalog = Catalog::build(&[Source {
+                server: "s",
+                prefix: "s",
+                owner: Owner::Upstream(0),
+                listing: &l,
+            }])
+            .unwrap();
             let first = catalog.page("tools/list", None).unwrap();
             assert_eq!(first["tools"].as_array().unwrap().len(), PAGE_SIZE);
-            let second = catalog.page("tools/list", Some(&first["nextCursor"])).unwrap();
+            let second = catalog
+                .page("tools/list", Some(&first["nextCursor"]))
+                .unwrap();
             assert_eq!(second["tools"].as_array().unwrap().len(), 5);
             assert!(second.get("nextCursor").is_none());
             assert!(catalog.page("tools/list", Some(&json!("bogus"))).is_err());
@@ -271,8 +325,14 @@ mod every_revision {
         #[test]
         fn templates_match_uris() {
             assert!(template_matches("file:///{path}", "file:///etc/hosts"));
-            assert!(template_matches("db://{table}/rows/{id}", "db://users/rows/7"));
-            assert!(!template_matches("db://{table}/rows/{id}", "db://users/cols/7"));
+            assert!(template_matches(
+                "db://{table}/rows/{id}",
+                "db://users/rows/7"
+            ));
+            assert!(!template_matches(
+                "db://{table}/rows/{id}",
+                "db://users/cols/7"
+            ));
             assert!(!template_matches("file:///{path}", "http://x"));
         }
     }

@@ -82,8 +82,16 @@ impl Client {
     /// Every URI this client is subscribed to, by either era's mechanism.
     pub fn subscribed_uris(&self) -> Vec<String> {
         let state = self.lock();
-        let listens = state.listens.iter().flat_map(|l| l.resources.iter().cloned());
-        state.resource_subscriptions.iter().cloned().chain(listens).collect()
+        let listens = state
+            .listens
+            .iter()
+            .flat_map(|l| l.resources.iter().cloned());
+        state
+            .resource_subscriptions
+            .iter()
+            .cloned()
+            .chain(listens)
+            .collect()
     }
 
     /// Opens a listen.
@@ -101,10 +109,14 @@ impl Client {
     pub fn list_changed(&self, kind: ListKind) {
         let state = self.lock();
         if state.revision.is_some() {
-            let _ = self.outbound.try_send(Notification::new(kind.notification(), json!({})));
+            let _ = self
+                .outbound
+                .try_send(Notification::new(kind.notification(), json!({})));
         }
         for listen in state.listens.iter().filter(|l| l.lists.contains(&kind)) {
-            let _ = listen.tx.try_send(tagged(kind.notification(), json!({}), &listen.id));
+            let _ = listen
+                .tx
+                .try_send(tagged(kind.notification(), json!({}), &listen.id));
         }
     }
 
@@ -112,12 +124,25 @@ impl Client {
     /// is a sub-resource of).
     pub fn resource_updated(&self, uri: &str) {
         let state = self.lock();
-        let covers = |subscribed: &String| uri == subscribed || uri.starts_with(&format!("{}/", subscribed.trim_end_matches('/')));
+        let covers = |subscribed: &String| {
+            uri == subscribed || uri.starts_with(&format!("{}/", subscribed.trim_end_matches('/')))
+        };
         if state.resource_subscriptions.iter().any(covers) {
-            let _ = self.outbound.try_send(Notification::new("notifications/resources/updated", json!({ "uri": uri })));
+            let _ = self.outbound.try_send(Notification::new(
+                "notifications/resources/updated",
+                json!({ "uri": uri }),
+            ));
         }
-        for listen in state.listens.iter().filter(|l| l.resources.iter().any(covers)) {
-            let _ = listen.tx.try_send(tagged("notifications/resources/updated", json!({ "uri": uri }), &listen.id));
+        for listen in state
+            .listens
+            .iter()
+            .filter(|l| l.resources.iter().any(covers))
+        {
+            let _ = listen.tx.try_send(tagged(
+                "notifications/resources/updated",
+                json!({ "uri": uri }),
+                &listen.id,
+            ));
         }
     }
 }

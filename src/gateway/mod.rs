@@ -17,7 +17,8 @@ pub use client::{Client, Listen};
 use crate::cancel::Cancel;
 use crate::config::{Config, Server, BUILTIN_SERVER};
 use crate::jsonrpc::{
-    ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
+    ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS,
+    METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
 };
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
@@ -150,9 +151,13 @@ impl Gateway {
         let upstream = &self.upstreams[index];
         let outcome = async {
             let connection = match upstream.config.launch() {
-                crate::config::Launch::Stdio(_) => StdioUpstream::spawn(&upstream.name, index, &upstream.config, events)?,
+                crate::config::Launch::Stdio(_) => {
+                    StdioUpstream::spawn(&upstream.name, index, &upstream.config, events)?
+                }
                 crate::config::Launch::Http(url) => {
-                    return Err(format!("remote Streamable HTTP upstreams ({url}) are not supported by this build yet"))
+                    return Err(format!(
+                    "remote Streamable HTTP upstreams ({url}) are not supported by this build yet"
+                ))
                 }
             };
             let handshake = connection.handshake().await?;
@@ -180,19 +185,25 @@ impl Gateway {
 
     fn build_catalog(&self) -> Result<Catalog, String> {
         let builtin = builtin::listing();
-        let listings: Vec<Listing> = self.upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
+        let listings: Vec<Listing> = self
+            .upstreams
+            .iter()
+            .map(|u| lock(&u.listing).clone())
+            .collect();
         let mut sources = vec![catalog::Source {
             server: BUILTIN_SERVER,
             prefix: BUILTIN_SERVER,
             owner: Owner::Builtin,
             listing: &builtin,
         }];
-        sources.extend(self.upstreams.iter().zip(&listings).enumerate().map(|(index, (u, listing))| catalog::Source {
-            server: &u.name,
-            prefix: u.config.prefix(&u.name),
-            owner: Owner::Upstream(index),
-            listing,
-        }));
+        sources.extend(self.upstreams.iter().zip(&listings).enumerate().map(
+            |(index, (u, listing))| catalog::Source {
+                server: &u.name,
+                prefix: u.config.prefix(&u.name),
+                owner: Owner::Upstream(index),
+                listing,
+            },
+        ));
         Catalog::build(&sources)
     }
 
@@ -217,22 +228,37 @@ impl Gateway {
 
     async fn relist(&self, index: usize, kind: ListKind) {
         let upstream = &self.upstreams[index];
-        let Some(connection) = lock(&upstream.connection).clone() else { return };
+        let Some(connection) = lock(&upstream.connection).clone() else {
+            return;
+        };
         let cancel = Cancel::new();
         let fresh = match kind {
-            ListKind::Tools => list_all(&connection, "tools/list", "tools", &cancel).await.map(|t| vec![t]),
-            ListKind::Prompts => list_all(&connection, "prompts/list", "prompts", &cancel).await.map(|p| vec![p]),
-            ListKind::Resources => match list_all(&connection, "resources/list", "resources", &cancel).await {
-                Ok(resources) => list_all(&connection, "resources/templates/list", "resourceTemplates", &cancel)
+            ListKind::Tools => list_all(&connection, "tools/list", "tools", &cancel)
+                .await
+                .map(|t| vec![t]),
+            ListKind::Prompts => list_all(&connection, "prompts/list", "prompts", &cancel)
+                .await
+                .map(|p| vec![p]),
+            ListKind::Resources => {
+                match list_all(&connection, "resources/list", "resources", &cancel).await {
+                    Ok(resources) => list_all(
+                        &connection,
+                        "resources/templates/list",
+                        "resourceTemplates",
+                        &cancel,
+                    )
                     .await
                     .or_else(|_| Ok::<_, String>(Vec::new()))
                     .map(|templates| vec![resources, templates]),
-                Err(e) => Err(e),
-            },
+                    Err(e) => Err(e),
+                }
+            }
         };
         let mut fresh = match fresh {
             Ok(fresh) => fresh.into_iter(),
-            Err(reason) => return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}"),
+            Err(reason) => {
+                return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}")
+            }
         };
         let previous = {
             let mut listing = lock(&upstream.listing);
@@ -254,7 +280,9 @@ impl Gateway {
     /// collide with another server's names is refused (logged) and the old listing kept.
     fn publish_catalog(&self, index: usize, previous: Listing, kinds: &[ListKind]) {
         match self.build_catalog() {
-            Ok(catalog) => *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog),
+            Ok(catalog) => {
+                *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog)
+            }
             Err(reason) => {
                 tracing::error!(server = %self.upstreams[index].name, "ignored a catalog change: {reason}");
                 *lock(&self.upstreams[index].listing) = previous;
@@ -292,7 +320,11 @@ impl Gateway {
 
     /// Opens a client (a stdio process, an HTTP session); its unsolicited notifications go to
     /// `outbound`.
-    pub fn open_client(&self, transport: &'static str, outbound: Sender<Notification>) -> Arc<Client> {
+    pub fn open_client(
+        &self,
+        transport: &'static str,
+        outbound: Sender<Notification>,
+    ) -> Arc<Client> {
         let session = self.registry.open_session(transport);
         let client = Client::new(session, outbound);
         lock(&self.clients).insert(session, Arc::clone(&client));
@@ -309,26 +341,43 @@ impl Gateway {
         self.registry.close_session(client.session);
     }
 
-    /// Stops every upstream process.
-    pub fn stop(&self) {
-        for upstream in &self.upstreams {
-            if let Some(connection) = lock(&upstream.connection).take() {
-                connection.stop();
-            }
+    /// Shuts every upstream down together: each gets `grace` to exit on its own once its stdin
+    /// closes (so cancellations just sent still land), then is killed.
+    pub async fn shutdown(&self, grace: std::time::Duration) {
+        let connections: Vec<_> = self
+            .upstreams
+            .iter()
+            .filter_map(|u| lock(&u.connection).take())
+            .collect();
+        let stopping: Vec<_> = connections
+            .into_iter()
+            .map(|c| smol::spawn(async move { c.shutdown(grace).await }))
+            .collect();
+        for stop in stopping {
+            stop.await;
         }
     }
 
     /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
     /// revision, which the client may refuse by disconnecting.
     pub fn initialize(&self, client: &Client, request: &Request) -> Response {
-        let requested = request.params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+        let requested = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
         let Some(requested) = requested else {
             return Response::error(
                 Some(request.id.clone()),
-                ErrorObject::new(INVALID_PARAMS, "Invalid params: initialize needs a string protocolVersion"),
+                ErrorObject::new(
+                    INVALID_PARAMS,
+                    "Invalid params: initialize needs a string protocolVersion",
+                ),
             );
         };
-        let revision = Revision::parse(requested).filter(|r| r.era() == Era::Legacy).unwrap_or(Revision::LATEST_LEGACY);
+        let revision = Revision::parse(requested)
+            .filter(|r| r.era() == Era::Legacy)
+            .unwrap_or(Revision::LATEST_LEGACY);
         client.set_revision(revision);
         self.registry.set_revision(client.session, revision);
         let mut capabilities = json!({
@@ -350,16 +399,29 @@ impl Gateway {
 
     /// Answers one request (not `initialize`, which transports run in line through
     /// [`Gateway::initialize`]).
-    pub async fn handle(self: &Arc<Self>, client: &Arc<Client>, request: Request, ctx: &RequestContext) -> Response {
+    pub async fn handle(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        request: Request,
+        ctx: &RequestContext,
+    ) -> Response {
         let id = request.id.clone();
         if request.method == "initialize" {
             return self.initialize(client, &request);
         }
         let outcome = self.dispatch(client, request, ctx).await;
-        Response { id: Some(id), outcome }
+        Response {
+            id: Some(id),
+            outcome,
+        }
     }
 
-    async fn dispatch(self: &Arc<Self>, client: &Arc<Client>, request: Request, ctx: &RequestContext) -> Result<Value, ErrorObject> {
+    async fn dispatch(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        request: Request,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
         let method = request.method.as_str();
         let params = request.params.as_ref();
         let revision = match envelope::era_of(params) {
@@ -369,7 +431,9 @@ impl Gateway {
             }
             // The two modern-only methods without a modern envelope are missing their `_meta`.
             Era::Legacy if matches!(method, "server/discover" | "subscriptions/listen") => {
-                return Err(envelope::check(params).err().unwrap_or_else(|| not_found(method)))
+                return Err(envelope::check(params)
+                    .err()
+                    .unwrap_or_else(|| not_found(method)))
             }
             Era::Legacy => client.revision().unwrap_or(Revision::OLDEST),
         };
@@ -381,7 +445,8 @@ impl Gateway {
             (Era::Modern, "resources/subscribe") => Err(not_found(method)),
             (_, m) if CATALOG_METHODS.contains(&m) => {
                 self.ready.wait().await;
-                self.catalog_method(client, method, params, revision, ctx).await
+                self.catalog_method(client, method, params, revision, ctx)
+                    .await
             }
             _ => Err(not_found(method)),
         }?;
@@ -412,22 +477,41 @@ impl Gateway {
         let catalog = self.catalog();
         let field = |key: &str| params.and_then(|p| p.get(key));
         match method {
-            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => catalog.page(method, field("cursor")),
+            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+                catalog.page(method, field("cursor"))
+            }
             "tools/call" | "prompts/get" => {
                 let name = field("name").and_then(Value::as_str).unwrap_or_default();
-                let route = if method == "tools/call" { catalog.tool(name) } else { catalog.prompt(name) };
-                let what = if method == "tools/call" { "tool" } else { "prompt" };
-                let route = route.ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
+                let route = if method == "tools/call" {
+                    catalog.tool(name)
+                } else {
+                    catalog.prompt(name)
+                };
+                let what = if method == "tools/call" {
+                    "tool"
+                } else {
+                    "prompt"
+                };
+                let route = route.ok_or_else(|| {
+                    ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}"))
+                })?;
                 if route.owner == Owner::Builtin {
-                    return Ok(builtin::call(&route.name, &self.summaries(), self.config_path.as_deref()));
+                    return Ok(builtin::call(
+                        &route.name,
+                        &self.summaries(),
+                        self.config_path.as_deref(),
+                    ));
                 }
                 let mut forwarded = forwardable(params);
                 forwarded["name"] = json!(route.name);
-                self.forward(route.owner, method, forwarded, params, revision, ctx).await
+                self.forward(route.owner, method, forwarded, params, revision, ctx)
+                    .await
             }
             "resources/read" | "resources/subscribe" => {
                 let uri = field("uri").and_then(Value::as_str).unwrap_or_default();
-                let owner = catalog.resource_owner(uri).ok_or_else(|| resource_not_found(uri, revision))?;
+                let owner = catalog
+                    .resource_owner(uri)
+                    .ok_or_else(|| resource_not_found(uri, revision))?;
                 if method == "resources/subscribe" {
                     return self.subscribe(client, owner, uri).await;
                 }
@@ -435,7 +519,9 @@ impl Gateway {
                     .await
                     .map_err(|e| match e.code {
                         // The retired code never reaches a modern client.
-                        RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => resource_not_found(uri, revision),
+                        RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
+                            resource_not_found(uri, revision)
+                        }
                         _ => e,
                     })
             }
@@ -445,24 +531,43 @@ impl Gateway {
                 let mut forwarded = forwardable(params);
                 let owner = match reference.get("type").and_then(Value::as_str) {
                     Some("ref/prompt") => {
-                        let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-                        let route = catalog.prompt(name).ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown prompt: {name}")))?;
+                        let name = reference
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let route = catalog.prompt(name).ok_or_else(|| {
+                            ErrorObject::new(INVALID_PARAMS, format!("Unknown prompt: {name}"))
+                        })?;
                         forwarded["ref"]["name"] = json!(route.name);
                         route.owner
                     }
                     Some("ref/resource") => {
-                        let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                        let uri = reference
+                            .get("uri")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
                         catalog
                             .template_owner(uri)
                             .or_else(|| catalog.resource_owner(uri))
-                            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown resource reference: {uri}")))?
+                            .ok_or_else(|| {
+                                ErrorObject::new(
+                                    INVALID_PARAMS,
+                                    format!("Unknown resource reference: {uri}"),
+                                )
+                            })?
                     }
-                    _ => return Err(ErrorObject::new(INVALID_PARAMS, "Invalid params: ref must be ref/prompt or ref/resource")),
+                    _ => {
+                        return Err(ErrorObject::new(
+                            INVALID_PARAMS,
+                            "Invalid params: ref must be ref/prompt or ref/resource",
+                        ))
+                    }
                 };
                 if owner == Owner::Builtin {
                     return Ok(json!({"completion": {"values": [], "hasMore": false}}));
                 }
-                self.forward(owner, method, forwarded, params, revision, ctx).await
+                self.forward(owner, method, forwarded, params, revision, ctx)
+                    .await
             }
         }
     }
@@ -486,21 +591,41 @@ impl Gateway {
                 revision,
                 tx: ctx.notifications.clone(),
             });
-        connection.request(method, Some(forwarded), &ctx.cancel, progress).await
+        connection
+            .request(method, Some(forwarded), &ctx.cancel, progress)
+            .await
     }
 
     fn connection(&self, owner: Owner) -> Result<Arc<StdioUpstream>, ErrorObject> {
         let Owner::Upstream(index) = owner else {
-            return Err(ErrorObject::new(INTERNAL_ERROR, "the built-in server has no connection"));
+            return Err(ErrorObject::new(
+                INTERNAL_ERROR,
+                "the built-in server has no connection",
+            ));
         };
         let upstream = &self.upstreams[index];
-        lock(&upstream.connection).clone().filter(|c| c.is_alive()).ok_or_else(|| {
-            let state = lock(&upstream.state).clone();
-            ErrorObject::new(INTERNAL_ERROR, format!("upstream {:?} is not serving ({})", upstream.name, describe_state(&state)))
-        })
+        lock(&upstream.connection)
+            .clone()
+            .filter(|c| c.is_alive())
+            .ok_or_else(|| {
+                let state = lock(&upstream.state).clone();
+                ErrorObject::new(
+                    INTERNAL_ERROR,
+                    format!(
+                        "upstream {:?} is not serving ({})",
+                        upstream.name,
+                        describe_state(&state)
+                    ),
+                )
+            })
     }
 
-    async fn subscribe(&self, client: &Client, owner: Owner, uri: &str) -> Result<Value, ErrorObject> {
+    async fn subscribe(
+        &self,
+        client: &Client,
+        owner: Owner,
+        uri: &str,
+    ) -> Result<Value, ErrorObject> {
         if client.subscribe(uri) {
             self.hold_upstream_subscription(owner, uri).await;
         }
@@ -508,7 +633,10 @@ impl Gateway {
     }
 
     fn unsubscribe(&self, client: &Client, params: Option<&Value>) -> Result<Value, ErrorObject> {
-        let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or_default();
+        let uri = params
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if client.unsubscribe(uri) {
             self.release_upstream_subscription(uri);
         }
@@ -523,15 +651,24 @@ impl Gateway {
             *count += 1;
             *count == 1
         };
-        let Owner::Upstream(index) = owner else { return };
+        let Owner::Upstream(index) = owner else {
+            return;
+        };
         let supports = lock(&self.upstreams[index].handshake)
             .as_ref()
             .is_some_and(|h| h.capabilities["resources"]["subscribe"] == json!(true));
         if first && supports {
             if let Ok(connection) = self.connection(owner) {
-                let method = if connection_is_modern(&self.upstreams[index]) { None } else { Some("resources/subscribe") };
+                let method = if connection_is_modern(&self.upstreams[index]) {
+                    None
+                } else {
+                    Some("resources/subscribe")
+                };
                 if let Some(method) = method {
-                    if let Err(e) = connection.request(method, Some(json!({"uri": uri})), &Cancel::new(), None).await {
+                    if let Err(e) = connection
+                        .request(method, Some(json!({"uri": uri})), &Cancel::new(), None)
+                        .await
+                    {
                         tracing::warn!(server = %self.upstreams[index].name, "resources/subscribe {uri} failed: {}", e.message);
                     }
                 }
@@ -550,8 +687,17 @@ impl Gateway {
                     if let Ok(connection) = self.connection(Owner::Upstream(index)) {
                         if !connection_is_modern(&self.upstreams[index]) {
                             let params = json!({"uri": uri});
-                            smol::spawn(async move { connection.request("resources/unsubscribe", Some(params), &Cancel::new(), None).await })
-                                .detach();
+                            smol::spawn(async move {
+                                connection
+                                    .request(
+                                        "resources/unsubscribe",
+                                        Some(params),
+                                        &Cancel::new(),
+                                        None,
+                                    )
+                                    .await
+                            })
+                            .detach();
                         }
                     }
                 }
@@ -561,13 +707,23 @@ impl Gateway {
 
     /// A modern listen: acknowledged first, then tagged notifications until the client cancels
     /// it (no reply then) or the transport ends (then the completing result).
-    async fn listen(&self, client: &Arc<Client>, request: &Request, ctx: &RequestContext) -> Result<Value, ErrorObject> {
+    async fn listen(
+        &self,
+        client: &Arc<Client>,
+        request: &Request,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
         let filter = request
             .params
             .as_ref()
             .and_then(|p| p.get("notifications"))
             .and_then(Value::as_object)
-            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "Invalid params: subscriptions/listen needs a notifications object"))?;
+            .ok_or_else(|| {
+                ErrorObject::new(
+                    INVALID_PARAMS,
+                    "Invalid params: subscriptions/listen needs a notifications object",
+                )
+            })?;
         let mut honoured = Map::new();
         let mut lists = Vec::new();
         for (key, kind) in [
@@ -583,7 +739,13 @@ impl Gateway {
         self.ready.wait().await;
         let catalog = self.catalog();
         let mut resources = Vec::new();
-        for uri in filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        for uri in filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             if let Some(owner) = catalog.resource_owner(uri) {
                 self.hold_upstream_subscription(owner, uri).await;
                 resources.push(uri.to_owned());
@@ -592,14 +754,22 @@ impl Gateway {
         if !resources.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(resources));
         }
-        let ack = client::tagged("notifications/subscriptions/acknowledged", json!({ "notifications": honoured }), &request.id);
+        let ack = client::tagged(
+            "notifications/subscriptions/acknowledged",
+            json!({ "notifications": honoured }),
+            &request.id,
+        );
         let _ = ctx.notifications.send(ack).await;
-        let _open = OpenListen::new(self, client, Listen {
-            id: request.id.clone(),
-            lists,
-            resources,
-            tx: ctx.notifications.clone(),
-        });
+        let _open = OpenListen::new(
+            self,
+            client,
+            Listen {
+                id: request.id.clone(),
+                lists,
+                resources,
+                tx: ctx.notifications.clone(),
+            },
+        );
         // Whichever comes first: the client cancels (the transport withholds any reply) or the
         // transport closes (the listen completes on purpose, with the result that says so).
         smol::future::or(ctx.cancel.cancelled(), client.closing.cancelled()).await;
@@ -634,7 +804,9 @@ impl Gateway {
         let mut all = Vec::new();
         let mut cursor: Option<Value> = None;
         loop {
-            let Ok(page) = catalog.page("tools/list", cursor.as_ref()) else { break };
+            let Ok(page) = catalog.page("tools/list", cursor.as_ref()) else {
+                break;
+            };
             for tool in page["tools"].as_array().into_iter().flatten() {
                 let name = tool["name"].as_str().unwrap_or_default();
                 if let Some(route) = catalog.tool(name) {
@@ -671,7 +843,12 @@ impl<'a> OpenListen<'a> {
     fn new(gateway: &'a Gateway, client: &'a Client, listen: Listen) -> Self {
         let (id, resources) = (listen.id.clone(), listen.resources.clone());
         client.add_listen(listen);
-        OpenListen { gateway, client, id, resources }
+        OpenListen {
+            gateway,
+            client,
+            id,
+            resources,
+        }
     }
 }
 
@@ -685,7 +862,9 @@ impl Drop for OpenListen<'_> {
 }
 
 fn connection_is_modern(upstream: &Upstream) -> bool {
-    lock(&upstream.handshake).as_ref().is_some_and(|h| h.revision.era() == Era::Modern)
+    lock(&upstream.handshake)
+        .as_ref()
+        .is_some_and(|h| h.revision.era() == Era::Modern)
 }
 
 fn describe_state(state: &UpstreamState) -> String {
@@ -703,16 +882,25 @@ fn not_found(method: &str) -> ErrorObject {
 
 /// Resource not found: -32002 in the legacy revisions, -32602 in the modern one.
 fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
-    let code = if revision.era() == Era::Modern { INVALID_PARAMS } else { RESOURCE_NOT_FOUND_LEGACY };
+    let code = if revision.era() == Era::Modern {
+        INVALID_PARAMS
+    } else {
+        RESOURCE_NOT_FOUND_LEGACY
+    };
     ErrorObject::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
 }
 
 /// The client's params as an upstream should see them: the modern envelope and the progress
 /// token are the upstream connection's own business, so they are removed here.
 fn forwardable(params: Option<&Value>) -> Value {
-    let mut params = params.cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let mut params = params
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-        meta.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
+        meta.retain(|key, _| {
+            key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
+        });
         if meta.is_empty() {
             params.as_object_mut().map(|p| p.remove("_meta"));
         }
@@ -721,7 +909,10 @@ fn forwardable(params: Option<&Value>) -> Value {
 }
 
 /// Lists everything a server declares, following its pagination.
-async fn list_everything(connection: &StdioUpstream, capabilities: &Value) -> Result<Listing, String> {
+async fn list_everything(
+    connection: &StdioUpstream,
+    capabilities: &Value,
+) -> Result<Listing, String> {
     let cancel = Cancel::new();
     let declared = |key: &str| capabilities.get(key).is_some_and(|v| !v.is_null());
     let mut listing = Listing::default();
@@ -734,7 +925,14 @@ async fn list_everything(connection: &StdioUpstream, capabilities: &Value) -> Re
     if declared("resources") {
         listing.resources = list_all(connection, "resources/list", "resources", &cancel).await?;
         // Templates are optional even for a server with resources.
-        listing.templates = list_all(connection, "resources/templates/list", "resourceTemplates", &cancel).await.unwrap_or_default();
+        listing.templates = list_all(
+            connection,
+            "resources/templates/list",
+            "resourceTemplates",
+            &cancel,
+        )
+        .await
+        .unwrap_or_default();
     }
     Ok(listing)
 }
@@ -742,13 +940,27 @@ async fn list_everything(connection: &StdioUpstream, capabilities: &Value) -> Re
 /// The most pages mcpx follows, so that a server whose cursors loop cannot hang it.
 const MAX_PAGES: usize = 1000;
 
-async fn list_all(connection: &StdioUpstream, method: &str, key: &str, cancel: &Cancel) -> Result<Vec<Value>, String> {
+async fn list_all(
+    connection: &StdioUpstream,
+    method: &str,
+    key: &str,
+    cancel: &Cancel,
+) -> Result<Vec<Value>, String> {
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..MAX_PAGES {
         let params = cursor.take().map(|c| json!({ "cursor": c }));
-        let page = connection.request(method, params, cancel, None).await.map_err(|e| format!("{method} failed: {}", e.message))?;
-        items.extend(page.get(key).and_then(Value::as_array).into_iter().flatten().cloned());
+        let page = connection
+            .request(method, params, cancel, None)
+            .await
+            .map_err(|e| format!("{method} failed: {}", e.message))?;
+        items.extend(
+            page.get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
         match page.get("nextCursor") {
             Some(next) if !next.is_null() => cursor = Some(next.clone()),
             _ => return Ok(items),

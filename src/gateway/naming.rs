@@ -26,7 +26,16 @@ pub fn exposed(prefix: &str, name: &str) -> String {
     }
     let digest = Sha256::digest(candidate.as_bytes());
     let suffix: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-    let mut stem: String = candidate.chars().map(|c| if c.is_ascii() && is_allowed(c as u8) { c } else { '_' }).collect();
+    let mut stem: String = candidate
+        .chars()
+        .map(|c| {
+            if c.is_ascii() && is_allowed(c as u8) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     stem.truncate(MAX_LEN - suffix.len() - 1);
     format!("{stem}_{suffix}")
 }
@@ -42,7 +51,10 @@ mod every_revision {
 
         #[test]
         fn tools_are_prefixed_with_their_server() {
-            assert_eq!(exposed("time", "get_current_time"), "time__get_current_time");
+            assert_eq!(
+                exposed("time", "get_current_time"),
+                "time__get_current_time"
+            );
         }
 
         #[test]
@@ -58,7 +70,11 @@ mod every_revision {
             assert_eq!(a, exposed("server", &long));
             assert_ne!(a, exposed("server", &format!("{long}y")));
             let odd = exposed("srv", "dotted.name with space");
-            assert!(odd.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'), "{odd}");
+            assert!(
+                odd.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                "{odd}"
+            );
         }
     }
 }

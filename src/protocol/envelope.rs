@@ -40,13 +40,30 @@ pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
     let meta = params
         .and_then(|p| p.get("_meta"))
         .filter(|m| m.is_object())
-        .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "Invalid params: a 2026-07-28 request needs params._meta"))?;
-    let version = meta.get(PROTOCOL_VERSION).and_then(Value::as_str).ok_or_else(|| {
-        ErrorObject::new(INVALID_PARAMS, format!("Invalid params: _meta needs a string {PROTOCOL_VERSION:?}"))
-    })?;
-    let client_capabilities = meta.get(CLIENT_CAPABILITIES).filter(|c| c.is_object()).ok_or_else(|| {
-        ErrorObject::new(INVALID_PARAMS, format!("Invalid params: _meta needs an object {CLIENT_CAPABILITIES:?}"))
-    })?;
+        .ok_or_else(|| {
+            ErrorObject::new(
+                INVALID_PARAMS,
+                "Invalid params: a 2026-07-28 request needs params._meta",
+            )
+        })?;
+    let version = meta
+        .get(PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ErrorObject::new(
+                INVALID_PARAMS,
+                format!("Invalid params: _meta needs a string {PROTOCOL_VERSION:?}"),
+            )
+        })?;
+    let client_capabilities = meta
+        .get(CLIENT_CAPABILITIES)
+        .filter(|c| c.is_object())
+        .ok_or_else(|| {
+            ErrorObject::new(
+                INVALID_PARAMS,
+                format!("Invalid params: _meta needs an object {CLIENT_CAPABILITIES:?}"),
+            )
+        })?;
     if Revision::parse(version).map(Revision::era) != Some(Era::Modern) {
         return Err(unsupported_version(version, Revision::all_strings()));
     }
@@ -57,8 +74,11 @@ pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
 
 /// A -32022 error naming what was asked for and what is served.
 pub fn unsupported_version(requested: &str, supported: Vec<&str>) -> ErrorObject {
-    ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {requested}"))
-        .with_data(json!({ "supported": supported, "requested": requested }))
+    ErrorObject::new(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        format!("Unsupported protocol version: {requested}"),
+    )
+    .with_data(json!({ "supported": supported, "requested": requested }))
 }
 
 #[cfg(test)]
@@ -76,7 +96,8 @@ mod v2026_07_28 {
 
         #[test]
         fn missing_protocol_version_or_capabilities_is_invalid_params() {
-            let no_caps = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+            let no_caps =
+                json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
             assert_eq!(check(Some(&no_caps)).unwrap_err().code, INVALID_PARAMS);
             let no_version = json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
             assert_eq!(check(Some(&no_version)).unwrap_err().code, INVALID_PARAMS);
@@ -99,7 +120,10 @@ mod v2026_07_28 {
         fn valid_envelope_passes_capabilities() {
             let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
-            assert_eq!(check(Some(&p)).unwrap().client_capabilities, json!({"elicitation": {}}));
+            assert_eq!(
+                check(Some(&p)).unwrap().client_capabilities,
+                json!({"elicitation": {}})
+            );
         }
     }
 }

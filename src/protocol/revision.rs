@@ -145,7 +145,10 @@ mod every_revision {
 
         #[test]
         fn only_2025_03_26_has_batches() {
-            let with_batches: Vec<_> = Revision::ALL.into_iter().filter(|r| r.allows_batches()).collect();
+            let with_batches: Vec<_> = Revision::ALL
+                .into_iter()
+                .filter(|r| r.allows_batches())
+                .collect();
             assert_eq!(with_batches, vec![Revision::V2025_03_26]);
         }
     }

@@ -159,7 +159,12 @@ impl Definition {
                 TITLE,
                 ICONS,
             ],
-            Definition::TextContent => &[("type", FIRST, LAST), ("text", FIRST, LAST), ANNOTATIONS, META],
+            Definition::TextContent => &[
+                ("type", FIRST, LAST),
+                ("text", FIRST, LAST),
+                ANNOTATIONS,
+                META,
+            ],
             Definition::ImageContent | Definition::AudioContent => &[
                 ("type", FIRST, LAST),
                 ("data", FIRST, LAST),
@@ -167,7 +172,12 @@ impl Definition {
                 ANNOTATIONS,
                 META,
             ],
-            Definition::EmbeddedResource => &[("type", FIRST, LAST), ("resource", FIRST, LAST), ANNOTATIONS, META],
+            Definition::EmbeddedResource => &[
+                ("type", FIRST, LAST),
+                ("resource", FIRST, LAST),
+                ANNOTATIONS,
+                META,
+            ],
             Definition::ResourceLink => &[
                 ("type", V2025_06_18, LAST),
                 ("uri", V2025_06_18, LAST),
@@ -180,8 +190,18 @@ impl Definition {
                 TITLE,
                 ICONS,
             ],
-            Definition::TextResourceContents => &[("uri", FIRST, LAST), ("mimeType", FIRST, LAST), ("text", FIRST, LAST), META],
-            Definition::BlobResourceContents => &[("uri", FIRST, LAST), ("mimeType", FIRST, LAST), ("blob", FIRST, LAST), META],
+            Definition::TextResourceContents => &[
+                ("uri", FIRST, LAST),
+                ("mimeType", FIRST, LAST),
+                ("text", FIRST, LAST),
+                META,
+            ],
+            Definition::BlobResourceContents => &[
+                ("uri", FIRST, LAST),
+                ("mimeType", FIRST, LAST),
+                ("blob", FIRST, LAST),
+                META,
+            ],
             Definition::CallToolResult => &[
                 ("_meta", FIRST, LAST),
                 ("content", FIRST, LAST),
@@ -189,9 +209,24 @@ impl Definition {
                 ("structuredContent", V2025_06_18, LAST),
                 RESULT_TYPE,
             ],
-            Definition::GetPromptResult => &[("_meta", FIRST, LAST), ("description", FIRST, LAST), ("messages", FIRST, LAST), RESULT_TYPE],
-            Definition::ReadResourceResult => &[("_meta", FIRST, LAST), ("contents", FIRST, LAST), RESULT_TYPE, CACHE[0], CACHE[1]],
-            Definition::CompleteResult => &[("_meta", FIRST, LAST), ("completion", FIRST, LAST), RESULT_TYPE],
+            Definition::GetPromptResult => &[
+                ("_meta", FIRST, LAST),
+                ("description", FIRST, LAST),
+                ("messages", FIRST, LAST),
+                RESULT_TYPE,
+            ],
+            Definition::ReadResourceResult => &[
+                ("_meta", FIRST, LAST),
+                ("contents", FIRST, LAST),
+                RESULT_TYPE,
+                CACHE[0],
+                CACHE[1],
+            ],
+            Definition::CompleteResult => &[
+                ("_meta", FIRST, LAST),
+                ("completion", FIRST, LAST),
+                RESULT_TYPE,
+            ],
         }
     }
 
@@ -239,7 +274,12 @@ pub const CACHE_SCOPE: &str = "private";
 fn is_cacheable(method: &str) -> bool {
     matches!(
         method,
-        "server/discover" | "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read"
+        "server/discover"
+            | "tools/list"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
     )
 }
 
@@ -251,11 +291,15 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
     }
     match method {
         "tools/list" => each(&mut result, "tools", |tool| shape_tool(tool, revision)),
-        "prompts/list" => each(&mut result, "prompts", |prompt| shape_prompt(prompt, revision)),
-        "resources/list" => each(&mut result, "resources", |r| Definition::Resource.retain(r, revision)),
-        "resources/templates/list" => {
-            each(&mut result, "resourceTemplates", |t| Definition::ResourceTemplate.retain(t, revision))
-        }
+        "prompts/list" => each(&mut result, "prompts", |prompt| {
+            shape_prompt(prompt, revision)
+        }),
+        "resources/list" => each(&mut result, "resources", |r| {
+            Definition::Resource.retain(r, revision)
+        }),
+        "resources/templates/list" => each(&mut result, "resourceTemplates", |t| {
+            Definition::ResourceTemplate.retain(t, revision)
+        }),
         "tools/call" => {
             Definition::CallToolResult.retain(&mut result, revision);
             each(&mut result, "content", |c| shape_content(c, revision));
@@ -270,7 +314,9 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
         }
         "resources/read" => {
             Definition::ReadResourceResult.retain(&mut result, revision);
-            each(&mut result, "contents", |c| shape_resource_contents(c, revision));
+            each(&mut result, "contents", |c| {
+                shape_resource_contents(c, revision)
+            });
         }
         "completion/complete" => Definition::CompleteResult.retain(&mut result, revision),
         _ => {}
@@ -302,7 +348,9 @@ fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &
         map.entry("ttlMs").or_insert(json!(CACHE_TTL_MS));
         map.entry("cacheScope").or_insert(json!(CACHE_SCOPE));
     }
-    let meta = map.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    let meta = map
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
         meta.insert(SERVER_INFO_KEY.into(), server_info.clone());
     }
@@ -320,7 +368,9 @@ fn shape_tool(tool: &mut Value, revision: Revision) {
 
 fn shape_prompt(prompt: &mut Value, revision: Revision) {
     Definition::Prompt.retain(prompt, revision);
-    each(prompt, "arguments", |a| Definition::PromptArgument.retain(a, revision));
+    each(prompt, "arguments", |a| {
+        Definition::PromptArgument.retain(a, revision)
+    });
 }
 
 fn shape_resource_contents(contents: &mut Value, revision: Revision) {
@@ -333,7 +383,10 @@ fn shape_resource_contents(contents: &mut Value, revision: Revision) {
 
 /// Shapes one content block; a kind the revision lacks becomes a text block describing it.
 pub fn shape_content(content: &mut Value, revision: Revision) {
-    let kind = content.get("type").and_then(Value::as_str).unwrap_or_default();
+    let kind = content
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let definition = match kind {
         "text" => Definition::TextContent,
         "image" => Definition::ImageContent,
@@ -366,7 +419,10 @@ fn describe(content: &Value, kind: &str, revision: Revision) -> String {
             }
             text
         }
-        _ => format!("[{kind} content ({}) omitted: MCP {revision} cannot carry it]", field("mimeType")),
+        _ => format!(
+            "[{kind} content ({}) omitted: MCP {revision} cannot carry it]",
+            field("mimeType")
+        ),
     }
 }
 
@@ -388,12 +444,19 @@ mod every_revision {
         use std::collections::BTreeSet;
 
         fn schema(revision: Revision) -> Value {
-            let path = format!("{}/../shared/spec/{}/schema.json", env!("CARGO_MANIFEST_DIR"), revision);
+            let path = format!(
+                "{}/../shared/spec/{}/schema.json",
+                env!("CARGO_MANIFEST_DIR"),
+                revision
+            );
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
         }
 
         fn definitions(schema: &Value) -> &Value {
-            schema.get("$defs").or_else(|| schema.get("definitions")).unwrap()
+            schema
+                .get("$defs")
+                .or_else(|| schema.get("definitions"))
+                .unwrap()
         }
 
         /// The field tables are the schemas' own property lists, revision by revision.
@@ -404,7 +467,11 @@ mod every_revision {
                 for definition in Definition::ALL {
                     let in_schema = definitions(&schema).get(definition.schema_name());
                     if revision < definition.since() {
-                        assert!(in_schema.is_none(), "{revision} has {}", definition.schema_name());
+                        assert!(
+                            in_schema.is_none(),
+                            "{revision} has {}",
+                            definition.schema_name()
+                        );
                         continue;
                     }
                     let expected: BTreeSet<&str> = in_schema.unwrap()["properties"]
@@ -422,10 +489,14 @@ mod every_revision {
         #[test]
         fn resource_link_becomes_text_before_2025_06_18() {
             let info = json!({"name": "mcpx", "version": "0"});
-            let link = json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]});
+            let link =
+                json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]});
             let old = shape::result("tools/call", Revision::V2025_03_26, link.clone(), &info);
             assert_eq!(old["content"][0]["type"], "text");
-            assert!(old["content"][0]["text"].as_str().unwrap().contains("file:///a"));
+            assert!(old["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("file:///a"));
             let new = shape::result("tools/call", Revision::V2025_06_18, link, &info);
             assert_eq!(new["content"][0]["type"], "resource_link");
         }
@@ -433,7 +504,8 @@ mod every_revision {
         #[test]
         fn audio_becomes_text_in_2024_11_05() {
             let info = json!({"name": "mcpx", "version": "0"});
-            let audio = json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]});
+            let audio =
+                json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]});
             let old = shape::result("tools/call", Revision::V2024_11_05, audio, &info);
             assert_eq!(old["content"][0]["type"], "text");
         }
@@ -442,9 +514,22 @@ mod every_revision {
         fn result_type_only_for_2026_07_28() {
             let info = json!({"name": "mcpx", "version": "0"});
             for revision in Revision::ALL {
-                let r = shape::result("tools/list", revision, json!({"tools": [], "resultType": "complete"}), &info);
-                assert_eq!(r.get("resultType").is_some(), revision == Revision::V2026_07_28, "{revision}");
-                assert_eq!(r.get("ttlMs").is_some(), revision == Revision::V2026_07_28, "{revision}");
+                let r = shape::result(
+                    "tools/list",
+                    revision,
+                    json!({"tools": [], "resultType": "complete"}),
+                    &info,
+                );
+                assert_eq!(
+                    r.get("resultType").is_some(),
+                    revision == Revision::V2026_07_28,
+                    "{revision}"
+                );
+                assert_eq!(
+                    r.get("ttlMs").is_some(),
+                    revision == Revision::V2026_07_28,
+                    "{revision}"
+                );
             }
         }
 
@@ -452,8 +537,14 @@ mod every_revision {
         fn structured_content_only_from_2025_06_18() {
             let info = json!({"name": "mcpx", "version": "0"});
             let r = json!({"content": [], "structuredContent": {"a": 1}});
-            assert!(shape::result("tools/call", Revision::V2025_03_26, r.clone(), &info).get("structuredContent").is_none());
-            assert!(shape::result("tools/call", Revision::V2025_06_18, r, &info).get("structuredContent").is_some());
+            assert!(
+                shape::result("tools/call", Revision::V2025_03_26, r.clone(), &info)
+                    .get("structuredContent")
+                    .is_none()
+            );
+            assert!(shape::result("tools/call", Revision::V2025_06_18, r, &info)
+                .get("structuredContent")
+                .is_some());
         }
     }
 }

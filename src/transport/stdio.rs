@@ -9,12 +9,16 @@
 
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, RequestContext};
-use crate::jsonrpc::{self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INVALID_REQUEST};
-use crate::registry::Outcome;
+use crate::jsonrpc::{
+    self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INVALID_REQUEST,
+};
 use crate::protocol::Revision;
+use crate::registry::Outcome;
 use async_channel::{Receiver, Sender};
 use serde_json::Value;
-use smol::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use smol::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 use smol::Task;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +40,12 @@ enum Read {
 }
 
 /// Serves one client on `input` and `output` until `input` ends and the drain is over.
-pub async fn serve(gateway: Arc<Gateway>, input: impl AsyncRead + Unpin, output: impl AsyncWrite + Unpin + Send + 'static, options: StdioOptions) {
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    input: impl AsyncRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+    options: StdioOptions,
+) {
     let (notifications, notifications_rx) = async_channel::unbounded::<Notification>();
     let (frames, frames_rx) = async_channel::unbounded::<Value>();
     let writer = smol::spawn(write_frames(output, notifications_rx, frames_rx));
@@ -57,7 +66,13 @@ pub async fn serve(gateway: Arc<Gateway>, input: impl AsyncRead + Unpin, output:
             Read::Eof => break,
             Read::TooLong => connection.send(&Response::error(
                 None,
-                ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: message longer than {} bytes", options.max_message_bytes)),
+                ErrorObject::new(
+                    INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: message longer than {} bytes",
+                        options.max_message_bytes
+                    ),
+                ),
             )),
             Read::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
             Read::Line(line) => connection.receive(&line),
@@ -65,7 +80,12 @@ pub async fn serve(gateway: Arc<Gateway>, input: impl AsyncRead + Unpin, output:
     }
     // EOF: listens complete now; other requests get the drain period, then are cancelled.
     client.closing.cancel();
-    let Connection { frames, alive, notifications, .. } = connection;
+    let Connection {
+        frames,
+        alive,
+        notifications,
+        ..
+    } = connection;
     drop(alive);
     let drained = smol::future::or(async { all_done.recv().await.is_err() }, async {
         smol::Timer::after(options.drain).await;
@@ -73,7 +93,11 @@ pub async fn serve(gateway: Arc<Gateway>, input: impl AsyncRead + Unpin, output:
     })
     .await;
     if !drained {
-        tracing::info!("stdin closed; cancelling {} request(s) still in flight after {:?}", gateway.registry.in_flight_count(client.session), options.drain);
+        tracing::info!(
+            "stdin closed; cancelling {} request(s) still in flight after {:?}",
+            gateway.registry.in_flight_count(client.session),
+            options.drain
+        );
         gateway.registry.cancel_all(client.session);
         let _ = all_done.recv().await;
     }
@@ -114,7 +138,9 @@ impl Connection {
                 .detach();
             }
             // mcpx sends clients no requests yet, so a response answers nothing.
-            Ok(Frame::Single(Message::Response(r))) => tracing::debug!("ignored a response from the client: {:?}", r.id),
+            Ok(Frame::Single(Message::Response(r))) => {
+                tracing::debug!("ignored a response from the client: {:?}", r.id)
+            }
             Ok(Frame::Batch(elements)) => self.batch(elements),
         }
     }
@@ -122,7 +148,11 @@ impl Connection {
     /// Notifications are never answered, not even an unknown one.
     fn on_notification(&self, notification: Notification) {
         if notification.method == "notifications/cancelled" {
-            let id = notification.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
+            let id = notification
+                .params
+                .as_ref()
+                .and_then(|p| p.get("requestId"))
+                .and_then(Id::from_value);
             if let Some(id) = id {
                 self.gateway.registry.cancel(self.client.session, &id);
             }
@@ -133,40 +163,65 @@ impl Connection {
     /// it was cancelled (then nothing may be written for it).
     fn start(&self, request: Request) -> Task<Option<Response>> {
         let cancel = Cancel::new();
-        let guard = self.gateway.registry.begin(self.client.session, request.id.clone(), &request.method, cancel.clone());
+        let guard = self.gateway.registry.begin(
+            self.client.session,
+            request.id.clone(),
+            &request.method,
+            cancel.clone(),
+        );
         let context = RequestContext {
             cancel: cancel.clone(),
             notifications: self.notifications.clone(),
         };
-        let (gateway, client, alive) = (Arc::clone(&self.gateway), Arc::clone(&self.client), self.alive.clone());
+        let (gateway, client, alive) = (
+            Arc::clone(&self.gateway),
+            Arc::clone(&self.client),
+            self.alive.clone(),
+        );
         smol::spawn(async move {
             let _alive = alive;
-            let response = cancel.run(gateway.handle(&client, request, &context)).await.filter(|_| !cancel.is_cancelled());
-            guard.finish(if response.is_some() { Outcome::Answered } else { Outcome::Cancelled });
+            let response = cancel
+                .run(gateway.handle(&client, request, &context))
+                .await
+                .filter(|_| !cancel.is_cancelled());
+            guard.finish(if response.is_some() {
+                Outcome::Answered
+            } else {
+                Outcome::Cancelled
+            });
             response
         })
     }
 
     /// Batches exist only in 2025-03-26: the connection's negotiated revision decides, or
     /// 2025-03-26 before any `initialize`.
-    fn batch(&self, elements: Vec<Result<Message, Response>>) {
-        let revision = self.client.revision().unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION);
+    fn batch(&self, elements: Vec<Result<Message, Box<Response>>>) {
+        let revision = self
+            .client
+            .revision()
+            .unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION);
         if !revision.allows_batches() {
             return self.send(&Response::error(
                 None,
-                ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: MCP {revision} has no JSON-RPC batches")),
+                ErrorObject::new(
+                    INVALID_REQUEST,
+                    format!("Invalid Request: MCP {revision} has no JSON-RPC batches"),
+                ),
             ));
         }
         let mut replies: Vec<Task<Option<Response>>> = Vec::new();
         for element in elements {
             match element {
-                Err(error) => replies.push(smol::spawn(async move { Some(error) })),
+                Err(error) => replies.push(smol::spawn(async move { Some(*error) })),
                 Ok(Message::Notification(n)) => self.on_notification(n),
                 Ok(Message::Response(_)) => {}
                 Ok(Message::Request(request)) if request.method == "initialize" => {
                     let refusal = Response::error(
                         Some(request.id),
-                        ErrorObject::new(INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch"),
+                        ErrorObject::new(
+                            INVALID_REQUEST,
+                            "Invalid Request: initialize must not be part of a batch",
+                        ),
                     );
                     replies.push(smol::spawn(async move { Some(refusal) }));
                 }
@@ -191,11 +246,18 @@ impl Connection {
 }
 
 /// Owns the output: one frame per line, notifications before any response queued after them.
-async fn write_frames(mut output: impl AsyncWrite + Unpin, notifications: Receiver<Notification>, frames: Receiver<Value>) {
+async fn write_frames(
+    mut output: impl AsyncWrite + Unpin,
+    notifications: Receiver<Notification>,
+    frames: Receiver<Value>,
+) {
     use smol::stream::StreamExt;
     // `or` polls the notifications first: a request's progress, queued before its response, is
     // written before it.
-    let mut outgoing = std::pin::pin!(smol::stream::or(notifications.map(|n| n.to_value()), frames));
+    let mut outgoing = std::pin::pin!(smol::stream::or(
+        notifications.map(|n| n.to_value()),
+        frames
+    ));
     while let Some(frame) = outgoing.next().await {
         let mut line = frame.to_string();
         line.push('\n');
@@ -206,41 +268,33 @@ async fn write_frames(mut output: impl AsyncWrite + Unpin, notifications: Receiv
     }
 }
 
-/// Reads one line of at most `max` bytes (without its newline).
+/// Reads one line of at most `max` bytes (without its newline); a longer one is skipped whole.
 async fn read_line(input: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> Read {
     buf.clear();
-    let mut too_long = false;
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    match input.take(limit).read_until(b'\n', buf).await {
+        Ok(0) => return Read::Eof,
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!("reading stdin failed: {e}");
+            return Read::Eof;
+        }
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Read::Line(std::mem::take(buf));
+    }
+    if buf.len() <= max {
+        // The last line, without a newline before EOF.
+        return Read::Line(std::mem::take(buf));
+    }
+    // Too long: skip the rest of it without holding it in memory.
     loop {
-        let available = match input.fill_buf().await {
-            Ok(available) => available,
-            Err(e) => {
-                tracing::warn!("reading stdin failed: {e}");
-                return Read::Eof;
-            }
-        };
-        if available.is_empty() {
-            return match (buf.is_empty() && !too_long, too_long) {
-                (true, _) => Read::Eof,
-                (_, true) => Read::TooLong,
-                _ => Read::Line(std::mem::take(buf)),
-            };
-        }
-        let (chunk, found_newline) = match available.iter().position(|&b| b == b'\n') {
-            Some(at) => (&available[..at], true),
-            None => (available, false),
-        };
-        if !too_long {
-            if buf.len() + chunk.len() > max {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(chunk);
-            }
-        }
-        let consumed = chunk.len() + usize::from(found_newline);
-        input.consume(consumed);
-        if found_newline {
-            return if too_long { Read::TooLong } else { Read::Line(std::mem::take(buf)) };
+        buf.clear();
+        match input.take(64 * 1024).read_until(b'\n', buf).await {
+            Ok(0) | Err(_) => return Read::TooLong,
+            Ok(_) if buf.last() == Some(&b'\n') => return Read::TooLong,
+            Ok(_) => {}
         }
     }
 }

@@ -83,6 +83,8 @@ impl ProgressSink {
         }
         shape::notification_params("notifications/progress", self.revision, &mut params);
         // A closed channel means the request already ended; late progress has nowhere to go.
-        let _ = self.tx.try_send(Notification::new("notifications/progress", params));
+        let _ = self
+            .tx
+            .try_send(Notification::new("notifications/progress", params));
     }
 }

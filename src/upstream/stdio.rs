@@ -8,7 +8,9 @@
 use super::{Event, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::Server;
-use crate::jsonrpc::{self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR};
+use crate::jsonrpc::{
+    self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR,
+};
 use crate::protocol::envelope::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
 use crate::protocol::{Era, Revision};
 use async_channel::Sender;
@@ -46,13 +48,20 @@ pub struct StdioUpstream {
     next_id: AtomicI64,
     era: Mutex<Era>,
     exited: Cancel,
+    /// Fired when the server's stderr ends, so shutdown can wait until its last words are logged.
+    stderr_closed: Cancel,
     child: Mutex<Option<Child>>,
 }
 
 impl StdioUpstream {
     /// Spawns the server and starts its reader, writer and stderr tasks. Events go to `events`
     /// tagged with `index`.
-    pub fn spawn(name: &str, index: usize, server: &Server, events: Sender<Event>) -> Result<Arc<Self>, String> {
+    pub fn spawn(
+        name: &str,
+        index: usize,
+        server: &Server,
+        events: Sender<Event>,
+    ) -> Result<Arc<Self>, String> {
         let program = server.command.as_deref().unwrap_or_default();
         let mut command = Command::new(program);
         command
@@ -65,8 +74,11 @@ impl StdioUpstream {
         if let Some(cwd) = &server.cwd {
             command.current_dir(cwd);
         }
-        let mut child = command.spawn().map_err(|e| format!("cannot start {program:?}: {e}"))?;
-        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {program:?}: {e}"))?;
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (Some(mut stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
             return Err("the child's pipes were not created".into());
         };
@@ -79,6 +91,7 @@ impl StdioUpstream {
             next_id: AtomicI64::new(1),
             era: Mutex::new(Era::Legacy),
             exited: Cancel::new(),
+            stderr_closed: Cancel::new(),
             child: Mutex::new(Some(child)),
         });
         smol::spawn(async move {
@@ -90,19 +103,28 @@ impl StdioUpstream {
         })
         .detach();
         let tag = name.to_owned();
+        let stderr_closed = upstream.stderr_closed.clone();
         smol::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Some(Ok(line)) = smol::stream::StreamExt::next(&mut lines).await {
                 tracing::info!(target: "upstream", server = %tag, "{line}");
             }
+            stderr_closed.cancel();
         })
         .detach();
         let reader = Arc::clone(&upstream);
         smol::spawn(async move {
-            let reason = reader.read_stdout(BufReader::new(stdout), index, &events).await;
+            let reason = reader
+                .read_stdout(BufReader::new(stdout), index, &events)
+                .await;
             reader.fail_pending(&reason);
             tracing::warn!(server = %reader.name, "upstream exited: {reason}");
-            let _ = events.send(Event::Exited { upstream: index, reason }).await;
+            let _ = events
+                .send(Event::Exited {
+                    upstream: index,
+                    reason,
+                })
+                .await;
         })
         .detach();
         Ok(upstream)
@@ -117,7 +139,8 @@ impl StdioUpstream {
             "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
         });
         let cancel = Cancel::new();
-        let answer = with_timeout(self.request_raw("initialize", Some(initialize), &cancel, None)).await?;
+        let answer =
+            with_timeout(self.request_raw("initialize", Some(initialize), &cancel, None)).await?;
         match answer {
             Ok(result) => {
                 let version = result["protocolVersion"].as_str().unwrap_or_default();
@@ -139,16 +162,26 @@ impl StdioUpstream {
                 Ok(Handshake {
                     revision: Revision::V2026_07_28,
                     capabilities: discovered["capabilities"].clone(),
-                    server_info: discovered["_meta"][crate::protocol::shape::SERVER_INFO_KEY].clone(),
+                    server_info: discovered["_meta"][crate::protocol::shape::SERVER_INFO_KEY]
+                        .clone(),
                 })
             }
-            Err(error) => Err(format!("initialize failed: {} ({})", error.message, error.code)),
+            Err(error) => Err(format!(
+                "initialize failed: {} ({})",
+                error.message, error.code
+            )),
         }
     }
 
     /// Sends a request in the server's era and waits for its answer, unless `cancel` fires first
     /// (then the server is told, and the answer is an error nobody will read).
-    pub async fn request(&self, method: &str, params: Option<Value>, cancel: &Cancel, progress: Option<ProgressSink>) -> Reply {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &Cancel,
+        progress: Option<ProgressSink>,
+    ) -> Reply {
         let params = if *self.era.lock().unwrap_or_else(|p| p.into_inner()) == Era::Modern {
             let mut params = params.unwrap_or_else(|| json!({}));
             if let Some(map) = params.as_object_mut() {
@@ -163,7 +196,13 @@ impl StdioUpstream {
         self.request_raw(method, params, cancel, progress).await
     }
 
-    async fn request_raw(&self, method: &str, mut params: Option<Value>, cancel: &Cancel, progress: Option<ProgressSink>) -> Reply {
+    async fn request_raw(
+        &self,
+        method: &str,
+        mut params: Option<Value>,
+        cancel: &Cancel,
+        progress: Option<ProgressSink>,
+    ) -> Reply {
         if self.exited.is_cancelled() {
             return Err(self.gone());
         }
@@ -176,23 +215,38 @@ impl StdioUpstream {
             if let Some(map) = params.as_object_mut() {
                 map.entry("_meta").or_insert_with(|| json!({}))["progressToken"] = json!(token);
             }
-            self.progress.lock().unwrap_or_else(|p| p.into_inner()).insert(token.clone(), sink);
+            self.progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(token.clone(), sink);
         }
         let (tx, rx) = async_channel::bounded(1);
-        self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
         self.send(&Request {
             id: Id::Number(id),
             method: method.to_owned(),
             params,
         });
         let reply = cancel.run(rx.recv()).await;
-        self.progress.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&token);
         match reply {
             Some(Ok(reply)) => reply,
             Some(Err(_)) => Err(self.gone()),
             None => {
-                self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-                self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": "cancelled by the client"})));
+                self.pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                self.notify(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "cancelled by the client"})),
+                );
                 Err(ErrorObject::new(INTERNAL_ERROR, "Request cancelled"))
             }
         }
@@ -207,7 +261,22 @@ impl StdioUpstream {
         let _ = self.lines.try_send(line(&notification.to_value()));
     }
 
-    /// Stops the server: closes its stdin and kills it.
+    /// Shuts the server down the way MCP's stdio transport says: close its stdin, give it `grace`
+    /// to exit, then kill it.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.lines.close();
+        let exited = async {
+            self.exited.cancelled().await;
+            self.stderr_closed.cancelled().await;
+        };
+        smol::future::or(exited, async {
+            smol::Timer::after(grace).await;
+        })
+        .await;
+        self.stop();
+    }
+
+    /// Stops the server at once: closes its stdin and kills it.
     pub fn stop(&self) {
         self.lines.close();
         if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -216,7 +285,8 @@ impl StdioUpstream {
     }
 
     fn send(&self, request: &Request) {
-        let mut message = json!({"jsonrpc": "2.0", "id": request.id.to_value(), "method": request.method});
+        let mut message =
+            json!({"jsonrpc": "2.0", "id": request.id.to_value(), "method": request.method});
         if let Some(params) = &request.params {
             message["params"] = params.clone();
         }
@@ -224,11 +294,19 @@ impl StdioUpstream {
     }
 
     fn gone(&self) -> ErrorObject {
-        ErrorObject::new(INTERNAL_ERROR, format!("upstream {:?} exited before answering", self.name))
+        ErrorObject::new(
+            INTERNAL_ERROR,
+            format!("upstream {:?} exited before answering", self.name),
+        )
     }
 
     /// Reads the server's stdout until it ends; returns why it ended.
-    async fn read_stdout(&self, mut stdout: impl smol::io::AsyncBufRead + Unpin, index: usize, events: &Sender<Event>) -> String {
+    async fn read_stdout(
+        &self,
+        mut stdout: impl smol::io::AsyncBufRead + Unpin,
+        index: usize,
+        events: &Sender<Event>,
+    ) -> String {
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -247,20 +325,31 @@ impl StdioUpstream {
                         self.receive(message, index, events).await;
                     }
                 }
-                Err(_) => tracing::warn!(server = %self.name, "ignored a line that is not JSON-RPC: {}", String::from_utf8_lossy(&buf).trim_end()),
+                Err(_) => {
+                    tracing::warn!(server = %self.name, "ignored a line that is not JSON-RPC: {}", String::from_utf8_lossy(&buf).trim_end())
+                }
             }
         }
     }
 
     async fn receive(&self, message: Message, index: usize, events: &Sender<Event>) {
         match message {
-            Message::Response(Response { id: Some(Id::Number(id)), outcome }) => {
-                let waiter = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            Message::Response(Response {
+                id: Some(Id::Number(id)),
+                outcome,
+            }) => {
+                let waiter = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
                 if let Some(waiter) = waiter {
                     let _ = waiter.try_send(outcome);
                 }
             }
-            Message::Response(response) => tracing::debug!(server = %self.name, "response to no request: {:?}", response.id),
+            Message::Response(response) => {
+                tracing::debug!(server = %self.name, "response to no request: {:?}", response.id)
+            }
             Message::Notification(n) => self.on_notification(n, index, events).await,
             Message::Request(request) => self.on_request(request),
         }
@@ -269,23 +358,42 @@ impl StdioUpstream {
     async fn on_notification(&self, n: Notification, index: usize, events: &Sender<Event>) {
         let params = n.params.unwrap_or(Value::Null);
         if let Some(kind) = ListKind::from_notification(&n.method) {
-            let _ = events.send(Event::ListChanged { upstream: index, kind }).await;
+            let _ = events
+                .send(Event::ListChanged {
+                    upstream: index,
+                    kind,
+                })
+                .await;
             return;
         }
         match n.method.as_str() {
             "notifications/progress" => {
-                let token = params.get("progressToken").map(token_key).unwrap_or_default();
-                let sink = self.progress.lock().unwrap_or_else(|p| p.into_inner()).get(&token).cloned();
+                let token = params
+                    .get("progressToken")
+                    .map(token_key)
+                    .unwrap_or_default();
+                let sink = self
+                    .progress
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&token)
+                    .cloned();
                 if let Some(sink) = sink {
                     sink.forward(params);
                 }
             }
             "notifications/resources/updated" => {
                 if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                    let _ = events.send(Event::ResourceUpdated { uri: uri.to_owned() }).await;
+                    let _ = events
+                        .send(Event::ResourceUpdated {
+                            uri: uri.to_owned(),
+                        })
+                        .await;
                 }
             }
-            "notifications/message" => tracing::info!(target: "upstream", server = %self.name, "log: {params}"),
+            "notifications/message" => {
+                tracing::info!(target: "upstream", server = %self.name, "log: {params}")
+            }
             _ => {}
         }
     }
@@ -297,7 +405,10 @@ impl StdioUpstream {
             "ping" => Response::result(request.id, json!({})),
             other => Response::error(
                 Some(request.id),
-                ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, format!("Method not found: {other}")),
+                ErrorObject::new(
+                    jsonrpc::METHOD_NOT_FOUND,
+                    format!("Method not found: {other}"),
+                ),
             ),
         };
         let _ = self.lines.try_send(line(&response.to_value()));
@@ -305,8 +416,16 @@ impl StdioUpstream {
 
     fn fail_pending(&self, reason: &str) {
         self.exited.cancel();
-        let error = ErrorObject::new(INTERNAL_ERROR, format!("upstream {:?} exited: {reason}", self.name));
-        for (_, waiter) in self.pending.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+        let error = ErrorObject::new(
+            INTERNAL_ERROR,
+            format!("upstream {:?} exited: {reason}", self.name),
+        );
+        for (_, waiter) in self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
             let _ = waiter.try_send(Err(error.clone()));
         }
     }
@@ -326,13 +445,23 @@ impl Drop for StdioUpstream {
 /// A server that refuses `initialize` in a way only a modern server would: -32022, or an error
 /// whose `data.supported` lists a modern revision.
 fn speaks_modern(error: &ErrorObject) -> bool {
-    let supported = error.data.as_ref().and_then(|d| d.get("supported")).and_then(Value::as_array);
-    let lists_modern = supported.is_some_and(|list| list.iter().filter_map(Value::as_str).any(Revision::date_is_modern));
+    let supported = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array);
+    let lists_modern = supported.is_some_and(|list| {
+        list.iter()
+            .filter_map(Value::as_str)
+            .any(Revision::date_is_modern)
+    });
     error.code == jsonrpc::UNSUPPORTED_PROTOCOL_VERSION || lists_modern
 }
 
 fn token_key(token: &Value) -> String {
-    token.as_str().map_or_else(|| token.to_string(), str::to_owned)
+    token
+        .as_str()
+        .map_or_else(|| token.to_string(), str::to_owned)
 }
 
 fn line(message: &Value) -> String {
@@ -350,4 +479,3 @@ async fn with_timeout<T>(work: impl std::future::Future<Output = T>) -> Result<T
         })
         .await
 }
-

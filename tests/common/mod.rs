@@ -19,10 +19,20 @@ pub fn mcpx_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpx"))
 }
 
-/// The fixture upstream, built beside mcpx (a default member of the workspace).
+/// The fixture upstream, built beside mcpx. Cargo builds a package's binaries for its own
+/// integration tests only, so this test builds the fixture's package once itself (a no-op when
+/// it is up to date) rather than trust whatever binary an earlier build left.
 pub fn fixture_bin() -> String {
-    let path = mcpx_bin().parent().unwrap().join("fixture-upstream");
-    assert!(path.exists(), "build the workspace first: {} is missing", path.display());
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let path = BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--package", "mcpx-fixture-upstream"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cannot run cargo to build the fixture upstream");
+        assert!(status.success(), "building the fixture upstream failed");
+        mcpx_bin().parent().unwrap().join("fixture-upstream")
+    });
     path.display().to_string()
 }
 
@@ -38,6 +48,7 @@ pub struct Serve {
     lines: Receiver<String>,
     held: VecDeque<Value>,
     stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     _config: tempfile::NamedTempFile,
 }
 
@@ -66,7 +77,7 @@ impl Serve {
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&stderr);
         let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(err).lines() {
                 let Ok(line) = line else { break };
                 let mut s = sink.lock().unwrap();
@@ -80,6 +91,7 @@ impl Serve {
             lines,
             held: VecDeque::new(),
             stderr,
+            stderr_reader: Some(stderr_reader),
             _config: file,
         }
     }
@@ -108,14 +120,18 @@ impl Serve {
             return Some(held);
         }
         match self.lines.recv_timeout(within) {
-            Ok(line) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))),
+            Ok(line) => Some(
+                serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}")),
+            ),
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => None,
         }
     }
 
     pub fn next(&mut self) -> Value {
-        self.next_line(PATIENCE).unwrap_or_else(|| panic!("no message from mcpx; stderr:\n{}", self.stderr()))
+        self.next_line(PATIENCE)
+            .unwrap_or_else(|| panic!("no message from mcpx; stderr:\n{}", self.stderr()))
     }
 
     /// Waits for the response with this id; other messages are kept for later reads.
@@ -125,10 +141,18 @@ impl Serve {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let message = match self.lines.recv_timeout(left) {
-                Ok(line) => serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
-                Err(_) => panic!("no response {id}; got {skipped:?}; stderr:\n{}", self.stderr()),
+                Ok(line) => serde_json::from_str::<Value>(&line)
+                    .unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
+                Err(_) => panic!(
+                    "no response {id}; got {skipped:?}; stderr:\n{}",
+                    self.stderr()
+                ),
             };
-            if let Some(found) = self.held.iter().position(|m| m["id"] == id && m.get("method").is_none()) {
+            if let Some(found) = self
+                .held
+                .iter()
+                .position(|m| m["id"] == id && m.get("method").is_none())
+            {
                 let found = self.held.remove(found).unwrap();
                 self.held.push_back(message);
                 return found;
@@ -175,6 +199,10 @@ impl Serve {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Everything mcpx logged is read before anyone looks at it.
+                if let Some(reader) = self.stderr_reader.take() {
+                    let _ = reader.join();
+                }
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -214,19 +242,36 @@ pub fn modern(mut params: Value) -> Value {
 }
 
 fn schema(revision: &str) -> Value {
-    let path = format!("{}/../shared/spec/{revision}/schema.json", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
+    let path = format!(
+        "{}/../shared/spec/{revision}/schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .unwrap()
 }
 
 /// Asserts that `instance` is a valid `definition` of `revision`'s official schema.
 pub fn assert_schema(revision: &str, definition: &str, instance: &Value) {
     let mut document = schema(revision);
-    let defs = if document.get("$defs").is_some() { "$defs" } else { "definitions" };
-    assert!(document[defs].get(definition).is_some(), "{revision} has no {definition}");
+    let defs = if document.get("$defs").is_some() {
+        "$defs"
+    } else {
+        "definitions"
+    };
+    assert!(
+        document[defs].get(definition).is_some(),
+        "{revision} has no {definition}"
+    );
     document["$ref"] = json!(format!("#/{defs}/{definition}"));
     let validator = jsonschema::validator_for(&document).unwrap();
-    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
-    assert!(errors.is_empty(), "{revision} {definition} invalid: {errors:?}\n{instance:#}");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{revision} {definition} invalid: {errors:?}\n{instance:#}"
+    );
 }
 
 /// Asserts that a response's result is its method's result type in `revision`'s schema.
@@ -244,13 +289,25 @@ pub fn assert_result(revision: &str, method: &str, response: &Value) {
         "server/discover" => "DiscoverResult",
         _ => "Result",
     };
-    assert!(response.get("result").is_some(), "{method} failed: {response}");
+    assert!(
+        response.get("result").is_some(),
+        "{method} failed: {response}"
+    );
     assert_schema(revision, definition, &response["result"]);
-    let envelope = if revision < "2025-11-25" { "JSONRPCResponse" } else { "JSONRPCResultResponse" };
-    let envelope = if schema(revision)["definitions"].get(envelope).is_some() || schema(revision)["$defs"].get(envelope).is_some() {
-        envelope
-    } else {
+    let envelope = if revision < "2025-11-25" {
         "JSONRPCResponse"
+    } else {
+        "JSONRPCResultResponse"
+    };
+    assert_schema(revision, envelope, response);
+}
+
+/// Asserts that an error response is a JSON-RPC error in `revision`'s schema.
+pub fn assert_error(revision: &str, response: &Value) {
+    let envelope = if revision < "2025-11-25" {
+        "JSONRPCError"
+    } else {
+        "JSONRPCErrorResponse"
     };
     assert_schema(revision, envelope, response);
 }

@@ -29,7 +29,9 @@ impl Server {
     fn reply(&self, id: &Value, result: Result<Value, (i64, &str)>) {
         match result {
             Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
-            Err((code, message)) => self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})),
+            Err((code, message)) => self.send(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            ),
         }
     }
 
@@ -52,7 +54,10 @@ impl Server {
         if *self.extra_tool.lock().unwrap() {
             tools.push(json!({"name": "extra", "description": "Added at run time.", "inputSchema": {"type": "object"}}));
         }
-        tools.extend((0..self.generated_tools).map(|i| json!({"name": format!("gen{i:03}"), "inputSchema": {"type": "object"}})));
+        tools.extend(
+            (0..self.generated_tools)
+                .map(|i| json!({"name": format!("gen{i:03}"), "inputSchema": {"type": "object"}})),
+        );
         tools
     }
 
@@ -60,11 +65,14 @@ impl Server {
         let name = params["name"].as_str().unwrap_or_default();
         let args = &params["arguments"];
         let key = id.to_string();
-        let text = |t: String| Ok(json!({"content": [{"type": "text", "text": t}], "isError": false}));
+        let text =
+            |t: String| Ok(json!({"content": [{"type": "text", "text": t}], "isError": false}));
         let result = match name {
             "echo" => text(args["text"].as_str().unwrap_or_default().to_owned()),
             "sleep" => {
-                let until = args["ms"].as_u64().map(|ms| Instant::now() + Duration::from_millis(ms));
+                let until = args["ms"]
+                    .as_u64()
+                    .map(|ms| Instant::now() + Duration::from_millis(ms));
                 loop {
                     if self.cancelled.lock().unwrap().remove(&key) {
                         eprintln!("fixture: cancelled request {key}");
@@ -88,7 +96,9 @@ impl Server {
                 }
                 text(format!("{steps} steps"))
             }
-            "fail" => Ok(json!({"content": [{"type": "text", "text": "it failed"}], "isError": true})),
+            "fail" => {
+                Ok(json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}))
+            }
             "crash" => std::process::exit(3),
             "add_tool" => {
                 *self.extra_tool.lock().unwrap() = true;
@@ -116,20 +126,30 @@ impl Server {
         let params = message.get("params").cloned().unwrap_or(json!({}));
         let Some(id) = id else {
             if method == "notifications/cancelled" {
-                self.cancelled.lock().unwrap().insert(params["requestId"].to_string());
+                self.cancelled
+                    .lock()
+                    .unwrap()
+                    .insert(params["requestId"].to_string());
             }
             return;
         };
-        if self.modern_only && method != "server/discover" && params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_null() {
+        if self.modern_only
+            && method != "server/discover"
+            && params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_null()
+        {
             return self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
                 "data": {"supported": ["2026-07-28"], "requested": params["protocolVersion"]}}}));
         }
         let result = match method.as_str() {
-            "initialize" => Ok(json!({"protocolVersion": params["protocolVersion"], "serverInfo": {"name": "fixture", "version": "1"},
-                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}}})),
-            "server/discover" => Ok(json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "private",
+            "initialize" => Ok(
+                json!({"protocolVersion": params["protocolVersion"], "serverInfo": {"name": "fixture", "version": "1"},
+                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}}}),
+            ),
+            "server/discover" => Ok(
+                json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "private",
                 "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}},
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}})),
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}}),
+            ),
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": self.tools()})),
             "tools/call" => {
@@ -137,22 +157,36 @@ impl Server {
                 std::thread::spawn(move || server.call(&id, &params));
                 return;
             }
-            "prompts/list" => Ok(json!({"prompts": [{"name": "greet", "description": "Greets someone.",
-                "arguments": [{"name": "who", "required": true, "title": "Who"}]}]})),
-            "prompts/get" => Ok(json!({"messages": [{"role": "user", "content": {"type": "text",
-                "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]})),
-            "resources/list" => Ok(json!({"resources": [{"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}]})),
-            "resources/templates/list" => Ok(json!({"resourceTemplates": [{"uriTemplate": "fixture://items/{id}", "name": "item"}]})),
+            "prompts/list" => Ok(
+                json!({"prompts": [{"name": "greet", "description": "Greets someone.",
+                "arguments": [{"name": "who", "required": true, "title": "Who"}]}]}),
+            ),
+            "prompts/get" => Ok(
+                json!({"messages": [{"role": "user", "content": {"type": "text",
+                "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]}),
+            ),
+            "resources/list" => Ok(
+                json!({"resources": [{"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}]}),
+            ),
+            "resources/templates/list" => Ok(
+                json!({"resourceTemplates": [{"uriTemplate": "fixture://items/{id}", "name": "item"}]}),
+            ),
             "resources/read" => match params["uri"].as_str().unwrap_or_default() {
-                "fixture://hello" => Ok(json!({"contents": [{"uri": "fixture://hello", "mimeType": "text/plain", "text": "hello"}]})),
-                uri if uri.starts_with("fixture://items/") => Ok(json!({"contents": [{"uri": uri, "text": uri}]})),
+                "fixture://hello" => Ok(
+                    json!({"contents": [{"uri": "fixture://hello", "mimeType": "text/plain", "text": "hello"}]}),
+                ),
+                uri if uri.starts_with("fixture://items/") => {
+                    Ok(json!({"contents": [{"uri": uri, "text": uri}]}))
+                }
                 _ => Err((-32002, "Resource not found")),
             },
             "resources/subscribe" | "resources/unsubscribe" => {
                 eprintln!("fixture: {method} {}", params["uri"]);
                 Ok(json!({}))
             }
-            "completion/complete" => Ok(json!({"completion": {"values": ["alice", "bob"], "hasMore": false}})),
+            "completion/complete" => {
+                Ok(json!({"completion": {"values": ["alice", "bob"], "hasMore": false}}))
+            }
             _ => Err((-32601, "Method not found")),
         };
         self.reply(&id, result);
@@ -161,7 +195,12 @@ impl Server {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let generated_tools = args.iter().position(|a| a == "--tools").and_then(|i| args.get(i + 1)).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let generated_tools = args
+        .iter()
+        .position(|a| a == "--tools")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     let server = Arc::new(Server {
         modern_only: args.iter().any(|a| a == "--modern-only"),
         generated_tools,
@@ -173,4 +212,6 @@ fn main() {
             server.handle(message);
         }
     }
+    // stdin closed: give calls that were just cancelled a moment to notice and say so.
+    std::thread::sleep(Duration::from_millis(100));
 }
