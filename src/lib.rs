@@ -13,6 +13,7 @@ pub mod cancel;
 pub mod config;
 pub mod gateway;
 pub mod jsonrpc;
+pub mod mcpheaders;
 pub mod protocol;
 pub mod registry;
 pub mod transport;

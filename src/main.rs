@@ -4,6 +4,8 @@
 use clap::{Parser, Subcommand};
 use mcpx::config::Config;
 use mcpx::gateway::{Gateway, Owner};
+use mcpx::cancel::Cancel;
+use mcpx::transport::http::{self, HttpOptions};
 use mcpx::transport::stdio::{self, StdioOptions};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -33,6 +35,8 @@ struct Cli {
 enum Command {
     /// Serve MCP on stdin and stdout (what an editor launches).
     Serve,
+    /// Serve MCP over Streamable HTTP at /mcp on `daemon.address` until SIGTERM or SIGINT.
+    Daemon,
     /// List the merged tools, grouped by upstream, with each upstream's state.
     Tools,
     /// Call one tool through the gateway and print its result.
@@ -46,6 +50,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // smol's executor runs one thread unless told otherwise; a gateway should use every core.
+    if std::env::var_os("SMOL_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::env::set_var("SMOL_THREADS", cores.to_string());
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -109,6 +118,34 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             .await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Daemon => {
+            let starting = {
+                let gateway = Arc::clone(&gateway);
+                smol::spawn(async move { gateway.start().await })
+            };
+            let shutdown = Cancel::new();
+            let signals = signal_shutdown(shutdown.clone()).map_err(|e| format!("cannot watch for signals: {e}"))?;
+            let options = HttpOptions {
+                address: config.daemon.address,
+                allowed_origins: config.transport.allowed_origins.clone(),
+                sse_keep_alive: config.transport.sse_keep_alive,
+                max_message_bytes: config.transport.max_message_bytes,
+                grace: config.transport.stdio_drain,
+            };
+            let serving = http::serve(Arc::clone(&gateway), options, shutdown);
+            let start_failed = async {
+                match starting.await {
+                    Ok(()) => smol::future::pending().await,
+                    Err(e) => Err(e),
+                }
+            };
+            smol::future::or(start_failed, async {
+                serving.await.map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
+            })
+            .await?;
+            drop(signals);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Tools => {
             gateway.start().await?;
             print_tools(&gateway).await;
@@ -131,6 +168,18 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             })
         }
     }
+}
+
+/// Fires `shutdown` on the first SIGTERM or SIGINT.
+fn signal_shutdown(shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
+    use smol::stream::StreamExt;
+    let mut signals = async_signal::Signals::new([async_signal::Signal::Term, async_signal::Signal::Int])?;
+    Ok(smol::spawn(async move {
+        if let Some(Ok(signal)) = signals.next().await {
+            tracing::info!("received {signal:?}");
+            shutdown.cancel();
+        }
+    }))
 }
 
 async fn print_tools(gateway: &Gateway) {

@@ -6,6 +6,7 @@
 //! order, then each server's own order, so `tools/list` is deterministic.
 
 use super::naming;
+use crate::mcpheaders::{self, HeaderParam};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -63,6 +64,7 @@ pub struct Source<'a> {
 pub struct Catalog {
     tools: Vec<Value>,
     tool_routes: HashMap<String, Route>,
+    tool_header_params: HashMap<String, Vec<HeaderParam>>,
     prompts: Vec<Value>,
     prompt_routes: HashMap<String, Route>,
     resources: Vec<Value>,
@@ -80,7 +82,17 @@ impl Catalog {
         let mut prompt_servers = HashMap::new();
         for source in sources {
             for tool in &source.listing.tools {
+                // HTTP clients must drop a tool whose header annotations are invalid, and mcpx is
+                // such a client of its upstreams; the catalog is one for every transport.
+                let header_params = match mcpheaders::header_params(&tool["inputSchema"]) {
+                    Ok(params) => params,
+                    Err(why) => {
+                        tracing::warn!(server = source.server, tool = %tool["name"], "dropped a tool: {why}");
+                        continue;
+                    }
+                };
                 let exposed = rename(tool, source, &mut tool_servers, "tool")?;
+                catalog.tool_header_params.insert(exposed.0.clone(), header_params);
                 catalog.tool_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.tools.push(exposed.2);
             }
@@ -118,6 +130,11 @@ impl Catalog {
     /// The exposed tool definition (verbatim upstream schema, exposed name).
     pub fn tool_definition(&self, exposed: &str) -> Option<&Value> {
         self.tools.iter().find(|t| t["name"] == exposed)
+    }
+
+    /// The `Mcp-Param-*` headers a call of this exposed tool must carry.
+    pub fn tool_header_params(&self, exposed: &str) -> Option<&[HeaderParam]> {
+        self.tool_header_params.get(exposed).map(Vec::as_slice)
     }
 
     /// The route of an exposed prompt name.

@@ -821,6 +821,13 @@ impl Gateway {
         all
     }
 
+    /// The `Mcp-Param-*` headers a call of this exposed tool must carry; `None` for an unknown
+    /// tool (whose call the core refuses anyway).
+    pub async fn tool_header_params(&self, exposed: &str) -> Option<Vec<crate::mcpheaders::HeaderParam>> {
+        self.ready.wait().await;
+        self.catalog().tool_header_params(exposed).map(<[_]>::to_vec)
+    }
+
     /// The configured name of an upstream by index.
     pub fn upstream_name(&self, owner: Owner) -> &str {
         match owner {

@@ -1,0 +1,262 @@
+//! The Streamable HTTP front door (`mcpx daemon`): hyper 1 serving HTTP/1.1 on the smol executor,
+//! one endpoint, `/mcp`.
+//!
+//! The connection machinery here knows nothing of MCP: it checks the `Origin` ([`origin`]),
+//! bounds and reads the body, decides which era wrote it, and hands it to the era's handler
+//! ([`modern`]); statuses come from [`status`]. Each request is watched for its client vanishing
+//! (a one-byte `peek` on a clone of the socket, which consumes nothing), because for a modern
+//! request closing the stream *is* the cancellation.
+
+mod modern;
+pub mod origin;
+mod sse;
+pub mod status;
+
+use crate::cancel::Cancel;
+use crate::gateway::{Client, Gateway};
+use crate::jsonrpc::{ErrorObject, Response as RpcResponse, INVALID_REQUEST, PARSE_ERROR};
+use crate::protocol::envelope;
+use crate::protocol::Revision;
+use bytes::Bytes;
+use http::{header, HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use origin::OriginPolicy;
+use serde_json::{json, Value};
+use smol::net::{TcpListener, TcpStream};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The body of every response mcpx sends.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// How long a client may take to send a request's head, and then its body.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `MCP-Protocol-Version`, lowercase as `http` stores names.
+pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// How the daemon behaves at its edges.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub address: SocketAddr,
+    /// Browser origins allowed besides loopback and the daemon's own address.
+    pub allowed_origins: Vec<String>,
+    /// The comment interval on idle event streams.
+    pub sse_keep_alive: Duration,
+    /// The largest body accepted.
+    pub max_message_bytes: usize,
+    /// How long requests in flight at shutdown may take before they are cancelled.
+    pub grace: Duration,
+}
+
+/// What every connection shares.
+struct FrontDoor {
+    gateway: Arc<Gateway>,
+    options: HttpOptions,
+    origins: OriginPolicy,
+    /// The gateway's view of modern HTTP clients: stateless, so one client stands for all.
+    modern: Arc<Client>,
+}
+
+/// Serves `/mcp` until `shutdown` fires; then stops accepting, completes listen streams, gives
+/// other requests `grace` to finish, cancels the rest and returns.
+pub async fn serve(gateway: Arc<Gateway>, options: HttpOptions, shutdown: Cancel) -> std::io::Result<()> {
+    let listener = TcpListener::bind(options.address).await?;
+    tracing::info!("serving MCP at http://{}/mcp", listener.local_addr()?);
+    // Modern requests carry their own notifications; nothing unsolicited goes to this sink.
+    let (unsolicited, _) = async_channel::bounded(1);
+    let door = Arc::new(FrontDoor {
+        origins: OriginPolicy::new(&options.allowed_origins, options.address),
+        modern: gateway.open_client("http", unsolicited),
+        gateway,
+        options,
+    });
+    let (alive, all_done) = async_channel::bounded::<()>(1);
+    loop {
+        let accepted = smol::future::or(async { Some(listener.accept().await) }, async {
+            shutdown.cancelled().await;
+            None
+        })
+        .await;
+        let (stream, _peer) = match accepted {
+            None => break,
+            Some(Ok(accepted)) => accepted,
+            Some(Err(e)) => {
+                // Out of descriptors, typically: back off rather than spin.
+                tracing::warn!("accept failed: {e}");
+                smol::Timer::after(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (door, alive, shutdown) = (Arc::clone(&door), alive.clone(), shutdown.clone());
+        smol::spawn(async move {
+            let _alive = alive;
+            serve_connection(door, stream, shutdown).await;
+        })
+        .detach();
+    }
+    tracing::info!("shutting down: listen streams complete, other requests get {:?}", door.options.grace);
+    door.modern.closing.cancel();
+    drop(alive);
+    let finished = smol::future::or(async { all_done.recv().await.is_err() }, async {
+        smol::Timer::after(door.options.grace).await;
+        false
+    })
+    .await;
+    if !finished {
+        door.gateway.registry.cancel_all(door.modern.session);
+        let cancelled_finish = async {
+            let _ = all_done.recv().await;
+        };
+        smol::future::or(cancelled_finish, async {
+            smol::Timer::after(Duration::from_secs(1)).await;
+        })
+        .await;
+    }
+    door.gateway.close_client(&door.modern);
+    Ok(())
+}
+
+async fn serve_connection(door: Arc<FrontDoor>, stream: TcpStream, shutdown: Cancel) {
+    let socket = stream.clone();
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (door, socket) = (Arc::clone(&door), socket.clone());
+        async move { Ok::<_, Infallible>(door.respond(request, socket).await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(smol_hyper::rt::SmolTimer::new())
+        .header_read_timeout(READ_TIMEOUT)
+        .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
+    let mut connection = std::pin::pin!(connection);
+    let finished = smol::future::or(async { Some(connection.as_mut().await) }, async {
+        shutdown.cancelled().await;
+        None
+    })
+    .await;
+    if finished.is_none() {
+        // Finish the request in progress, then close instead of waiting for another.
+        connection.as_mut().graceful_shutdown();
+        let _ = connection.await;
+    }
+}
+
+impl FrontDoor {
+    async fn respond(&self, request: Request<Incoming>, socket: TcpStream) -> Response<Body> {
+        if request.uri().path() != "/mcp" {
+            return plain(StatusCode::NOT_FOUND, "mcpx serves MCP at /mcp\n");
+        }
+        let origin = request.headers().get(header::ORIGIN).map(|v| v.as_bytes());
+        if !self.origins.allows(origin) {
+            return rpc_error(StatusCode::FORBIDDEN, ErrorObject::new(INVALID_REQUEST, "Forbidden: this Origin is not allowed"));
+        }
+        match *request.method() {
+            Method::POST => self.post(request, socket).await,
+            // Legacy sessions' GET stream and DELETE are not served by this build.
+            _ => {
+                let mut response = rpc_error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    ErrorObject::new(INVALID_REQUEST, "Method Not Allowed: POST one JSON-RPC message to /mcp"),
+                );
+                response.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("POST"));
+                response
+            }
+        }
+    }
+
+    async fn post(&self, request: Request<Incoming>, socket: TcpStream) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let limit = self.options.max_message_bytes;
+        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            // Refused before a byte of the body is read; hyper then closes the connection.
+            return too_large(limit);
+        }
+        let collected = smol::future::or(async { Some(Limited::new(body, limit).collect().await) }, async {
+            smol::Timer::after(READ_TIMEOUT).await;
+            None
+        })
+        .await;
+        let bytes = match collected {
+            None => return plain(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time\n"),
+            Some(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(limit),
+            Some(Err(_)) => return plain(StatusCode::BAD_REQUEST, "the request body could not be read\n"),
+            Some(Ok(collected)) => collected.to_bytes(),
+        };
+        let body: Value = match serde_json::from_slice(&bytes) {
+            Ok(body) => body,
+            Err(e) => return rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}"))),
+        };
+        if is_modern(&parts.headers, &body) {
+            modern::post(self, &parts.headers, body, socket).await
+        } else {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorObject::new(INVALID_REQUEST, "this build serves MCP 2026-07-28 over HTTP; legacy revisions are served over stdio (mcpx serve)")
+                    .with_data(json!({"supported": [Revision::V2026_07_28.as_str()]})),
+            )
+        }
+    }
+}
+
+/// A POST is modern if its body names a protocol version in `_meta`, or its header names a
+/// revision at or after 2026-07-28 (a later one mcpx does not know still counts: it gets
+/// -32022 rather than being mistaken for legacy).
+fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
+    let body_says = envelope::declared_version(body.get("params")).is_some();
+    let header_says = headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| Revision::date_is_modern(v.trim()));
+    body_says || header_says
+}
+
+fn too_large(limit: usize) -> Response<Body> {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: the body exceeds {limit} bytes")),
+    )
+}
+
+/// A plain-text response, for what is not MCP at all.
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+/// A JSON response.
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
+/// An id-less JSON-RPC error with an explicit status.
+fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Body> {
+    json_response(status, &RpcResponse::error(None, error).to_value())
+}
+
+/// 202 with no body: a notification was accepted.
+fn accepted() -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+/// Fires `cancel` when the client closes its end of the connection.
+async fn watch_disconnect(socket: TcpStream, cancel: Cancel) {
+    let mut byte = [0u8; 1];
+    match socket.peek(&mut byte).await {
+        Ok(0) | Err(_) => cancel.cancel(),
+        // The client is sending more (a pipelined request): it is there, and nothing more can
+        // be learned without consuming its bytes.
+        Ok(_) => {}
+    }
+}

@@ -1,0 +1,45 @@
+//! Server-sent events: a response body fed from a channel, one `message` event per JSON-RPC
+//! message, with `:` comments to keep an idle stream open. No event ids: 2026-07-28 has no
+//! resumption.
+
+use super::Body;
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::Value;
+use smol::stream::StreamExt;
+use std::convert::Infallible;
+
+/// The writing end of an event stream.
+#[derive(Debug, Clone)]
+pub struct EventSender {
+    tx: async_channel::Sender<Bytes>,
+}
+
+impl EventSender {
+    /// Sends one message as an event; false once the client is gone.
+    pub async fn message(&self, message: &Value) -> bool {
+        self.tx.send(Bytes::from(format!("event: message\ndata: {message}\n\n"))).await.is_ok()
+    }
+
+    /// Sends a keep-alive comment; false once the client is gone.
+    pub async fn keep_alive(&self) -> bool {
+        self.tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_ok()
+    }
+}
+
+/// A 200 `text/event-stream` response and the sender that feeds it. Dropping the sender ends
+/// the stream.
+pub fn stream() -> (Response<Body>, EventSender) {
+    // A small buffer: a client that stops reading slows its own stream, not the daemon.
+    let (tx, rx) = async_channel::bounded::<Bytes>(16);
+    let frames = rx.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes)));
+    let mut response = Response::new(BodyExt::boxed(StreamBody::new(frames)));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    (response, EventSender { tx })
+}
