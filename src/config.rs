@@ -29,16 +29,20 @@ pub struct Config {
 
 /// `[daemon]`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
 pub struct Daemon {
     /// Where `mcpx daemon` listens; loopback by default.
     pub address: SocketAddr,
+    /// At SIGTERM or SIGINT, how long requests in flight may take before they are cancelled.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Daemon {
     fn default() -> Self {
         Daemon {
             address: SocketAddr::from(([127, 0, 0, 1], 7777)),
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 }

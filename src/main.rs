@@ -130,7 +130,7 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 allowed_origins: config.transport.allowed_origins.clone(),
                 sse_keep_alive: config.transport.sse_keep_alive,
                 max_message_bytes: config.transport.max_message_bytes,
-                grace: config.transport.stdio_drain,
+                grace: config.daemon.shutdown_grace,
             };
             let serving = http::serve(Arc::clone(&gateway), options, shutdown);
             let start_failed = async {

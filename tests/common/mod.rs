@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};

@@ -1,0 +1,264 @@
+//! A running `mcpx daemon` and a raw HTTP/1.1 client: raw, because the tests put bytes in
+//! headers that an HTTP library would normalise or refuse.
+
+use super::{mcpx_bin, PATIENCE};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running `mcpx daemon` on a free loopback port.
+pub struct Daemon {
+    child: Child,
+    pub addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+    _config: tempfile::NamedTempFile,
+}
+
+impl Daemon {
+    /// Starts the daemon with `config` (its `[daemon]` table is supplied here).
+    pub fn start(config: &str, daemon_keys: &str) -> Daemon {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        write!(file, "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{config}").unwrap();
+        let mut child = Command::new(mcpx_bin())
+            .args(["--config", file.path().to_str().unwrap(), "daemon"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let sink = Arc::clone(&stderr);
+        let err = child.stderr.take().unwrap();
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("serving MCP at http://").nth(1) {
+                    let _ = addr_tx.send(rest.trim_end_matches("/mcp").to_owned());
+                }
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(PATIENCE)
+            .unwrap_or_else(|_| panic!("the daemon did not start:\n{}", stderr.lock().unwrap()))
+            .parse()
+            .unwrap();
+        Daemon {
+            child,
+            addr,
+            stderr,
+            stderr_reader: Some(stderr_reader),
+            _config: file,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until the daemon's log contains `text`.
+    pub fn log_shows(&self, text: &str) -> bool {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if self.stderr().contains(text) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    /// Sends a signal and waits for the daemon to exit.
+    pub fn signal(&mut self, signal: &str) -> Option<ExitStatus> {
+        Command::new("kill").args([&format!("-{signal}"), &self.child.id().to_string()]).status().unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                if let Some(reader) = self.stderr_reader.take() {
+                    let _ = reader.join();
+                }
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// POSTs `body` to /mcp with exactly these headers (plus Host, Content-Length, Connection).
+    pub fn post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
+        let mut stream = self.send_post(headers, body);
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        Reply::parse(&raw)
+    }
+
+    /// POSTs and returns the open connection, for streams read as they arrive.
+    pub fn send_post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> TcpStream {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n", self.addr, body.len()).into_bytes();
+        for (name, value) in headers {
+            head.extend_from_slice(name.as_bytes());
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
+        head.extend_from_slice(body);
+        stream.write_all(&head).unwrap();
+        stream
+    }
+
+    /// Sends a raw request (any method and path).
+    pub fn raw(&self, request: &[u8]) -> Reply {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        stream.write_all(request).unwrap();
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw);
+        Reply::parse(&raw)
+    }
+
+    /// A modern request with every header right.
+    pub fn modern(&self, id: i64, method: &str, params: Value) -> Reply {
+        let (headers, body) = modern_request(id, method, params);
+        let refs: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())).collect();
+        self.post(&refs, body.to_string().as_bytes())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A 2026-07-28 request's headers and body, every mirrored header right.
+pub fn modern_request(id: i64, method: &str, params: Value) -> (Vec<(String, String)>, Value) {
+    let params = super::modern(params);
+    let mut headers = vec![
+        ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
+        ("Mcp-Method".to_owned(), method.to_owned()),
+        ("Accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+    ];
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str(),
+        "resources/read" => params["uri"].as_str(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        headers.push(("Mcp-Name".to_owned(), name.to_owned()));
+    }
+    (headers, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+}
+
+/// A parsed HTTP response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    fn parse(raw: &[u8]) -> Reply {
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no response head: {:?}", String::from_utf8_lossy(raw)));
+        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let mut lines = head.lines();
+        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let mut body = raw[split + 4..].to_vec();
+        if headers.iter().any(|(n, v)| n == "transfer-encoding" && v == "chunked") {
+            body = dechunk(&body);
+        }
+        Reply { status, headers, body }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The `data:` payloads of an event stream, in order.
+    pub fn events(&self) -> Vec<Value> {
+        String::from_utf8_lossy(&self.body)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(end) = body.windows(2).position(|w| w == b"\r\n") else { return out };
+        let size = usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&body[end + 2..end + 2 + size]);
+        body = &body[end + 2 + size + 2..];
+    }
+}
+
+/// Reads an event stream as it arrives.
+pub struct EventReader {
+    reader: BufReader<TcpStream>,
+}
+
+impl EventReader {
+    /// Reads past the response head; returns the status line and headers.
+    pub fn open(stream: TcpStream) -> (EventReader, String) {
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line);
+        }
+        (EventReader { reader }, head)
+    }
+
+    /// The next line of the stream that is an event's data or a comment (chunk sizes skipped).
+    pub fn next_line(&mut self) -> Option<String> {
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let line = line.trim_end().to_owned();
+            if line.starts_with("data: ") || line.starts_with(':') || line.starts_with("id:") {
+                return Some(line);
+            }
+        }
+    }
+
+    /// The next event's JSON.
+    pub fn next_event(&mut self) -> Option<Value> {
+        loop {
+            let line = self.next_line()?;
+            if let Some(data) = line.strip_prefix("data: ") {
+                return Some(serde_json::from_str(data).unwrap());
+            }
+        }
+    }
+}

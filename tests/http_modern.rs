@@ -1,0 +1,428 @@
+//! `mcpx daemon` at 2026-07-28 end to end: the real binary on a loopback port, raw sockets where
+//! an HTTP library would normalise the bytes under test, the fixture upstream behind it.
+
+mod common;
+
+use common::http::*;
+use common::*;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::time::Duration;
+
+fn daemon() -> Daemon {
+    Daemon::start(&fixture_config(""), "")
+}
+
+/// Headers as the raw client takes them.
+fn refs(headers: &[(String, String)]) -> Vec<(&str, &[u8])> {
+    headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())).collect()
+}
+
+/// A modern request with one header replaced (`None` removes it).
+fn with_header(id: i64, method: &str, params: Value, name: &str, value: Option<&[u8]>) -> (Vec<(String, Vec<u8>)>, Vec<u8>) {
+    let (headers, body) = modern_request(id, method, params);
+    let mut headers: Vec<(String, Vec<u8>)> = headers
+        .into_iter()
+        .filter(|(n, _)| !n.eq_ignore_ascii_case(name))
+        .map(|(n, v)| (n, v.into_bytes()))
+        .collect();
+    if let Some(value) = value {
+        headers.push((name.to_owned(), value.to_vec()));
+    }
+    (headers, body.to_string().into_bytes())
+}
+
+fn post_with(d: &Daemon, request: (Vec<(String, Vec<u8>)>, Vec<u8>)) -> Reply {
+    let (headers, body) = request;
+    let refs: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+    d.post(&refs, &body)
+}
+
+fn assert_header_mismatch(reply: &Reply, id: i64) {
+    assert_eq!(reply.status, 400, "{}", String::from_utf8_lossy(&reply.body));
+    let body = reply.json();
+    assert_eq!(body["error"]["code"], -32020, "{body}");
+    assert_eq!(body["id"], id, "{body}");
+    assert_schema("2026-07-28", "HeaderMismatchError", &body);
+}
+
+fn echo(region: Option<&str>) -> Value {
+    let mut arguments = json!({"text": "hi"});
+    if let Some(region) = region {
+        arguments["region"] = json!(region);
+    }
+    json!({"name": "fixture__echo", "arguments": arguments})
+}
+
+mod v2026_07_28 {
+    pub mod http {
+        use super::super::*;
+
+        #[test]
+        fn a_modern_request_gets_json_with_result_type_and_server_info() {
+            let d = daemon();
+            let reply = d.modern(1, "tools/list", json!({}));
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.header("content-type"), Some("application/json"));
+            let body = reply.json();
+            assert_result("2026-07-28", "tools/list", &body);
+            assert_eq!(body["result"]["resultType"], "complete");
+            let call = d.modern(2, "tools/call", echo(None)).json();
+            assert_result("2026-07-28", "tools/call", &call);
+            assert_eq!(call["result"]["content"][0]["text"], "hi");
+        }
+
+        #[test]
+        fn a_modern_header_on_a_body_without_meta_is_a_header_mismatch_not_legacy() {
+            let d = daemon();
+            let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}});
+            let reply = d.post(&[("MCP-Protocol-Version", b"2026-07-28"), ("Mcp-Method", b"tools/list")], body.to_string().as_bytes());
+            assert_header_mismatch(&reply, 4);
+        }
+
+        #[test]
+        fn a_later_unknown_revision_is_32022_not_legacy() {
+            let d = daemon();
+            let mut params = modern(json!({}));
+            params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2027-01-01");
+            let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": params});
+            let reply = d.post(&[("MCP-Protocol-Version", b"2027-01-01"), ("Mcp-Method", b"tools/list")], body.to_string().as_bytes());
+            assert_eq!(reply.status, 400);
+            let body = reply.json();
+            assert_eq!(body["error"]["code"], -32022);
+            assert_eq!(body["error"]["data"]["requested"], "2027-01-01");
+            assert_schema("2026-07-28", "UnsupportedProtocolVersionError", &body);
+        }
+
+        #[test]
+        fn missing_protocol_version_header_is_400_header_mismatch_with_the_id() {
+            let d = daemon();
+            assert_header_mismatch(&post_with(&d, with_header(7, "tools/list", json!({}), "MCP-Protocol-Version", None)), 7);
+        }
+
+        #[test]
+        fn a_protocol_version_header_different_from_meta_is_a_header_mismatch() {
+            let d = daemon();
+            assert_header_mismatch(&post_with(&d, with_header(7, "tools/list", json!({}), "MCP-Protocol-Version", Some(b"2025-11-25"))), 7);
+        }
+
+        #[test]
+        fn missing_or_different_mcp_method_is_a_header_mismatch() {
+            let d = daemon();
+            assert_header_mismatch(&post_with(&d, with_header(8, "tools/list", json!({}), "Mcp-Method", None)), 8);
+            assert_header_mismatch(&post_with(&d, with_header(9, "tools/list", json!({}), "Mcp-Method", Some(b"prompts/list"))), 9);
+        }
+
+        #[test]
+        fn mcp_name_is_required_on_tools_call_prompts_get_and_resources_read() {
+            let d = daemon();
+            let calls = [
+                ("tools/call", echo(None)),
+                ("prompts/get", json!({"name": "fixture__greet", "arguments": {"who": "x"}})),
+                ("resources/read", json!({"uri": "fixture://hello"})),
+            ];
+            for (i, (method, params)) in calls.into_iter().enumerate() {
+                let id = 10 + i as i64;
+                assert_header_mismatch(&post_with(&d, with_header(id, method, params.clone(), "Mcp-Name", None)), id);
+                assert_header_mismatch(&post_with(&d, with_header(id, method, params.clone(), "Mcp-Name", Some(b"other"))), id);
+                let good = post_with(&d, with_header(id, method, params, "Mcp-Name", None).clone_with_name(method));
+                assert_eq!(good.status, 200, "{method}: {}", String::from_utf8_lossy(&good.body));
+            }
+        }
+
+        #[test]
+        fn a_header_byte_outside_visible_ascii_is_400_header_mismatch_with_the_id() {
+            let d = daemon();
+            for bad in [&b"fixture__\xe9cho"[..], b"fixture__echo\x7f", b"caf\xc3\xa9"] {
+                assert_header_mismatch(&post_with(&d, with_header(21, "tools/call", echo(None), "Mcp-Name", Some(bad))), 21);
+            }
+            assert_header_mismatch(&post_with(&d, with_header(22, "tools/list", json!({}), "Mcp-Method", Some(b"tools/list\xff"))), 22);
+        }
+
+        #[test]
+        fn mcp_name_in_base64_is_decoded_strictly_before_comparing() {
+            let d = daemon();
+            // "fixture__echo" in the sentinel form.
+            let encoded = b"=?base64?Zml4dHVyZV9fZWNobw==?=";
+            assert_eq!(post_with(&d, with_header(23, "tools/call", echo(None), "Mcp-Name", Some(encoded))).status, 200);
+            let unpadded = b"=?base64?Zml4dHVyZV9fZWNobw?=";
+            assert_header_mismatch(&post_with(&d, with_header(24, "tools/call", echo(None), "Mcp-Name", Some(unpadded))), 24);
+            let bad_alphabet = b"=?base64?Zml4dHVyZV9f!!!ZWNobw==?=";
+            assert_header_mismatch(&post_with(&d, with_header(25, "tools/call", echo(None), "Mcp-Name", Some(bad_alphabet))), 25);
+        }
+
+        #[test]
+        fn header_names_are_case_insensitive_and_values_case_sensitive() {
+            let d = daemon();
+            for case in header_cases()["standard_headers"].as_array().unwrap() {
+                let method = case["body_method"].as_str().unwrap();
+                let mut params = modern(json!({}));
+                if let Some(name) = case.get("body_name") {
+                    params["name"] = name.clone();
+                    params["arguments"] = json!({});
+                }
+                let body = json!({"jsonrpc": "2.0", "id": 30, "method": method, "params": params});
+                let mut headers: Vec<(String, Vec<u8>)> = vec![("MCP-Protocol-Version".into(), b"2026-07-28".to_vec())];
+                for (name, value) in case["headers"].as_object().unwrap() {
+                    headers.push((name.clone(), value.as_str().unwrap().as_bytes().to_vec()));
+                }
+                // Rows that only exercise Mcp-Method still need the name a tools/call requires.
+                let has_name = headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("mcp-name"));
+                if method == "tools/call" && !has_name && case["id"] != "sep-missing-name" {
+                    headers.push(("Mcp-Name".into(), b"fixture__echo".to_vec()));
+                    params = body["params"].clone();
+                }
+                let _ = params;
+                let reply = post_with(&d, (headers, body.to_string().into_bytes()));
+                if case["expected"] == "reject" {
+                    assert_header_mismatch(&reply, 30);
+                } else {
+                    // Accepted by the header check: whatever the core then says, it is not -32020.
+                    assert_ne!(reply.json()["error"]["code"], -32020, "{}: {}", case["id"], String::from_utf8_lossy(&reply.body));
+                }
+            }
+        }
+
+        #[test]
+        fn mcp_param_headers_are_checked_against_x_mcp_header_arguments() {
+            let d = daemon();
+            let region = |id, value: Option<&[u8]>, arguments: Value| post_with(&d, with_header(id, "tools/call", arguments, "Mcp-Param-Region", value));
+            assert_eq!(region(40, Some(b"us-west1"), echo(Some("us-west1"))).status, 200);
+            assert_eq!(region(41, Some(b"=?base64?IHBhZGRlZCA=?="), echo(Some(" padded "))).status, 200);
+            assert_eq!(region(42, None, echo(None)).status, 200, "no argument, no header");
+            assert_header_mismatch(&region(43, None, echo(Some("us-west1"))), 43);
+            assert_header_mismatch(&region(44, Some(b"us-west1"), echo(None)), 44);
+            assert_header_mismatch(&region(45, Some(b"eu-west1"), echo(Some("us-west1"))), 45);
+            assert_header_mismatch(&region(46, Some(b"US-WEST1"), echo(Some("us-west1"))), 46);
+            assert_header_mismatch(&region(47, Some(b"us-west\x01"), echo(Some("us-west\u{1}"))), 47);
+            assert_header_mismatch(&region(48, Some(b"=?base64?IHBhZGRlZCA?="), echo(Some(" padded "))), 48);
+        }
+
+        #[test]
+        fn status_is_a_function_of_the_response() {
+            let d = daemon();
+            assert_eq!(d.modern(50, "no/such/method", json!({})).status, 404);
+            let unknown_tool = d.modern(51, "tools/call", json!({"name": "nope", "arguments": {}}));
+            assert_eq!((unknown_tool.status, unknown_tool.json()["error"]["code"].clone()), (400, json!(-32602)));
+            let tool_error = d.modern(52, "tools/call", json!({"name": "fixture__fail", "arguments": {}}));
+            assert_eq!((tool_error.status, tool_error.json()["result"]["isError"].clone()), (200, json!(true)));
+            let crashed = d.modern(53, "tools/call", json!({"name": "fixture__crash", "arguments": {}}));
+            assert_eq!((crashed.status, crashed.json()["error"]["code"].clone()), (200, json!(-32603)));
+        }
+
+        #[test]
+        fn a_session_id_is_ignored_never_echoed_or_minted() {
+            let d = daemon();
+            let (mut headers, body) = modern_request(60, "tools/list", json!({}));
+            headers.push(("Mcp-Session-Id".into(), "no-such-session".into()));
+            let reply = d.post(&refs(&headers), body.to_string().as_bytes());
+            assert_eq!(reply.status, 200);
+            assert!(reply.header("mcp-session-id").is_none());
+            let discover = d.modern(61, "server/discover", json!({}));
+            assert!(discover.header("mcp-session-id").is_none());
+            assert_result("2026-07-28", "server/discover", &discover.json());
+        }
+
+        #[test]
+        fn a_batch_is_400_invalid_request() {
+            let d = daemon();
+            let (headers, body) = modern_request(70, "tools/list", json!({}));
+            let reply = d.post(&refs(&headers), json!([body]).to_string().as_bytes());
+            assert_eq!(reply.status, 400);
+            assert_eq!(reply.json()["error"]["code"], -32600);
+        }
+
+        #[test]
+        fn notifications_are_202_with_no_body_and_unknown_ones_ignored() {
+            let d = daemon();
+            for method in ["notifications/cancelled", "notifications/made_up"] {
+                let body = json!({"jsonrpc": "2.0", "method": method, "params": modern(json!({"requestId": 1}))});
+                let reply = d.post(&[("MCP-Protocol-Version", b"2026-07-28")], body.to_string().as_bytes());
+                assert_eq!(reply.status, 202, "{method}");
+                assert!(reply.body.is_empty());
+            }
+        }
+
+        #[test]
+        fn a_notification_whose_headers_disagree_is_400_without_id() {
+            let d = daemon();
+            let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": modern(json!({"requestId": 1}))});
+            let reply = d.post(&[("MCP-Protocol-Version", b"2026-07-28"), ("Mcp-Method", b"tools/list")], body.to_string().as_bytes());
+            assert_eq!(reply.status, 400);
+            let error = reply.json();
+            assert_eq!(error["error"]["code"], -32020);
+            assert_eq!(error["id"], Value::Null);
+        }
+
+        #[test]
+        fn a_posted_response_is_400() {
+            let d = daemon();
+            let body = json!({"jsonrpc": "2.0", "id": 1, "result": {}, "params": modern(json!({}))});
+            let reply = d.post(&[("MCP-Protocol-Version", b"2026-07-28")], body.to_string().as_bytes());
+            assert_eq!(reply.status, 400);
+        }
+
+        #[test]
+        fn progress_makes_an_event_stream_ending_with_the_response_without_event_ids() {
+            let d = daemon();
+            let mut params = json!({"name": "fixture__progress", "arguments": {"steps": 2}});
+            params["_meta"] = json!({"progressToken": "tok"});
+            let reply = d.modern(80, "tools/call", params);
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+            assert_eq!(reply.header("x-accel-buffering"), Some("no"));
+            let body = String::from_utf8_lossy(&reply.body).into_owned();
+            assert!(!body.lines().any(|l| l.starts_with("id:")), "{body}");
+            let events = reply.events();
+            assert_eq!(events.len(), 3, "{events:?}");
+            for progress in &events[..2] {
+                assert_eq!(progress["params"]["progressToken"], "tok");
+                assert_schema("2026-07-28", "ProgressNotification", progress);
+            }
+            assert_eq!(events[2]["id"], 80);
+            assert_result("2026-07-28", "tools/call", &events[2]);
+        }
+
+        #[test]
+        fn listen_is_acknowledged_first_then_tagged_notifications_and_keep_alive_comments() {
+            let d = Daemon::start(&fixture_config("[transport]\nsseKeepAlive = \"100ms\"\n"), "");
+            let (headers, body) = modern_request(90, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["fixture://hello"]}}));
+            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let (mut events, head) = EventReader::open(stream);
+            assert!(head.to_ascii_lowercase().contains("text/event-stream"), "{head}");
+            let ack = events.next_event().unwrap();
+            assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+            assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 90);
+            assert_schema("2026-07-28", "SubscriptionsAcknowledgedNotification", &ack);
+            let comment = events.next_line().unwrap();
+            assert!(comment.starts_with(':'), "{comment}");
+            d.modern(91, "tools/call", json!({"name": "fixture__add_tool", "arguments": {}}));
+            d.modern(92, "tools/call", json!({"name": "fixture__touch", "arguments": {}}));
+            let mut seen = Vec::new();
+            while seen.len() < 2 {
+                let event = events.next_event().unwrap();
+                assert_eq!(event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 90);
+                seen.push(event["method"].as_str().unwrap().to_owned());
+            }
+            seen.sort();
+            assert_eq!(seen, vec!["notifications/resources/updated", "notifications/tools/list_changed"]);
+        }
+
+        #[test]
+        fn closing_the_stream_cancels_the_upstream_call() {
+            let d = daemon();
+            let (headers, body) = modern_request(100, "tools/call", json!({"name": "fixture__sleep", "arguments": {}}));
+            let mut headers = headers;
+            headers.push(("Mcp-Name".into(), "fixture__sleep".into()));
+            headers.dedup_by(|a, b| a.0 == b.0);
+            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            assert!(d.log_shows("fixture") && wait_in_flight());
+            drop(stream);
+            assert!(d.log_shows("fixture: cancelled request"), "the upstream never saw the cancellation:\n{}", d.stderr());
+        }
+
+        #[test]
+        fn a_foreign_origin_is_403_with_an_id_less_error_on_every_method() {
+            let d = Daemon::start(&fixture_config("[transport]\nallowedOrigins = [\"https://app.example\"]\n"), "");
+            let (headers, body) = modern_request(110, "tools/list", json!({}));
+            for origin in [&b"https://evil.example"[..], b"null", b"http://localhost.evil.example"] {
+                let mut h = refs(&headers);
+                h.push(("Origin", origin));
+                let reply = d.post(&h, body.to_string().as_bytes());
+                assert_eq!(reply.status, 403, "{}", String::from_utf8_lossy(origin));
+                assert_eq!(reply.json()["id"], Value::Null);
+                assert!(reply.json()["error"]["code"].is_i64());
+            }
+            let get = d.raw(format!("GET /mcp HTTP/1.1\r\nHost: {}\r\nOrigin: https://evil.example\r\nConnection: close\r\n\r\n", d.addr).as_bytes());
+            assert_eq!(get.status, 403);
+            for origin in [&b"http://localhost:5173"[..], b"https://127.0.0.1", b"https://app.example"] {
+                let mut h = refs(&headers);
+                h.push(("Origin", origin));
+                assert_eq!(d.post(&h, body.to_string().as_bytes()).status, 200, "{}", String::from_utf8_lossy(origin));
+            }
+        }
+
+        #[test]
+        fn an_oversized_body_is_413_without_reading_it() {
+            let d = Daemon::start("[transport]\nmaxMessageBytes = 1024\n", "");
+            let mut stream = std::net::TcpStream::connect(d.addr).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            write!(stream, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n").unwrap();
+            let mut head = [0u8; 12];
+            std::io::Read::read_exact(&mut stream, &mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 413");
+            let (headers, mut body) = modern_request(120, "tools/list", json!({"pad": "x".repeat(2000)}));
+            body["params"]["pad"] = json!("x".repeat(2000));
+            assert_eq!(d.post(&refs(&headers), body.to_string().as_bytes()).status, 413);
+        }
+
+        #[test]
+        fn malformed_json_is_400_parse_error() {
+            let d = daemon();
+            let reply = d.post(&[("MCP-Protocol-Version", b"2026-07-28")], b"{not json");
+            assert_eq!(reply.status, 400);
+            assert_eq!(reply.json()["error"]["code"], -32700);
+        }
+
+        #[test]
+        fn a_malformed_head_gets_400_and_the_daemon_serves_on() {
+            let d = daemon();
+            let reply = d.raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nBad Header Name: 1\r\n\r\n");
+            assert_eq!(reply.status, 400);
+            assert_eq!(d.modern(130, "tools/list", json!({})).status, 200);
+        }
+
+        #[test]
+        fn sigterm_finishes_in_flight_requests_then_exits_cleanly() {
+            let mut d = daemon();
+            let (mut headers, body) = modern_request(140, "tools/call", json!({"name": "fixture__sleep", "arguments": {"ms": 300}}));
+            headers.retain(|(n, _)| n != "Mcp-Name");
+            headers.push(("Mcp-Name".into(), "fixture__sleep".into()));
+            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            std::thread::sleep(Duration::from_millis(100));
+            let status = d.signal("TERM").expect("the daemon did not exit");
+            assert!(status.success());
+            let mut raw = Vec::new();
+            let mut stream = stream;
+            let _ = std::io::Read::read_to_end(&mut stream, &mut raw);
+            assert!(String::from_utf8_lossy(&raw).contains("slept"), "the request in flight was not answered: {}", String::from_utf8_lossy(&raw));
+        }
+
+        #[test]
+        fn a_real_sdk_client_lists_and_calls_tools_including_an_x_mcp_header_parameter() {
+            let d = daemon();
+            let script = format!("{}/tests/sdk/python_modern_client.py", env!("CARGO_MANIFEST_DIR"));
+            let out = std::process::Command::new("python3").arg(script).arg(format!("http://{}/mcp", d.addr)).output().unwrap();
+            assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), d.stderr());
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(report["tools"].as_array().unwrap().contains(&json!("fixture__echo")));
+            assert_eq!(report["echo"], json!(["via the SDK"]));
+            assert_eq!(report["unicode"], json!(["héllo"]));
+        }
+    }
+}
+
+fn header_cases() -> Value {
+    let path = format!("{}/../shared/spec/header-cases.json", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Gives a request just sent time to reach the upstream.
+fn wait_in_flight() -> bool {
+    std::thread::sleep(Duration::from_millis(200));
+    true
+}
+
+/// Restores the right `Mcp-Name` for a request built by [`with_header`].
+trait WithName {
+    fn clone_with_name(self, method: &str) -> Self;
+}
+
+impl WithName for (Vec<(String, Vec<u8>)>, Vec<u8>) {
+    fn clone_with_name(mut self, method: &str) -> Self {
+        let body: Value = serde_json::from_slice(&self.1).unwrap();
+        let name = if method == "resources/read" { &body["params"]["uri"] } else { &body["params"]["name"] };
+        self.0.push(("Mcp-Name".into(), name.as_str().unwrap().as_bytes().to_vec()));
+        self
+    }
+}
