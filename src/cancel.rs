@@ -42,6 +42,12 @@ impl Cancel {
         let _ = self.rx.recv().await;
     }
 
+    /// A guard that fires the signal when dropped: ties a request to the lifetime of whatever
+    /// holds the guard (hyper drops a response future when its client goes away).
+    pub fn on_drop(&self) -> CancelOnDrop {
+        CancelOnDrop(self.clone())
+    }
+
     /// Runs `work` unless the signal fires first; `None` means it was cancelled.
     pub async fn run<T>(&self, work: impl Future<Output = T>) -> Option<T> {
         use smol::future::FutureExt;
@@ -51,6 +57,16 @@ impl Cancel {
                 None
             })
             .await
+    }
+}
+
+/// Fires its [`Cancel`] when dropped; see [`Cancel::on_drop`].
+#[derive(Debug)]
+pub struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 

@@ -2,9 +2,9 @@
 //! Everything else lives in the library.
 
 use clap::{Parser, Subcommand};
+use mcpx::cancel::Cancel;
 use mcpx::config::Config;
 use mcpx::gateway::{Gateway, Owner};
-use mcpx::cancel::Cancel;
 use mcpx::transport::http::{self, HttpOptions};
 use mcpx::transport::stdio::{self, StdioOptions};
 use serde_json::{json, Value};
@@ -124,7 +124,8 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 smol::spawn(async move { gateway.start().await })
             };
             let shutdown = Cancel::new();
-            let signals = signal_shutdown(shutdown.clone()).map_err(|e| format!("cannot watch for signals: {e}"))?;
+            let signals = signal_shutdown(shutdown.clone())
+                .map_err(|e| format!("cannot watch for signals: {e}"))?;
             let options = HttpOptions {
                 address: config.daemon.address,
                 allowed_origins: config.transport.allowed_origins.clone(),
@@ -140,7 +141,9 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 }
             };
             smol::future::or(start_failed, async {
-                serving.await.map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
+                serving
+                    .await
+                    .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
             })
             .await?;
             drop(signals);
@@ -173,7 +176,8 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
 /// Fires `shutdown` on the first SIGTERM or SIGINT.
 fn signal_shutdown(shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
     use smol::stream::StreamExt;
-    let mut signals = async_signal::Signals::new([async_signal::Signal::Term, async_signal::Signal::Int])?;
+    let mut signals =
+        async_signal::Signals::new([async_signal::Signal::Term, async_signal::Signal::Int])?;
     Ok(smol::spawn(async move {
         if let Some(Ok(signal)) = signals.next().await {
             tracing::info!("received {signal:?}");

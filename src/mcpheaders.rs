@@ -24,20 +24,25 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// Whether bytes may stand in a header value here: visible ASCII, space and tab.
 pub fn is_header_safe(bytes: &[u8]) -> bool {
-    bytes.iter().all(|&b| b == b'\t' || (0x20..=0x7e).contains(&b))
+    bytes
+        .iter()
+        .all(|&b| b == b'\t' || (0x20..=0x7e).contains(&b))
 }
 
 /// Renders text as a header value: plain when it is all visible ASCII or inner spaces and does
 /// not look like an encoded value itself, else the Base64 sentinel form.
 pub fn encode(text: &str) -> String {
-    let plain = text.bytes().all(|b| (0x20..=0x7e).contains(&b))
-        && !text.starts_with([' ', '\t'])
-        && !text.ends_with([' ', '\t'])
-        && !(text.starts_with(SENTINEL_PREFIX) && text.ends_with(SENTINEL_SUFFIX));
+    let visible = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let padded = text.starts_with([' ', '\t']) || text.ends_with([' ', '\t']);
+    let looks_encoded = text.starts_with(SENTINEL_PREFIX) && text.ends_with(SENTINEL_SUFFIX);
+    let plain = visible && !padded && !looks_encoded;
     if plain {
         text.to_owned()
     } else {
-        format!("{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}", STANDARD.encode(text.as_bytes()))
+        format!(
+            "{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}",
+            STANDARD.encode(text.as_bytes())
+        )
     }
 }
 
@@ -76,7 +81,10 @@ pub fn param_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => n.as_i64().filter(|i| in_safe_range(*i)).map(|i| i.to_string()),
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|i| in_safe_range(*i))
+            .map(|i| i.to_string()),
         _ => None,
     }
 }
@@ -131,19 +139,31 @@ pub fn header_params(input_schema: &Value) -> Result<Vec<HeaderParam>, String> {
     let mut seen = std::collections::HashSet::new();
     for param in &found {
         if !seen.insert(param.name.to_ascii_lowercase()) {
-            return Err(format!("{ANNOTATION} {:?} appears twice (names are case-insensitive)", param.name));
+            return Err(format!(
+                "{ANNOTATION} {:?} appears twice (names are case-insensitive)",
+                param.name
+            ));
         }
     }
     Ok(found)
 }
 
-fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<HeaderParam>) -> Result<(), String> {
+fn collect(
+    schema: &Value,
+    path: &mut Vec<String>,
+    found: &mut Vec<HeaderParam>,
+) -> Result<(), String> {
     if let Some(annotation) = schema.get(ANNOTATION) {
         let name = annotation.as_str().filter(|n| is_token(n)).ok_or_else(|| {
-            format!("{ANNOTATION} {annotation} at {} is not a valid header name", path.join("."))
+            format!(
+                "{ANNOTATION} {annotation} at {} is not a valid header name",
+                path.join(".")
+            )
         })?;
         if path.is_empty() {
-            return Err(format!("{ANNOTATION} {name:?} annotates the arguments object itself"));
+            return Err(format!(
+                "{ANNOTATION} {name:?} annotates the arguments object itself"
+            ));
         }
         let kind = schema.get("type").and_then(Value::as_str);
         if !matches!(kind, Some("integer" | "string" | "boolean")) {
@@ -166,8 +186,21 @@ fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<HeaderParam>)
 
 /// Keywords through which an annotation is not reachable by a `properties` path.
 const UNREACHABLE_VIA: [&str; 15] = [
-    "items", "prefixItems", "additionalProperties", "patternProperties", "contains", "oneOf", "anyOf", "allOf", "not",
-    "if", "then", "else", "$defs", "definitions", "dependentSchemas",
+    "items",
+    "prefixItems",
+    "additionalProperties",
+    "patternProperties",
+    "contains",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
 ];
 
 /// An annotation anywhere below a keyword other than `properties` makes the tool invalid.
@@ -191,7 +224,9 @@ fn reject_unreachable(schema: &Value, below_other_keyword: bool) -> Result<(), S
             }
             Ok(())
         }
-        Value::Array(items) => items.iter().try_for_each(|item| reject_unreachable(item, below_other_keyword)),
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|item| reject_unreachable(item, below_other_keyword)),
         _ => Ok(()),
     }
 }
@@ -240,7 +275,10 @@ mod v2026_07_28 {
         use serde_json::{json, Value};
 
         fn cases() -> Value {
-            let path = format!("{}/../shared/spec/header-cases.json", env!("CARGO_MANIFEST_DIR"));
+            let path = format!(
+                "{}/../shared/spec/header-cases.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
         }
 
@@ -275,7 +313,11 @@ mod v2026_07_28 {
         fn mcp_name_rows_encode_and_decode() {
             for case in cases()["mcp_name"].as_array().unwrap() {
                 let value = case["value"].as_str().unwrap();
-                let header = case["expected_header"].as_str().unwrap().strip_prefix("Mcp-Name: ").unwrap();
+                let header = case["expected_header"]
+                    .as_str()
+                    .unwrap()
+                    .strip_prefix("Mcp-Name: ")
+                    .unwrap();
                 assert_eq!(encode(value), header, "{}", case["id"]);
                 assert_eq!(decode(header.as_bytes()).unwrap(), value, "{}", case["id"]);
             }
@@ -283,12 +325,21 @@ mod v2026_07_28 {
 
         #[test]
         fn annotation_validity_matches_every_current_row() {
-            for case in cases()["x_mcp_header_annotation_validity"].as_array().unwrap() {
-                let schema = if let Some(names) = case.get("annotations").and_then(Value::as_array) {
+            for case in cases()["x_mcp_header_annotation_validity"]
+                .as_array()
+                .unwrap()
+            {
+                let schema = if let Some(names) = case.get("annotations").and_then(Value::as_array)
+                {
                     let properties: serde_json::Map<String, Value> = names
                         .iter()
                         .enumerate()
-                        .map(|(i, n)| (format!("p{i}"), json!({"type": "string", "x-mcp-header": n})))
+                        .map(|(i, n)| {
+                            (
+                                format!("p{i}"),
+                                json!({"type": "string", "x-mcp-header": n}),
+                            )
+                        })
                         .collect();
                     json!({"type": "object", "properties": properties})
                 } else if let Some(property) = case["property_schema"].as_object() {
@@ -306,7 +357,10 @@ mod v2026_07_28 {
         #[test]
         fn annotations_reach_only_through_properties() {
             let nested = json!({"type": "object", "properties": {"loc": {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}});
-            assert_eq!(header_params(&nested).unwrap()[0].path, vec!["loc", "region"]);
+            assert_eq!(
+                header_params(&nested).unwrap()[0].path,
+                vec!["loc", "region"]
+            );
             for via in [
                 json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string", "x-mcp-header": "R"}}}}),
                 json!({"type": "object", "anyOf": [{"properties": {"r": {"type": "string", "x-mcp-header": "R"}}}]}),

@@ -6,8 +6,8 @@
 //! order, then each server's own order, so `tools/list` is deterministic.
 
 use super::naming;
-use crate::mcpheaders::{self, HeaderParam};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::mcpheaders::{self, HeaderParam};
 use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -92,7 +92,9 @@ impl Catalog {
                     }
                 };
                 let exposed = rename(tool, source, &mut tool_servers, "tool")?;
-                catalog.tool_header_params.insert(exposed.0.clone(), header_params);
+                catalog
+                    .tool_header_params
+                    .insert(exposed.0.clone(), header_params);
                 catalog.tool_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.tools.push(exposed.2);
             }

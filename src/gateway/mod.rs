@@ -823,9 +823,14 @@ impl Gateway {
 
     /// The `Mcp-Param-*` headers a call of this exposed tool must carry; `None` for an unknown
     /// tool (whose call the core refuses anyway).
-    pub async fn tool_header_params(&self, exposed: &str) -> Option<Vec<crate::mcpheaders::HeaderParam>> {
+    pub async fn tool_header_params(
+        &self,
+        exposed: &str,
+    ) -> Option<Vec<crate::mcpheaders::HeaderParam>> {
         self.ready.wait().await;
-        self.catalog().tool_header_params(exposed).map(<[_]>::to_vec)
+        self.catalog()
+            .tool_header_params(exposed)
+            .map(<[_]>::to_vec)
     }
 
     /// The configured name of an upstream by index.

@@ -22,7 +22,11 @@ impl Daemon {
     /// Starts the daemon with `config` (its `[daemon]` table is supplied here).
     pub fn start(config: &str, daemon_keys: &str) -> Daemon {
         let mut file = tempfile::NamedTempFile::new().unwrap();
-        write!(file, "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{config}").unwrap();
+        write!(
+            file,
+            "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{config}"
+        )
+        .unwrap();
         let mut child = Command::new(mcpx_bin())
             .args(["--config", file.path().to_str().unwrap(), "daemon"])
             .stdin(Stdio::null())
@@ -77,7 +81,10 @@ impl Daemon {
 
     /// Sends a signal and waits for the daemon to exit.
     pub fn signal(&mut self, signal: &str) -> Option<ExitStatus> {
-        Command::new("kill").args([&format!("-{signal}"), &self.child.id().to_string()]).status().unwrap();
+        Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
         let deadline = Instant::now() + PATIENCE;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -103,7 +110,12 @@ impl Daemon {
     pub fn send_post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> TcpStream {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n", self.addr, body.len()).into_bytes();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.addr,
+            body.len()
+        )
+        .into_bytes();
         for (name, value) in headers {
             head.extend_from_slice(name.as_bytes());
             head.extend_from_slice(b": ");
@@ -129,7 +141,10 @@ impl Daemon {
     /// A modern request with every header right.
     pub fn modern(&self, id: i64, method: &str, params: Value) -> Reply {
         let (headers, body) = modern_request(id, method, params);
-        let refs: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())).collect();
+        let refs: Vec<(&str, &[u8])> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
         self.post(&refs, body.to_string().as_bytes())
     }
 }
@@ -147,7 +162,10 @@ pub fn modern_request(id: i64, method: &str, params: Value) -> (Vec<(String, Str
     let mut headers = vec![
         ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
         ("Mcp-Method".to_owned(), method.to_owned()),
-        ("Accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
         ("Content-Type".to_owned(), "application/json".to_owned()),
     ];
     let name = match method {
@@ -158,7 +176,10 @@ pub fn modern_request(id: i64, method: &str, params: Value) -> (Vec<(String, Str
     if let Some(name) = name {
         headers.push(("Mcp-Name".to_owned(), name.to_owned()));
     }
-    (headers, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    (
+        headers,
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    )
 }
 
 /// A parsed HTTP response.
@@ -171,27 +192,52 @@ pub struct Reply {
 
 impl Reply {
     fn parse(raw: &[u8]) -> Reply {
-        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no response head: {:?}", String::from_utf8_lossy(raw)));
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no response head: {:?}", String::from_utf8_lossy(raw)));
         let head = String::from_utf8_lossy(&raw[..split]).into_owned();
         let mut lines = head.lines();
-        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let status = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
         let headers: Vec<(String, String)> = lines
             .filter_map(|l| l.split_once(':'))
             .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
             .collect();
         let mut body = raw[split + 4..].to_vec();
-        if headers.iter().any(|(n, v)| n == "transfer-encoding" && v == "chunked") {
+        if headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v == "chunked")
+        {
             body = dechunk(&body);
         }
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 
     /// The `data:` payloads of an event stream, in order.
@@ -207,8 +253,11 @@ impl Reply {
 fn dechunk(mut body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
-        let Some(end) = body.windows(2).position(|w| w == b"\r\n") else { return out };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
+        let Some(end) = body.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
         if size == 0 {
             return out;
         }

@@ -64,7 +64,11 @@ struct FrontDoor {
 
 /// Serves `/mcp` until `shutdown` fires; then stops accepting, completes listen streams, gives
 /// other requests `grace` to finish, cancels the rest and returns.
-pub async fn serve(gateway: Arc<Gateway>, options: HttpOptions, shutdown: Cancel) -> std::io::Result<()> {
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    options: HttpOptions,
+    shutdown: Cancel,
+) -> std::io::Result<()> {
     let listener = TcpListener::bind(options.address).await?;
     tracing::info!("serving MCP at http://{}/mcp", listener.local_addr()?);
     // Modern requests carry their own notifications; nothing unsolicited goes to this sink.
@@ -100,7 +104,10 @@ pub async fn serve(gateway: Arc<Gateway>, options: HttpOptions, shutdown: Cancel
         })
         .detach();
     }
-    tracing::info!("shutting down: listen streams complete, other requests get {:?}", door.options.grace);
+    tracing::info!(
+        "shutting down: listen streams complete, other requests get {:?}",
+        door.options.grace
+    );
     door.modern.closing.cancel();
     drop(alive);
     let finished = smol::future::or(async { all_done.recv().await.is_err() }, async {
@@ -152,7 +159,10 @@ impl FrontDoor {
         }
         let origin = request.headers().get(header::ORIGIN).map(|v| v.as_bytes());
         if !self.origins.allows(origin) {
-            return rpc_error(StatusCode::FORBIDDEN, ErrorObject::new(INVALID_REQUEST, "Forbidden: this Origin is not allowed"));
+            return rpc_error(
+                StatusCode::FORBIDDEN,
+                ErrorObject::new(INVALID_REQUEST, "Forbidden: this Origin is not allowed"),
+            );
         }
         match *request.method() {
             Method::POST => self.post(request, socket).await,
@@ -160,9 +170,14 @@ impl FrontDoor {
             _ => {
                 let mut response = rpc_error(
                     StatusCode::METHOD_NOT_ALLOWED,
-                    ErrorObject::new(INVALID_REQUEST, "Method Not Allowed: POST one JSON-RPC message to /mcp"),
+                    ErrorObject::new(
+                        INVALID_REQUEST,
+                        "Method Not Allowed: POST one JSON-RPC message to /mcp",
+                    ),
                 );
-                response.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("POST"));
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
                 response
             }
         }
@@ -171,25 +186,47 @@ impl FrontDoor {
     async fn post(&self, request: Request<Incoming>, socket: TcpStream) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let limit = self.options.max_message_bytes;
-        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|length| length > limit as u64) {
             // Refused before a byte of the body is read; hyper then closes the connection.
             return too_large(limit);
         }
-        let collected = smol::future::or(async { Some(Limited::new(body, limit).collect().await) }, async {
-            smol::Timer::after(READ_TIMEOUT).await;
-            None
-        })
+        let collected = smol::future::or(
+            async { Some(Limited::new(body, limit).collect().await) },
+            async {
+                smol::Timer::after(READ_TIMEOUT).await;
+                None
+            },
+        )
         .await;
         let bytes = match collected {
-            None => return plain(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time\n"),
+            None => {
+                return plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive in time\n",
+                )
+            }
             Some(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(limit),
-            Some(Err(_)) => return plain(StatusCode::BAD_REQUEST, "the request body could not be read\n"),
+            Some(Err(_)) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read\n",
+                )
+            }
             Some(Ok(collected)) => collected.to_bytes(),
         };
         let body: Value = match serde_json::from_slice(&bytes) {
             Ok(body) => body,
-            Err(e) => return rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}"))),
+            Err(e) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")),
+                )
+            }
         };
         if is_modern(&parts.headers, &body) {
             modern::post(self, &parts.headers, body, socket).await
@@ -218,7 +255,10 @@ fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
 fn too_large(limit: usize) -> Response<Body> {
     rpc_error(
         StatusCode::PAYLOAD_TOO_LARGE,
-        ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: the body exceeds {limit} bytes")),
+        ErrorObject::new(
+            INVALID_REQUEST,
+            format!("Invalid Request: the body exceeds {limit} bytes"),
+        ),
     )
 }
 
@@ -226,7 +266,10 @@ fn too_large(limit: usize) -> Response<Body> {
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
 }
 
@@ -234,7 +277,10 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     response
 }
 

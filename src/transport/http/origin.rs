@@ -15,7 +15,10 @@ impl OriginPolicy {
     /// Loopback origins, the daemon's own address when it is a specific one, and `allowed`.
     pub fn new(allowed: &[String], daemon: SocketAddr) -> Self {
         OriginPolicy {
-            allowed: allowed.iter().map(|o| o.trim_end_matches('/').to_owned()).collect(),
+            allowed: allowed
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_owned())
+                .collect(),
             daemon,
         }
     }
@@ -24,12 +27,16 @@ impl OriginPolicy {
     /// non-browser client; `null` names nobody and is refused.
     pub fn allows(&self, origin: Option<&[u8]>) -> bool {
         let Some(origin) = origin else { return true };
-        let Ok(origin) = std::str::from_utf8(origin) else { return false };
+        let Ok(origin) = std::str::from_utf8(origin) else {
+            return false;
+        };
         let origin = origin.trim();
         if self.allowed.iter().any(|a| a == origin) {
             return true;
         }
-        let Some((scheme, authority)) = origin.split_once("://") else { return false };
+        let Some((scheme, authority)) = origin.split_once("://") else {
+            return false;
+        };
         if !matches!(scheme, "http" | "https") || authority.contains('/') {
             return false;
         }
@@ -39,7 +46,11 @@ impl OriginPolicy {
         }
         // The daemon's own address, when it listens on one specific address.
         let specific = !self.daemon.ip().is_unspecified();
-        let host_ip = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok();
+        let host_ip = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .ok();
         specific && host_ip == Some(self.daemon.ip()) && port == Some(self.daemon.port())
     }
 }
@@ -47,7 +58,9 @@ impl OriginPolicy {
 /// Splits `host[:port]`, keeping IPv6 brackets on the host.
 fn split_authority(authority: &str) -> (&str, Option<u16>) {
     let (host, port) = match authority.rfind(':') {
-        Some(colon) if !authority[colon..].contains(']') => (&authority[..colon], authority[colon + 1..].parse().ok()),
+        Some(colon) if !authority[colon..].contains(']') => {
+            (&authority[..colon], authority[colon + 1..].parse().ok())
+        }
         _ => (authority, None),
     };
     (host, port)
@@ -59,13 +72,21 @@ mod every_revision {
         use crate::transport::http::origin::OriginPolicy;
 
         fn policy() -> OriginPolicy {
-            OriginPolicy::new(&["https://app.example".into()], "192.168.1.5:7777".parse().unwrap())
+            OriginPolicy::new(
+                &["https://app.example".into()],
+                "192.168.1.5:7777".parse().unwrap(),
+            )
         }
 
         #[test]
         fn no_origin_and_loopback_origins_are_allowed() {
             let p = policy();
-            for origin in [None, Some("http://localhost:3000"), Some("https://127.0.0.1"), Some("http://[::1]:9")] {
+            for origin in [
+                None,
+                Some("http://localhost:3000"),
+                Some("https://127.0.0.1"),
+                Some("http://[::1]:9"),
+            ] {
                 assert!(p.allows(origin.map(str::as_bytes)), "{origin:?}");
             }
         }
@@ -80,7 +101,13 @@ mod every_revision {
         #[test]
         fn null_and_other_origins_are_refused() {
             let p = policy();
-            for origin in ["null", "https://evil.example", "http://localhost.evil.example", "https://app.example.evil", "http://192.168.1.5:8000"] {
+            for origin in [
+                "null",
+                "https://evil.example",
+                "http://localhost.evil.example",
+                "https://app.example.evil",
+                "http://192.168.1.5:8000",
+            ] {
                 assert!(!p.allows(Some(origin.as_bytes())), "{origin}");
             }
         }

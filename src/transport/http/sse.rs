@@ -20,12 +20,18 @@ pub struct EventSender {
 impl EventSender {
     /// Sends one message as an event; false once the client is gone.
     pub async fn message(&self, message: &Value) -> bool {
-        self.tx.send(Bytes::from(format!("event: message\ndata: {message}\n\n"))).await.is_ok()
+        self.tx
+            .send(Bytes::from(format!("event: message\ndata: {message}\n\n")))
+            .await
+            .is_ok()
     }
 
     /// Sends a keep-alive comment; false once the client is gone.
     pub async fn keep_alive(&self) -> bool {
-        self.tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_ok()
+        self.tx
+            .send(Bytes::from_static(b": keep-alive\n\n"))
+            .await
+            .is_ok()
     }
 }
 
@@ -38,7 +44,10 @@ pub fn stream() -> (Response<Body>, EventSender) {
     let mut response = Response::new(BodyExt::boxed(StreamBody::new(frames)));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     (response, EventSender { tx })

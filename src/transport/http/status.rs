@@ -32,11 +32,24 @@ mod v2026_07_28 {
 
         #[test]
         fn status_is_a_function_of_the_error_code() {
-            for (code, status) in [(-32022, 400), (-32021, 400), (-32020, 400), (-32602, 400), (-32600, 400), (-32700, 400), (-32601, 404), (-32603, 200), (-1, 200)] {
+            for (code, status) in [
+                (-32022, 400),
+                (-32021, 400),
+                (-32020, 400),
+                (-32602, 400),
+                (-32600, 400),
+                (-32700, 400),
+                (-32601, 404),
+                (-32603, 200),
+                (-1, 200),
+            ] {
                 let response = Response::error(Some(Id::Number(1)), ErrorObject::new(code, "x"));
                 assert_eq!(modern_status(&response).as_u16(), status, "{code}");
             }
-            assert_eq!(modern_status(&Response::result(Id::Number(1), json!({}))).as_u16(), 200);
+            assert_eq!(
+                modern_status(&Response::result(Id::Number(1), json!({}))).as_u16(),
+                200
+            );
         }
     }
 }
