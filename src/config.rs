@@ -61,6 +61,11 @@ pub struct Transport {
     pub stdio_drain: Duration,
     /// The largest message (stdio line or HTTP body) accepted, in bytes.
     pub max_message_bytes: usize,
+    /// A legacy HTTP session with no request and no GET stream for this long ends.
+    #[serde(with = "humantime_serde")]
+    pub session_idle_timeout: Duration,
+    /// The most legacy HTTP sessions held at once; `initialize` beyond it gets 503.
+    pub max_sessions: usize,
 }
 
 impl Default for Transport {
@@ -70,6 +75,8 @@ impl Default for Transport {
             sse_keep_alive: Duration::from_secs(15),
             stdio_drain: Duration::from_secs(5),
             max_message_bytes: 4 * 1024 * 1024,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 10_000,
         }
     }
 }

@@ -132,6 +132,8 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 sse_keep_alive: config.transport.sse_keep_alive,
                 max_message_bytes: config.transport.max_message_bytes,
                 grace: config.daemon.shutdown_grace,
+                session_idle_timeout: config.transport.session_idle_timeout,
+                max_sessions: config.transport.max_sessions,
             };
             let serving = http::serve(Arc::clone(&gateway), options, shutdown);
             let start_failed = async {

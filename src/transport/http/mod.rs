@@ -7,7 +7,10 @@
 //! (a one-byte `peek` on a clone of the socket, which consumes nothing), because for a modern
 //! request closing the stream *is* the cancellation.
 
+mod exchange;
+mod legacy;
 mod modern;
+mod sessions;
 pub mod origin;
 mod sse;
 pub mod status;
@@ -22,7 +25,7 @@ use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use origin::OriginPolicy;
-use serde_json::{json, Value};
+use serde_json::Value;
 use smol::net::{TcpListener, TcpStream};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -51,6 +54,10 @@ pub struct HttpOptions {
     pub max_message_bytes: usize,
     /// How long requests in flight at shutdown may take before they are cancelled.
     pub grace: Duration,
+    /// A legacy session idle this long ends.
+    pub session_idle_timeout: Duration,
+    /// The most legacy sessions held at once.
+    pub max_sessions: usize,
 }
 
 /// What every connection shares.
@@ -60,6 +67,8 @@ struct FrontDoor {
     origins: OriginPolicy,
     /// The gateway's view of modern HTTP clients: stateless, so one client stands for all.
     modern: Arc<Client>,
+    /// Legacy sessions.
+    sessions: sessions::Sessions,
 }
 
 /// Serves `/mcp` until `shutdown` fires; then stops accepting, completes listen streams, gives
@@ -76,9 +85,19 @@ pub async fn serve(
     let door = Arc::new(FrontDoor {
         origins: OriginPolicy::new(&options.allowed_origins, options.address),
         modern: gateway.open_client("http", unsolicited),
+        sessions: sessions::Sessions::new(Arc::clone(&gateway), options.max_sessions, options.session_idle_timeout),
         gateway,
         options,
     });
+    let sweeper = {
+        let door = Arc::clone(&door);
+        smol::spawn(async move {
+            loop {
+                smol::Timer::after(door.sessions.sweep_interval()).await;
+                door.sessions.sweep();
+            }
+        })
+    };
     let (alive, all_done) = async_channel::bounded::<()>(1);
     loop {
         let accepted = smol::future::or(async { Some(listener.accept().await) }, async {
@@ -109,7 +128,7 @@ pub async fn serve(
         door.options.grace
     );
     door.modern.closing.cancel();
-    drop(alive);
+    drop((alive, sweeper));
     let finished = smol::future::or(async { all_done.recv().await.is_err() }, async {
         smol::Timer::after(door.options.grace).await;
         false
@@ -125,6 +144,7 @@ pub async fn serve(
         })
         .await;
     }
+    door.sessions.end_all();
     door.gateway.close_client(&door.modern);
     Ok(())
 }
@@ -166,20 +186,9 @@ impl FrontDoor {
         }
         match *request.method() {
             Method::POST => self.post(request, socket).await,
-            // Legacy sessions' GET stream and DELETE are not served by this build.
-            _ => {
-                let mut response = rpc_error(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    ErrorObject::new(
-                        INVALID_REQUEST,
-                        "Method Not Allowed: POST one JSON-RPC message to /mcp",
-                    ),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
-                response
-            }
+            Method::GET => legacy::get(self, request.headers()).await,
+            Method::DELETE => legacy::delete(self, request.headers()),
+            _ => legacy::method_not_allowed("/mcp takes POST, and GET and DELETE for legacy sessions"),
         }
     }
 
@@ -231,11 +240,7 @@ impl FrontDoor {
         if is_modern(&parts.headers, &body) {
             modern::post(self, &parts.headers, body, socket).await
         } else {
-            rpc_error(
-                StatusCode::BAD_REQUEST,
-                ErrorObject::new(INVALID_REQUEST, "this build serves MCP 2026-07-28 over HTTP; legacy revisions are served over stdio (mcpx serve)")
-                    .with_data(json!({"supported": [Revision::V2026_07_28.as_str()]})),
-            )
+            legacy::post(self, &parts.headers, body, socket).await
         }
     }
 }

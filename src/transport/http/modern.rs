@@ -2,18 +2,16 @@
 //! the body, answered with JSON or, when it produces notifications first, an event stream. There
 //! are no sessions (an `Mcp-Session-Id` is ignored), no batches, and closing the stream cancels.
 
+use super::exchange::Exchange;
 use super::{
-    accepted, json_response, rpc_error, sse, status, watch_disconnect, Body, FrontDoor,
+    accepted, json_response, rpc_error, status, Body, FrontDoor,
     PROTOCOL_VERSION_HEADER,
 };
-use crate::cancel::Cancel;
-use crate::gateway::RequestContext;
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, HEADER_MISMATCH, INVALID_REQUEST,
 };
 use crate::mcpheaders;
 use crate::protocol::envelope;
-use crate::registry::Outcome;
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 use smol::net::TcpStream;
@@ -160,98 +158,10 @@ fn check_notification_headers(
     )
 }
 
-/// Runs a request under the lifetime of its HTTP exchange: JSON if the response comes first, an
-/// event stream if a notification does.
+/// Runs a request under the lifetime of its HTTP exchange: closing the stream cancels it.
 async fn run(door: &FrontDoor, request: Request, socket: TcpStream) -> Response<Body> {
-    let cancel = Cancel::new();
-    // hyper drops this future when the client goes away mid-request; that is the cancellation.
-    let cancel_on_drop = cancel.on_drop();
-    let guard = door.gateway.registry.begin(
-        door.modern.session,
-        request.id.clone(),
-        &request.method,
-        cancel.clone(),
-    );
-    let watcher = smol::spawn(watch_disconnect(socket, cancel.clone()));
-    let (notifications, notifications_rx) = async_channel::unbounded::<Notification>();
-    let (done, done_rx) = async_channel::bounded::<Option<jsonrpc::Response>>(1);
-    let context = RequestContext {
-        cancel: cancel.clone(),
-        notifications,
-    };
-    let (gateway, client) = (door.gateway.clone(), door.modern.clone());
-    let cancel_on_close = cancel.clone();
-    smol::spawn(async move {
-        let response = cancel
-            .run(gateway.handle(&client, request, &context))
-            .await
-            .filter(|_| !cancel.is_cancelled());
-        guard.finish(if response.is_some() {
-            Outcome::Answered
-        } else {
-            Outcome::Cancelled
-        });
-        let _ = done.send(response).await;
-    })
-    .detach();
-    // Notifications are polled first: one queued before the response must precede it.
-    let first = smol::future::or(
-        async { Some(Ok(next_notification(&notifications_rx).await)) },
-        async { done_rx.recv().await.ok().flatten().map(Err) },
-    )
-    .await;
-    let first_notification = match first {
-        // The client vanished and the request was cancelled: nothing may be written for it.
-        None => return json_response(StatusCode::OK, &Value::Null),
-        Some(Err(response)) => {
-            return json_response(status::modern_status(&response), &response.to_value())
-        }
-        Some(Ok(notification)) => notification,
-    };
-    let (response, events) = sse::stream();
-    let keep_alive = door.options.sse_keep_alive;
-    smol::spawn(async move {
-        let (_watcher, _cancel_on_drop) = (watcher, cancel_on_drop);
-        let mut next: Option<Result<Notification, Option<jsonrpc::Response>>> =
-            Some(Ok(first_notification));
-        loop {
-            let delivered = match next.take() {
-                Some(Ok(notification)) => events.message(&notification.to_value()).await,
-                Some(Err(Some(response))) => {
-                    let _ = events.message(&response.to_value()).await;
-                    break;
-                }
-                // Cancelled: the stream ends with nothing more on it.
-                Some(Err(None)) => break,
-                None => events.keep_alive().await,
-            };
-            if !delivered {
-                // The client is gone: that is the cancellation.
-                cancel_on_close.cancel();
-                break;
-            }
-            next = smol::future::or(
-                async { Some(Ok(next_notification(&notifications_rx).await)) },
-                smol::future::or(
-                    async { Some(Err(done_rx.recv().await.ok().flatten())) },
-                    async {
-                        smol::Timer::after(keep_alive).await;
-                        None
-                    },
-                ),
-            )
-            .await;
-        }
-    })
-    .detach();
-    response
-}
-
-/// The request's next notification; a closed channel has nothing more to say, so this then
-/// waits forever and the response (or the keep-alive timer) wins.
-async fn next_notification(notifications: &async_channel::Receiver<Notification>) -> Notification {
-    match notifications.recv().await {
-        Ok(notification) => notification,
-        Err(_) => smol::future::pending().await,
-    }
+    let mut exchange = Exchange::new();
+    let cancel = exchange.start(&door.gateway, &door.modern, request);
+    exchange.cancel_on_disconnect(cancel, &socket);
+    exchange.reply(false, status::modern_status, door.options.sse_keep_alive).await
 }

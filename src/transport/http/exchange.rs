@@ -1,0 +1,178 @@
+//! One POST's requests and what goes back: JSON when every answer is ready before any
+//! notification, an event stream otherwise (notifications, then each answer as its own event).
+//!
+//! Both eras use it. What differs is passed in: how an answer maps to a status, and what ties
+//! the requests' lives to the HTTP exchange (for a modern or sessionless request, the client
+//! going away cancels; in a legacy session it does not).
+
+use super::{json_response, sse, watch_disconnect, Body};
+use smol::net::TcpStream;
+use crate::cancel::Cancel;
+use crate::gateway::{Client, Gateway, RequestContext};
+use crate::jsonrpc::{Notification, Request, Response};
+use crate::registry::Outcome;
+use async_channel::{Receiver, Sender};
+use http::StatusCode;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a POST's answers need while they are being produced.
+pub(super) struct Exchange {
+    notifications_tx: Sender<Notification>,
+    notifications: Receiver<Notification>,
+    answers_tx: Sender<Option<Response>>,
+    answers: Receiver<Option<Response>>,
+    expected: usize,
+    /// Held until the last byte is written or the client is gone, then dropped: disconnect
+    /// watchers, cancel-on-drop guards, a sessionless request's client.
+    lifetime: Vec<Box<dyn Send>>,
+}
+
+impl Exchange {
+    pub(super) fn new() -> Self {
+        let (notifications_tx, notifications) = async_channel::unbounded();
+        let (answers_tx, answers) = async_channel::unbounded();
+        Exchange {
+            notifications_tx,
+            notifications,
+            answers_tx,
+            answers,
+            expected: 0,
+            lifetime: Vec::new(),
+        }
+    }
+
+    /// Starts a request on `client`; returns its cancellation.
+    pub(super) fn start(&mut self, gateway: &Arc<Gateway>, client: &Arc<Client>, request: Request) -> Cancel {
+        self.expected += 1;
+        let cancel = Cancel::new();
+        let guard = gateway.registry.begin(client.session, request.id.clone(), &request.method, cancel.clone());
+        let context = RequestContext {
+            cancel: cancel.clone(),
+            notifications: self.notifications_tx.clone(),
+        };
+        let (gateway, client, answers, cancelled) = (Arc::clone(gateway), Arc::clone(client), self.answers_tx.clone(), cancel.clone());
+        smol::spawn(async move {
+            let response = cancelled.run(gateway.handle(&client, request, &context)).await.filter(|_| !cancelled.is_cancelled());
+            guard.finish(if response.is_some() { Outcome::Answered } else { Outcome::Cancelled });
+            let _ = answers.send(response).await;
+        })
+        .detach();
+        cancel
+    }
+
+    /// Adds an answer known at once (an element refused while parsing a batch).
+    pub(super) fn answer_now(&mut self, response: Response) {
+        self.expected += 1;
+        let _ = self.answers_tx.try_send(Some(response));
+    }
+
+    /// Makes the client's disconnect cancel the request: the rule for modern and sessionless
+    /// requests, where no `notifications/cancelled` could ever reach it.
+    pub(super) fn cancel_on_disconnect(&mut self, cancel: Cancel, socket: &TcpStream) {
+        let on_drop = cancel.on_drop();
+        let watcher = smol::spawn(watch_disconnect(socket.clone(), cancel));
+        self.hold((on_drop, watcher));
+    }
+
+    /// Keeps `value` alive for as long as the exchange.
+    pub(super) fn hold(&mut self, value: impl Send + 'static) {
+        self.lifetime.push(Box::new(value));
+    }
+
+    /// How many answers are expected.
+    pub(super) fn expected(&self) -> usize {
+        self.expected
+    }
+
+    /// Waits for what goes back first and shapes the HTTP response. `batch` answers as a JSON
+    /// array; `status` maps a single answer to its status.
+    pub(super) async fn reply(self, batch: bool, status: fn(&Response) -> StatusCode, keep_alive: Duration) -> http::Response<Body> {
+        let Exchange {
+            notifications_tx,
+            notifications,
+            answers_tx,
+            answers,
+            expected,
+            lifetime,
+        } = self;
+        // Only the running requests may keep these channels open now.
+        drop((notifications_tx, answers_tx));
+        let mut ready = Vec::new();
+        let first_notification = loop {
+            if ready.len() == expected {
+                break None;
+            }
+            // Notifications are polled first: one queued before an answer must precede it.
+            let next = smol::future::or(async { Err(next_notification(&notifications).await) }, async { Ok(answers.recv().await.ok().flatten()) }).await;
+            match next {
+                Err(notification) => break Some(notification),
+                Ok(answer) => ready.push(answer),
+            }
+        };
+        let Some(first_notification) = first_notification else {
+            let answered: Vec<Response> = ready.into_iter().flatten().collect();
+            return match (batch, answered.as_slice()) {
+                (true, []) | (false, []) => {
+                    // Every request was cancelled: an event stream with nothing on it is the only
+                    // shape that carries no response.
+                    sse::stream().0
+                }
+                (false, [single]) => json_response(status(single), &single.to_value()),
+                _ => json_response(StatusCode::OK, &Value::Array(answered.iter().map(Response::to_value).collect())),
+            };
+        };
+        let (response, events) = sse::stream();
+        smol::spawn(async move {
+            let _lifetime = lifetime;
+            let mut delivered = ready.len();
+            let mut pending_answers: Vec<Response> = ready.into_iter().flatten().collect();
+            if !events.message(&first_notification.to_value()).await {
+                return;
+            }
+            for answer in pending_answers.drain(..) {
+                if !events.message(&answer.to_value()).await {
+                    return;
+                }
+            }
+            while delivered < expected {
+                let next = smol::future::or(
+                    async { Some(Err(next_notification(&notifications).await)) },
+                    smol::future::or(async { Some(Ok(answers.recv().await.ok().flatten())) }, async {
+                        smol::Timer::after(keep_alive).await;
+                        None
+                    }),
+                )
+                .await;
+                let written = match next {
+                    Some(Err(notification)) => events.message(&notification.to_value()).await,
+                    Some(Ok(answer)) => {
+                        delivered += 1;
+                        match answer {
+                            Some(answer) => events.message(&answer.to_value()).await,
+                            None => true,
+                        }
+                    }
+                    None => events.keep_alive().await,
+                };
+                // A client that is gone cannot be written to; dropping the lifetime cancels
+                // whatever its requests still do, where that is the rule.
+                if !written {
+                    return;
+                }
+            }
+        })
+        .detach();
+        response
+    }
+}
+
+/// The next notification; a closed channel has nothing more to say, so this then waits forever
+/// and an answer (or the keep-alive timer) wins.
+async fn next_notification(notifications: &Receiver<Notification>) -> Notification {
+    match notifications.recv().await {
+        Ok(notification) => notification,
+        Err(_) => smol::future::pending().await,
+    }
+}

@@ -1,0 +1,291 @@
+//! A legacy POST, GET or DELETE (2024-11-05 … 2025-11-25 over Streamable HTTP).
+//!
+//! `initialize` mints a session; a request naming an unknown, expired or ended session is 404,
+//! which tells the client to initialize again; a request with no session is served statelessly.
+//! In a session the revision negotiated at `initialize` governs, a dropped connection is not a
+//! cancellation (the legacy revisions say it SHOULD NOT be read as one) and
+//! `notifications/cancelled` is; without a session the disconnect remains the only signal.
+
+use super::exchange::Exchange;
+use super::sessions::{Refused, Session};
+use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
+use crate::gateway::{Client, Gateway};
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::protocol::{envelope, Era, Revision};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use serde_json::Value;
+use smol::net::TcpStream;
+use std::sync::Arc;
+
+/// `Mcp-Session-Id`, lowercase as `http` stores names.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the session header names.
+enum Named {
+    /// No session header: stateless.
+    Nothing,
+    /// A live session.
+    Live(Arc<Session>),
+    /// An answer already decided (unknown session: 404).
+    Refusal(Response<Body>),
+}
+
+fn named_session(door: &FrontDoor, headers: &HeaderMap) -> Named {
+    let Some(value) = headers.get(SESSION_HEADER) else { return Named::Nothing };
+    let live = value.to_str().ok().and_then(|id| door.sessions.get(id.trim()));
+    match live {
+        Some(session) => Named::Live(session),
+        None => Named::Refusal(rpc_error(
+            StatusCode::NOT_FOUND,
+            ErrorObject::new(INVALID_REQUEST, "Session not found: it ended or expired; send initialize again"),
+        )),
+    }
+}
+
+/// The revision a legacy request is served under: the session's, else the header's, else
+/// 2025-03-26. A header naming no legacy revision mcpx implements is -32022 with the list.
+fn revision_of(headers: &HeaderMap, session: Option<&Session>) -> Result<Revision, Response<Body>> {
+    let header = match headers.get(PROTOCOL_VERSION_HEADER) {
+        None => None,
+        Some(value) => {
+            let text = String::from_utf8_lossy(value.as_bytes()).trim().to_owned();
+            match Revision::parse(&text).filter(|r| r.era() == Era::Legacy) {
+                Some(revision) => Some(revision),
+                None => {
+                    let error = envelope::unsupported_version(&text, Revision::legacy_strings());
+                    return Err(rpc_error(StatusCode::BAD_REQUEST, error));
+                }
+            }
+        }
+    };
+    // In a session, the negotiated revision governs even if the header names another.
+    let negotiated = session.and_then(|s| s.client.revision());
+    Ok(negotiated.or(header).unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION))
+}
+
+pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, socket: TcpStream) -> Response<Body> {
+    let session = match named_session(door, headers) {
+        Named::Refusal(response) => return response,
+        Named::Live(session) => Some(session),
+        Named::Nothing => None,
+    };
+    let revision = match revision_of(headers, session.as_deref()) {
+        Ok(revision) => revision,
+        Err(response) => return response,
+    };
+    match body {
+        Value::Array(elements) if !revision.allows_batches() || elements.is_empty() => {
+            let why = if elements.is_empty() { "an empty batch".to_owned() } else { format!("MCP {revision} has no JSON-RPC batches") };
+            rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")))
+        }
+        Value::Array(elements) => {
+            let messages = elements.into_iter().map(jsonrpc::parse_message).collect();
+            batch(door, session, revision, messages, socket).await
+        }
+        single => match jsonrpc::parse_message(single) {
+            Err(rejection) => json_response(StatusCode::BAD_REQUEST, &rejection.to_value()),
+            Ok(Message::Request(request)) if request.method == "initialize" => initialize(door, session.is_some(), request),
+            Ok(Message::Request(request)) => {
+                let mut exchange = Exchange::new();
+                let client = serving_client(door, session.as_ref(), revision, &mut exchange);
+                let cancel = exchange.start(&door.gateway, &client, request);
+                if session.is_none() {
+                    exchange.cancel_on_disconnect(cancel, &socket);
+                }
+                exchange.reply(false, |_| StatusCode::OK, door.options.sse_keep_alive).await
+            }
+            Ok(Message::Notification(notification)) => {
+                on_notification(&door.gateway, session.as_deref(), &notification);
+                accepted()
+            }
+            // mcpx sends clients no requests yet, so no response can be awaited.
+            Ok(Message::Response(_)) => rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorObject::new(INVALID_REQUEST, "Invalid Request: no request of mcpx is waiting for this response"),
+            ),
+        },
+    }
+}
+
+/// The client a request is served as: its session's, or, without one, a client of its own for
+/// this exchange alone, closed when the exchange ends.
+fn serving_client(door: &FrontDoor, session: Option<&Arc<Session>>, revision: Revision, exchange: &mut Exchange) -> Arc<Client> {
+    if let Some(session) = session {
+        return Arc::clone(&session.client);
+    }
+    let (unsolicited, _) = async_channel::bounded(1);
+    let client = door.gateway.open_client("http", unsolicited);
+    client.set_revision(revision);
+    exchange.hold(ClosesOnDrop {
+        gateway: Arc::clone(&door.gateway),
+        client: Arc::clone(&client),
+    });
+    client
+}
+
+/// Closes a sessionless request's client when its exchange is over.
+struct ClosesOnDrop {
+    gateway: Arc<Gateway>,
+    client: Arc<Client>,
+}
+
+impl Drop for ClosesOnDrop {
+    fn drop(&mut self) {
+        self.gateway.close_client(&self.client);
+    }
+}
+
+/// `initialize` mints a session (never inside one, and never in a batch).
+fn initialize(door: &FrontDoor, in_session: bool, request: Request) -> Response<Body> {
+    if in_session {
+        let error = ErrorObject::new(INVALID_REQUEST, "Invalid Request: this session is initialized already");
+        return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error).to_value());
+    }
+    let (client, outbound) = match door.sessions.prepare() {
+        Ok(prepared) => prepared,
+        Err(refused) => return refused_session(refused),
+    };
+    let answer = door.gateway.initialize(&client, &request);
+    if answer.outcome.is_err() {
+        door.gateway.close_client(&client);
+        return json_response(StatusCode::OK, &answer.to_value());
+    }
+    let session = match door.sessions.insert(client, outbound) {
+        Ok(session) => session,
+        Err(refused) => return refused_session(refused),
+    };
+    let mut response = json_response(StatusCode::OK, &answer.to_value());
+    if let Ok(id) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_HEADER, id);
+    }
+    response
+}
+
+fn refused_session(refused: Refused) -> Response<Body> {
+    let message = match refused {
+        Refused::Full(max) => format!("the daemon holds its maximum of {max} sessions (transport.maxSessions); end one with DELETE or try later"),
+        Refused::NoRandomness => "the system's random source failed, so no unguessable session id can be minted".to_owned(),
+    };
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, ErrorObject::new(INTERNAL_ERROR, message))
+}
+
+/// A session's `notifications/cancelled` cancels the request it names (and so the upstream call)
+/// and withholds its reply; other notifications need nothing.
+fn on_notification(gateway: &Gateway, session: Option<&Session>, notification: &Notification) {
+    if notification.method != "notifications/cancelled" {
+        return;
+    }
+    let id = notification.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
+    if let (Some(session), Some(id)) = (session, id) {
+        gateway.registry.cancel(session.client.session, &id);
+    }
+}
+
+/// A 2025-03-26 batch: elements run concurrently; notifications and responses need no answer,
+/// so a batch of only those is 202; `initialize` is refused as its element and mints nothing.
+async fn batch(
+    door: &FrontDoor,
+    session: Option<Arc<Session>>,
+    revision: Revision,
+    messages: Vec<Result<Message, Box<jsonrpc::Response>>>,
+    socket: TcpStream,
+) -> Response<Body> {
+    let mut exchange = Exchange::new();
+    let client = serving_client(door, session.as_ref(), revision, &mut exchange);
+    for message in messages {
+        match message {
+            Err(rejection) => exchange.answer_now(*rejection),
+            Ok(Message::Request(request)) if request.method == "initialize" => {
+                let error = ErrorObject::new(INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch");
+                exchange.answer_now(jsonrpc::Response::error(Some(request.id), error));
+            }
+            Ok(Message::Request(request)) => {
+                let cancel = exchange.start(&door.gateway, &client, request);
+                if session.is_none() {
+                    exchange.cancel_on_disconnect(cancel, &socket);
+                }
+            }
+            Ok(Message::Notification(notification)) => on_notification(&door.gateway, session.as_deref(), &notification),
+            Ok(Message::Response(_)) => {}
+        }
+    }
+    if exchange.expected() == 0 {
+        return accepted();
+    }
+    exchange.reply(true, |_| StatusCode::OK, door.options.sse_keep_alive).await
+}
+
+/// GET opens a session's notification stream: one per session, closed by DELETE.
+pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body> {
+    let modern_header = headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| Revision::date_is_modern(v.trim()));
+    if modern_header || headers.get(SESSION_HEADER).is_none() {
+        return method_not_allowed("GET opens a legacy session's notification stream; 2026-07-28 uses subscriptions/listen");
+    }
+    let session = match named_session(door, headers) {
+        Named::Live(session) => session,
+        Named::Refusal(response) => return response,
+        Named::Nothing => unreachable!("the header was checked above"),
+    };
+    if !session.open_stream() {
+        // Each message goes on exactly one stream; a second would silently take half of them.
+        return rpc_error(StatusCode::CONFLICT, ErrorObject::new(INVALID_REQUEST, "this session's GET stream is open already"));
+    }
+    // Nothing is redelivered: what arrived while no stream was open is dropped.
+    while session.outbound.try_recv().is_ok() {}
+    let (response, events) = sse::stream();
+    let keep_alive = door.options.sse_keep_alive;
+    smol::spawn(async move {
+        loop {
+            let next = smol::future::or(
+                async { Some(session.outbound.recv().await.ok()) },
+                smol::future::or(
+                    async {
+                        session.ended.cancelled().await;
+                        Some(None)
+                    },
+                    async {
+                        smol::Timer::after(keep_alive).await;
+                        None
+                    },
+                ),
+            )
+            .await;
+            let delivered = match next {
+                Some(Some(notification)) => events.try_message(&notification.to_value()),
+                Some(None) => break,
+                None => events.keep_alive().await,
+            };
+            if !delivered {
+                break;
+            }
+        }
+        session.close_stream();
+    })
+    .detach();
+    response
+}
+
+/// DELETE ends a session: 204; no session header is 400 (mcpx does allow termination, so 405
+/// would be wrong); an unknown session is 404.
+pub(super) fn delete(door: &FrontDoor, headers: &HeaderMap) -> Response<Body> {
+    let Some(value) = headers.get(SESSION_HEADER) else {
+        return rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(INVALID_REQUEST, "DELETE needs the Mcp-Session-Id of the session to end"));
+    };
+    match value.to_str().ok().and_then(|id| door.sessions.end(id.trim())) {
+        Some(_) => {
+            let mut response = accepted();
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            response
+        }
+        None => rpc_error(StatusCode::NOT_FOUND, ErrorObject::new(INVALID_REQUEST, "Session not found")),
+    }
+}
+
+pub(super) fn method_not_allowed(why: &str) -> Response<Body> {
+    let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, ErrorObject::new(INVALID_REQUEST, format!("Method Not Allowed: {why}")));
+    response.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
+    response
+}
