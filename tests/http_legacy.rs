@@ -14,7 +14,10 @@ fn daemon() -> Daemon {
 
 /// POSTs a legacy message with an optional session and version header.
 fn post(d: &Daemon, session: Option<&str>, version: Option<&str>, body: &Value) -> Reply {
-    let mut headers: Vec<(&str, &[u8])> = vec![("Accept", b"application/json, text/event-stream"), ("Content-Type", b"application/json")];
+    let mut headers: Vec<(&str, &[u8])> = vec![
+        ("Accept", b"application/json, text/event-stream"),
+        ("Content-Type", b"application/json"),
+    ];
     if let Some(session) = session {
         headers.push(("Mcp-Session-Id", session.as_bytes()));
     }
@@ -30,11 +33,28 @@ fn request(id: i64, method: &str, params: Value) -> Value {
 
 /// Initializes at `revision`; returns the session id.
 fn initialize(d: &Daemon, revision: &str) -> String {
-    let reply = post(d, None, None, &request(0, "initialize", json!({"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})));
+    let reply = post(
+        d,
+        None,
+        None,
+        &request(
+            0,
+            "initialize",
+            json!({"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        ),
+    );
     assert_eq!(reply.status, 200);
     assert_result(revision, "initialize", &reply.json());
-    let id = reply.header("mcp-session-id").expect("no session minted").to_owned();
-    post(d, Some(&id), Some(revision), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let id = reply
+        .header("mcp-session-id")
+        .expect("no session minted")
+        .to_owned();
+    post(
+        d,
+        Some(&id),
+        Some(revision),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
     id
 }
 
@@ -59,21 +79,39 @@ mod v2025_03_26 {
             let d = daemon();
             let (a, b) = (initialize(&d, "2025-03-26"), initialize(&d, "2025-03-26"));
             assert_ne!(a, b);
-            assert!(a.len() >= 32 && a.bytes().all(|c| (0x21..=0x7e).contains(&c)), "{a}");
+            assert!(
+                a.len() >= 32 && a.bytes().all(|c| (0x21..=0x7e).contains(&c)),
+                "{a}"
+            );
         }
 
         #[test]
         fn an_unknown_session_is_404() {
             let d = daemon();
-            assert_eq!(post(&d, Some("nope"), None, &request(1, "tools/list", json!({}))).status, 404);
+            assert_eq!(
+                post(&d, Some("nope"), None, &request(1, "tools/list", json!({}))).status,
+                404
+            );
         }
 
         #[test]
         fn an_expired_session_is_404() {
-            let d = Daemon::start(&fixture_config("[transport]\nsessionIdleTimeout = \"200ms\"\n"), "");
+            let d = Daemon::start(
+                &fixture_config("[transport]\nsessionIdleTimeout = \"200ms\"\n"),
+                "",
+            );
             let session = initialize(&d, "2025-03-26");
             std::thread::sleep(Duration::from_millis(400));
-            assert_eq!(post(&d, Some(&session), None, &request(1, "tools/list", json!({}))).status, 404);
+            assert_eq!(
+                post(
+                    &d,
+                    Some(&session),
+                    None,
+                    &request(1, "tools/list", json!({}))
+                )
+                .status,
+                404
+            );
         }
 
         #[test]
@@ -85,20 +123,42 @@ mod v2025_03_26 {
             let deleted = d.raw(format!("DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nMcp-Session-Id: {session}\r\n\r\n").as_bytes());
             assert_eq!(deleted.status, 204);
             assert_eq!(events.next_event(), None, "the GET stream stayed open");
-            assert_eq!(post(&d, Some(&session), None, &request(1, "tools/list", json!({}))).status, 404);
+            assert_eq!(
+                post(
+                    &d,
+                    Some(&session),
+                    None,
+                    &request(1, "tools/list", json!({}))
+                )
+                .status,
+                404
+            );
         }
 
         #[test]
         fn delete_without_a_session_is_400_and_with_an_unknown_one_404() {
             let d = daemon();
-            assert_eq!(d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status, 400);
+            assert_eq!(
+                d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .status,
+                400
+            );
             assert_eq!(d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nMcp-Session-Id: nope\r\n\r\n").status, 404);
         }
 
         #[test]
         fn a_request_without_a_session_is_served_statelessly() {
             let d = daemon();
-            let reply = post(&d, None, Some("2025-06-18"), &request(1, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "stateless"}})));
+            let reply = post(
+                &d,
+                None,
+                Some("2025-06-18"),
+                &request(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "stateless"}}),
+                ),
+            );
             assert_eq!(reply.status, 200);
             assert_eq!(reply.json()["result"]["content"][0]["text"], "stateless");
             assert!(reply.header("mcp-session-id").is_none());
@@ -108,9 +168,21 @@ mod v2025_03_26 {
         fn a_full_session_table_refuses_initialize_clearly() {
             let d = Daemon::start(&fixture_config("[transport]\nmaxSessions = 1\n"), "");
             initialize(&d, "2025-03-26");
-            let refused = post(&d, None, None, &request(0, "initialize", json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})));
+            let refused = post(
+                &d,
+                None,
+                None,
+                &request(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+                ),
+            );
             assert_eq!(refused.status, 503);
-            assert!(refused.json()["error"]["message"].as_str().unwrap().contains("maxSessions"));
+            assert!(refused.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("maxSessions"));
         }
     }
 
@@ -121,7 +193,15 @@ mod v2025_03_26 {
         fn accepted_in_a_session_that_negotiated_2025_03_26() {
             let d = daemon();
             let session = initialize(&d, "2025-03-26");
-            let reply = post(&d, Some(&session), None, &json!([request(1, "ping", json!({})), request(2, "tools/list", json!({}))]));
+            let reply = post(
+                &d,
+                Some(&session),
+                None,
+                &json!([
+                    request(1, "ping", json!({})),
+                    request(2, "tools/list", json!({}))
+                ]),
+            );
             assert_eq!(reply.status, 200);
             let answers = reply.json();
             assert_eq!(answers.as_array().unwrap().len(), 2);
@@ -139,17 +219,38 @@ mod v2025_03_26 {
         #[test]
         fn accepted_sessionless_with_a_2025_03_26_header() {
             let d = daemon();
-            let reply = post(&d, None, Some("2025-03-26"), &json!([request(1, "ping", json!({}))]));
+            let reply = post(
+                &d,
+                None,
+                Some("2025-03-26"),
+                &json!([request(1, "ping", json!({}))]),
+            );
             assert_eq!(reply.json()[0]["id"], 1);
         }
 
         #[test]
         fn refused_where_the_revision_has_none() {
             let d = daemon();
-            let sessionless = post(&d, None, Some("2025-06-18"), &json!([request(1, "ping", json!({}))]));
-            assert_eq!((sessionless.status, sessionless.json()["error"]["code"].clone()), (400, json!(-32600)));
+            let sessionless = post(
+                &d,
+                None,
+                Some("2025-06-18"),
+                &json!([request(1, "ping", json!({}))]),
+            );
+            assert_eq!(
+                (
+                    sessionless.status,
+                    sessionless.json()["error"]["code"].clone()
+                ),
+                (400, json!(-32600))
+            );
             let session = initialize(&d, "2025-11-25");
-            let in_session = post(&d, Some(&session), None, &json!([request(1, "ping", json!({}))]));
+            let in_session = post(
+                &d,
+                Some(&session),
+                None,
+                &json!([request(1, "ping", json!({}))]),
+            );
             assert_eq!(in_session.status, 400);
         }
 
@@ -157,17 +258,38 @@ mod v2025_03_26 {
         fn elements_run_concurrently() {
             let d = daemon();
             let started = std::time::Instant::now();
-            let sleeps: Vec<Value> = (1..=3).map(|i| request(i, "tools/call", json!({"name": "fixture__sleep", "arguments": {"ms": 400}}))).collect();
+            let sleeps: Vec<Value> = (1..=3)
+                .map(|i| {
+                    request(
+                        i,
+                        "tools/call",
+                        json!({"name": "fixture__sleep", "arguments": {"ms": 400}}),
+                    )
+                })
+                .collect();
             let reply = post(&d, None, None, &Value::Array(sleeps));
             assert_eq!(reply.json().as_array().unwrap().len(), 3);
-            assert!(started.elapsed() < Duration::from_millis(1100), "ran one after another: {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < Duration::from_millis(1100),
+                "ran one after another: {:?}",
+                started.elapsed()
+            );
         }
 
         #[test]
         fn initialize_inside_a_batch_is_refused_as_its_element_and_mints_nothing() {
             let d = daemon();
-            let init = request(1, "initialize", json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
-            let reply = post(&d, None, None, &json!([init, request(2, "ping", json!({}))]));
+            let init = request(
+                1,
+                "initialize",
+                json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            );
+            let reply = post(
+                &d,
+                None,
+                None,
+                &json!([init, request(2, "ping", json!({}))]),
+            );
             assert!(reply.header("mcp-session-id").is_none());
             let answers = reply.json();
             assert_eq!(answers[0]["error"]["code"], -32600);
@@ -177,7 +299,12 @@ mod v2025_03_26 {
         #[test]
         fn only_notifications_and_responses_is_202() {
             let d = daemon();
-            let reply = post(&d, None, None, &json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "id": 9, "result": {}}]));
+            let reply = post(
+                &d,
+                None,
+                None,
+                &json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "id": 9, "result": {}}]),
+            );
             assert_eq!(reply.status, 202);
             assert!(reply.body.is_empty());
         }
@@ -185,13 +312,28 @@ mod v2025_03_26 {
         #[test]
         fn an_element_that_streams_makes_every_reply_its_own_event() {
             let d = daemon();
-            let progress = request(1, "tools/call", json!({"name": "fixture__progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}));
-            let reply = post(&d, None, None, &json!([progress, request(2, "ping", json!({}))]));
+            let progress = request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}),
+            );
+            let reply = post(
+                &d,
+                None,
+                None,
+                &json!([progress, request(2, "ping", json!({}))]),
+            );
             assert_eq!(reply.header("content-type"), Some("text/event-stream"));
             let events = reply.events();
-            let ids: Vec<&Value> = events.iter().filter(|e| e.get("id").is_some()).map(|e| &e["id"]).collect();
+            let ids: Vec<&Value> = events
+                .iter()
+                .filter(|e| e.get("id").is_some())
+                .map(|e| &e["id"])
+                .collect();
             assert_eq!(ids.len(), 2, "{events:?}");
-            assert!(events.iter().any(|e| e["method"] == "notifications/progress"));
+            assert!(events
+                .iter()
+                .any(|e| e["method"] == "notifications/progress"));
         }
     }
 }
@@ -208,7 +350,10 @@ mod v2025_06_18 {
                 assert_eq!(reply.status, 400, "{bad}");
                 let error = reply.json();
                 assert_eq!(error["error"]["code"], -32022);
-                assert_eq!(error["error"]["data"]["supported"], json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]));
+                assert_eq!(
+                    error["error"]["data"]["supported"],
+                    json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+                );
                 assert_eq!(error["error"]["data"]["requested"], bad);
             }
         }
@@ -217,17 +362,51 @@ mod v2025_06_18 {
         fn in_a_session_the_negotiated_revision_governs_over_the_header() {
             let d = daemon();
             let session = initialize(&d, "2024-11-05");
-            let reply = post(&d, Some(&session), Some("2025-11-25"), &request(1, "tools/call", json!({"name": "fixture__kinds", "arguments": {}})));
+            let reply = post(
+                &d,
+                Some(&session),
+                Some("2025-11-25"),
+                &request(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__kinds", "arguments": {}}),
+                ),
+            );
             let result = reply.json();
             assert_result("2024-11-05", "tools/call", &result);
-            assert!(result["result"]["content"].as_array().unwrap().iter().all(|c| c["type"] == "text"), "{result}");
+            assert!(
+                result["result"]["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|c| c["type"] == "text"),
+                "{result}"
+            );
         }
 
         #[test]
         fn a_posted_response_nothing_waits_for_is_400_and_a_notification_202() {
             let d = daemon();
-            assert_eq!(post(&d, None, None, &json!({"jsonrpc": "2.0", "id": 5, "result": {}})).status, 400);
-            assert_eq!(post(&d, None, None, &json!({"jsonrpc": "2.0", "method": "notifications/whatever"})).status, 202);
+            assert_eq!(
+                post(
+                    &d,
+                    None,
+                    None,
+                    &json!({"jsonrpc": "2.0", "id": 5, "result": {}})
+                )
+                .status,
+                400
+            );
+            assert_eq!(
+                post(
+                    &d,
+                    None,
+                    None,
+                    &json!({"jsonrpc": "2.0", "method": "notifications/whatever"})
+                )
+                .status,
+                202
+            );
         }
 
         #[test]
@@ -235,7 +414,12 @@ mod v2025_06_18 {
             let d = daemon();
             for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
                 let session = initialize(&d, revision);
-                let list = post(&d, Some(&session), Some(revision), &request(1, "tools/list", json!({})));
+                let list = post(
+                    &d,
+                    Some(&session),
+                    Some(revision),
+                    &request(1, "tools/list", json!({})),
+                );
                 assert_result(revision, "tools/list", &list.json());
             }
         }
@@ -251,7 +435,14 @@ mod v2025_11_25 {
             let d = daemon();
             assert_eq!(get(&d, "").status, 405);
             let session = initialize(&d, "2025-11-25");
-            assert_eq!(get(&d, &format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2026-07-28\r\n")).status, 405);
+            assert_eq!(
+                get(
+                    &d,
+                    &format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2026-07-28\r\n")
+                )
+                .status,
+                405
+            );
         }
 
         #[test]
@@ -265,55 +456,146 @@ mod v2025_11_25 {
             let d = daemon();
             let session = initialize(&d, "2025-11-25");
             let (_first, head) = open_stream(&d, &session);
-            assert!(head.contains("text/event-stream") && head.to_ascii_lowercase().contains("x-accel-buffering: no"), "{head}");
-            assert_eq!(get(&d, &format!("Mcp-Session-Id: {session}\r\n")).status, 409);
+            assert!(
+                head.contains("text/event-stream")
+                    && head.to_ascii_lowercase().contains("x-accel-buffering: no"),
+                "{head}"
+            );
+            assert_eq!(
+                get(&d, &format!("Mcp-Session-Id: {session}\r\n")).status,
+                409
+            );
         }
 
         #[test]
         fn the_stream_carries_list_changed_resources_updated_and_keep_alive_comments() {
-            let d = Daemon::start(&fixture_config("[transport]\nsseKeepAlive = \"100ms\"\n"), "");
+            let d = Daemon::start(
+                &fixture_config("[transport]\nsseKeepAlive = \"100ms\"\n"),
+                "",
+            );
             let session = initialize(&d, "2025-11-25");
             let (mut events, _) = open_stream(&d, &session);
             assert!(events.next_line().unwrap().starts_with(':'));
-            post(&d, Some(&session), None, &request(1, "resources/subscribe", json!({"uri": "fixture://hello"})));
-            post(&d, Some(&session), None, &request(2, "tools/call", json!({"name": "fixture__add_tool", "arguments": {}})));
-            post(&d, Some(&session), None, &request(3, "tools/call", json!({"name": "fixture__touch", "arguments": {}})));
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(1, "resources/subscribe", json!({"uri": "fixture://hello"})),
+            );
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(
+                    2,
+                    "tools/call",
+                    json!({"name": "fixture__add_tool", "arguments": {}}),
+                ),
+            );
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(
+                    3,
+                    "tools/call",
+                    json!({"name": "fixture__touch", "arguments": {}}),
+                ),
+            );
             let mut seen = Vec::new();
             while seen.len() < 2 {
                 let event = events.next_event().unwrap();
                 seen.push(event["method"].as_str().unwrap().to_owned());
             }
             seen.sort();
-            assert_eq!(seen, vec!["notifications/resources/updated", "notifications/tools/list_changed"]);
+            assert_eq!(
+                seen,
+                vec![
+                    "notifications/resources/updated",
+                    "notifications/tools/list_changed"
+                ]
+            );
         }
 
         #[test]
         fn a_subscription_made_before_the_stream_opens_delivers_once_it_does() {
             let d = daemon();
             let session = initialize(&d, "2025-11-25");
-            post(&d, Some(&session), None, &request(1, "resources/subscribe", json!({"uri": "fixture://hello"})));
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(1, "resources/subscribe", json!({"uri": "fixture://hello"})),
+            );
             let (mut events, _) = open_stream(&d, &session);
-            post(&d, Some(&session), None, &request(2, "tools/call", json!({"name": "fixture__touch", "arguments": {}})));
-            assert_eq!(events.next_event().unwrap()["params"]["uri"], "fixture://hello");
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(
+                    2,
+                    "tools/call",
+                    json!({"name": "fixture__touch", "arguments": {}}),
+                ),
+            );
+            assert_eq!(
+                events.next_event().unwrap()["params"]["uri"],
+                "fixture://hello"
+            );
         }
 
         #[test]
         fn with_no_stream_open_a_notification_is_dropped_not_redelivered() {
             let d = daemon();
             let session = initialize(&d, "2025-11-25");
-            post(&d, Some(&session), None, &request(1, "tools/call", json!({"name": "fixture__add_tool", "arguments": {}})));
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__add_tool", "arguments": {}}),
+                ),
+            );
             std::thread::sleep(Duration::from_millis(200));
             let (mut events, _) = open_stream(&d, &session);
-            post(&d, Some(&session), None, &request(2, "resources/subscribe", json!({"uri": "fixture://hello"})));
-            post(&d, Some(&session), None, &request(3, "tools/call", json!({"name": "fixture__touch", "arguments": {}})));
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(2, "resources/subscribe", json!({"uri": "fixture://hello"})),
+            );
+            post(
+                &d,
+                Some(&session),
+                None,
+                &request(
+                    3,
+                    "tools/call",
+                    json!({"name": "fixture__touch", "arguments": {}}),
+                ),
+            );
             // The first event is the one sent after the stream opened, not the stale list_changed.
-            assert_eq!(events.next_event().unwrap()["method"], "notifications/resources/updated");
+            assert_eq!(
+                events.next_event().unwrap()["method"],
+                "notifications/resources/updated"
+            );
         }
 
         #[test]
         fn capabilities_declare_subscribe_and_list_changed() {
             let d = daemon();
-            let reply = post(&d, None, None, &request(0, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})));
+            let reply = post(
+                &d,
+                None,
+                None,
+                &request(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+                ),
+            );
             let capabilities = &reply.json()["result"]["capabilities"];
             assert_eq!(capabilities["resources"]["subscribe"], true);
             assert_eq!(capabilities["tools"]["listChanged"], true);
@@ -327,11 +609,20 @@ mod v2025_11_25 {
         fn cancelled_on_the_session_reaches_the_upstream_and_the_post_ends_as_an_empty_stream() {
             let d = daemon();
             let session = initialize(&d, "2025-11-25");
-            let body = request(7, "tools/call", json!({"name": "fixture__sleep", "arguments": {}}));
+            let body = request(
+                7,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
             let headers: Vec<(&str, &[u8])> = vec![("Mcp-Session-Id", session.as_bytes())];
             let stream = d.send_post(&headers, body.to_string().as_bytes());
             std::thread::sleep(Duration::from_millis(200));
-            let cancelled = post(&d, Some(&session), None, &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}));
+            let cancelled = post(
+                &d,
+                Some(&session),
+                None,
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}),
+            );
             assert_eq!(cancelled.status, 202);
             assert!(d.log_shows("fixture: cancelled request"), "{}", d.stderr());
             let mut raw = Vec::new();
@@ -339,24 +630,39 @@ mod v2025_11_25 {
             std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
             let text = String::from_utf8_lossy(&raw);
             assert!(text.contains("text/event-stream"), "{text}");
-            assert!(!text.contains("\"id\":7"), "the cancelled request was answered: {text}");
+            assert!(
+                !text.contains("\"id\":7"),
+                "the cancelled request was answered: {text}"
+            );
         }
 
         #[test]
         fn in_a_session_a_dropped_connection_is_not_a_cancellation() {
             let d = daemon();
             let session = initialize(&d, "2025-11-25");
-            let body = request(8, "tools/call", json!({"name": "fixture__sleep", "arguments": {"ms": 300}}));
+            let body = request(
+                8,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {"ms": 300}}),
+            );
             let headers: Vec<(&str, &[u8])> = vec![("Mcp-Session-Id", session.as_bytes())];
             drop(d.send_post(&headers, body.to_string().as_bytes()));
             std::thread::sleep(Duration::from_millis(700));
-            assert!(!d.stderr().contains("fixture: cancelled request"), "{}", d.stderr());
+            assert!(
+                !d.stderr().contains("fixture: cancelled request"),
+                "{}",
+                d.stderr()
+            );
         }
 
         #[test]
         fn without_a_session_the_disconnect_cancels() {
             let d = daemon();
-            let body = request(9, "tools/call", json!({"name": "fixture__sleep", "arguments": {}}));
+            let body = request(
+                9,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
             let stream = d.send_post(&[], body.to_string().as_bytes());
             std::thread::sleep(Duration::from_millis(200));
             drop(stream);
@@ -371,9 +677,22 @@ mod v2025_11_25 {
         fn the_python_sdk_works_at_every_legacy_revision_with_list_changed() {
             for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
                 let d = daemon();
-                let script = format!("{}/tests/sdk/python_legacy_client.py", env!("CARGO_MANIFEST_DIR"));
-                let out = std::process::Command::new("python3").arg(script).arg(format!("http://{}/mcp", d.addr)).arg(revision).output().unwrap();
-                assert!(out.status.success(), "{revision}: {}\n{}", String::from_utf8_lossy(&out.stderr), d.stderr());
+                let script = format!(
+                    "{}/tests/sdk/python_legacy_client.py",
+                    env!("CARGO_MANIFEST_DIR")
+                );
+                let out = std::process::Command::new("python3")
+                    .arg(script)
+                    .arg(format!("http://{}/mcp", d.addr))
+                    .arg(revision)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{revision}: {}\n{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    d.stderr()
+                );
                 let report: Value = serde_json::from_slice(&out.stdout).unwrap();
                 assert_eq!(report["negotiated"], revision);
                 assert_eq!(report["echo"], json!([format!("hello at {revision}")]));

@@ -295,6 +295,10 @@ impl EventReader {
                 return None;
             }
             let line = line.trim_end().to_owned();
+            // The last chunk of a chunked body: the stream has ended.
+            if line == "0" {
+                return None;
+            }
             if line.starts_with("data: ") || line.starts_with(':') || line.starts_with("id:") {
                 return Some(line);
             }

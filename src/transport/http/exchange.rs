@@ -6,7 +6,6 @@
 //! going away cancels; in a legacy session it does not).
 
 use super::{json_response, sse, watch_disconnect, Body};
-use smol::net::TcpStream;
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, RequestContext};
 use crate::jsonrpc::{Notification, Request, Response};
@@ -14,6 +13,7 @@ use crate::registry::Outcome;
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use serde_json::Value;
+use smol::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,18 +44,40 @@ impl Exchange {
     }
 
     /// Starts a request on `client`; returns its cancellation.
-    pub(super) fn start(&mut self, gateway: &Arc<Gateway>, client: &Arc<Client>, request: Request) -> Cancel {
+    pub(super) fn start(
+        &mut self,
+        gateway: &Arc<Gateway>,
+        client: &Arc<Client>,
+        request: Request,
+    ) -> Cancel {
         self.expected += 1;
         let cancel = Cancel::new();
-        let guard = gateway.registry.begin(client.session, request.id.clone(), &request.method, cancel.clone());
+        let guard = gateway.registry.begin(
+            client.session,
+            request.id.clone(),
+            &request.method,
+            cancel.clone(),
+        );
         let context = RequestContext {
             cancel: cancel.clone(),
             notifications: self.notifications_tx.clone(),
         };
-        let (gateway, client, answers, cancelled) = (Arc::clone(gateway), Arc::clone(client), self.answers_tx.clone(), cancel.clone());
+        let (gateway, client, answers, cancelled) = (
+            Arc::clone(gateway),
+            Arc::clone(client),
+            self.answers_tx.clone(),
+            cancel.clone(),
+        );
         smol::spawn(async move {
-            let response = cancelled.run(gateway.handle(&client, request, &context)).await.filter(|_| !cancelled.is_cancelled());
-            guard.finish(if response.is_some() { Outcome::Answered } else { Outcome::Cancelled });
+            let response = cancelled
+                .run(gateway.handle(&client, request, &context))
+                .await
+                .filter(|_| !cancelled.is_cancelled());
+            guard.finish(if response.is_some() {
+                Outcome::Answered
+            } else {
+                Outcome::Cancelled
+            });
             let _ = answers.send(response).await;
         })
         .detach();
@@ -88,7 +110,12 @@ impl Exchange {
 
     /// Waits for what goes back first and shapes the HTTP response. `batch` answers as a JSON
     /// array; `status` maps a single answer to its status.
-    pub(super) async fn reply(self, batch: bool, status: fn(&Response) -> StatusCode, keep_alive: Duration) -> http::Response<Body> {
+    pub(super) async fn reply(
+        self,
+        batch: bool,
+        status: fn(&Response) -> StatusCode,
+        keep_alive: Duration,
+    ) -> http::Response<Body> {
         let Exchange {
             notifications_tx,
             notifications,
@@ -105,7 +132,11 @@ impl Exchange {
                 break None;
             }
             // Notifications are polled first: one queued before an answer must precede it.
-            let next = smol::future::or(async { Err(next_notification(&notifications).await) }, async { Ok(answers.recv().await.ok().flatten()) }).await;
+            let next = smol::future::or(
+                async { Err(next_notification(&notifications).await) },
+                async { Ok(answers.recv().await.ok().flatten()) },
+            )
+            .await;
             match next {
                 Err(notification) => break Some(notification),
                 Ok(answer) => ready.push(answer),
@@ -120,7 +151,10 @@ impl Exchange {
                     sse::stream().0
                 }
                 (false, [single]) => json_response(status(single), &single.to_value()),
-                _ => json_response(StatusCode::OK, &Value::Array(answered.iter().map(Response::to_value).collect())),
+                _ => json_response(
+                    StatusCode::OK,
+                    &Value::Array(answered.iter().map(Response::to_value).collect()),
+                ),
             };
         };
         let (response, events) = sse::stream();
@@ -139,10 +173,13 @@ impl Exchange {
             while delivered < expected {
                 let next = smol::future::or(
                     async { Some(Err(next_notification(&notifications).await)) },
-                    smol::future::or(async { Some(Ok(answers.recv().await.ok().flatten())) }, async {
-                        smol::Timer::after(keep_alive).await;
-                        None
-                    }),
+                    smol::future::or(
+                        async { Some(Ok(answers.recv().await.ok().flatten())) },
+                        async {
+                            smol::Timer::after(keep_alive).await;
+                            None
+                        },
+                    ),
                 )
                 .await;
                 let written = match next {

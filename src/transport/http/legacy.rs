@@ -10,7 +10,9 @@ use super::exchange::Exchange;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::jsonrpc::{
+    self, ErrorObject, Id, Message, Notification, Request, INTERNAL_ERROR, INVALID_REQUEST,
+};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::Value;
@@ -31,13 +33,21 @@ enum Named {
 }
 
 fn named_session(door: &FrontDoor, headers: &HeaderMap) -> Named {
-    let Some(value) = headers.get(SESSION_HEADER) else { return Named::Nothing };
-    let live = value.to_str().ok().and_then(|id| door.sessions.get(id.trim()));
+    let Some(value) = headers.get(SESSION_HEADER) else {
+        return Named::Nothing;
+    };
+    let live = value
+        .to_str()
+        .ok()
+        .and_then(|id| door.sessions.get(id.trim()));
     match live {
         Some(session) => Named::Live(session),
         None => Named::Refusal(rpc_error(
             StatusCode::NOT_FOUND,
-            ErrorObject::new(INVALID_REQUEST, "Session not found: it ended or expired; send initialize again"),
+            ErrorObject::new(
+                INVALID_REQUEST,
+                "Session not found: it ended or expired; send initialize again",
+            ),
         )),
     }
 }
@@ -60,10 +70,17 @@ fn revision_of(headers: &HeaderMap, session: Option<&Session>) -> Result<Revisio
     };
     // In a session, the negotiated revision governs even if the header names another.
     let negotiated = session.and_then(|s| s.client.revision());
-    Ok(negotiated.or(header).unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION))
+    Ok(negotiated
+        .or(header)
+        .unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION))
 }
 
-pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, socket: TcpStream) -> Response<Body> {
+pub(super) async fn post(
+    door: &FrontDoor,
+    headers: &HeaderMap,
+    body: Value,
+    socket: TcpStream,
+) -> Response<Body> {
     let session = match named_session(door, headers) {
         Named::Refusal(response) => return response,
         Named::Live(session) => Some(session),
@@ -75,8 +92,15 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, soc
     };
     match body {
         Value::Array(elements) if !revision.allows_batches() || elements.is_empty() => {
-            let why = if elements.is_empty() { "an empty batch".to_owned() } else { format!("MCP {revision} has no JSON-RPC batches") };
-            rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")))
+            let why = if elements.is_empty() {
+                "an empty batch".to_owned()
+            } else {
+                format!("MCP {revision} has no JSON-RPC batches")
+            };
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
+            )
         }
         Value::Array(elements) => {
             let messages = elements.into_iter().map(jsonrpc::parse_message).collect();
@@ -84,7 +108,9 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, soc
         }
         single => match jsonrpc::parse_message(single) {
             Err(rejection) => json_response(StatusCode::BAD_REQUEST, &rejection.to_value()),
-            Ok(Message::Request(request)) if request.method == "initialize" => initialize(door, session.is_some(), request),
+            Ok(Message::Request(request)) if request.method == "initialize" => {
+                initialize(door, session.is_some(), request)
+            }
             Ok(Message::Request(request)) => {
                 let mut exchange = Exchange::new();
                 let client = serving_client(door, session.as_ref(), revision, &mut exchange);
@@ -92,7 +118,9 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, soc
                 if session.is_none() {
                     exchange.cancel_on_disconnect(cancel, &socket);
                 }
-                exchange.reply(false, |_| StatusCode::OK, door.options.sse_keep_alive).await
+                exchange
+                    .reply(false, |_| StatusCode::OK, door.options.sse_keep_alive)
+                    .await
             }
             Ok(Message::Notification(notification)) => {
                 on_notification(&door.gateway, session.as_deref(), &notification);
@@ -101,7 +129,10 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, soc
             // mcpx sends clients no requests yet, so no response can be awaited.
             Ok(Message::Response(_)) => rpc_error(
                 StatusCode::BAD_REQUEST,
-                ErrorObject::new(INVALID_REQUEST, "Invalid Request: no request of mcpx is waiting for this response"),
+                ErrorObject::new(
+                    INVALID_REQUEST,
+                    "Invalid Request: no request of mcpx is waiting for this response",
+                ),
             ),
         },
     }
@@ -109,7 +140,12 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value, soc
 
 /// The client a request is served as: its session's, or, without one, a client of its own for
 /// this exchange alone, closed when the exchange ends.
-fn serving_client(door: &FrontDoor, session: Option<&Arc<Session>>, revision: Revision, exchange: &mut Exchange) -> Arc<Client> {
+fn serving_client(
+    door: &FrontDoor,
+    session: Option<&Arc<Session>>,
+    revision: Revision,
+    exchange: &mut Exchange,
+) -> Arc<Client> {
     if let Some(session) = session {
         return Arc::clone(&session.client);
     }
@@ -138,8 +174,14 @@ impl Drop for ClosesOnDrop {
 /// `initialize` mints a session (never inside one, and never in a batch).
 fn initialize(door: &FrontDoor, in_session: bool, request: Request) -> Response<Body> {
     if in_session {
-        let error = ErrorObject::new(INVALID_REQUEST, "Invalid Request: this session is initialized already");
-        return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error).to_value());
+        let error = ErrorObject::new(
+            INVALID_REQUEST,
+            "Invalid Request: this session is initialized already",
+        );
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &jsonrpc::Response::error(Some(request.id), error).to_value(),
+        );
     }
     let (client, outbound) = match door.sessions.prepare() {
         Ok(prepared) => prepared,
@@ -166,7 +208,10 @@ fn refused_session(refused: Refused) -> Response<Body> {
         Refused::Full(max) => format!("the daemon holds its maximum of {max} sessions (transport.maxSessions); end one with DELETE or try later"),
         Refused::NoRandomness => "the system's random source failed, so no unguessable session id can be minted".to_owned(),
     };
-    rpc_error(StatusCode::SERVICE_UNAVAILABLE, ErrorObject::new(INTERNAL_ERROR, message))
+    rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorObject::new(INTERNAL_ERROR, message),
+    )
 }
 
 /// A session's `notifications/cancelled` cancels the request it names (and so the upstream call)
@@ -175,7 +220,11 @@ fn on_notification(gateway: &Gateway, session: Option<&Session>, notification: &
     if notification.method != "notifications/cancelled" {
         return;
     }
-    let id = notification.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
+    let id = notification
+        .params
+        .as_ref()
+        .and_then(|p| p.get("requestId"))
+        .and_then(Id::from_value);
     if let (Some(session), Some(id)) = (session, id) {
         gateway.registry.cancel(session.client.session, &id);
     }
@@ -196,7 +245,10 @@ async fn batch(
         match message {
             Err(rejection) => exchange.answer_now(*rejection),
             Ok(Message::Request(request)) if request.method == "initialize" => {
-                let error = ErrorObject::new(INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch");
+                let error = ErrorObject::new(
+                    INVALID_REQUEST,
+                    "Invalid Request: initialize must not be part of a batch",
+                );
                 exchange.answer_now(jsonrpc::Response::error(Some(request.id), error));
             }
             Ok(Message::Request(request)) => {
@@ -205,14 +257,18 @@ async fn batch(
                     exchange.cancel_on_disconnect(cancel, &socket);
                 }
             }
-            Ok(Message::Notification(notification)) => on_notification(&door.gateway, session.as_deref(), &notification),
+            Ok(Message::Notification(notification)) => {
+                on_notification(&door.gateway, session.as_deref(), &notification)
+            }
             Ok(Message::Response(_)) => {}
         }
     }
     if exchange.expected() == 0 {
         return accepted();
     }
-    exchange.reply(true, |_| StatusCode::OK, door.options.sse_keep_alive).await
+    exchange
+        .reply(true, |_| StatusCode::OK, door.options.sse_keep_alive)
+        .await
 }
 
 /// GET opens a session's notification stream: one per session, closed by DELETE.
@@ -231,7 +287,10 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
     };
     if !session.open_stream() {
         // Each message goes on exactly one stream; a second would silently take half of them.
-        return rpc_error(StatusCode::CONFLICT, ErrorObject::new(INVALID_REQUEST, "this session's GET stream is open already"));
+        return rpc_error(
+            StatusCode::CONFLICT,
+            ErrorObject::new(INVALID_REQUEST, "this session's GET stream is open already"),
+        );
     }
     // Nothing is redelivered: what arrived while no stream was open is dropped.
     while session.outbound.try_recv().is_ok() {}
@@ -272,20 +331,39 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
 /// would be wrong); an unknown session is 404.
 pub(super) fn delete(door: &FrontDoor, headers: &HeaderMap) -> Response<Body> {
     let Some(value) = headers.get(SESSION_HEADER) else {
-        return rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(INVALID_REQUEST, "DELETE needs the Mcp-Session-Id of the session to end"));
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorObject::new(
+                INVALID_REQUEST,
+                "DELETE needs the Mcp-Session-Id of the session to end",
+            ),
+        );
     };
-    match value.to_str().ok().and_then(|id| door.sessions.end(id.trim())) {
+    match value
+        .to_str()
+        .ok()
+        .and_then(|id| door.sessions.end(id.trim()))
+    {
         Some(_) => {
             let mut response = accepted();
             *response.status_mut() = StatusCode::NO_CONTENT;
             response
         }
-        None => rpc_error(StatusCode::NOT_FOUND, ErrorObject::new(INVALID_REQUEST, "Session not found")),
+        None => rpc_error(
+            StatusCode::NOT_FOUND,
+            ErrorObject::new(INVALID_REQUEST, "Session not found"),
+        ),
     }
 }
 
 pub(super) fn method_not_allowed(why: &str) -> Response<Body> {
-    let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, ErrorObject::new(INVALID_REQUEST, format!("Method Not Allowed: {why}")));
-    response.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
+    let mut response = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorObject::new(INVALID_REQUEST, format!("Method Not Allowed: {why}")),
+    );
+    response.headers_mut().insert(
+        http::header::ALLOW,
+        HeaderValue::from_static("POST, GET, DELETE"),
+    );
     response
 }

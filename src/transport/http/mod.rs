@@ -10,8 +10,8 @@
 mod exchange;
 mod legacy;
 mod modern;
-mod sessions;
 pub mod origin;
+mod sessions;
 mod sse;
 pub mod status;
 
@@ -85,7 +85,11 @@ pub async fn serve(
     let door = Arc::new(FrontDoor {
         origins: OriginPolicy::new(&options.allowed_origins, options.address),
         modern: gateway.open_client("http", unsolicited),
-        sessions: sessions::Sessions::new(Arc::clone(&gateway), options.max_sessions, options.session_idle_timeout),
+        sessions: sessions::Sessions::new(
+            Arc::clone(&gateway),
+            options.max_sessions,
+            options.session_idle_timeout,
+        ),
         gateway,
         options,
     });
@@ -188,7 +192,9 @@ impl FrontDoor {
             Method::POST => self.post(request, socket).await,
             Method::GET => legacy::get(self, request.headers()).await,
             Method::DELETE => legacy::delete(self, request.headers()),
-            _ => legacy::method_not_allowed("/mcp takes POST, and GET and DELETE for legacy sessions"),
+            _ => legacy::method_not_allowed(
+                "/mcp takes POST, and GET and DELETE for legacy sessions",
+            ),
         }
     }
 

@@ -3,10 +3,7 @@
 //! are no sessions (an `Mcp-Session-Id` is ignored), no batches, and closing the stream cancels.
 
 use super::exchange::Exchange;
-use super::{
-    accepted, json_response, rpc_error, status, Body, FrontDoor,
-    PROTOCOL_VERSION_HEADER,
-};
+use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, HEADER_MISMATCH, INVALID_REQUEST,
 };
@@ -163,5 +160,7 @@ async fn run(door: &FrontDoor, request: Request, socket: TcpStream) -> Response<
     let mut exchange = Exchange::new();
     let cancel = exchange.start(&door.gateway, &door.modern, request);
     exchange.cancel_on_disconnect(cancel, &socket);
-    exchange.reply(false, status::modern_status, door.options.sse_keep_alive).await
+    exchange
+        .reply(false, status::modern_status, door.options.sse_keep_alive)
+        .await
 }

@@ -48,7 +48,12 @@ impl Session {
     /// Idle: no request for `timeout`, and no GET stream open (a listening client is not idle).
     fn is_idle(&self, timeout: Duration) -> bool {
         !self.stream_open.load(Ordering::Acquire)
-            && self.last_used.lock().unwrap_or_else(|p| p.into_inner()).elapsed() >= timeout
+            && self
+                .last_used
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .elapsed()
+                >= timeout
     }
 }
 
@@ -93,11 +98,18 @@ impl Sessions {
             return Err(Refused::Full(self.max));
         }
         let (outbound, outbound_rx) = async_channel::bounded(STREAM_QUEUE);
-        Ok((self.gateway.open_client("http-session", outbound), outbound_rx))
+        Ok((
+            self.gateway.open_client("http-session", outbound),
+            outbound_rx,
+        ))
     }
 
     /// Mints a session for a client that initialized; its id is 128 random bits.
-    pub fn insert(&self, client: Arc<Client>, outbound: Receiver<Notification>) -> Result<Arc<Session>, Refused> {
+    pub fn insert(
+        &self,
+        client: Arc<Client>,
+        outbound: Receiver<Notification>,
+    ) -> Result<Arc<Session>, Refused> {
         let mut bytes = [0u8; 16];
         if getrandom::fill(&mut bytes).is_err() {
             self.gateway.close_client(&client);
@@ -143,7 +155,12 @@ impl Sessions {
 
     /// Ends every idle session.
     pub fn sweep(&self) {
-        let idle: Vec<String> = self.lock().values().filter(|s| s.is_idle(self.idle)).map(|s| s.id.clone()).collect();
+        let idle: Vec<String> = self
+            .lock()
+            .values()
+            .filter(|s| s.is_idle(self.idle))
+            .map(|s| s.id.clone())
+            .collect();
         for id in idle {
             tracing::debug!(session = %id, "session expired");
             self.end(&id);

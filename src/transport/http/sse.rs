@@ -29,7 +29,9 @@ impl EventSender {
     /// Queues one message without waiting; false if the client is gone or so far behind that
     /// its queue is full (a slow consumer is dropped, not buffered for forever).
     pub fn try_message(&self, message: &Value) -> bool {
-        let sent = self.tx.try_send(Bytes::from(format!("event: message\ndata: {message}\n\n")));
+        let sent = self
+            .tx
+            .try_send(Bytes::from(format!("event: message\ndata: {message}\n\n")));
         if let Err(async_channel::TrySendError::Full(_)) = sent {
             tracing::warn!("closing an event stream whose client stopped reading");
         }
