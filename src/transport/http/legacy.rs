@@ -54,7 +54,10 @@ fn named_session(door: &FrontDoor, headers: &HeaderMap) -> Named {
 
 /// The revision a legacy request is served under: the session's, else the header's, else
 /// 2025-03-26. A header naming no legacy revision mcpx implements is -32022 with the list.
-fn revision_of(headers: &HeaderMap, session: Option<&Session>) -> Result<Revision, Response<Body>> {
+fn revision_of(
+    headers: &HeaderMap,
+    session: Option<&Session>,
+) -> Result<Revision, Box<Response<Body>>> {
     let header = match headers.get(PROTOCOL_VERSION_HEADER) {
         None => None,
         Some(value) => {
@@ -63,7 +66,7 @@ fn revision_of(headers: &HeaderMap, session: Option<&Session>) -> Result<Revisio
                 Some(revision) => Some(revision),
                 None => {
                     let error = envelope::unsupported_version(&text, Revision::legacy_strings());
-                    return Err(rpc_error(StatusCode::BAD_REQUEST, error));
+                    return Err(Box::new(rpc_error(StatusCode::BAD_REQUEST, error)));
                 }
             }
         }
@@ -88,7 +91,7 @@ pub(super) async fn post(
     };
     let revision = match revision_of(headers, session.as_deref()) {
         Ok(revision) => revision,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     match body {
         Value::Array(elements) if !revision.allows_batches() || elements.is_empty() => {
