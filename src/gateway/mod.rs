@@ -22,7 +22,7 @@ use crate::jsonrpc::{
 };
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
-use crate::registry::Registry;
+use crate::registry::{Outcome, Registry};
 use crate::upstream::stdio::{Handshake, StdioUpstream};
 use crate::upstream::{Event, ListKind, ProgressSink};
 use async_channel::{Receiver, Sender};
@@ -395,6 +395,43 @@ impl Gateway {
             "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
         });
         Response::result(request.id.clone(), result)
+    }
+
+    /// Starts a request under its own cancellation, entered in the registry: the task yields
+    /// its response, or `None` once it was cancelled (then nothing may be written for it). Its
+    /// request-scoped notifications go to `notifications`.
+    pub fn start_request(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        request: Request,
+        notifications: Sender<Notification>,
+    ) -> (Cancel, smol::Task<Option<Response>>) {
+        let cancel = Cancel::new();
+        let guard = self.registry.begin(
+            client.session,
+            request.id.clone(),
+            &request.method,
+            cancel.clone(),
+        );
+        let context = RequestContext {
+            cancel: cancel.clone(),
+            notifications,
+        };
+        let (gateway, client) = (Arc::clone(self), Arc::clone(client));
+        let task = smol::spawn(async move {
+            let cancel = &context.cancel;
+            let response = cancel
+                .run(gateway.handle(&client, request, &context))
+                .await
+                .filter(|_| !cancel.is_cancelled());
+            guard.finish(if response.is_some() {
+                Outcome::Answered
+            } else {
+                Outcome::Cancelled
+            });
+            response
+        });
+        (cancel, task)
     }
 
     /// Answers one request (not `initialize`, which transports run in line through

@@ -7,13 +7,11 @@
 //! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
 //! to answer, then are cancelled, and `serve` returns.
 
-use crate::cancel::Cancel;
-use crate::gateway::{Client, Gateway, RequestContext};
+use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INVALID_REQUEST,
 };
 use crate::protocol::Revision;
-use crate::registry::Outcome;
 use async_channel::{Receiver, Sender};
 use serde_json::Value;
 use smol::io::{
@@ -162,34 +160,13 @@ impl Connection {
     /// Starts a request under its own cancellation; the task yields its response, or `None` if
     /// it was cancelled (then nothing may be written for it).
     fn start(&self, request: Request) -> Task<Option<Response>> {
-        let cancel = Cancel::new();
-        let guard = self.gateway.registry.begin(
-            self.client.session,
-            request.id.clone(),
-            &request.method,
-            cancel.clone(),
-        );
-        let context = RequestContext {
-            cancel: cancel.clone(),
-            notifications: self.notifications.clone(),
-        };
-        let (gateway, client, alive) = (
-            Arc::clone(&self.gateway),
-            Arc::clone(&self.client),
-            self.alive.clone(),
-        );
+        let (_, task) =
+            self.gateway
+                .start_request(&self.client, request, self.notifications.clone());
+        let alive = self.alive.clone();
         smol::spawn(async move {
             let _alive = alive;
-            let response = cancel
-                .run(gateway.handle(&client, request, &context))
-                .await
-                .filter(|_| !cancel.is_cancelled());
-            guard.finish(if response.is_some() {
-                Outcome::Answered
-            } else {
-                Outcome::Cancelled
-            });
-            response
+            task.await
         })
     }
 

@@ -1,20 +1,18 @@
 //! A running `mcpx daemon` and a raw HTTP/1.1 client: raw, because the tests put bytes in
 //! headers that an HTTP library would normalise or refuse.
 
-use super::{mcpx_bin, PATIENCE};
+use super::{mcpx_bin, Log, PATIENCE};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running `mcpx daemon` on a free loopback port.
 pub struct Daemon {
     child: Child,
     pub addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-    stderr_reader: Option<std::thread::JoinHandle<()>>,
+    log: Log,
     _config: tempfile::NamedTempFile,
 }
 
@@ -34,49 +32,32 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let sink = Arc::clone(&stderr);
-        let err = child.stderr.take().unwrap();
-        let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.split("serving MCP at http://").nth(1) {
-                    let _ = addr_tx.send(rest.trim_end_matches("/mcp").to_owned());
-                }
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
+        let log = Log::capture(child.stderr.take().unwrap(), move |line| {
+            if let Some(rest) = line.split("serving MCP at http://").nth(1) {
+                let _ = addr_tx.send(rest.trim_end_matches("/mcp").to_owned());
             }
         });
         let addr = addr_rx
             .recv_timeout(PATIENCE)
-            .unwrap_or_else(|_| panic!("the daemon did not start:\n{}", stderr.lock().unwrap()))
+            .unwrap_or_else(|_| panic!("the daemon did not start:\n{}", log.text()))
             .parse()
             .unwrap();
         Daemon {
             child,
             addr,
-            stderr,
-            stderr_reader: Some(stderr_reader),
+            log,
             _config: file,
         }
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.log.text()
     }
 
     /// Waits until the daemon's log contains `text`.
     pub fn log_shows(&self, text: &str) -> bool {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if self.stderr().contains(text) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
+        self.log.shows(text)
     }
 
     /// Sends a signal and waits for the daemon to exit.
@@ -88,9 +69,7 @@ impl Daemon {
         let deadline = Instant::now() + PATIENCE;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
-                if let Some(reader) = self.stderr_reader.take() {
-                    let _ = reader.join();
-                }
+                self.log.finish();
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(10));

@@ -43,14 +43,67 @@ pub fn fixture_config(extra: &str) -> String {
     format!("[servers.fixture]\ncommand = {:?}\n{extra}", fixture_bin())
 }
 
+/// What a child process writes to stderr, collected as it arrives.
+pub struct Log {
+    text: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Log {
+    /// Collects `stderr`, showing each line to `on_line` as well.
+    pub fn capture(
+        stderr: std::process::ChildStderr,
+        on_line: impl Fn(&str) + Send + 'static,
+    ) -> Log {
+        let text = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&text);
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                on_line(&line);
+                let mut text = sink.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        Log {
+            text,
+            reader: Some(reader),
+        }
+    }
+
+    /// Everything so far.
+    pub fn text(&self) -> String {
+        self.text.lock().unwrap().clone()
+    }
+
+    /// Waits until the log contains `text`.
+    pub fn shows(&self, text: &str) -> bool {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if self.text().contains(text) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    /// Waits until the process's stderr is closed and read to the end.
+    pub fn finish(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
 /// A running `mcpx serve`.
 pub struct Serve {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     held: VecDeque<Value>,
-    stderr: Arc<Mutex<String>>,
-    stderr_reader: Option<std::thread::JoinHandle<()>>,
+    log: Log,
     _config: tempfile::NamedTempFile,
 }
 
@@ -76,24 +129,13 @@ impl Serve {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        let err = child.stderr.take().unwrap();
-        let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
+        let log = Log::capture(child.stderr.take().unwrap(), |_| {});
         Serve {
             stdin: child.stdin.take(),
             child,
             lines,
             held: VecDeque::new(),
-            stderr,
-            stderr_reader: Some(stderr_reader),
+            log,
             _config: file,
         }
     }
@@ -201,10 +243,7 @@ impl Serve {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
-                // Everything mcpx logged is read before anyone looks at it.
-                if let Some(reader) = self.stderr_reader.take() {
-                    let _ = reader.join();
-                }
+                self.log.finish();
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -213,19 +252,12 @@ impl Serve {
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.log.text()
     }
 
     /// Waits until mcpx's log (stderr) contains `text`.
     pub fn log_shows(&self, text: &str) -> bool {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if self.stderr().contains(text) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
+        self.log.shows(text)
     }
 }
 

@@ -7,9 +7,8 @@
 
 use super::{json_response, sse, watch_disconnect, Body};
 use crate::cancel::Cancel;
-use crate::gateway::{Client, Gateway, RequestContext};
+use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{Notification, Request, Response};
-use crate::registry::Outcome;
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use serde_json::Value;
@@ -51,34 +50,10 @@ impl Exchange {
         request: Request,
     ) -> Cancel {
         self.expected += 1;
-        let cancel = Cancel::new();
-        let guard = gateway.registry.begin(
-            client.session,
-            request.id.clone(),
-            &request.method,
-            cancel.clone(),
-        );
-        let context = RequestContext {
-            cancel: cancel.clone(),
-            notifications: self.notifications_tx.clone(),
-        };
-        let (gateway, client, answers, cancelled) = (
-            Arc::clone(gateway),
-            Arc::clone(client),
-            self.answers_tx.clone(),
-            cancel.clone(),
-        );
+        let (cancel, task) = gateway.start_request(client, request, self.notifications_tx.clone());
+        let answers = self.answers_tx.clone();
         smol::spawn(async move {
-            let response = cancelled
-                .run(gateway.handle(&client, request, &context))
-                .await
-                .filter(|_| !cancelled.is_cancelled());
-            guard.finish(if response.is_some() {
-                Outcome::Answered
-            } else {
-                Outcome::Cancelled
-            });
-            let _ = answers.send(response).await;
+            let _ = answers.send(task.await).await;
         })
         .detach();
         cancel
