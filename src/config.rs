@@ -4,8 +4,8 @@
 //! an impossible upstream is an error that names the file, the line and the key, and mcpx does not
 //! start: a gateway that silently drops half its servers is worse than one that refuses.
 
-use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub const BUILTIN_SERVER: &str = "mcpx";
 
 /// The whole configuration.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The HTTP daemon.
@@ -28,7 +28,7 @@ pub struct Config {
 }
 
 /// `[daemon]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default, rename_all = "camelCase")]
 pub struct Daemon {
     /// Where `mcpx daemon` listens; loopback by default.
@@ -48,7 +48,7 @@ impl Default for Daemon {
 }
 
 /// `[transport]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default, rename_all = "camelCase")]
 pub struct Transport {
     /// Browser origins allowed besides loopback and the daemon's own address.
@@ -82,7 +82,7 @@ impl Default for Transport {
 }
 
 /// `[admin]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Admin {
     /// The admin socket's path.
@@ -114,22 +114,29 @@ fn whoami() -> String {
 }
 
 /// `[servers.NAME]`: one upstream, either a child process (`command`) or a remote server (`url`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Server {
     /// The program to spawn (stdio upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Extra environment variables for it.
-    pub env: HashMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
     /// Its working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
     /// The Streamable HTTP endpoint (remote upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Extra HTTP headers sent to it (for example `Authorization`).
-    pub headers: HashMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     /// What exposed names start with: `NAME__` by default, `PREFIX__` if set, bare names if `""`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
 }
 
@@ -272,8 +279,12 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Durations written the way people write them: "15s", "500ms", "2m".
 mod humantime_serde {
-    use serde::{Deserialize, Deserializer};
+    use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(duration: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*duration).to_string())
+    }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
@@ -355,6 +366,27 @@ headers = { Authorization = "Bearer x" }
             assert_eq!(line, 2);
             assert!(message.contains("servers.x"), "{message}");
             assert!(Config::parse("[servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n").is_err());
+        }
+
+        /// Every key mcpx reads is documented in mcpx.toml(5).
+        #[test]
+        fn every_key_is_in_the_man_page() {
+            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
+            config.admin.socket = "/s".into();
+            let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/mcpx.toml.5")).unwrap();
+            let tables = toml::Value::try_from(&config).unwrap();
+            let mut keys = Vec::new();
+            for (table, value) in tables.as_table().unwrap() {
+                for (key, value) in value.as_table().unwrap() {
+                    match table.as_str() {
+                        "servers" => keys.extend(value.as_table().unwrap().keys().cloned()),
+                        _ => keys.push(key.clone()),
+                    }
+                }
+            }
+            for key in keys {
+                assert!(page.contains(&format!("\\fB{key}\\fR")), "mcpx.toml(5) does not document {key}");
+            }
         }
 
         #[test]

@@ -10,8 +10,10 @@
 #![warn(missing_docs)]
 
 pub mod cancel;
+pub mod cli;
 pub mod config;
 pub mod gateway;
+pub mod import;
 pub mod jsonrpc;
 pub mod mcpheaders;
 pub mod protocol;

@@ -1,53 +1,21 @@
 //! The `mcpx` command: parses the command line, loads the configuration, builds the executor.
 //! Everything else lives in the library.
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use mcpx::cancel::Cancel;
+use mcpx::cli::{Cli, Command};
 use mcpx::config::Config;
 use mcpx::gateway::{Gateway, Owner};
 use mcpx::transport::http::{self, HttpOptions};
 use mcpx::transport::stdio::{self, StdioOptions};
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How long an upstream may take to exit once its stdin closes, before it is killed.
 const UPSTREAM_EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// One MCP server made of many: merges your upstream MCP servers for every client.
-#[derive(Debug, Parser)]
-#[command(
-    name = "mcpx",
-    version,
-    about = "an MCP gateway: many upstream MCP servers, one server to every client"
-)]
-struct Cli {
-    /// Configuration file (default: $XDG_CONFIG_HOME/mcpx/config.toml; none needed).
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Serve MCP on stdin and stdout (what an editor launches).
-    Serve,
-    /// Serve MCP over Streamable HTTP at /mcp on `daemon.address` until SIGTERM or SIGINT.
-    Daemon,
-    /// List the merged tools, grouped by upstream, with each upstream's state.
-    Tools,
-    /// Call one tool through the gateway and print its result.
-    Call {
-        /// The exposed tool name (for example `time__get_current_time`).
-        tool: String,
-        /// The tool's arguments as a JSON object.
-        #[arg(long, default_value = "{}", value_name = "JSON")]
-        args: String,
-    },
-}
 
 fn main() -> ExitCode {
     // smol's executor runs one thread unless told otherwise; a gateway should use every core.
@@ -64,6 +32,14 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
+    match cli.command {
+        Command::Completions { shell } => {
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &mcpx::cli::completions(shell));
+            return ExitCode::SUCCESS;
+        }
+        Command::Import { file, write } => return import(&file, write, cli.config.as_deref()),
+        _ => {}
+    }
     let (config, path) = match Config::load(cli.config.as_deref()) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -135,7 +111,12 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 session_idle_timeout: config.transport.session_idle_timeout,
                 max_sessions: config.transport.max_sessions,
             };
-            let serving = http::serve(Arc::clone(&gateway), options, shutdown);
+            let listener = smol::net::TcpListener::bind(config.daemon.address)
+                .await
+                .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
+            // Under systemd (Type=notify), accepting connections is readiness.
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+            let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);
             let start_failed = async {
                 match starting.await {
                     Ok(()) => smol::future::pending().await,
@@ -151,6 +132,7 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Import { .. } | Command::Completions { .. } => unreachable!("handled before the gateway starts"),
         Command::Tools => {
             gateway.start().await?;
             print_tools(&gateway).await;
@@ -175,6 +157,47 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
     }
 }
 
+/// `mcpx import`: prints the converted tables, or appends them to the configuration file.
+fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("mcpx import: {message}");
+        ExitCode::from(2)
+    };
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => return fail(format!("cannot read {}: {e}", file.display())),
+    };
+    let imported = match mcpx::import::import(&text) {
+        Ok(imported) => imported,
+        Err(why) => return fail(format!("{}: {why}", file.display())),
+    };
+    for note in &imported.notes {
+        eprintln!("mcpx import: {note}");
+    }
+    if !write {
+        print!("{}", mcpx::import::to_toml(&imported.servers));
+        return ExitCode::SUCCESS;
+    }
+    let Some(target) = config.map(Path::to_owned).or_else(mcpx::config::default_path) else {
+        return fail("no configuration directory; name the file with --config".into());
+    };
+    let existing = std::fs::read_to_string(&target).unwrap_or_default();
+    let merged = match mcpx::import::merge(&existing, &imported.servers) {
+        Ok(merged) => merged,
+        Err(why) => return fail(format!("{}: {why}; nothing was written", target.display())),
+    };
+    if let Some(dir) = target.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match std::fs::write(&target, merged) {
+        Ok(()) => {
+            eprintln!("mcpx import: added {} server(s) to {}", imported.servers.len(), target.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("cannot write {}: {e}", target.display())),
+    }
+}
+
 /// Fires `shutdown` on the first SIGTERM or SIGINT.
 fn signal_shutdown(shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
     use smol::stream::StreamExt;
@@ -183,6 +206,7 @@ fn signal_shutdown(shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
     Ok(smol::spawn(async move {
         if let Some(Ok(signal)) = signals.next().await {
             tracing::info!("received {signal:?}");
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
             shutdown.cancel();
         }
     }))

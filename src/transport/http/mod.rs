@@ -71,14 +71,14 @@ struct FrontDoor {
     sessions: sessions::Sessions,
 }
 
-/// Serves `/mcp` until `shutdown` fires; then stops accepting, completes listen streams, gives
+/// Serves `/mcp` on `listener` (bound with [`TcpListener::bind`]) until `shutdown` fires; then stops accepting, completes listen streams, gives
 /// other requests `grace` to finish, cancels the rest and returns.
 pub async fn serve(
+    listener: TcpListener,
     gateway: Arc<Gateway>,
     options: HttpOptions,
     shutdown: Cancel,
 ) -> std::io::Result<()> {
-    let listener = TcpListener::bind(options.address).await?;
     tracing::info!("serving MCP at http://{}/mcp", listener.local_addr()?);
     // Modern requests carry their own notifications; nothing unsolicited goes to this sink.
     let (unsolicited, _) = async_channel::bounded(1);

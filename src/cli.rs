@@ -1,0 +1,137 @@
+//! The command line: one definition, from which the binary parses its arguments, the man page
+//! `mcpx(1)` is rendered, and shell completions are generated, so the three cannot disagree.
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// One MCP server made of many: merges your upstream MCP servers for every client.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpx",
+    version,
+    about = "an MCP gateway: many upstream MCP servers, one server to every client",
+    long_about = "mcpx runs your upstream MCP servers, merges their tools, prompts and resources into one \
+catalog, and serves it to every client in whichever protocol revision the client speaks \
+(2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28), over stdio (mcpx serve) and \
+Streamable HTTP (mcpx daemon). Its configuration is described in mcpx.toml(5)."
+)]
+pub struct Cli {
+    /// Configuration file (default: $XDG_CONFIG_HOME/mcpx/config.toml; none is needed).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP on stdin and stdout (what an editor launches).
+    Serve,
+    /// Serve MCP over Streamable HTTP at /mcp on daemon.address until SIGTERM or SIGINT.
+    Daemon,
+    /// List the merged tools, grouped by upstream, with each upstream's state.
+    Tools,
+    /// Call one tool through the gateway and print its result; exits non-zero on a tool error.
+    Call {
+        /// The exposed tool name (for example time__get_current_time).
+        tool: String,
+        /// The tool's arguments as a JSON object.
+        #[arg(long, default_value = "{}", value_name = "JSON")]
+        args: String,
+    },
+    /// Convert an editor's MCP server configuration (Claude Desktop, VS Code, Cursor) into
+    /// [servers.*] tables.
+    Import {
+        /// The editor's file: claude_desktop_config.json, .vscode/mcp.json, VS Code settings.json
+        /// or .cursor/mcp.json.
+        file: PathBuf,
+        /// Append the tables to the configuration file instead of printing them.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Print a completion script for a shell.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// Shells with completion scripts.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    /// GNU Bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+/// The completion script for `shell`.
+pub fn completions(shell: Shell) -> Vec<u8> {
+    let generator = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(generator, &mut Cli::command(), "mcpx", &mut script);
+    script
+}
+
+/// The man pages rendered from this definition: `mcpx.1`, and `mcpx-SUBCOMMAND.1` for each
+/// subcommand, as (file name, page).
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    let mut command = Cli::command();
+    command.build();
+    let render = |command: clap::Command| {
+        let mut page = Vec::new();
+        // Rendering into a Vec cannot fail.
+        let _ = clap_mangen::Man::new(command).render(&mut page);
+        page
+    };
+    let mut pages = vec![("mcpx.1".to_owned(), render(command.clone()))];
+    for subcommand in command.get_subcommands().filter(|c| c.get_name() != "help") {
+        let name = format!("mcpx-{}", subcommand.get_name());
+        pages.push((format!("{name}.1"), render(subcommand.clone().name(name).version(env!("CARGO_PKG_VERSION")))));
+    }
+    pages
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod cli {
+        use crate::cli::{completions, man_pages, Cli, Shell};
+        use clap::CommandFactory;
+
+        #[test]
+        fn the_definition_is_consistent() {
+            Cli::command().debug_assert();
+        }
+
+        /// `man/mcpx*.1` are the pages this definition renders; after changing the CLI,
+        /// regenerate them with `MCPX_BLESS=1 cargo test --lib man_pages`.
+        #[test]
+        fn the_committed_man_pages_match_the_cli() {
+            for (name, page) in man_pages() {
+                let path = format!("{}/man/{name}", env!("CARGO_MANIFEST_DIR"));
+                if std::env::var_os("MCPX_BLESS").is_some() {
+                    std::fs::write(&path, &page).unwrap();
+                }
+                let committed = std::fs::read(&path).unwrap_or_default();
+                assert!(committed == page, "man/{name} drifted from the CLI: run MCPX_BLESS=1 cargo test --lib man_pages");
+            }
+        }
+
+        #[test]
+        fn completions_name_every_subcommand() {
+            let bash = String::from_utf8(completions(Shell::Bash)).unwrap();
+            for subcommand in ["serve", "daemon", "tools", "call", "import", "completions"] {
+                assert!(bash.contains(subcommand), "{subcommand}");
+            }
+        }
+    }
+}
