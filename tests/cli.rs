@@ -71,3 +71,87 @@ mod every_revision {
         }
     }
 }
+
+mod packaging {
+    pub mod daemon {
+        use super::super::*;
+        use std::os::unix::net::UnixDatagram;
+        use std::time::Duration;
+
+        /// As systemd runs the unit: a notify socket in the environment; READY=1 arrives once the
+        /// daemon accepts connections, STOPPING=1 and a clean exit follow SIGTERM.
+        #[test]
+        fn the_daemon_notifies_readiness_and_stops_cleanly_on_sigterm() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket_path = dir.path().join("notify.sock");
+            let socket = UnixDatagram::bind(&socket_path).unwrap();
+            socket.set_read_timeout(Some(PATIENCE)).unwrap();
+            let mut config = tempfile::NamedTempFile::new().unwrap();
+            write!(config, "[daemon]\naddress = \"127.0.0.1:0\"\n").unwrap();
+            let mut child = Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(config.path())
+                .arg("daemon")
+                .env("NOTIFY_SOCKET", &socket_path)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut message = [0u8; 256];
+            let n = socket.recv(&mut message).expect("no READY=1 arrived");
+            assert!(String::from_utf8_lossy(&message[..n]).contains("READY=1"));
+            Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+            let n = socket.recv(&mut message).expect("no STOPPING=1 arrived");
+            assert!(String::from_utf8_lossy(&message[..n]).contains("STOPPING=1"));
+            let deadline = std::time::Instant::now() + PATIENCE;
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(std::time::Instant::now() < deadline, "the daemon did not stop");
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            assert!(status.success());
+        }
+    }
+
+    pub mod import {
+        use super::super::*;
+
+        #[test]
+        fn import_prints_tables_that_load() {
+            let mut editor = tempfile::NamedTempFile::new().unwrap();
+            write!(editor, r#"{{"mcpServers": {{"time": {{"command": "mcp-server-time"}}}}}}"#).unwrap();
+            let out = mcpx("", &["import", editor.path().to_str().unwrap()]);
+            assert!(out.status.success());
+            let tables = String::from_utf8(out.stdout).unwrap();
+            assert!(mcpx::config::Config::parse(&tables).unwrap().servers.contains_key("time"), "{tables}");
+        }
+
+        #[test]
+        fn import_write_appends_to_the_configuration() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("config.toml");
+            std::fs::write(&config, "[transport]\nstdioDrain = \"1s\"\n").unwrap();
+            let editor = dir.path().join("mcp.json");
+            std::fs::write(&editor, r#"{"servers": {"time": {"type": "stdio", "command": "mcp-server-time"}}}"#).unwrap();
+            let out = Command::new(mcpx_bin()).arg("--config").arg(&config).arg("import").arg(&editor).arg("--write").output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let written = std::fs::read_to_string(&config).unwrap();
+            assert!(written.starts_with("[transport]") && written.contains("[servers.time]"), "{written}");
+        }
+
+        #[test]
+        fn import_of_a_broken_file_names_it_and_writes_nothing() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("config.toml");
+            std::fs::write(&config, "# mine\n").unwrap();
+            let editor = dir.path().join("claude_desktop_config.json");
+            std::fs::write(&editor, "{\"mcpServers\": {").unwrap();
+            let out = Command::new(mcpx_bin()).arg("--config").arg(&config).arg("import").arg(&editor).arg("--write").output().unwrap();
+            assert_eq!(out.status.code(), Some(2));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("claude_desktop_config.json") && stderr.contains("not JSON"), "{stderr}");
+            assert_eq!(std::fs::read_to_string(&config).unwrap(), "# mine\n");
+        }
+    }
+}
