@@ -96,7 +96,15 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     let mut pages = vec![("mcpx.1".to_owned(), render(command.clone()))];
     for subcommand in command.get_subcommands().filter(|c| c.get_name() != "help") {
         let name = format!("mcpx-{}", subcommand.get_name());
-        pages.push((format!("{name}.1"), render(subcommand.clone().name(name).version(env!("CARGO_PKG_VERSION")))));
+        pages.push((
+            format!("{name}.1"),
+            render(
+                subcommand
+                    .clone()
+                    .name(name)
+                    .version(env!("CARGO_PKG_VERSION")),
+            ),
+        ));
     }
     pages
 }
@@ -122,7 +130,10 @@ mod every_revision {
                     std::fs::write(&path, &page).unwrap();
                 }
                 let committed = std::fs::read(&path).unwrap_or_default();
-                assert!(committed == page, "man/{name} drifted from the CLI: run MCPX_BLESS=1 cargo test --lib man_pages");
+                assert!(
+                    committed == page,
+                    "man/{name} drifted from the CLI: run MCPX_BLESS=1 cargo test --lib man_pages"
+                );
             }
         }
 

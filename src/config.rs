@@ -373,7 +373,9 @@ headers = { Authorization = "Bearer x" }
         fn every_key_is_in_the_man_page() {
             let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
             config.admin.socket = "/s".into();
-            let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/mcpx.toml.5")).unwrap();
+            let page =
+                std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/mcpx.toml.5"))
+                    .unwrap();
             let tables = toml::Value::try_from(&config).unwrap();
             let mut keys = Vec::new();
             for (table, value) in tables.as_table().unwrap() {
@@ -385,7 +387,10 @@ headers = { Authorization = "Bearer x" }
                 }
             }
             for key in keys {
-                assert!(page.contains(&format!("\\fB{key}\\fR")), "mcpx.toml(5) does not document {key}");
+                assert!(
+                    page.contains(&format!("\\fB{key}\\fR")),
+                    "mcpx.toml(5) does not document {key}"
+                );
             }
         }
 

@@ -22,7 +22,8 @@ pub struct Imported {
 /// Converts an editor's configuration file's text. An error names the problem; nothing was
 /// converted then.
 pub fn import(text: &str) -> Result<Imported, String> {
-    let root: Value = jsonc_parser::parse_to_serde_value(text, &Default::default()).map_err(|e| format!("not JSON: {e}"))?;
+    let root: Value = jsonc_parser::parse_to_serde_value(text, &Default::default())
+        .map_err(|e| format!("not JSON: {e}"))?;
     let servers = root
         .get("mcpServers")
         .or_else(|| root.get("servers"))
@@ -44,30 +45,50 @@ pub fn import(text: &str) -> Result<Imported, String> {
 fn convert(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Server, String> {
     let entry = entry.as_object().ok_or("not an object")?;
     if name == BUILTIN_SERVER {
-        return Err(format!("the name {BUILTIN_SERVER:?} is mcpx's own; rename it"));
+        return Err(format!(
+            "the name {BUILTIN_SERVER:?} is mcpx's own; rename it"
+        ));
     }
     if entry.get("type").and_then(Value::as_str) == Some("sse") {
         return Err("an HTTP+SSE (2024-11-05) server; mcpx reaches remote servers over Streamable HTTP only".into());
     }
     if entry.get("envFile").is_some() {
-        notes.push(format!("{name}: envFile is not carried over; copy its variables into `env`"));
+        notes.push(format!(
+            "{name}: envFile is not carried over; copy its variables into `env`"
+        ));
     }
     let strings = |key: &str| -> Result<BTreeMap<String, String>, String> {
         match entry.get(key) {
             None => Ok(BTreeMap::new()),
             Some(Value::Object(map)) => map
                 .iter()
-                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())).ok_or(format!("`{key}.{k}` is not a string")))
+                .map(|(k, v)| {
+                    v.as_str()
+                        .map(|v| (k.clone(), v.to_owned()))
+                        .ok_or(format!("`{key}.{k}` is not a string"))
+                })
                 .collect(),
             Some(_) => Err(format!("`{key}` is not an object")),
         }
     };
     let mut server = Server::default();
     if let Some(command) = entry.get("command") {
-        server.command = Some(command.as_str().ok_or("`command` is not a string")?.to_owned());
+        server.command = Some(
+            command
+                .as_str()
+                .ok_or("`command` is not a string")?
+                .to_owned(),
+        );
         server.args = match entry.get("args") {
             None => Vec::new(),
-            Some(Value::Array(args)) => args.iter().map(|a| a.as_str().map(str::to_owned).ok_or("an argument is not a string")).collect::<Result<_, _>>()?,
+            Some(Value::Array(args)) => args
+                .iter()
+                .map(|a| {
+                    a.as_str()
+                        .map(str::to_owned)
+                        .ok_or("an argument is not a string")
+                })
+                .collect::<Result<_, _>>()?,
             Some(_) => return Err("`args` is not a list".into()),
         };
         server.env = strings("env")?.into_iter().collect();
@@ -100,17 +121,26 @@ pub fn to_toml(servers: &BTreeMap<String, Server>) -> String {
 /// `existing` (a configuration file's text) with `servers` appended, or why not: a name that is
 /// already configured, or a result that would not load. Nothing is written on an error.
 pub fn merge(existing: &str, servers: &BTreeMap<String, Server>) -> Result<String, String> {
-    let current = Config::parse(existing).map_err(|(line, message)| format!("the configuration does not load (line {line}): {message}"))?;
-    let taken: Vec<&String> = servers.keys().filter(|name| current.servers.contains_key(*name)).collect();
+    let current = Config::parse(existing).map_err(|(line, message)| {
+        format!("the configuration does not load (line {line}): {message}")
+    })?;
+    let taken: Vec<&String> = servers
+        .keys()
+        .filter(|name| current.servers.contains_key(*name))
+        .collect();
     if !taken.is_empty() {
-        return Err(format!("already configured: {taken:?}; remove them from the import or the configuration first"));
+        return Err(format!(
+            "already configured: {taken:?}; remove them from the import or the configuration first"
+        ));
     }
     let mut merged = existing.to_owned();
     if !merged.is_empty() && !merged.ends_with('\n') {
         merged.push('\n');
     }
     merged.push_str(&to_toml(servers));
-    Config::parse(&merged).map_err(|(line, message)| format!("the merged configuration would not load (line {line}): {message}"))?;
+    Config::parse(&merged).map_err(|(line, message)| {
+        format!("the merged configuration would not load (line {line}): {message}")
+    })?;
     Ok(merged)
 }
 
@@ -143,7 +173,10 @@ mod every_revision {
               },
             }"#;
             let imported = import(text).unwrap();
-            assert_eq!(imported.servers.keys().collect::<Vec<_>>(), vec!["remote", "time"]);
+            assert_eq!(
+                imported.servers.keys().collect::<Vec<_>>(),
+                vec!["remote", "time"]
+            );
             let notes = imported.notes.join("\n");
             assert!(notes.contains("old: not imported"), "{notes}");
             assert!(notes.contains("envFile"), "{notes}");
@@ -152,13 +185,21 @@ mod every_revision {
 
         #[test]
         fn vscode_settings_and_cursor_shapes_convert() {
-            assert!(import(r#"{"mcp": {"servers": {"a": {"command": "x"}}}}"#).unwrap().servers.contains_key("a"));
-            assert!(import(r#"{"mcpServers": {"b": {"url": "https://h/mcp"}}}"#).unwrap().servers.contains_key("b"));
+            assert!(import(r#"{"mcp": {"servers": {"a": {"command": "x"}}}}"#)
+                .unwrap()
+                .servers
+                .contains_key("a"));
+            assert!(import(r#"{"mcpServers": {"b": {"url": "https://h/mcp"}}}"#)
+                .unwrap()
+                .servers
+                .contains_key("b"));
         }
 
         #[test]
         fn a_broken_file_names_the_problem() {
-            assert!(import("{\"mcpServers\": ").unwrap_err().contains("not JSON"));
+            assert!(import("{\"mcpServers\": ")
+                .unwrap_err()
+                .contains("not JSON"));
             assert!(import("{}").unwrap_err().contains("no MCP servers"));
         }
 
@@ -169,7 +210,9 @@ mod every_revision {
             let merged = merge(existing, &imported.servers).unwrap();
             assert!(merged.starts_with(existing));
             assert!(Config::parse(&merged).unwrap().servers.contains_key("time"));
-            assert!(merge(&merged, &imported.servers).unwrap_err().contains("already configured"));
+            assert!(merge(&merged, &imported.servers)
+                .unwrap_err()
+                .contains("already configured"));
         }
     }
 }

@@ -34,7 +34,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Completions { shell } => {
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &mcpx::cli::completions(shell));
+            let _ =
+                std::io::Write::write_all(&mut std::io::stdout(), &mcpx::cli::completions(shell));
             return ExitCode::SUCCESS;
         }
         Command::Import { file, write } => return import(&file, write, cli.config.as_deref()),
@@ -132,7 +133,9 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import { .. } | Command::Completions { .. } => unreachable!("handled before the gateway starts"),
+        Command::Import { .. } | Command::Completions { .. } => {
+            unreachable!("handled before the gateway starts")
+        }
         Command::Tools => {
             gateway.start().await?;
             print_tools(&gateway).await;
@@ -178,7 +181,10 @@ fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
         print!("{}", mcpx::import::to_toml(&imported.servers));
         return ExitCode::SUCCESS;
     }
-    let Some(target) = config.map(Path::to_owned).or_else(mcpx::config::default_path) else {
+    let Some(target) = config
+        .map(Path::to_owned)
+        .or_else(mcpx::config::default_path)
+    else {
         return fail("no configuration directory; name the file with --config".into());
     };
     let existing = std::fs::read_to_string(&target).unwrap_or_default();
@@ -191,7 +197,11 @@ fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
     }
     match std::fs::write(&target, merged) {
         Ok(()) => {
-            eprintln!("mcpx import: added {} server(s) to {}", imported.servers.len(), target.display());
+            eprintln!(
+                "mcpx import: added {} server(s) to {}",
+                imported.servers.len(),
+                target.display()
+            );
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("cannot write {}: {e}", target.display())),

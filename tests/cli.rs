@@ -99,7 +99,10 @@ mod packaging {
             let mut message = [0u8; 256];
             let n = socket.recv(&mut message).expect("no READY=1 arrived");
             assert!(String::from_utf8_lossy(&message[..n]).contains("READY=1"));
-            Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+            Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()
+                .unwrap();
             let n = socket.recv(&mut message).expect("no STOPPING=1 arrived");
             assert!(String::from_utf8_lossy(&message[..n]).contains("STOPPING=1"));
             let deadline = std::time::Instant::now() + PATIENCE;
@@ -107,7 +110,10 @@ mod packaging {
                 if let Some(status) = child.try_wait().unwrap() {
                     break status;
                 }
-                assert!(std::time::Instant::now() < deadline, "the daemon did not stop");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the daemon did not stop"
+                );
                 std::thread::sleep(Duration::from_millis(10));
             };
             assert!(status.success());
@@ -120,11 +126,21 @@ mod packaging {
         #[test]
         fn import_prints_tables_that_load() {
             let mut editor = tempfile::NamedTempFile::new().unwrap();
-            write!(editor, r#"{{"mcpServers": {{"time": {{"command": "mcp-server-time"}}}}}}"#).unwrap();
+            write!(
+                editor,
+                r#"{{"mcpServers": {{"time": {{"command": "mcp-server-time"}}}}}}"#
+            )
+            .unwrap();
             let out = mcpx("", &["import", editor.path().to_str().unwrap()]);
             assert!(out.status.success());
             let tables = String::from_utf8(out.stdout).unwrap();
-            assert!(mcpx::config::Config::parse(&tables).unwrap().servers.contains_key("time"), "{tables}");
+            assert!(
+                mcpx::config::Config::parse(&tables)
+                    .unwrap()
+                    .servers
+                    .contains_key("time"),
+                "{tables}"
+            );
         }
 
         #[test]
@@ -133,11 +149,29 @@ mod packaging {
             let config = dir.path().join("config.toml");
             std::fs::write(&config, "[transport]\nstdioDrain = \"1s\"\n").unwrap();
             let editor = dir.path().join("mcp.json");
-            std::fs::write(&editor, r#"{"servers": {"time": {"type": "stdio", "command": "mcp-server-time"}}}"#).unwrap();
-            let out = Command::new(mcpx_bin()).arg("--config").arg(&config).arg("import").arg(&editor).arg("--write").output().unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            std::fs::write(
+                &editor,
+                r#"{"servers": {"time": {"type": "stdio", "command": "mcp-server-time"}}}"#,
+            )
+            .unwrap();
+            let out = Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(&config)
+                .arg("import")
+                .arg(&editor)
+                .arg("--write")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let written = std::fs::read_to_string(&config).unwrap();
-            assert!(written.starts_with("[transport]") && written.contains("[servers.time]"), "{written}");
+            assert!(
+                written.starts_with("[transport]") && written.contains("[servers.time]"),
+                "{written}"
+            );
         }
 
         #[test]
@@ -147,10 +181,20 @@ mod packaging {
             std::fs::write(&config, "# mine\n").unwrap();
             let editor = dir.path().join("claude_desktop_config.json");
             std::fs::write(&editor, "{\"mcpServers\": {").unwrap();
-            let out = Command::new(mcpx_bin()).arg("--config").arg(&config).arg("import").arg(&editor).arg("--write").output().unwrap();
+            let out = Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(&config)
+                .arg("import")
+                .arg(&editor)
+                .arg("--write")
+                .output()
+                .unwrap();
             assert_eq!(out.status.code(), Some(2));
             let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(stderr.contains("claude_desktop_config.json") && stderr.contains("not JSON"), "{stderr}");
+            assert!(
+                stderr.contains("claude_desktop_config.json") && stderr.contains("not JSON"),
+                "{stderr}"
+            );
             assert_eq!(std::fs::read_to_string(&config).unwrap(), "# mine\n");
         }
     }
