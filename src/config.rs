@@ -36,6 +36,10 @@ pub struct Daemon {
     /// At SIGTERM or SIGINT, how long requests in flight may take before they are cancelled.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// How long a client may take to send a request's head, and then its body, before the
+    /// connection is dropped: a slow or silent client cannot hold the daemon's resources.
+    #[serde(with = "humantime_serde")]
+    pub read_timeout: Duration,
 }
 
 impl Default for Daemon {
@@ -43,6 +47,7 @@ impl Default for Daemon {
         Daemon {
             address: SocketAddr::from(([127, 0, 0, 1], 7777)),
             shutdown_grace: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -109,6 +109,7 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 sse_keep_alive: config.transport.sse_keep_alive,
                 max_message_bytes: config.transport.max_message_bytes,
                 grace: config.daemon.shutdown_grace,
+                read_timeout: config.daemon.read_timeout,
                 session_idle_timeout: config.transport.session_idle_timeout,
                 max_sessions: config.transport.max_sessions,
             };

@@ -35,8 +35,6 @@ use std::time::Duration;
 /// The body of every response mcpx sends.
 pub type Body = BoxBody<Bytes, Infallible>;
 
-/// How long a client may take to send a request's head, and then its body.
-const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `MCP-Protocol-Version`, lowercase as `http` stores names.
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
@@ -54,6 +52,8 @@ pub struct HttpOptions {
     pub max_message_bytes: usize,
     /// How long requests in flight at shutdown may take before they are cancelled.
     pub grace: Duration,
+    /// How long a client may take to send a request's head, and then its body.
+    pub read_timeout: Duration,
     /// A legacy session idle this long ends.
     pub session_idle_timeout: Duration,
     /// The most legacy sessions held at once.
@@ -155,13 +155,14 @@ pub async fn serve(
 
 async fn serve_connection(door: Arc<FrontDoor>, stream: TcpStream, shutdown: Cancel) {
     let socket = stream.clone();
+    let read_timeout = door.options.read_timeout;
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let (door, socket) = (Arc::clone(&door), socket.clone());
         async move { Ok::<_, Infallible>(door.respond(request, socket).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(smol_hyper::rt::SmolTimer::new())
-        .header_read_timeout(READ_TIMEOUT)
+        .header_read_timeout(read_timeout)
         .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
     let finished = smol::future::or(async { Some(connection.as_mut().await) }, async {
@@ -213,7 +214,7 @@ impl FrontDoor {
         let collected = smol::future::or(
             async { Some(Limited::new(body, limit).collect().await) },
             async {
-                smol::Timer::after(READ_TIMEOUT).await;
+                smol::Timer::after(self.options.read_timeout).await;
                 None
             },
         )

@@ -64,3 +64,21 @@ pub fn stream() -> (Response<Body>, EventSender) {
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     (response, EventSender { tx })
 }
+
+#[cfg(test)]
+mod v2025_11_25 {
+    mod http {
+        use crate::transport::http::sse;
+        use serde_json::json;
+
+        /// A GET stream whose client stops reading fills a bounded queue and is then dropped,
+        /// never buffered without end.
+        #[test]
+        fn a_slow_consumer_is_dropped_not_buffered() {
+            let (_response, events) = sse::stream();
+            let sent = (0..1000).take_while(|i| events.try_message(&json!({ "n": i }))).count();
+            assert!(sent < 1000, "the queue never filled");
+            assert!(!events.try_message(&json!({})), "a full stream accepted more");
+        }
+    }
+}
