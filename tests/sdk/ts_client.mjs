@@ -25,8 +25,10 @@ const echo = await client.callTool({ name: "fixture__echo", arguments: { text: `
 // Give the session's GET stream a moment to open before the change is announced.
 await new Promise((resolve) => setTimeout(resolve, 300));
 await client.callTool({ name: "fixture__add_tool", arguments: {} });
-const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("no list_changed")), 10000));
+let timer;
+const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no list_changed")), 10000)));
 await Promise.race([changed, timeout]);
+clearTimeout(timer);
 console.log(JSON.stringify({
   negotiated: transport.protocolVersion ?? client.protocolVersion ?? null,
   tools: tools.tools.map((t) => t.name),
