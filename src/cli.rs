@@ -51,6 +51,15 @@ pub enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// Show what a running mcpx is doing: upstreams, sessions, streams, requests in flight.
+    Status {
+        /// Print the admin socket's JSON snapshot instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The admin socket (default: admin.socket, the daemon's).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// Print a completion script for a shell.
     Completions {
         /// The shell.
@@ -140,7 +149,15 @@ mod every_revision {
         #[test]
         fn completions_name_every_subcommand() {
             let bash = String::from_utf8(completions(Shell::Bash)).unwrap();
-            for subcommand in ["serve", "daemon", "tools", "call", "import", "completions"] {
+            for subcommand in [
+                "serve",
+                "daemon",
+                "tools",
+                "call",
+                "import",
+                "status",
+                "completions",
+            ] {
                 assert!(bash.contains(subcommand), "{subcommand}");
             }
         }

@@ -9,7 +9,7 @@ use mcpx::gateway::{Gateway, Owner};
 use mcpx::transport::http::{self, HttpOptions};
 use mcpx::transport::stdio::{self, StdioOptions};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +48,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Command::Status { json, socket } = &cli.command {
+        return status(*json, socket.as_deref().unwrap_or(&config.admin.socket));
+    }
     let gateway = Gateway::new(&config, path.map(|p| p.display().to_string()));
     let outcome = smol::block_on(async {
         let outcome = run(cli.command, &config, Arc::clone(&gateway)).await;
@@ -66,12 +69,6 @@ fn main() -> ExitCode {
 async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result<ExitCode, String> {
     match command {
         Command::Serve => {
-            // Start-up runs beside the reader: `initialize` is answered at once, and catalog
-            // requests wait until every upstream has either started or failed.
-            let starting = {
-                let gateway = Arc::clone(&gateway);
-                smol::spawn(async move { gateway.start().await })
-            };
             let options = StdioOptions {
                 drain: config.transport.stdio_drain,
                 max_message_bytes: config.transport.max_message_bytes,
@@ -82,13 +79,8 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 smol::Unblock::new(std::io::stdout()),
                 options,
             );
-            let start_failed = async {
-                match starting.await {
-                    Ok(()) => smol::future::pending().await,
-                    Err(e) => Err(e),
-                }
-            };
-            smol::future::or(start_failed, async {
+            let admin = mcpx::admin::serve_socket(&config.admin.socket);
+            front_door(&gateway, admin, async {
                 serving.await;
                 Ok(())
             })
@@ -96,10 +88,6 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             Ok(ExitCode::SUCCESS)
         }
         Command::Daemon => {
-            let starting = {
-                let gateway = Arc::clone(&gateway);
-                smol::spawn(async move { gateway.start().await })
-            };
             let shutdown = Cancel::new();
             let signals = signal_shutdown(shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;
@@ -119,13 +107,7 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             // Under systemd (Type=notify), accepting connections is readiness.
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);
-            let start_failed = async {
-                match starting.await {
-                    Ok(()) => smol::future::pending().await,
-                    Err(e) => Err(e),
-                }
-            };
-            smol::future::or(start_failed, async {
+            front_door(&gateway, config.admin.socket.clone(), async {
                 serving
                     .await
                     .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
@@ -134,7 +116,7 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import { .. } | Command::Completions { .. } => {
+        Command::Import { .. } | Command::Completions { .. } | Command::Status { .. } => {
             unreachable!("handled before the gateway starts")
         }
         Command::Tools => {
@@ -157,6 +139,75 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             } else {
                 ExitCode::SUCCESS
             })
+        }
+    }
+}
+
+/// Runs a front door while the upstreams start beside it (requests for the catalog wait for
+/// them), with the admin socket at `admin` open for consoles. A start-up failure (a name
+/// collision) ends it with that error.
+async fn front_door(
+    gateway: &Arc<Gateway>,
+    admin: PathBuf,
+    serving: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
+    let starting = {
+        let gateway = Arc::clone(gateway);
+        smol::spawn(async move { gateway.start().await })
+    };
+    // A console is a convenience: without its socket the gateway still serves.
+    let console = match mcpx::admin::bind(&admin) {
+        Ok(listener) => {
+            let stop = Cancel::new();
+            let task = smol::spawn(mcpx::admin::serve(
+                Arc::clone(gateway),
+                listener,
+                admin,
+                stop.clone(),
+            ));
+            Some((stop, task))
+        }
+        Err(e) => {
+            tracing::warn!("no admin socket at {}: {e}", admin.display());
+            None
+        }
+    };
+    let start_failed = async {
+        match starting.await {
+            Ok(()) => smol::future::pending().await,
+            Err(e) => Err(e),
+        }
+    };
+    let outcome = smol::future::or(start_failed, serving).await;
+    if let Some((stop, task)) = console {
+        stop.cancel();
+        task.await;
+    }
+    outcome
+}
+
+/// `mcpx status`: one snapshot from the admin socket, as text or JSON.
+fn status(json: bool, socket: &Path) -> ExitCode {
+    use mcpx::admin::protocol::{Command as AdminCommand, Reply};
+    match mcpx::admin::ask(socket, &AdminCommand::Snapshot) {
+        Ok(Reply::Snapshot(snapshot)) if json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&snapshot).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Reply::Snapshot(snapshot)) => {
+            print!("{}", mcpx::admin::describe(&snapshot));
+            ExitCode::SUCCESS
+        }
+        Ok(other) => {
+            eprintln!("mcpx status: unexpected reply: {other:?}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("mcpx status: no mcpx answers on {} ({e}); is the daemon running? (systemctl --user status mcpx)", socket.display());
+            ExitCode::FAILURE
         }
     }
 }
@@ -233,12 +284,8 @@ async fn print_tools(gateway: &Gateway) {
             Owner::Builtin => println!("mcpx (built-in)"),
             Owner::Upstream(i) => {
                 let s = &summaries[i];
-                let revision = s["revision"].as_str().unwrap_or("-");
-                println!(
-                    "{} [{}, revision {revision}]",
-                    s["name"].as_str().unwrap_or_default(),
-                    s["state"].as_str().unwrap_or_default()
-                );
+                let revision = s.revision.as_deref().unwrap_or("-");
+                println!("{} [{}, revision {revision}]", s.name, s.state);
             }
         }
         for (_, tool) in tools.iter().filter(|(o, _)| *o == owner) {
@@ -268,6 +315,7 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
     let context = mcpx::gateway::RequestContext {
         cancel: mcpx::cancel::Cancel::new(),
         notifications: outbound,
+        progress_seen: Default::default(),
     };
     let response = gateway.handle(&client, request, &context).await;
     gateway.close_client(&client);

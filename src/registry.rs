@@ -1,15 +1,19 @@
-//! The registry: the one place where live state is kept — sessions (each stdio process and, later,
-//! each HTTP session) and the requests in flight on them, with the handle that cancels each.
+//! The registry: the one place where live state is kept — client sessions, the requests in
+//! flight on them (with the handle that cancels each), and open event streams.
 //!
-//! Every request is entered with [`Registry::begin`] and leaves through its [`InFlightGuard`], which
-//! records exactly one [`Outcome`]; a guard dropped without one counts as cancelled, so no request
-//! can vanish uncounted. The admin socket and the tests read [`Registry::snapshot`].
+//! Every request is entered with [`Registry::begin`] and leaves through its [`InFlightGuard`],
+//! which records exactly one [`Outcome`]; a guard dropped without one counts as cancelled, so no
+//! request can vanish uncounted. Every change wakes [`Registry::changed`] listeners, which is how
+//! the admin socket's `watch` stays live without polling.
 
+use crate::admin::protocol::{RequestView, SessionView, StreamView, Totals};
 use crate::cancel::Cancel;
 use crate::jsonrpc::Id;
 use crate::protocol::Revision;
-use serde_json::{json, Value};
+use event_listener::{Event, EventListener};
+use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -21,7 +25,7 @@ pub type SessionKey = u64;
 pub enum Outcome {
     /// A result or an error was sent back.
     Answered,
-    /// The client or the transport cancelled it; nothing was sent.
+    /// The client, the transport or the admin cancelled it; nothing was sent.
     Cancelled,
     /// It could not be answered (the transport was gone).
     Failed,
@@ -30,8 +34,12 @@ pub enum Outcome {
 #[derive(Debug)]
 struct Session {
     transport: &'static str,
+    id: Option<String>,
+    client: Option<Value>,
     revision: Option<Revision>,
     opened: Instant,
+    last_seen: Instant,
+    ended: Cancel,
 }
 
 #[derive(Debug)]
@@ -39,8 +47,20 @@ struct InFlight {
     session: SessionKey,
     id: Id,
     method: String,
+    target: Option<String>,
     started: Instant,
     cancel: Cancel,
+    progress: Arc<AtomicU64>,
+}
+
+#[derive(Debug)]
+struct Stream {
+    session: SessionKey,
+    kind: &'static str,
+    subscription: Option<Value>,
+    filter: Vec<String>,
+    opened: Instant,
+    events: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Default)]
@@ -48,15 +68,22 @@ struct State {
     next_key: u64,
     sessions: BTreeMap<SessionKey, Session>,
     in_flight: BTreeMap<u64, InFlight>,
-    answered: u64,
-    cancelled: u64,
-    failed: u64,
+    streams: BTreeMap<u64, Stream>,
+    totals: Totals,
+}
+
+impl State {
+    fn next_key(&mut self) -> u64 {
+        self.next_key += 1;
+        self.next_key
+    }
 }
 
 /// Shared live state; clone the `Arc` to share it.
 #[derive(Debug, Default)]
 pub struct Registry {
     state: Mutex<State>,
+    changed: Event,
 }
 
 impl Registry {
@@ -66,41 +93,101 @@ impl Registry {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock cannot leave the maps half-updated (every update is a
-        // single insert or remove), so a poisoned lock is still safe to use.
+        // Every update is a single insert, remove or field write, so a poisoned lock still
+        // holds consistent data.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `update` on the state and wakes the watchers.
+    fn update<T>(&self, update: impl FnOnce(&mut State) -> T) -> T {
+        let result = update(&mut self.lock());
+        self.changed.notify(usize::MAX);
+        result
+    }
+
+    /// Wakes the watchers for a change kept elsewhere (an upstream's state).
+    pub fn notify_changed(&self) {
+        self.changed.notify(usize::MAX);
+    }
+
+    /// Completes at the next change (create it before reading, so no change is missed).
+    pub fn changed(&self) -> EventListener {
+        self.changed.listen()
     }
 
     /// Opens a session for a transport.
     pub fn open_session(&self, transport: &'static str) -> SessionKey {
-        let mut state = self.lock();
-        state.next_key += 1;
-        let key = state.next_key;
-        state.sessions.insert(
-            key,
-            Session {
+        self.update(|state| {
+            let key = state.next_key();
+            let now = Instant::now();
+            let session = Session {
                 transport,
+                id: None,
+                client: None,
                 revision: None,
-                opened: Instant::now(),
-            },
-        );
-        key
+                opened: now,
+                last_seen: now,
+                ended: Cancel::new(),
+            };
+            state.sessions.insert(key, session);
+            key
+        })
     }
 
-    /// Records the revision a session negotiated.
-    pub fn set_revision(&self, session: SessionKey, revision: Revision) {
+    /// Records what a session's `initialize` settled.
+    pub fn set_initialized(&self, session: SessionKey, revision: Revision, client: Option<Value>) {
+        self.update(|state| {
+            if let Some(s) = state.sessions.get_mut(&session) {
+                s.revision = Some(revision);
+                s.client = client;
+            }
+        });
+    }
+
+    /// Names a legacy HTTP session by its `Mcp-Session-Id`; returns the signal that ends it.
+    pub fn name_session(&self, session: SessionKey, id: &str) -> Cancel {
+        self.update(|state| match state.sessions.get_mut(&session) {
+            Some(s) => {
+                s.id = Some(id.to_owned());
+                s.ended.clone()
+            }
+            None => Cancel::new(),
+        })
+    }
+
+    /// Ends the session named `id`: its owner notices the signal, and its requests in flight
+    /// are cancelled now. False if there is no such session.
+    pub fn end_session(&self, id: &str) -> bool {
+        let state = self.lock();
+        let Some((key, session)) = state
+            .sessions
+            .iter()
+            .find(|(_, s)| s.id.as_deref() == Some(id))
+        else {
+            return false;
+        };
+        session.ended.cancel();
+        for request in state.in_flight.values().filter(|r| r.session == *key) {
+            request.cancel.cancel();
+        }
+        true
+    }
+
+    /// Marks a session used now.
+    pub fn touch(&self, session: SessionKey) {
         if let Some(s) = self.lock().sessions.get_mut(&session) {
-            s.revision = Some(revision);
+            s.last_seen = Instant::now();
         }
     }
 
     /// Closes a session, cancelling whatever it still has in flight.
     pub fn close_session(&self, session: SessionKey) {
-        let mut state = self.lock();
-        state.sessions.remove(&session);
-        for request in state.in_flight.values().filter(|r| r.session == session) {
-            request.cancel.cancel();
-        }
+        self.update(|state| {
+            state.sessions.remove(&session);
+            for request in state.in_flight.values().filter(|r| r.session == session) {
+                request.cancel.cancel();
+            }
+        });
     }
 
     /// Enters a request; the guard must be finished with its outcome.
@@ -109,24 +196,31 @@ impl Registry {
         session: SessionKey,
         id: Id,
         method: &str,
+        target: Option<String>,
         cancel: Cancel,
     ) -> InFlightGuard {
-        let mut state = self.lock();
-        state.next_key += 1;
-        let key = state.next_key;
-        state.in_flight.insert(
-            key,
-            InFlight {
+        let progress = Arc::new(AtomicU64::new(0));
+        let key = self.update(|state| {
+            let key = state.next_key();
+            if let Some(s) = state.sessions.get_mut(&session) {
+                s.last_seen = Instant::now();
+            }
+            let request = InFlight {
                 session,
                 id,
                 method: method.to_owned(),
+                target,
                 started: Instant::now(),
                 cancel,
-            },
-        );
+                progress: Arc::clone(&progress),
+            };
+            state.in_flight.insert(key, request);
+            key
+        });
         InFlightGuard {
             registry: Arc::clone(self),
             key,
+            progress,
             finished: false,
         }
     }
@@ -139,6 +233,15 @@ impl Registry {
             .values()
             .find(|r| r.session == session && &r.id == id);
         found.inspect(|r| r.cancel.cancel()).is_some()
+    }
+
+    /// Cancels the request with this registry key; false if none is in flight.
+    pub fn cancel_key(&self, key: u64) -> bool {
+        self.lock()
+            .in_flight
+            .get(&key)
+            .inspect(|r| r.cancel.cancel())
+            .is_some()
     }
 
     /// Cancels every request in flight on a session.
@@ -162,38 +265,90 @@ impl Registry {
             .count()
     }
 
-    /// The whole live state as JSON, for the admin socket and tests.
-    pub fn snapshot(&self) -> Value {
+    /// Enters an open event stream; it leaves when the guard drops.
+    pub fn open_stream(
+        self: &Arc<Self>,
+        session: SessionKey,
+        kind: &'static str,
+        subscription: Option<Value>,
+        filter: Vec<String>,
+    ) -> StreamGuard {
+        let events = Arc::new(AtomicU64::new(0));
+        let key = self.update(|state| {
+            let key = state.next_key();
+            let stream = Stream {
+                session,
+                kind,
+                subscription,
+                filter,
+                opened: Instant::now(),
+                events: Arc::clone(&events),
+            };
+            state.streams.insert(key, stream);
+            key
+        });
+        StreamGuard {
+            registry: Arc::clone(self),
+            key,
+            events,
+        }
+    }
+
+    /// Sessions, streams and requests as the admin socket shows them. `subscriptions` gives a
+    /// session's resource subscriptions; `upstream` names who answers a request's target.
+    pub fn views(
+        &self,
+        subscriptions: impl Fn(SessionKey) -> Vec<String>,
+        upstream: impl Fn(&str, &str) -> Option<String>,
+    ) -> (Vec<SessionView>, Vec<StreamView>, Vec<RequestView>, Totals) {
         let state = self.lock();
-        let sessions: Vec<Value> = state
+        let ms = |since: Instant| since.elapsed().as_millis() as u64;
+        let sessions = state
             .sessions
             .iter()
-            .map(|(key, s)| {
-                json!({
-                    "session": key,
-                    "transport": s.transport,
-                    "revision": s.revision.map(Revision::as_str),
-                    "ageMs": s.opened.elapsed().as_millis() as u64,
-                })
+            .map(|(key, s)| SessionView {
+                key: *key,
+                transport: s.transport.to_owned(),
+                id: s.id.clone(),
+                client: s.client.clone(),
+                revision: s.revision.map(|r| r.as_str().to_owned()),
+                age_ms: ms(s.opened),
+                idle_ms: ms(s.last_seen),
+                subscriptions: subscriptions(*key),
             })
             .collect();
-        let in_flight: Vec<Value> = state
-            .in_flight
+        let streams = state
+            .streams
             .values()
-            .map(|r| {
-                json!({
-                    "session": r.session,
-                    "id": r.id.to_value(),
-                    "method": r.method,
-                    "ageMs": r.started.elapsed().as_millis() as u64,
-                })
+            .map(|s| StreamView {
+                session: s.session,
+                kind: s.kind.to_owned(),
+                subscription: s.subscription.clone(),
+                filter: s.filter.clone(),
+                age_ms: ms(s.opened),
+                events: s.events.load(Ordering::Relaxed),
             })
             .collect();
-        json!({
-            "sessions": sessions,
-            "inFlight": in_flight,
-            "totals": {"answered": state.answered, "cancelled": state.cancelled, "failed": state.failed},
-        })
+        let requests = state
+            .in_flight
+            .iter()
+            .map(|(key, r)| RequestView {
+                key: *key,
+                session: r.session,
+                transport: state
+                    .sessions
+                    .get(&r.session)
+                    .map_or("", |s| s.transport)
+                    .to_owned(),
+                id: r.id.to_value(),
+                method: r.method.clone(),
+                target: r.target.clone(),
+                upstream: r.target.as_deref().and_then(|t| upstream(&r.method, t)),
+                age_ms: ms(r.started),
+                progress: r.progress.load(Ordering::Relaxed),
+            })
+            .collect();
+        (sessions, streams, requests, state.totals)
     }
 }
 
@@ -202,10 +357,16 @@ impl Registry {
 pub struct InFlightGuard {
     registry: Arc<Registry>,
     key: u64,
+    progress: Arc<AtomicU64>,
     finished: bool,
 }
 
 impl InFlightGuard {
+    /// Counts the progress notifications passed back for this request.
+    pub fn progress_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.progress)
+    }
+
     /// Records how the request ended.
     pub fn finish(mut self, outcome: Outcome) {
         self.record(outcome);
@@ -215,13 +376,15 @@ impl InFlightGuard {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        let mut state = self.registry.lock();
-        state.in_flight.remove(&self.key);
-        match outcome {
-            Outcome::Answered => state.answered += 1,
-            Outcome::Cancelled => state.cancelled += 1,
-            Outcome::Failed => state.failed += 1,
-        }
+        self.registry.update(|state| {
+            state.in_flight.remove(&self.key);
+            let total = match outcome {
+                Outcome::Answered => &mut state.totals.answered,
+                Outcome::Cancelled => &mut state.totals.cancelled,
+                Outcome::Failed => &mut state.totals.failed,
+            };
+            *total += 1;
+        });
     }
 }
 
@@ -232,6 +395,33 @@ impl Drop for InFlightGuard {
     }
 }
 
+/// An open event stream's place in the registry; dropping it removes the entry.
+#[derive(Debug)]
+pub struct StreamGuard {
+    registry: Arc<Registry>,
+    key: u64,
+    events: Arc<AtomicU64>,
+}
+
+impl StreamGuard {
+    /// Counts one event sent on the stream.
+    pub fn sent(&self) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The stream's event counter, for whoever sends on it.
+    pub fn counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.events)
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.registry
+            .update(|state| state.streams.remove(&self.key));
+    }
+}
+
 #[cfg(test)]
 mod every_revision {
     mod registry {
@@ -239,21 +429,97 @@ mod every_revision {
         use crate::jsonrpc::Id;
         use crate::registry::{Outcome, Registry};
 
+        fn in_flight(registry: &Registry) -> usize {
+            registry.views(|_| vec![], |_, _| None).2.len()
+        }
+
         #[test]
         fn every_request_ends_in_exactly_one_outcome() {
             let registry = Registry::new();
             let session = registry.open_session("stdio");
             let cancel = Cancel::new();
-            let guard = registry.begin(session, Id::Number(1), "tools/call", cancel.clone());
+            let guard = registry.begin(session, Id::Number(1), "tools/call", None, cancel.clone());
             assert!(registry.cancel(session, &Id::Number(1)));
             assert!(cancel.is_cancelled());
             guard.finish(Outcome::Cancelled);
-            let dropped = registry.begin(session, Id::Number(2), "tools/list", Cancel::new());
+            let dropped = registry.begin(session, Id::Number(2), "tools/list", None, Cancel::new());
             drop(dropped);
-            let snapshot = registry.snapshot();
-            assert_eq!(snapshot["inFlight"].as_array().unwrap().len(), 0);
-            assert_eq!(snapshot["totals"]["cancelled"], 2);
+            let (_, _, requests, totals) = registry.views(|_| vec![], |_, _| None);
+            assert!(requests.is_empty());
+            assert_eq!(totals.cancelled, 2);
             assert!(!registry.cancel(session, &Id::Number(1)));
+        }
+
+        /// Thousands of requests, cancelled at random points or left to finish, from tasks that
+        /// race each other: the registry returns to zero and every one is counted once.
+        #[test]
+        fn thousands_of_racing_requests_leave_nothing_behind() {
+            let registry = Registry::new();
+            let sessions: Vec<_> = (0..8).map(|_| registry.open_session("stdio")).collect();
+            smol::block_on(async {
+                let tasks: Vec<_> = (0..4000u64)
+                    .map(|i| {
+                        let registry = registry.clone();
+                        let session = sessions[(i % 8) as usize];
+                        smol::spawn(async move {
+                            let cancel = Cancel::new();
+                            let guard = registry.begin(
+                                session,
+                                Id::Number(i as i64),
+                                "tools/call",
+                                None,
+                                cancel.clone(),
+                            );
+                            match i % 5 {
+                                0 => {
+                                    registry.cancel(session, &Id::Number(i as i64));
+                                }
+                                1 => drop(guard),
+                                _ => {
+                                    let outcome = cancel.run(smol::future::yield_now()).await;
+                                    guard.finish(if outcome.is_some() {
+                                        Outcome::Answered
+                                    } else {
+                                        Outcome::Cancelled
+                                    });
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await;
+                }
+            });
+            for session in sessions {
+                registry.close_session(session);
+            }
+            assert_eq!(in_flight(&registry), 0);
+            let (sessions, _, _, totals) = registry.views(|_| vec![], |_, _| None);
+            assert!(sessions.is_empty());
+            assert_eq!(totals.answered + totals.cancelled + totals.failed, 4000);
+        }
+
+        #[test]
+        fn streams_leave_when_their_guard_drops() {
+            let registry = Registry::new();
+            let session = registry.open_session("http-session");
+            let stream = registry.open_stream(session, "get", None, vec![]);
+            stream.sent();
+            let (_, streams, _, _) = registry.views(|_| vec![], |_, _| None);
+            assert_eq!((streams.len(), streams[0].events), (1, 1));
+            drop(stream);
+            assert!(registry.views(|_| vec![], |_, _| None).1.is_empty());
+        }
+
+        #[test]
+        fn a_named_session_can_be_ended_by_its_id() {
+            let registry = Registry::new();
+            let session = registry.open_session("http-session");
+            let ended = registry.name_session(session, "abc");
+            assert!(registry.end_session("abc"));
+            assert!(ended.is_cancelled());
+            assert!(!registry.end_session("nope"));
         }
     }
 }

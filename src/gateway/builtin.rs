@@ -3,6 +3,7 @@
 //! inside an editor.
 
 use super::Listing;
+use crate::admin::protocol::UpstreamView;
 use crate::protocol::Revision;
 use serde_json::{json, Value};
 
@@ -29,7 +30,7 @@ pub fn listing() -> Listing {
 }
 
 /// Runs a built-in tool; `tool` is a name from [`listing`].
-pub fn call(tool: &str, upstreams: &[Value], config_path: Option<&str>) -> Value {
+pub fn call(tool: &str, upstreams: &[UpstreamView], config_path: Option<&str>) -> Value {
     let report = match tool {
         "upstreams" => json!({ "upstreams": upstreams }),
         _ => json!({

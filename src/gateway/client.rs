@@ -10,6 +10,7 @@ use crate::upstream::ListKind;
 use async_channel::Sender;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One client connection's state in the gateway.
@@ -42,6 +43,17 @@ pub struct Listen {
     pub resources: Vec<String>,
     /// The listen request's own notification channel.
     pub tx: Sender<Notification>,
+    /// Counts what was sent on it (the registry shows it).
+    pub sent: Arc<AtomicU64>,
+}
+
+impl Listen {
+    /// Sends a notification on this listen, tagged with its subscription id.
+    fn send(&self, method: &str, params: Value) {
+        if self.tx.try_send(tagged(method, params, &self.id)).is_ok() {
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Client {
@@ -114,9 +126,7 @@ impl Client {
                 .try_send(Notification::new(kind.notification(), json!({})));
         }
         for listen in state.listens.iter().filter(|l| l.lists.contains(&kind)) {
-            let _ = listen
-                .tx
-                .try_send(tagged(kind.notification(), json!({}), &listen.id));
+            listen.send(kind.notification(), json!({}));
         }
     }
 
@@ -138,11 +148,7 @@ impl Client {
             .iter()
             .filter(|l| l.resources.iter().any(covers))
         {
-            let _ = listen.tx.try_send(tagged(
-                "notifications/resources/updated",
-                json!({ "uri": uri }),
-                &listen.id,
-            ));
+            listen.send("notifications/resources/updated", json!({ "uri": uri }));
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod naming;
 pub use catalog::{Catalog, Listing, Owner, Route};
 pub use client::{Client, Listen};
 
+use crate::admin::protocol::{Snapshot, UpstreamView};
 use crate::cancel::Cancel;
 use crate::config::{Config, Server, BUILTIN_SERVER};
 use crate::jsonrpc::{
@@ -29,6 +30,7 @@ use async_channel::{Receiver, Sender};
 use serde_json::{json, Map, Value};
 use smol::lock::OnceCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// What a transport gives the core along with each request.
@@ -38,6 +40,8 @@ pub struct RequestContext {
     pub cancel: Cancel,
     /// Notifications that belong to this request: progress, and a listen stream's messages.
     pub notifications: Sender<Notification>,
+    /// Counts the progress notifications passed back (the registry shows it).
+    pub progress_seen: Arc<AtomicU64>,
 }
 
 /// Where an upstream stands, for the log, `mcpx tools` and the built-in `upstreams` tool.
@@ -62,6 +66,9 @@ struct Upstream {
     handshake: Mutex<Option<Handshake>>,
     connection: Mutex<Option<Arc<StdioUpstream>>>,
     listing: Mutex<Listing>,
+    /// Counts starts; an event from an older start is about a process that is gone.
+    generation: AtomicU64,
+    restarts: AtomicU64,
 }
 
 /// The gateway: the upstreams, the merged catalog, the connected clients.
@@ -76,6 +83,8 @@ pub struct Gateway {
     pub registry: Arc<Registry>,
     server_info: Value,
     config_path: Option<String>,
+    /// Where upstreams report, once started.
+    events: std::sync::OnceLock<Sender<Event>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -110,6 +119,8 @@ impl Gateway {
                 handshake: Mutex::new(None),
                 connection: Mutex::new(None),
                 listing: Mutex::default(),
+                generation: AtomicU64::new(0),
+                restarts: AtomicU64::new(0),
             })
             .collect();
         Arc::new(Gateway {
@@ -121,6 +132,7 @@ impl Gateway {
             registry: Registry::new(),
             server_info: json!({"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}),
             config_path,
+            events: std::sync::OnceLock::new(),
         })
     }
 
@@ -141,6 +153,7 @@ impl Gateway {
         }
         let catalog = self.build_catalog()?;
         *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+        let _ = self.events.set(events_tx);
         let _ = self.ready.set(()).await;
         let gateway = Arc::clone(self);
         smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
@@ -149,11 +162,16 @@ impl Gateway {
 
     async fn start_upstream(&self, index: usize, events: Sender<Event>) {
         let upstream = &self.upstreams[index];
+        let generation = upstream.generation.fetch_add(1, Ordering::AcqRel) + 1;
         let outcome = async {
             let connection = match upstream.config.launch() {
-                crate::config::Launch::Stdio(_) => {
-                    StdioUpstream::spawn(&upstream.name, index, &upstream.config, events)?
-                }
+                crate::config::Launch::Stdio(_) => StdioUpstream::spawn(
+                    &upstream.name,
+                    index,
+                    generation,
+                    &upstream.config,
+                    events,
+                )?,
                 crate::config::Launch::Http(url) => {
                     return Err(format!(
                     "remote Streamable HTTP upstreams ({url}) are not supported by this build yet"
@@ -221,7 +239,11 @@ impl Gateway {
                         client.resource_updated(&uri);
                     }
                 }
-                Event::Exited { upstream, reason } => self.upstream_exited(upstream, reason),
+                Event::Exited {
+                    upstream,
+                    generation,
+                    reason,
+                } => self.upstream_exited(upstream, generation, reason),
             }
         }
     }
@@ -279,6 +301,7 @@ impl Gateway {
     /// Rebuilds the catalog after upstream `index` changed, and tells clients. A change that would
     /// collide with another server's names is refused (logged) and the old listing kept.
     fn publish_catalog(&self, index: usize, previous: Listing, kinds: &[ListKind]) {
+        self.registry.notify_changed();
         match self.build_catalog() {
             Ok(catalog) => {
                 *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog)
@@ -296,21 +319,16 @@ impl Gateway {
         }
     }
 
-    fn upstream_exited(&self, index: usize, reason: String) {
+    fn upstream_exited(&self, index: usize, generation: u64, reason: String) {
         let upstream = &self.upstreams[index];
+        if upstream.generation.load(Ordering::Acquire) != generation {
+            // The process of an earlier start, replaced by a restart: nothing to undo.
+            return;
+        }
         *lock(&upstream.state) = UpstreamState::Exited(reason);
         lock(&upstream.connection).take();
         let previous = std::mem::take(&mut *lock(&upstream.listing));
-        let mut kinds = Vec::new();
-        if !previous.tools.is_empty() {
-            kinds.push(ListKind::Tools);
-        }
-        if !previous.prompts.is_empty() {
-            kinds.push(ListKind::Prompts);
-        }
-        if !previous.resources.is_empty() || !previous.templates.is_empty() {
-            kinds.push(ListKind::Resources);
-        }
+        let kinds = changed_kinds(&previous, &Listing::default());
         self.publish_catalog(index, previous, &kinds);
     }
 
@@ -379,7 +397,13 @@ impl Gateway {
             .filter(|r| r.era() == Era::Legacy)
             .unwrap_or(Revision::LATEST_LEGACY);
         client.set_revision(revision);
-        self.registry.set_revision(client.session, revision);
+        let client_info = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("clientInfo"))
+            .cloned();
+        self.registry
+            .set_initialized(client.session, revision, client_info);
         let mut capabilities = json!({
             "tools": {"listChanged": true},
             "prompts": {"listChanged": true},
@@ -407,15 +431,22 @@ impl Gateway {
         notifications: Sender<Notification>,
     ) -> (Cancel, smol::Task<Option<Response>>) {
         let cancel = Cancel::new();
+        let params = request.params.as_ref();
+        let target = params
+            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let guard = self.registry.begin(
             client.session,
             request.id.clone(),
             &request.method,
+            target,
             cancel.clone(),
         );
         let context = RequestContext {
             cancel: cancel.clone(),
             notifications,
+            progress_seen: guard.progress_counter(),
         };
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
         let task = smol::spawn(async move {
@@ -627,6 +658,7 @@ impl Gateway {
                 token: token.clone(),
                 revision,
                 tx: ctx.notifications.clone(),
+                seen: Arc::clone(&ctx.progress_seen),
             });
         connection
             .request(method, Some(forwarded), &ctx.cancel, progress)
@@ -797,6 +829,18 @@ impl Gateway {
             &request.id,
         );
         let _ = ctx.notifications.send(ack).await;
+        let filter = lists
+            .iter()
+            .map(|k| k.notification().to_owned())
+            .chain(resources.iter().cloned())
+            .collect();
+        let registered = self.registry.open_stream(
+            client.session,
+            "listen",
+            Some(request.id.to_value()),
+            filter,
+        );
+        registered.sent();
         let _open = OpenListen::new(
             self,
             client,
@@ -805,6 +849,7 @@ impl Gateway {
                 lists,
                 resources,
                 tx: ctx.notifications.clone(),
+                sent: registered.counter(),
             },
         );
         // Whichever comes first: the client cancels (the transport withholds any reply) or the
@@ -814,24 +859,83 @@ impl Gateway {
     }
 
     /// Each configured upstream's name, state, revision and catalog size.
-    pub fn summaries(&self) -> Vec<Value> {
+    pub fn summaries(&self) -> Vec<UpstreamView> {
         self.upstreams
             .iter()
             .map(|u| {
-                let state = lock(&u.state).clone();
                 let handshake = lock(&u.handshake).clone();
                 let listing = lock(&u.listing);
-                json!({
-                    "name": u.name,
-                    "state": describe_state(&state),
-                    "revision": handshake.as_ref().map(|h| h.revision.as_str()),
-                    "serverInfo": handshake.as_ref().map(|h| h.server_info.clone()),
-                    "tools": listing.tools.len(),
-                    "prompts": listing.prompts.len(),
-                    "resources": listing.resources.len(),
-                })
+                UpstreamView {
+                    name: u.name.clone(),
+                    state: describe_state(&lock(&u.state)),
+                    revision: handshake.as_ref().map(|h| h.revision.as_str().to_owned()),
+                    server_info: handshake.map(|h| h.server_info).unwrap_or(Value::Null),
+                    tools: listing.tools.len(),
+                    prompts: listing.prompts.len(),
+                    resources: listing.resources.len(),
+                    restarts: u.restarts.load(Ordering::Relaxed),
+                }
             })
             .collect()
+    }
+
+    /// The whole live state, for the admin socket.
+    pub fn snapshot(&self) -> Snapshot {
+        let catalog = self.catalog();
+        let clients = lock(&self.clients).clone();
+        let subscriptions = |session: u64| {
+            clients
+                .get(&session)
+                .map(|c| c.subscribed_uris())
+                .unwrap_or_default()
+        };
+        let upstream = |method: &str, target: &str| {
+            let owner = match method {
+                "tools/call" => catalog.tool(target).map(|r| r.owner),
+                "prompts/get" => catalog.prompt(target).map(|r| r.owner),
+                _ => catalog.resource_owner(target),
+            };
+            owner.map(|o| self.upstream_name(o).to_owned())
+        };
+        let (sessions, streams, requests, totals) = self.registry.views(subscriptions, upstream);
+        Snapshot {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            upstreams: self.summaries(),
+            sessions,
+            streams,
+            requests,
+            totals,
+        }
+    }
+
+    /// Stops an upstream and starts it again; clients hear `list_changed` for what changed.
+    pub async fn restart_upstream(&self, name: &str) -> Result<String, String> {
+        let index = self
+            .upstreams
+            .iter()
+            .position(|u| u.name == name)
+            .ok_or_else(|| format!("no upstream is named {name:?}"))?;
+        let events = self
+            .events
+            .get()
+            .cloned()
+            .ok_or("mcpx is still starting its upstreams")?;
+        let upstream = &self.upstreams[index];
+        let old = lock(&upstream.connection).take();
+        if let Some(old) = old {
+            old.shutdown(std::time::Duration::from_millis(500)).await;
+        }
+        let previous = lock(&upstream.listing).clone();
+        *lock(&upstream.state) = UpstreamState::Starting;
+        self.registry.notify_changed();
+        self.start_upstream(index, events).await;
+        upstream.restarts.fetch_add(1, Ordering::Relaxed);
+        let current = lock(&upstream.listing).clone();
+        let kinds = changed_kinds(&previous, &current);
+        self.publish_catalog(index, previous, &kinds);
+        let state = describe_state(&lock(&upstream.state));
+        Ok(format!("{name} restarted: {state}"))
     }
 
     /// The merged tools, exposed names and all (for `mcpx tools`).
@@ -1016,4 +1120,19 @@ async fn list_all(
         }
     }
     Err(format!("{method} returned more than {MAX_PAGES} pages"))
+}
+
+/// The catalog kinds that differ between two listings of one server.
+fn changed_kinds(before: &Listing, after: &Listing) -> Vec<ListKind> {
+    let mut kinds = Vec::new();
+    if before.tools != after.tools {
+        kinds.push(ListKind::Tools);
+    }
+    if before.prompts != after.prompts {
+        kinds.push(ListKind::Prompts);
+    }
+    if before.resources != after.resources || before.templates != after.templates {
+        kinds.push(ListKind::Resources);
+    }
+    kinds
 }

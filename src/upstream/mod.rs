@@ -9,6 +9,8 @@ pub mod stdio;
 use crate::jsonrpc::Notification;
 use crate::protocol::{shape, Revision};
 use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The three catalogs an upstream can announce changes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,6 +60,8 @@ pub enum Event {
     Exited {
         /// The upstream's index in the gateway.
         upstream: usize,
+        /// Which start of it ended: a restart's old process must not clear the new one.
+        generation: u64,
         /// Why, for the log and the `mcpx` tools.
         reason: String,
     },
@@ -73,6 +77,8 @@ pub struct ProgressSink {
     pub revision: Revision,
     /// The channel of notifications for this request.
     pub tx: async_channel::Sender<Notification>,
+    /// Counts what was passed back.
+    pub seen: Arc<AtomicU64>,
 }
 
 impl ProgressSink {
@@ -83,8 +89,12 @@ impl ProgressSink {
         }
         shape::notification_params("notifications/progress", self.revision, &mut params);
         // A closed channel means the request already ended; late progress has nowhere to go.
-        let _ = self
+        if self
             .tx
-            .try_send(Notification::new("notifications/progress", params));
+            .try_send(Notification::new("notifications/progress", params))
+            .is_ok()
+        {
+            self.seen.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

@@ -59,6 +59,7 @@ impl StdioUpstream {
     pub fn spawn(
         name: &str,
         index: usize,
+        generation: u64,
         server: &Server,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
@@ -122,6 +123,7 @@ impl StdioUpstream {
             let _ = events
                 .send(Event::Exited {
                     upstream: index,
+                    generation,
                     reason,
                 })
                 .await;

@@ -299,6 +299,10 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
     while session.outbound.try_recv().is_ok() {}
     let (response, events) = sse::stream();
     let keep_alive = door.options.sse_keep_alive;
+    let registered =
+        door.gateway
+            .registry
+            .open_stream(session.client.session, "get", None, Vec::new());
     smol::spawn(async move {
         loop {
             let next = smol::future::or(
@@ -316,7 +320,10 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
             )
             .await;
             let delivered = match next {
-                Some(Some(notification)) => events.try_message(&notification.to_value()),
+                Some(Some(notification)) => {
+                    registered.sent();
+                    events.try_message(&notification.to_value())
+                }
                 Some(None) => break,
                 None => events.keep_alive().await,
             };

@@ -35,7 +35,6 @@ use std::time::Duration;
 /// The body of every response mcpx sends.
 pub type Body = BoxBody<Bytes, Infallible>;
 
-
 /// `MCP-Protocol-Version`, lowercase as `http` stores names.
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 

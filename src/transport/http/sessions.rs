@@ -116,11 +116,13 @@ impl Sessions {
             return Err(Refused::NoRandomness);
         }
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        // The registry holds the signal that ends the session, so the admin can end it too.
+        let ended = self.gateway.registry.name_session(client.session, &id);
         let session = Arc::new(Session {
             id: id.clone(),
             client,
             outbound,
-            ended: Cancel::new(),
+            ended,
             stream_open: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
         });
@@ -137,7 +139,7 @@ impl Sessions {
     /// The live session with this id (and marks it used); `None` if unknown, ended or expired.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
         let session = self.lock().get(id).cloned()?;
-        if session.is_idle(self.idle) {
+        if session.is_idle(self.idle) || session.ended.is_cancelled() {
             self.end(id);
             return None;
         }
@@ -158,7 +160,7 @@ impl Sessions {
         let idle: Vec<String> = self
             .lock()
             .values()
-            .filter(|s| s.is_idle(self.idle))
+            .filter(|s| s.is_idle(self.idle) || s.ended.is_cancelled())
             .map(|s| s.id.clone())
             .collect();
         for id in idle {

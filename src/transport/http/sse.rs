@@ -76,9 +76,14 @@ mod v2025_11_25 {
         #[test]
         fn a_slow_consumer_is_dropped_not_buffered() {
             let (_response, events) = sse::stream();
-            let sent = (0..1000).take_while(|i| events.try_message(&json!({ "n": i }))).count();
+            let sent = (0..1000)
+                .take_while(|i| events.try_message(&json!({ "n": i })))
+                .count();
             assert!(sent < 1000, "the queue never filled");
-            assert!(!events.try_message(&json!({})), "a full stream accepted more");
+            assert!(
+                !events.try_message(&json!({})),
+                "a full stream accepted more"
+            );
         }
     }
 }

@@ -1,0 +1,250 @@
+//! The admin socket: a local Unix socket on which a console (`mcpx-tui`, `mcpx status`) reads the
+//! live state and acts on it. Newline-delimited JSON, one [`protocol::Command`] per line.
+//!
+//! Only the user who runs mcpx may connect: the socket is created 0600 in a 0700 directory, and
+//! a peer whose uid differs is refused even so (root can open any file).
+
+pub mod protocol;
+
+use crate::cancel::Cancel;
+use crate::gateway::Gateway;
+use protocol::{Command, Reply};
+use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use smol::net::unix::{UnixListener, UnixStream};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The fewest milliseconds between two snapshots of a `watch`: a busy gateway changes far more
+/// often than a person can read.
+const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The socket a `mcpx serve` process uses: beside the daemon's, named by its pid.
+pub fn serve_socket(daemon_socket: &Path) -> PathBuf {
+    let dir = daemon_socket.parent().unwrap_or(Path::new("/tmp"));
+    dir.join(format!("serve-{}.sock", std::process::id()))
+}
+
+/// Binds the socket: its directory made 0700, a stale socket file replaced, a live one (another
+/// mcpx answering on it) refused.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!("another mcpx answers on {}", path.display()),
+        ));
+    }
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Serves consoles on `listener` until `stop` fires, then removes the socket file.
+pub async fn serve(gateway: Arc<Gateway>, listener: UnixListener, path: PathBuf, stop: Cancel) {
+    loop {
+        let accepted = smol::future::or(async { Some(listener.accept().await) }, async {
+            stop.cancelled().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok((stream, _))) => {
+                let gateway = Arc::clone(&gateway);
+                smol::spawn(async move { console(gateway, stream).await }).detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!("admin socket accept failed: {e}");
+                smol::Timer::after(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Whether the peer runs as the same user as mcpx.
+fn same_user(stream: &UnixStream) -> bool {
+    match rustix::net::sockopt::socket_peercred(stream) {
+        Ok(peer) => peer.uid == rustix::process::getuid(),
+        Err(_) => false,
+    }
+}
+
+async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
+    let mut writer = stream.clone();
+    if !same_user(&stream) {
+        let refusal = Reply::Error {
+            message: "this admin socket belongs to another user".into(),
+        };
+        let _ = send(&mut writer, &refusal).await;
+        return;
+    }
+    let mut lines = BufReader::new(stream).lines();
+    while let Some(Ok(line)) = smol::stream::StreamExt::next(&mut lines).await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match serde_json::from_str::<Command>(&line) {
+            Err(e) => Reply::Error {
+                message: format!("not a command ({e}): {line}"),
+            },
+            Ok(Command::Watch) => return watch(&gateway, &mut writer, &mut lines).await,
+            Ok(command) => act(&gateway, command).await,
+        };
+        if send(&mut writer, &reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn act(gateway: &Gateway, command: Command) -> Reply {
+    let outcome = match command {
+        Command::Snapshot | Command::Watch => return Reply::Snapshot(gateway.snapshot()),
+        Command::Cancel { request } => match gateway.registry.cancel_key(request) {
+            true => Ok(format!("request {request} cancelled")),
+            false => Err(format!("no request {request} is in flight")),
+        },
+        Command::EndSession { id } => match gateway.registry.end_session(&id) {
+            true => Ok(format!("session {id} ended")),
+            false => Err(format!("no HTTP session {id}")),
+        },
+        Command::RestartUpstream { name } => gateway.restart_upstream(&name).await,
+    };
+    match outcome {
+        Ok(message) => Reply::Done { message },
+        Err(message) => Reply::Error { message },
+    }
+}
+
+/// A snapshot now and after every change, until the console goes away.
+async fn watch(
+    gateway: &Gateway,
+    writer: &mut UnixStream,
+    lines: &mut (impl smol::stream::Stream<Item = std::io::Result<String>> + Unpin),
+) {
+    loop {
+        let changed = gateway.registry.changed();
+        if send(writer, &Reply::Snapshot(gateway.snapshot()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        // Ages in the snapshot move even when nothing else does; refresh once a second anyway.
+        let woke = smol::future::or(
+            async {
+                changed.await;
+                true
+            },
+            async {
+                smol::Timer::after(Duration::from_secs(1)).await;
+                true
+            },
+        );
+        let console_gone = async {
+            // Commands are not taken during a watch; the read only notices the console leaving.
+            while let Some(Ok(_)) = smol::stream::StreamExt::next(lines).await {}
+            false
+        };
+        if !smol::future::or(woke, console_gone).await {
+            return;
+        }
+        smol::Timer::after(WATCH_INTERVAL).await;
+    }
+}
+
+/// Asks a running mcpx one command and reads its one reply (blocking: for `mcpx status`).
+pub fn ask(path: &Path, command: &Command) -> std::io::Result<Reply> {
+    use std::io::{BufRead, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut line = serde_json::to_vec(command)?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    let mut reply = String::new();
+    std::io::BufReader::new(stream).read_line(&mut reply)?;
+    serde_json::from_str(&reply).map_err(std::io::Error::other)
+}
+
+/// A snapshot as text for people: one line per upstream, session, stream and request.
+pub fn describe(snapshot: &protocol::Snapshot) -> String {
+    use std::fmt::Write;
+    let seconds = |ms: u64| format!("{:.1}s", ms as f64 / 1000.0);
+    let mut text = format!("mcpx {} (pid {})\n", snapshot.version, snapshot.pid);
+    let _ = writeln!(text, "upstreams ({}):", snapshot.upstreams.len());
+    for u in &snapshot.upstreams {
+        let revision = u.revision.as_deref().unwrap_or("-");
+        let _ = writeln!(
+            text,
+            "  {:<16} {:<10} {revision:<11} tools {} prompts {} resources {} restarts {}",
+            u.name, u.state, u.tools, u.prompts, u.resources, u.restarts
+        );
+    }
+    let _ = writeln!(text, "sessions ({}):", snapshot.sessions.len());
+    for s in &snapshot.sessions {
+        let client = s
+            .client
+            .as_ref()
+            .and_then(|c| c.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("-");
+        let _ = writeln!(
+            text,
+            "  #{:<5} {:<12} {:<11} {client:<20} {} age {} idle {}",
+            s.key,
+            s.transport,
+            s.revision.as_deref().unwrap_or("-"),
+            s.id.as_deref().unwrap_or(""),
+            seconds(s.age_ms),
+            seconds(s.idle_ms)
+        );
+    }
+    let _ = writeln!(text, "streams ({}):", snapshot.streams.len());
+    for s in &snapshot.streams {
+        let _ = writeln!(
+            text,
+            "  session #{:<5} {:<7} events {:<6} age {} {}",
+            s.session,
+            s.kind,
+            s.events,
+            seconds(s.age_ms),
+            s.filter.join(" ")
+        );
+    }
+    let _ = writeln!(text, "requests in flight ({}):", snapshot.requests.len());
+    for r in &snapshot.requests {
+        let _ = writeln!(
+            text,
+            "  #{:<5} session #{:<5} {:<14} {} {} -> {} age {} progress {}",
+            r.key,
+            r.session,
+            r.method,
+            r.target.as_deref().unwrap_or("-"),
+            r.id,
+            r.upstream.as_deref().unwrap_or("-"),
+            seconds(r.age_ms),
+            r.progress
+        );
+    }
+    let t = snapshot.totals;
+    let _ = writeln!(
+        text,
+        "totals: answered {}, cancelled {}, failed {}",
+        t.answered, t.cancelled, t.failed
+    );
+    text
+}
+
+async fn send(writer: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(reply).unwrap_or_default();
+    line.push(b'\n');
+    writer.write_all(&line).await
+}
