@@ -21,21 +21,29 @@ pub fn mcpx_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpx"))
 }
 
-/// The fixture upstream, built beside mcpx. Cargo builds a package's binaries for its own
-/// integration tests only, so this test builds the fixture's package once itself (a no-op when
-/// it is up to date) rather than trust whatever binary an earlier build left.
-pub fn fixture_bin() -> String {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let path = BUILT.get_or_init(|| {
+/// A binary of another workspace package, built beside mcpx. Cargo builds a package's binaries
+/// for its own integration tests only, so the test builds that package itself (a no-op when it
+/// is up to date) rather than trust whatever binary an earlier build left.
+pub fn workspace_bin(package: &str, bin: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if !built.iter().any(|p| p == package) {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "--package", "mcpx-fixture-upstream"])
+            .args(["build", "--quiet", "--package", package])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
-            .expect("cannot run cargo to build the fixture upstream");
-        assert!(status.success(), "building the fixture upstream failed");
-        mcpx_bin().parent().unwrap().join("fixture-upstream")
-    });
-    path.display().to_string()
+            .expect("cannot run cargo");
+        assert!(status.success(), "building {package} failed");
+        built.push(package.to_owned());
+    }
+    mcpx_bin().parent().unwrap().join(bin)
+}
+
+/// The fixture upstream.
+pub fn fixture_bin() -> String {
+    workspace_bin("mcpx-fixture-upstream", "fixture-upstream")
+        .display()
+        .to_string()
 }
 
 /// A config with the fixture upstream named `fixture`, plus `extra` TOML.

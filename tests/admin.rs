@@ -1,0 +1,415 @@
+//! The admin socket, `mcpx status` and `mcpx-tui`, end to end against the real daemon with real
+//! clients and the fixture upstream.
+
+mod common;
+
+use common::http::*;
+use common::*;
+use mcpx::admin::protocol::{Command, Reply, Snapshot};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A daemon whose admin socket lives in a fresh directory.
+fn daemon() -> (Daemon, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("run").join("admin.sock");
+    let config = format!(
+        "[admin]\nsocket = {:?}\n{}",
+        socket.display().to_string(),
+        fixture_config("")
+    );
+    let d = Daemon::start(&config, "");
+    // The socket is bound beside the listener; wait until it answers.
+    let deadline = Instant::now() + PATIENCE;
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "no admin socket at {}",
+            socket.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    snapshot_where(&socket, |s| s.upstreams.iter().all(|u| u.state == "ready"));
+    (d, socket, dir)
+}
+
+fn snapshot(socket: &Path) -> Snapshot {
+    match mcpx::admin::ask(socket, &Command::Snapshot).unwrap() {
+        Reply::Snapshot(snapshot) => snapshot,
+        other => panic!("not a snapshot: {other:?}"),
+    }
+}
+
+/// Waits until a snapshot satisfies `ready`.
+fn snapshot_where(socket: &Path, ready: impl Fn(&Snapshot) -> bool) -> Snapshot {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let s = snapshot(socket);
+        if ready(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "never saw it: {s:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A legacy session with a client name; returns its id.
+fn legacy_session(d: &Daemon) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "admin-test-client", "version": "1"}}});
+    let reply = d.post(&[], init.to_string().as_bytes());
+    reply.header("mcp-session-id").unwrap().to_owned()
+}
+
+/// Starts a call that sleeps until cancelled, on the session; returns its open connection.
+fn sleeping_call(d: &Daemon, session: &str, id: i64) -> std::net::TcpStream {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "fixture__sleep", "arguments": {}}});
+    d.send_post(
+        &[("Mcp-Session-Id", session.as_bytes())],
+        body.to_string().as_bytes(),
+    )
+}
+
+mod every_revision {
+    pub mod admin {
+        use super::super::*;
+
+        #[test]
+        fn snapshot_shows_a_live_session_and_an_in_flight_call() {
+            let (d, socket, _dir) = daemon();
+            let session = legacy_session(&d);
+            let _call = sleeping_call(&d, &session, 7);
+            let s = snapshot_where(&socket, |s| !s.requests.is_empty());
+            let live = s
+                .sessions
+                .iter()
+                .find(|x| x.id.as_deref() == Some(session.as_str()))
+                .expect("the session is missing");
+            assert_eq!(live.client.as_ref().unwrap()["name"], "admin-test-client");
+            assert_eq!(live.revision.as_deref(), Some("2025-11-25"));
+            let request = &s.requests[0];
+            assert_eq!(
+                (
+                    request.method.as_str(),
+                    request.target.as_deref(),
+                    request.upstream.as_deref()
+                ),
+                ("tools/call", Some("fixture__sleep"), Some("fixture"))
+            );
+            assert_eq!(request.id, json!(7));
+            assert_eq!(s.upstreams[0].state, "ready");
+        }
+
+        #[test]
+        fn cancel_reaches_the_upstream_and_the_client_gets_its_cancellation_outcome() {
+            let (d, socket, _dir) = daemon();
+            let session = legacy_session(&d);
+            let mut call = sleeping_call(&d, &session, 8);
+            let key = snapshot_where(&socket, |s| !s.requests.is_empty()).requests[0].key;
+            let reply = mcpx::admin::ask(&socket, &Command::Cancel { request: key }).unwrap();
+            assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
+            assert!(d.log_shows("fixture: cancelled request"), "{}", d.stderr());
+            // In a legacy session a cancelled request gets no response: its POST ends as an
+            // event stream with nothing on it.
+            let mut raw = Vec::new();
+            std::io::Read::read_to_end(&mut call, &mut raw).unwrap();
+            let text = String::from_utf8_lossy(&raw);
+            assert!(
+                text.contains("text/event-stream") && !text.contains("\"id\":8"),
+                "{text}"
+            );
+            let s = snapshot_where(&socket, |s| s.requests.is_empty());
+            assert_eq!(s.totals.cancelled, 1);
+            let again = mcpx::admin::ask(&socket, &Command::Cancel { request: key }).unwrap();
+            assert!(matches!(again, Reply::Error { .. }));
+        }
+
+        #[test]
+        fn end_session_closes_its_get_stream_and_the_session_is_gone() {
+            let (d, socket, _dir) = daemon();
+            let session = legacy_session(&d);
+            let mut stream = std::net::TcpStream::connect(d.addr).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            write!(
+                stream,
+                "GET /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: {session}\r\n\r\n"
+            )
+            .unwrap();
+            let (mut events, _) = EventReader::open(stream);
+            snapshot_where(&socket, |s| s.streams.iter().any(|x| x.kind == "get"));
+            let reply = mcpx::admin::ask(
+                &socket,
+                &Command::EndSession {
+                    id: session.clone(),
+                },
+            )
+            .unwrap();
+            assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
+            assert_eq!(events.next_event(), None, "the GET stream stayed open");
+            let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+            assert_eq!(
+                d.post(
+                    &[("Mcp-Session-Id", session.as_bytes())],
+                    ping.to_string().as_bytes()
+                )
+                .status,
+                404
+            );
+        }
+
+        #[test]
+        fn restart_upstream_restarts_it_and_it_serves_again() {
+            let (d, socket, _dir) = daemon();
+            let reply = mcpx::admin::ask(
+                &socket,
+                &Command::RestartUpstream {
+                    name: "fixture".into(),
+                },
+            )
+            .unwrap();
+            assert!(
+                matches!(&reply, Reply::Done { message } if message.contains("ready")),
+                "{reply:?}"
+            );
+            let s = snapshot(&socket);
+            assert_eq!(
+                (s.upstreams[0].restarts, s.upstreams[0].state.as_str()),
+                (1, "ready")
+            );
+            let echo = d.modern(
+                1,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "back"}}),
+            );
+            assert_eq!(echo.json()["result"]["content"][0]["text"], "back");
+            let unknown = mcpx::admin::ask(
+                &socket,
+                &Command::RestartUpstream {
+                    name: "nope".into(),
+                },
+            )
+            .unwrap();
+            assert!(matches!(unknown, Reply::Error { .. }));
+        }
+
+        #[test]
+        fn watch_sends_a_snapshot_then_one_after_each_change() {
+            let (d, socket, _dir) = daemon();
+            let mut console = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            console.set_read_timeout(Some(PATIENCE)).unwrap();
+            writeln!(
+                console,
+                "{}",
+                serde_json::to_string(&Command::Watch).unwrap()
+            )
+            .unwrap();
+            let mut lines = BufReader::new(console).lines();
+            let first: Reply = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert!(matches!(first, Reply::Snapshot(ref s) if s.requests.is_empty()));
+            let session = legacy_session(&d);
+            let _call = sleeping_call(&d, &session, 9);
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                let reply: Reply = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+                if matches!(reply, Reply::Snapshot(ref s) if s.requests.len() == 1) {
+                    break;
+                }
+                assert!(Instant::now() < deadline);
+            }
+        }
+
+        #[test]
+        fn a_line_that_is_not_a_command_gets_an_error_and_the_console_carries_on() {
+            let (_d, socket, _dir) = daemon();
+            let mut console = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            console.set_read_timeout(Some(PATIENCE)).unwrap();
+            writeln!(
+                console,
+                "{{\"cmd\": \"explode\"}}\n{}",
+                serde_json::to_string(&Command::Snapshot).unwrap()
+            )
+            .unwrap();
+            let mut lines = BufReader::new(console).lines();
+            let error: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!(error["type"], "error");
+            let snapshot: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!(snapshot["type"], "snapshot");
+        }
+
+        #[test]
+        fn the_socket_is_0600_in_a_0700_directory_and_another_user_is_refused() {
+            let (_d, socket, _dir) = daemon();
+            assert_eq!(
+                std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            assert_eq!(
+                std::fs::metadata(socket.parent().unwrap())
+                    .unwrap()
+                    .permissions()
+                    .mode()
+                    & 0o777,
+                0o700
+            );
+            // Another user (nobody) runs `mcpx status` against it, from a copy it may execute.
+            let shared = PathBuf::from(format!("/tmp/mcpx-admin-test-{}", std::process::id()));
+            std::fs::create_dir_all(&shared).unwrap();
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let binary = shared.join("mcpx");
+            std::fs::copy(mcpx_bin(), &binary).unwrap();
+            let out = std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&binary)
+                .args(["status", "--socket"])
+                .arg(&socket)
+                .output()
+                .unwrap();
+            let _ = std::fs::remove_dir_all(&shared);
+            assert!(!out.status.success());
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+
+        #[test]
+        fn mcpx_status_prints_upstreams_sessions_and_requests() {
+            let (d, socket, _dir) = daemon();
+            let session = legacy_session(&d);
+            let _call = sleeping_call(&d, &session, 10);
+            snapshot_where(&socket, |s| !s.requests.is_empty());
+            let out = std::process::Command::new(mcpx_bin())
+                .args(["status", "--socket"])
+                .arg(&socket)
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8_lossy(&out.stdout);
+            for expected in [
+                "fixture",
+                "ready",
+                "admin-test-client",
+                &session,
+                "fixture__sleep",
+                "requests in flight (1)",
+            ] {
+                assert!(text.contains(expected), "{expected} missing from:\n{text}");
+            }
+            let json = std::process::Command::new(mcpx_bin())
+                .args(["status", "--json", "--socket"])
+                .arg(&socket)
+                .output()
+                .unwrap();
+            let parsed: Snapshot = serde_json::from_slice(&json.stdout).unwrap();
+            assert_eq!(parsed.requests.len(), 1);
+        }
+
+        #[test]
+        fn each_mcpx_serve_has_its_own_socket_named_by_pid_removed_on_exit() {
+            let dir = tempfile::tempdir().unwrap();
+            let daemon_socket = dir.path().join("admin.sock");
+            let mut mcpx = Serve::start(&format!(
+                "[admin]\nsocket = {:?}\n",
+                daemon_socket.display().to_string()
+            ));
+            mcpx.call(1, "ping", json!({}));
+            let sockets: Vec<PathBuf> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            assert_eq!(sockets.len(), 1, "{sockets:?}");
+            assert!(sockets[0]
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("serve-"));
+            let s = snapshot(&sockets[0]);
+            assert_eq!(s.sessions[0].transport, "stdio");
+            mcpx.close_stdin();
+            assert!(mcpx.wait(PATIENCE).unwrap().success());
+            assert!(!sockets[0].exists(), "the socket outlived its process");
+        }
+    }
+
+    pub mod tui {
+        use super::super::*;
+
+        fn tmux(args: &[&str]) -> String {
+            let out = std::process::Command::new("tmux")
+                .args(args)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+
+        fn screen_shows(session: &str, text: &str) -> String {
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                let screen = tmux(&["capture-pane", "-t", session, "-p"]);
+                if screen.contains(text) {
+                    return screen;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{text:?} never appeared:\n{screen}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+
+        /// Under tmux: the console shows a real client's session and in-flight call, cancels the
+        /// call with `c` and `y`, and `q` leaves the shell's screen as it was.
+        #[test]
+        fn the_console_shows_cancels_and_quits_cleanly() {
+            let (d, socket, _dir) = daemon();
+            let session = legacy_session(&d);
+            let _call = sleeping_call(&d, &session, 11);
+            snapshot_where(&socket, |s| !s.requests.is_empty());
+            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
+            let name = format!("mcpx-tui-test-{}", std::process::id());
+            tmux(&["kill-session", "-t", &name]);
+            tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "24",
+                "bash --norc --noprofile",
+            ]);
+            tmux(&["send-keys", "-t", &name, "PS1='ready$ '; clear", "Enter"]);
+            screen_shows(&name, "ready$");
+            tmux(&[
+                "send-keys",
+                "-t",
+                &name,
+                &format!("{} --socket {}", tui.display(), socket.display()),
+                "Enter",
+            ]);
+            let screen = screen_shows(&name, "fixture__sleep");
+            assert!(screen.contains("4 Requests (1)"), "{screen}");
+            tmux(&["send-keys", "-t", &name, "2"]);
+            screen_shows(&name, "admin-test-clie");
+            tmux(&["send-keys", "-t", &name, "4"]);
+            tmux(&["send-keys", "-t", &name, "c"]);
+            screen_shows(&name, "(y/n)");
+            tmux(&["send-keys", "-t", &name, "y"]);
+            screen_shows(&name, "cancelled");
+            assert!(d.log_shows("fixture: cancelled request"), "{}", d.stderr());
+            screen_shows(&name, "4 Requests (0)");
+            tmux(&["send-keys", "-t", &name, "q"]);
+            let screen = screen_shows(&name, "ready$");
+            tmux(&["kill-session", "-t", &name]);
+            assert!(
+                !screen.contains("Requests"),
+                "the console left itself on the screen:\n{screen}"
+            );
+        }
+    }
+}
