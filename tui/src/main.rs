@@ -103,12 +103,10 @@ fn watch(socket: PathBuf, feed: Sender<Feed>) {
             stream.write_all(&line)?;
             for line in BufReader::new(stream).lines() {
                 match serde_json::from_str::<Reply>(&line?) {
-                    // The drawing loop has ended: so does the watch.
-                    Ok(Reply::Snapshot(snapshot))
-                        if feed.send(Feed::Snapshot(Box::new(snapshot))).is_err() =>
-                    {
-                        return Ok(())
-                    }
+                    // A failed send means the drawing loop has ended, and the watch with it.
+                    Ok(Reply::Snapshot(snapshot)) => feed
+                        .send(Feed::Snapshot(Box::new(snapshot)))
+                        .map_err(|_| std::io::Error::other("the console has quit"))?,
                     Ok(Reply::Error { message }) => return Err(std::io::Error::other(message)),
                     _ => {}
                 }
