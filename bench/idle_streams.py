@@ -2,10 +2,12 @@
 then prints the daemon's resident memory. Loopback only.
 
 Usage: python3 bench/idle_streams.py HOST:PORT PID N [N ...]   (raise `ulimit -n` first)
+Set HOLD=SECONDS to keep the streams open that long after the last count.
 """
 
 import asyncio
 import json
+import os
 import sys
 
 INIT = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -42,7 +44,8 @@ async def main(address, pid, targets):
             batch = min(200, target - len(streams))
             await asyncio.gather(*(open_stream(host, int(port), streams) for _ in range(batch)))
         await asyncio.sleep(1)
-        print(f"{len(streams)} idle GET streams: {rss_kib(pid) / 1024:.1f} MiB RSS")
+        print(f"{len(streams)} idle GET streams: {rss_kib(pid) / 1024:.1f} MiB RSS", flush=True)
+    await asyncio.sleep(float(os.environ.get("HOLD", "0")))
 
 
 asyncio.run(main(sys.argv[1], int(sys.argv[2]), [int(n) for n in sys.argv[3:]]))
