@@ -60,6 +60,16 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
+    /// Ask the running daemon to re-read its configuration (as SIGHUP does): added servers
+    /// start, removed ones stop, changed ones restart.
+    Reload,
+    /// How mcpx starts an upstream server so that it dies with mcpx (internal).
+    #[command(hide = true)]
+    ExecUpstream {
+        /// The server's program and arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Print a completion script for a shell.
     Completions {
         /// The shell.

@@ -143,6 +143,41 @@ pub struct Server {
     /// What exposed names start with: `NAME__` by default, `PREFIX__` if set, bare names if `""`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// How long a request to it may go unanswered before it is cancelled and fails
+    /// (default [`DEFAULT_UPSTREAM_TIMEOUT`]).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub timeout: Option<Duration>,
+    /// Which era to speak to it: found out by probing, or fixed.
+    #[serde(skip_serializing_if = "UpstreamEra::is_auto")]
+    pub era: UpstreamEra,
+}
+
+/// How long a request to an upstream may go unanswered, unless `timeout` says otherwise.
+pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `[servers.NAME] era`: some servers exit on any request before `initialize`, so probing can be
+/// turned off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum UpstreamEra {
+    /// `initialize` first; a modern error switches to 2026-07-28.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// `initialize` only.
+    #[serde(rename = "legacy")]
+    Legacy,
+    /// 2026-07-28 only: `server/discover`, never `initialize`.
+    #[serde(rename = "2026-07-28")]
+    Modern,
+}
+
+impl UpstreamEra {
+    fn is_auto(&self) -> bool {
+        *self == UpstreamEra::Auto
+    }
 }
 
 /// How an upstream is reached.
@@ -162,6 +197,11 @@ impl Server {
             (None, Some(url)) => Launch::Http(url),
             (None, None) => unreachable!("validated: a server has a command or a url"),
         }
+    }
+
+    /// How long a request to it may go unanswered.
+    pub fn timeout(&self) -> Duration {
+        self.timeout.unwrap_or(DEFAULT_UPSTREAM_TIMEOUT)
     }
 
     /// The prefix exposed names carry (without the `__` separator).
@@ -298,6 +338,26 @@ mod humantime_serde {
                 "{text:?} is not a duration like \"15s\" or \"500ms\": {e}"
             ))
         })
+    }
+
+    /// The same for an optional key.
+    pub mod option {
+        use serde::{Deserializer, Serializer};
+        use std::time::Duration;
+
+        pub fn serialize<S: Serializer>(
+            duration: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match duration {
+                Some(duration) => super::serialize(duration, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            super::deserialize(d).map(Some)
+        }
     }
 }
 

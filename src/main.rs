@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::ExecUpstream { command } => return exec_upstream(&command),
         Command::Completions { shell } => {
             let _ =
                 std::io::Write::write_all(&mut std::io::stdout(), &mcpx::cli::completions(shell));
@@ -48,10 +49,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Command::Status { json, socket } = &cli.command {
-        return status(*json, socket.as_deref().unwrap_or(&config.admin.socket));
+    match &cli.command {
+        Command::Status { json, socket } => {
+            return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))
+        }
+        Command::Reload => return reload(&config.admin.socket),
+        _ => {}
     }
-    let gateway = Gateway::new(&config, path.map(|p| p.display().to_string()));
+    let gateway = Gateway::new(
+        &config,
+        path.map(|p| p.display().to_string()),
+        std::env::current_exe().ok(),
+    );
     let outcome = smol::block_on(async {
         let outcome = run(cli.command, &config, Arc::clone(&gateway)).await;
         gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
@@ -89,7 +98,7 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
         }
         Command::Daemon => {
             let shutdown = Cancel::new();
-            let signals = signal_shutdown(shutdown.clone())
+            let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;
             let options = HttpOptions {
                 address: config.daemon.address,
@@ -116,7 +125,14 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import { .. } | Command::Completions { .. } | Command::Status { .. } => {
+        Command::Reload => {
+            // Reaches the daemon through its admin socket; handled before the gateway starts.
+            unreachable!("handled before the gateway starts")
+        }
+        Command::Import { .. }
+        | Command::Completions { .. }
+        | Command::Status { .. }
+        | Command::ExecUpstream { .. } => {
             unreachable!("handled before the gateway starts")
         }
         Command::Tools => {
@@ -184,6 +200,49 @@ async fn front_door(
         task.await;
     }
     outcome
+}
+
+/// `mcpx exec-upstream -- PROGRAM ARGS`: how mcpx starts an upstream. The kernel is asked to
+/// kill this process when its parent (mcpx) dies, however it dies; then it becomes the server.
+fn exec_upstream(command: &[std::ffi::OsString]) -> ExitCode {
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("mcpx exec-upstream: no program");
+        return ExitCode::from(2);
+    };
+    let parent = rustix::process::getppid();
+    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .is_err()
+        || rustix::process::getppid() != parent
+    {
+        // mcpx died before the request took effect: nothing would ever stop this server.
+        return ExitCode::FAILURE;
+    }
+    let error =
+        std::os::unix::process::CommandExt::exec(std::process::Command::new(program).args(args));
+    eprintln!("mcpx: cannot start {}: {error}", program.to_string_lossy());
+    ExitCode::from(127)
+}
+
+/// `mcpx reload`: asks the daemon to re-read its configuration.
+fn reload(socket: &Path) -> ExitCode {
+    match mcpx::admin::ask(socket, &mcpx::admin::protocol::Command::Reload) {
+        Ok(mcpx::admin::protocol::Reply::Done { message }) => {
+            println!("{message}");
+            ExitCode::SUCCESS
+        }
+        Ok(mcpx::admin::protocol::Reply::Error { message }) => {
+            eprintln!("mcpx reload: {message}");
+            ExitCode::FAILURE
+        }
+        Ok(other) => {
+            eprintln!("mcpx reload: unexpected reply: {other:?}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("mcpx reload: no mcpx answers on {} ({e})", socket.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `mcpx status`: one snapshot from the admin socket, as text or JSON.
@@ -260,16 +319,25 @@ fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
     }
 }
 
-/// Fires `shutdown` on the first SIGTERM or SIGINT.
-fn signal_shutdown(shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
+/// Fires `shutdown` on the first SIGTERM or SIGINT; reloads the configuration on SIGHUP.
+fn signal_shutdown(gateway: Arc<Gateway>, shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
+    use async_signal::Signal;
     use smol::stream::StreamExt;
-    let mut signals =
-        async_signal::Signals::new([async_signal::Signal::Term, async_signal::Signal::Int])?;
+    let mut signals = async_signal::Signals::new([Signal::Term, Signal::Int, Signal::Hup])?;
     Ok(smol::spawn(async move {
-        if let Some(Ok(signal)) = signals.next().await {
+        while let Some(Ok(signal)) = signals.next().await {
             tracing::info!("received {signal:?}");
+            if signal == Signal::Hup {
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
+                if let Err(e) = gateway.reload_from_disk().await {
+                    tracing::error!("reload refused, the running configuration stays: {e}");
+                }
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+                continue;
+            }
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
             shutdown.cancel();
+            return;
         }
     }))
 }

@@ -105,7 +105,7 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
     }
 }
 
-async fn act(gateway: &Gateway, command: Command) -> Reply {
+async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
     let outcome = match command {
         Command::Snapshot | Command::Watch => return Reply::Snapshot(gateway.snapshot()),
         Command::Cancel { request } => match gateway.registry.cancel_key(request) {
@@ -117,6 +117,7 @@ async fn act(gateway: &Gateway, command: Command) -> Reply {
             false => Err(format!("no HTTP session {id}")),
         },
         Command::RestartUpstream { name } => gateway.restart_upstream(&name).await,
+        Command::Reload => gateway.reload_from_disk().await,
     };
     match outcome {
         Ok(message) => Reply::Done { message },

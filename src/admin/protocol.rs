@@ -28,6 +28,8 @@ pub enum Command {
         /// The server's configured name.
         name: String,
     },
+    /// Re-reads the configuration file and applies its `[servers]`.
+    Reload,
 }
 
 /// What the daemon answers.

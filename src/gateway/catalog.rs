@@ -8,6 +8,7 @@
 use super::naming;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
+use crate::upstream::ListKind;
 use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -122,6 +123,22 @@ impl Catalog {
             }
         }
         Ok(catalog)
+    }
+
+    /// The kinds of list in which `other` differs from this catalog: what clients must hear
+    /// `list_changed` for.
+    pub fn differences(&self, other: &Catalog) -> Vec<ListKind> {
+        let mut kinds = Vec::new();
+        if self.tools != other.tools {
+            kinds.push(ListKind::Tools);
+        }
+        if self.prompts != other.prompts {
+            kinds.push(ListKind::Prompts);
+        }
+        if self.resources != other.resources || self.templates != other.templates {
+            kinds.push(ListKind::Resources);
+        }
+        kinds
     }
 
     /// The route of an exposed tool name.

@@ -10,27 +10,27 @@ mod builtin;
 mod catalog;
 mod client;
 pub mod naming;
+mod upstreams;
 
 pub use catalog::{Catalog, Listing, Owner, Route};
 pub use client::{Client, Listen};
 
-use crate::admin::protocol::{Snapshot, UpstreamView};
+use crate::admin::protocol::Snapshot;
 use crate::cancel::Cancel;
-use crate::config::{Config, Server, BUILTIN_SERVER};
+use crate::config::Config;
 use crate::jsonrpc::{
-    ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS,
-    METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
+    ErrorObject, Id, Notification, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND_LEGACY,
 };
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry};
-use crate::upstream::stdio::{Handshake, StdioUpstream};
 use crate::upstream::{Event, ListKind, ProgressSink};
-use async_channel::{Receiver, Sender};
+use async_channel::Sender;
 use serde_json::{json, Map, Value};
 use smol::lock::OnceCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// What a transport gives the core along with each request.
@@ -44,37 +44,10 @@ pub struct RequestContext {
     pub progress_seen: Arc<AtomicU64>,
 }
 
-/// Where an upstream stands, for the log, `mcpx tools` and the built-in `upstreams` tool.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UpstreamState {
-    /// Starting or handshaking.
-    Starting,
-    /// Serving.
-    Ready,
-    /// Could not start or handshake.
-    Failed(String),
-    /// Was serving, then its process ended.
-    Exited(String),
-}
-
-/// One configured upstream and what mcpx knows of it.
-#[derive(Debug)]
-struct Upstream {
-    name: String,
-    config: Server,
-    state: Mutex<UpstreamState>,
-    handshake: Mutex<Option<Handshake>>,
-    connection: Mutex<Option<Arc<StdioUpstream>>>,
-    listing: Mutex<Listing>,
-    /// Counts starts; an event from an older start is about a process that is gone.
-    generation: AtomicU64,
-    restarts: AtomicU64,
-}
-
 /// The gateway: the upstreams, the merged catalog, the connected clients.
 #[derive(Debug)]
 pub struct Gateway {
-    upstreams: Vec<Upstream>,
+    upstreams: upstreams::Upstreams,
     catalog: RwLock<Arc<Catalog>>,
     ready: OnceCell<()>,
     clients: Mutex<HashMap<u64, Arc<Client>>>,
@@ -85,6 +58,9 @@ pub struct Gateway {
     config_path: Option<String>,
     /// Where upstreams report, once started.
     events: std::sync::OnceLock<Sender<Event>>,
+    /// The program that starts upstream processes so that they die with mcpx (see
+    /// [`crate::upstream::stdio`]); `None` starts them directly.
+    launcher: Option<std::path::PathBuf>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -107,24 +83,15 @@ const CATALOG_METHODS: [&str; 9] = [
 ];
 
 impl Gateway {
-    /// A gateway for this configuration; nothing runs until [`Gateway::start`].
-    pub fn new(config: &Config, config_path: Option<String>) -> Arc<Gateway> {
-        let upstreams = config
-            .servers
-            .iter()
-            .map(|(name, server)| Upstream {
-                name: name.clone(),
-                config: server.clone(),
-                state: Mutex::new(UpstreamState::Starting),
-                handshake: Mutex::new(None),
-                connection: Mutex::new(None),
-                listing: Mutex::default(),
-                generation: AtomicU64::new(0),
-                restarts: AtomicU64::new(0),
-            })
-            .collect();
+    /// A gateway for this configuration; nothing runs until [`Gateway::start`]. `launcher`, when
+    /// given, is the mcpx binary, which starts each upstream so that it dies with mcpx.
+    pub fn new(
+        config: &Config,
+        config_path: Option<String>,
+        launcher: Option<std::path::PathBuf>,
+    ) -> Arc<Gateway> {
         Arc::new(Gateway {
-            upstreams,
+            upstreams: upstreams::Upstreams::from_config(config),
             catalog: RwLock::default(),
             ready: OnceCell::new(),
             clients: Mutex::default(),
@@ -133,203 +100,12 @@ impl Gateway {
             server_info: json!({"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}),
             config_path,
             events: std::sync::OnceLock::new(),
+            launcher,
         })
-    }
-
-    /// Starts every upstream concurrently and builds the merged catalog. A server that fails is
-    /// logged and reported, and the others serve; only a name collision stops mcpx, because it
-    /// would route calls to the wrong server.
-    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
-        let (events_tx, events_rx) = async_channel::unbounded();
-        let starts: Vec<_> = (0..self.upstreams.len())
-            .map(|index| {
-                let gateway = Arc::clone(self);
-                let events = events_tx.clone();
-                smol::spawn(async move { gateway.start_upstream(index, events).await })
-            })
-            .collect();
-        for start in starts {
-            start.await;
-        }
-        let catalog = self.build_catalog()?;
-        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
-        let _ = self.events.set(events_tx);
-        let _ = self.ready.set(()).await;
-        let gateway = Arc::clone(self);
-        smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
-        Ok(())
-    }
-
-    async fn start_upstream(&self, index: usize, events: Sender<Event>) {
-        let upstream = &self.upstreams[index];
-        let generation = upstream.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let outcome = async {
-            let connection = match upstream.config.launch() {
-                crate::config::Launch::Stdio(_) => StdioUpstream::spawn(
-                    &upstream.name,
-                    index,
-                    generation,
-                    &upstream.config,
-                    events,
-                )?,
-                crate::config::Launch::Http(url) => {
-                    return Err(format!(
-                    "remote Streamable HTTP upstreams ({url}) are not supported by this build yet"
-                ))
-                }
-            };
-            let handshake = connection.handshake().await?;
-            *lock(&upstream.connection) = Some(Arc::clone(&connection));
-            let listing = list_everything(&connection, &handshake.capabilities).await?;
-            Ok::<_, String>((handshake, listing))
-        }
-        .await;
-        match outcome {
-            Ok((handshake, listing)) => {
-                tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
-                *lock(&upstream.handshake) = Some(handshake);
-                *lock(&upstream.listing) = listing;
-                *lock(&upstream.state) = UpstreamState::Ready;
-            }
-            Err(reason) => {
-                tracing::error!(server = %upstream.name, "upstream failed to start: {reason}");
-                if let Some(connection) = lock(&upstream.connection).take() {
-                    connection.stop();
-                }
-                *lock(&upstream.state) = UpstreamState::Failed(reason);
-            }
-        }
-    }
-
-    fn build_catalog(&self) -> Result<Catalog, String> {
-        let builtin = builtin::listing();
-        let listings: Vec<Listing> = self
-            .upstreams
-            .iter()
-            .map(|u| lock(&u.listing).clone())
-            .collect();
-        let mut sources = vec![catalog::Source {
-            server: BUILTIN_SERVER,
-            prefix: BUILTIN_SERVER,
-            owner: Owner::Builtin,
-            listing: &builtin,
-        }];
-        sources.extend(self.upstreams.iter().zip(&listings).enumerate().map(
-            |(index, (u, listing))| catalog::Source {
-                server: &u.name,
-                prefix: u.config.prefix(&u.name),
-                owner: Owner::Upstream(index),
-                listing,
-            },
-        ));
-        Catalog::build(&sources)
     }
 
     fn catalog(&self) -> Arc<Catalog> {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// Acts on what upstreams report, for as long as any upstream may report anything.
-    async fn follow_events(self: Arc<Self>, events: Receiver<Event>) {
-        while let Ok(event) = events.recv().await {
-            match event {
-                Event::ListChanged { upstream, kind } => self.relist(upstream, kind).await,
-                Event::ResourceUpdated { uri } => {
-                    for client in self.clients() {
-                        client.resource_updated(&uri);
-                    }
-                }
-                Event::Exited {
-                    upstream,
-                    generation,
-                    reason,
-                } => self.upstream_exited(upstream, generation, reason),
-            }
-        }
-    }
-
-    async fn relist(&self, index: usize, kind: ListKind) {
-        let upstream = &self.upstreams[index];
-        let Some(connection) = lock(&upstream.connection).clone() else {
-            return;
-        };
-        let cancel = Cancel::new();
-        let fresh = match kind {
-            ListKind::Tools => list_all(&connection, "tools/list", "tools", &cancel)
-                .await
-                .map(|t| vec![t]),
-            ListKind::Prompts => list_all(&connection, "prompts/list", "prompts", &cancel)
-                .await
-                .map(|p| vec![p]),
-            ListKind::Resources => {
-                match list_all(&connection, "resources/list", "resources", &cancel).await {
-                    Ok(resources) => list_all(
-                        &connection,
-                        "resources/templates/list",
-                        "resourceTemplates",
-                        &cancel,
-                    )
-                    .await
-                    .or_else(|_| Ok::<_, String>(Vec::new()))
-                    .map(|templates| vec![resources, templates]),
-                    Err(e) => Err(e),
-                }
-            }
-        };
-        let mut fresh = match fresh {
-            Ok(fresh) => fresh.into_iter(),
-            Err(reason) => {
-                return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}")
-            }
-        };
-        let previous = {
-            let mut listing = lock(&upstream.listing);
-            let previous = listing.clone();
-            match kind {
-                ListKind::Tools => listing.tools = fresh.next().unwrap_or_default(),
-                ListKind::Prompts => listing.prompts = fresh.next().unwrap_or_default(),
-                ListKind::Resources => {
-                    listing.resources = fresh.next().unwrap_or_default();
-                    listing.templates = fresh.next().unwrap_or_default();
-                }
-            }
-            previous
-        };
-        self.publish_catalog(index, previous, &[kind]);
-    }
-
-    /// Rebuilds the catalog after upstream `index` changed, and tells clients. A change that would
-    /// collide with another server's names is refused (logged) and the old listing kept.
-    fn publish_catalog(&self, index: usize, previous: Listing, kinds: &[ListKind]) {
-        self.registry.notify_changed();
-        match self.build_catalog() {
-            Ok(catalog) => {
-                *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog)
-            }
-            Err(reason) => {
-                tracing::error!(server = %self.upstreams[index].name, "ignored a catalog change: {reason}");
-                *lock(&self.upstreams[index].listing) = previous;
-                return;
-            }
-        }
-        for client in self.clients() {
-            for kind in kinds {
-                client.list_changed(*kind);
-            }
-        }
-    }
-
-    fn upstream_exited(&self, index: usize, generation: u64, reason: String) {
-        let upstream = &self.upstreams[index];
-        if upstream.generation.load(Ordering::Acquire) != generation {
-            // The process of an earlier start, replaced by a restart: nothing to undo.
-            return;
-        }
-        *lock(&upstream.state) = UpstreamState::Exited(reason);
-        lock(&upstream.connection).take();
-        let previous = std::mem::take(&mut *lock(&upstream.listing));
-        let kinds = changed_kinds(&previous, &Listing::default());
-        self.publish_catalog(index, previous, &kinds);
     }
 
     fn clients(&self) -> Vec<Arc<Client>> {
@@ -357,23 +133,6 @@ impl Gateway {
             self.release_upstream_subscription(&uri);
         }
         self.registry.close_session(client.session);
-    }
-
-    /// Shuts every upstream down together: each gets `grace` to exit on its own once its stdin
-    /// closes (so cancellations just sent still land), then is killed.
-    pub async fn shutdown(&self, grace: std::time::Duration) {
-        let connections: Vec<_> = self
-            .upstreams
-            .iter()
-            .filter_map(|u| lock(&u.connection).take())
-            .collect();
-        let stopping: Vec<_> = connections
-            .into_iter()
-            .map(|c| smol::spawn(async move { c.shutdown(grace).await }))
-            .collect();
-        for stop in stopping {
-            stop.await;
-        }
     }
 
     /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
@@ -650,7 +409,7 @@ impl Gateway {
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let connection = self.connection(owner)?;
+        let (_, connection) = self.connection(owner)?;
         let progress = original
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get("progressToken"))
@@ -663,30 +422,6 @@ impl Gateway {
         connection
             .request(method, Some(forwarded), &ctx.cancel, progress)
             .await
-    }
-
-    fn connection(&self, owner: Owner) -> Result<Arc<StdioUpstream>, ErrorObject> {
-        let Owner::Upstream(index) = owner else {
-            return Err(ErrorObject::new(
-                INTERNAL_ERROR,
-                "the built-in server has no connection",
-            ));
-        };
-        let upstream = &self.upstreams[index];
-        lock(&upstream.connection)
-            .clone()
-            .filter(|c| c.is_alive())
-            .ok_or_else(|| {
-                let state = lock(&upstream.state).clone();
-                ErrorObject::new(
-                    INTERNAL_ERROR,
-                    format!(
-                        "upstream {:?} is not serving ({})",
-                        upstream.name,
-                        describe_state(&state)
-                    ),
-                )
-            })
     }
 
     async fn subscribe(
@@ -712,7 +447,8 @@ impl Gateway {
         Ok(json!({}))
     }
 
-    /// Subscribes the owning upstream to `uri` when the first client asks for it.
+    /// Subscribes the owning upstream to `uri` when the first client asks for it (a modern
+    /// upstream has no `resources/subscribe`).
     async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
         let first = {
             let mut held = lock(&self.upstream_subscriptions);
@@ -720,57 +456,45 @@ impl Gateway {
             *count += 1;
             *count == 1
         };
-        let Owner::Upstream(index) = owner else {
+        let Ok((upstream, connection)) = self.connection(owner) else {
             return;
         };
-        let supports = lock(&self.upstreams[index].handshake)
-            .as_ref()
-            .is_some_and(|h| h.capabilities["resources"]["subscribe"] == json!(true));
-        if first && supports {
-            if let Ok(connection) = self.connection(owner) {
-                let method = if connection_is_modern(&self.upstreams[index]) {
-                    None
-                } else {
-                    Some("resources/subscribe")
-                };
-                if let Some(method) = method {
-                    if let Err(e) = connection
-                        .request(method, Some(json!({"uri": uri})), &Cancel::new(), None)
-                        .await
-                    {
-                        tracing::warn!(server = %self.upstreams[index].name, "resources/subscribe {uri} failed: {}", e.message);
-                    }
-                }
+        if first && upstream.supports_subscribe() && !upstream.is_modern() {
+            let params = Some(json!({"uri": uri}));
+            if let Err(e) = connection
+                .request("resources/subscribe", params, &Cancel::new(), None)
+                .await
+            {
+                tracing::warn!(server = %upstream.name, "resources/subscribe {uri} failed: {}", e.message);
             }
         }
     }
 
+    /// Unsubscribes the owning upstream from `uri` when its last client lets go.
     fn release_upstream_subscription(&self, uri: &str) {
         let mut held = lock(&self.upstream_subscriptions);
-        if let Some(count) = held.get_mut(uri) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(uri);
-                let owner = self.catalog().resource_owner(uri);
-                if let Some(Owner::Upstream(index)) = owner {
-                    if let Ok(connection) = self.connection(Owner::Upstream(index)) {
-                        if !connection_is_modern(&self.upstreams[index]) {
-                            let params = json!({"uri": uri});
-                            smol::spawn(async move {
-                                connection
-                                    .request(
-                                        "resources/unsubscribe",
-                                        Some(params),
-                                        &Cancel::new(),
-                                        None,
-                                    )
-                                    .await
-                            })
-                            .detach();
-                        }
-                    }
-                }
-            }
+        let Some(count) = held.get_mut(uri) else {
+            return;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return;
+        }
+        held.remove(uri);
+        let Some(owner) = self.catalog().resource_owner(uri) else {
+            return;
+        };
+        let Ok((upstream, connection)) = self.connection(owner) else {
+            return;
+        };
+        if upstream.supports_subscribe() && !upstream.is_modern() {
+            let params = Some(json!({"uri": uri}));
+            smol::spawn(async move {
+                connection
+                    .request("resources/unsubscribe", params, &Cancel::new(), None)
+                    .await
+            })
+            .detach();
         }
     }
 
@@ -858,27 +582,6 @@ impl Gateway {
         Ok(json!({"resultType": "complete", "_meta": { SUBSCRIPTION_ID: request.id.to_value() }}))
     }
 
-    /// Each configured upstream's name, state, revision and catalog size.
-    pub fn summaries(&self) -> Vec<UpstreamView> {
-        self.upstreams
-            .iter()
-            .map(|u| {
-                let handshake = lock(&u.handshake).clone();
-                let listing = lock(&u.listing);
-                UpstreamView {
-                    name: u.name.clone(),
-                    state: describe_state(&lock(&u.state)),
-                    revision: handshake.as_ref().map(|h| h.revision.as_str().to_owned()),
-                    server_info: handshake.map(|h| h.server_info).unwrap_or(Value::Null),
-                    tools: listing.tools.len(),
-                    prompts: listing.prompts.len(),
-                    resources: listing.resources.len(),
-                    restarts: u.restarts.load(Ordering::Relaxed),
-                }
-            })
-            .collect()
-    }
-
     /// The whole live state, for the admin socket.
     pub fn snapshot(&self) -> Snapshot {
         let catalog = self.catalog();
@@ -895,7 +598,7 @@ impl Gateway {
                 "prompts/get" => catalog.prompt(target).map(|r| r.owner),
                 _ => catalog.resource_owner(target),
             };
-            owner.map(|o| self.upstream_name(o).to_owned())
+            owner.map(|o| self.upstream_name(o))
         };
         let (sessions, streams, requests, totals) = self.registry.views(subscriptions, upstream);
         Snapshot {
@@ -907,35 +610,6 @@ impl Gateway {
             requests,
             totals,
         }
-    }
-
-    /// Stops an upstream and starts it again; clients hear `list_changed` for what changed.
-    pub async fn restart_upstream(&self, name: &str) -> Result<String, String> {
-        let index = self
-            .upstreams
-            .iter()
-            .position(|u| u.name == name)
-            .ok_or_else(|| format!("no upstream is named {name:?}"))?;
-        let events = self
-            .events
-            .get()
-            .cloned()
-            .ok_or("mcpx is still starting its upstreams")?;
-        let upstream = &self.upstreams[index];
-        let old = lock(&upstream.connection).take();
-        if let Some(old) = old {
-            old.shutdown(std::time::Duration::from_millis(500)).await;
-        }
-        let previous = lock(&upstream.listing).clone();
-        *lock(&upstream.state) = UpstreamState::Starting;
-        self.registry.notify_changed();
-        self.start_upstream(index, events).await;
-        upstream.restarts.fetch_add(1, Ordering::Relaxed);
-        let current = lock(&upstream.listing).clone();
-        let kinds = changed_kinds(&previous, &current);
-        self.publish_catalog(index, previous, &kinds);
-        let state = describe_state(&lock(&upstream.state));
-        Ok(format!("{name} restarted: {state}"))
     }
 
     /// The merged tools, exposed names and all (for `mcpx tools`).
@@ -973,14 +647,6 @@ impl Gateway {
             .tool_header_params(exposed)
             .map(<[_]>::to_vec)
     }
-
-    /// The configured name of an upstream by index.
-    pub fn upstream_name(&self, owner: Owner) -> &str {
-        match owner {
-            Owner::Builtin => BUILTIN_SERVER,
-            Owner::Upstream(index) => &self.upstreams[index].name,
-        }
-    }
 }
 
 /// Keeps a listen registered on its client while the listen request runs, and undoes its
@@ -1014,21 +680,6 @@ impl Drop for OpenListen<'_> {
     }
 }
 
-fn connection_is_modern(upstream: &Upstream) -> bool {
-    lock(&upstream.handshake)
-        .as_ref()
-        .is_some_and(|h| h.revision.era() == Era::Modern)
-}
-
-fn describe_state(state: &UpstreamState) -> String {
-    match state {
-        UpstreamState::Starting => "starting".into(),
-        UpstreamState::Ready => "ready".into(),
-        UpstreamState::Failed(why) => format!("failed: {why}"),
-        UpstreamState::Exited(why) => format!("exited: {why}"),
-    }
-}
-
 fn not_found(method: &str) -> ErrorObject {
     ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
 }
@@ -1059,80 +710,4 @@ fn forwardable(params: Option<&Value>) -> Value {
         }
     }
     params
-}
-
-/// Lists everything a server declares, following its pagination.
-async fn list_everything(
-    connection: &StdioUpstream,
-    capabilities: &Value,
-) -> Result<Listing, String> {
-    let cancel = Cancel::new();
-    let declared = |key: &str| capabilities.get(key).is_some_and(|v| !v.is_null());
-    let mut listing = Listing::default();
-    if declared("tools") {
-        listing.tools = list_all(connection, "tools/list", "tools", &cancel).await?;
-    }
-    if declared("prompts") {
-        listing.prompts = list_all(connection, "prompts/list", "prompts", &cancel).await?;
-    }
-    if declared("resources") {
-        listing.resources = list_all(connection, "resources/list", "resources", &cancel).await?;
-        // Templates are optional even for a server with resources.
-        listing.templates = list_all(
-            connection,
-            "resources/templates/list",
-            "resourceTemplates",
-            &cancel,
-        )
-        .await
-        .unwrap_or_default();
-    }
-    Ok(listing)
-}
-
-/// The most pages mcpx follows, so that a server whose cursors loop cannot hang it.
-const MAX_PAGES: usize = 1000;
-
-async fn list_all(
-    connection: &StdioUpstream,
-    method: &str,
-    key: &str,
-    cancel: &Cancel,
-) -> Result<Vec<Value>, String> {
-    let mut items = Vec::new();
-    let mut cursor: Option<Value> = None;
-    for _ in 0..MAX_PAGES {
-        let params = cursor.take().map(|c| json!({ "cursor": c }));
-        let page = connection
-            .request(method, params, cancel, None)
-            .await
-            .map_err(|e| format!("{method} failed: {}", e.message))?;
-        items.extend(
-            page.get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .cloned(),
-        );
-        match page.get("nextCursor") {
-            Some(next) if !next.is_null() => cursor = Some(next.clone()),
-            _ => return Ok(items),
-        }
-    }
-    Err(format!("{method} returned more than {MAX_PAGES} pages"))
-}
-
-/// The catalog kinds that differ between two listings of one server.
-fn changed_kinds(before: &Listing, after: &Listing) -> Vec<ListKind> {
-    let mut kinds = Vec::new();
-    if before.tools != after.tools {
-        kinds.push(ListKind::Tools);
-    }
-    if before.prompts != after.prompts {
-        kinds.push(ListKind::Prompts);
-    }
-    if before.resources != after.resources || before.templates != after.templates {
-        kinds.push(ListKind::Resources);
-    }
-    kinds
 }

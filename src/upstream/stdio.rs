@@ -7,7 +7,7 @@
 
 use super::{Event, ListKind, ProgressSink};
 use crate::cancel::Cancel;
-use crate::config::Server;
+use crate::config::{Server, UpstreamEra};
 use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR,
 };
@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use smol::process::{Child, Command, Stdio};
 use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,6 +50,12 @@ pub struct StdioUpstream {
     next_id: AtomicI64,
     era: Mutex<Era>,
     exited: Cancel,
+    /// The server's process group (its pid), killed whole when it stops.
+    process_group: u32,
+    /// How long a request may go unanswered.
+    timeout: Duration,
+    /// Which era to handshake in.
+    era_choice: UpstreamEra,
     /// Fired when the server's stderr ends, so shutdown can wait until its last words are logged.
     stderr_closed: Cancel,
     child: Mutex<Option<Child>>,
@@ -55,26 +63,42 @@ pub struct StdioUpstream {
 
 impl StdioUpstream {
     /// Spawns the server and starts its reader, writer and stderr tasks. Events go to `events`
-    /// tagged with `index`.
+    /// tagged with `index` and `generation`.
+    ///
+    /// The server runs in a process group of its own, so that stopping it also stops what it
+    /// started (an `npx` wrapper's node, say). With a `launcher` (the mcpx binary), it is started
+    /// through `mcpx exec-upstream`, which asks the kernel to kill it when mcpx dies, even by
+    /// SIGKILL, before it becomes the server.
     pub fn spawn(
         name: &str,
         index: usize,
         generation: u64,
         server: &Server,
+        launcher: Option<&Path>,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let program = server.command.as_deref().unwrap_or_default();
-        let mut command = Command::new(program);
+        let mut command = match launcher {
+            Some(launcher) => {
+                let mut command = std::process::Command::new(launcher);
+                command.args(["exec-upstream", "--", program]);
+                command
+            }
+            None => std::process::Command::new(program),
+        };
         command
             .args(&server.args)
             .envs(&server.env)
+            .process_group(0);
+        if let Some(cwd) = &server.cwd {
+            command.current_dir(cwd);
+        }
+        let mut command = Command::from(command);
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        if let Some(cwd) = &server.cwd {
-            command.current_dir(cwd);
-        }
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {program:?}: {e}"))?;
@@ -93,7 +117,10 @@ impl StdioUpstream {
             era: Mutex::new(Era::Legacy),
             exited: Cancel::new(),
             stderr_closed: Cancel::new(),
+            process_group: child.id(),
             child: Mutex::new(Some(child)),
+            timeout: server.timeout(),
+            era_choice: server.era,
         });
         smol::spawn(async move {
             while let Ok(line) = outgoing.recv().await {
@@ -135,6 +162,9 @@ impl StdioUpstream {
     /// Handshakes: `initialize` at the newest legacy revision, or, when the server answers with a
     /// modern error, `server/discover` at 2026-07-28.
     pub async fn handshake(&self) -> Result<Handshake, String> {
+        if self.era_choice == UpstreamEra::Modern {
+            return self.discover().await;
+        }
         let initialize = json!({
             "protocolVersion": Revision::LATEST_LEGACY.as_str(),
             "capabilities": {},
@@ -156,23 +186,27 @@ impl StdioUpstream {
                     server_info: result["serverInfo"].clone(),
                 })
             }
-            Err(error) if speaks_modern(&error) => {
-                *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
-                let discovered = with_timeout(self.request("server/discover", None, &cancel, None))
-                    .await?
-                    .map_err(|e| format!("server/discover failed: {}", e.message))?;
-                Ok(Handshake {
-                    revision: Revision::V2026_07_28,
-                    capabilities: discovered["capabilities"].clone(),
-                    server_info: discovered["_meta"][crate::protocol::shape::SERVER_INFO_KEY]
-                        .clone(),
-                })
+            Err(error) if self.era_choice == UpstreamEra::Auto && speaks_modern(&error) => {
+                self.discover().await
             }
             Err(error) => Err(format!(
                 "initialize failed: {} ({})",
                 error.message, error.code
             )),
         }
+    }
+
+    /// The modern handshake: `server/discover` at 2026-07-28.
+    async fn discover(&self) -> Result<Handshake, String> {
+        *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
+        let discovered = with_timeout(self.request("server/discover", None, &Cancel::new(), None))
+            .await?
+            .map_err(|e| format!("server/discover failed: {}", e.message))?;
+        Ok(Handshake {
+            revision: Revision::V2026_07_28,
+            capabilities: discovered["capabilities"].clone(),
+            server_info: discovered["_meta"][crate::protocol::shape::SERVER_INFO_KEY].clone(),
+        })
     }
 
     /// Sends a request in the server's era and waits for its answer, unless `cancel` fires first
@@ -232,7 +266,14 @@ impl StdioUpstream {
             method: method.to_owned(),
             params,
         });
-        let reply = cancel.run(rx.recv()).await;
+        // Whichever first: the answer, the caller's cancellation, or the upstream's timeout.
+        let timed_out = Cancel::new();
+        let reply = smol::future::or(cancel.run(rx.recv()), async {
+            smol::Timer::after(self.timeout).await;
+            timed_out.cancel();
+            None
+        })
+        .await;
         self.progress
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -245,11 +286,26 @@ impl StdioUpstream {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&id);
+                let (reason, error) = if timed_out.is_cancelled() {
+                    let why = format!(
+                        "upstream {:?} did not answer within {:?}",
+                        self.name, self.timeout
+                    );
+                    (
+                        "mcpx timed out waiting",
+                        ErrorObject::new(INTERNAL_ERROR, why),
+                    )
+                } else {
+                    (
+                        "cancelled by the client",
+                        ErrorObject::new(INTERNAL_ERROR, "Request cancelled"),
+                    )
+                };
                 self.notify(
                     "notifications/cancelled",
-                    Some(json!({"requestId": id, "reason": "cancelled by the client"})),
+                    Some(json!({"requestId": id, "reason": reason})),
                 );
-                Err(ErrorObject::new(INTERNAL_ERROR, "Request cancelled"))
+                Err(error)
             }
         }
     }
@@ -278,9 +334,12 @@ impl StdioUpstream {
         self.stop();
     }
 
-    /// Stops the server at once: closes its stdin and kills it.
+    /// Stops the server at once: closes its stdin and kills its whole process group.
     pub fn stop(&self) {
         self.lines.close();
+        if let Some(group) = rustix::process::Pid::from_raw(self.process_group as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
         if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = child.kill();
         }
