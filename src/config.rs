@@ -436,7 +436,7 @@ headers = { Authorization = "Bearer x" }
         /// Every key mcpx reads is documented in mcpx.toml(5).
         #[test]
         fn every_key_is_in_the_man_page() {
-            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
+            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ntimeout = \"1s\"\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
             config.admin.socket = "/s".into();
             let page =
                 std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/mcpx.toml.5"))

@@ -18,7 +18,7 @@ use crate::upstream::{Event, ListKind};
 use async_channel::Receiver;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -126,6 +126,17 @@ pub(super) struct Upstream {
     backoff: Mutex<Backoff>,
     /// Fired when the upstream is removed by a reload: supervision stops reviving it.
     removed: Cancel,
+    /// Whether a supervision loop is already reviving it (there must be one at most).
+    reviving: AtomicBool,
+}
+
+/// Clears a flag when dropped, however the task holding it ends.
+struct ClearOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Upstream {
@@ -191,6 +202,7 @@ impl Upstreams {
             restarts: AtomicU64::new(0),
             backoff: Mutex::default(),
             removed: Cancel::new(),
+            reviving: AtomicBool::new(false),
         })
     }
 
@@ -256,9 +268,11 @@ impl Gateway {
                     self.launcher.as_deref(),
                     events,
                 )?,
-                crate::config::Launch::Http(url) => return Err(format!(
+                crate::config::Launch::Http(url) => {
+                    return Err(format!(
                     "remote Streamable HTTP upstreams ({url}) are not supported by this build yet"
-                )),
+                ))
+                }
             };
             *lock(&upstream.connection) = Some(Arc::clone(&connection));
             let handshake = connection.handshake().await?;
@@ -338,8 +352,11 @@ impl Gateway {
                     let Some(upstream) = self.upstreams.get(upstream) else {
                         continue;
                     };
-                    // The process of an earlier start, replaced since: nothing to undo.
-                    if upstream.generation.load(Ordering::Acquire) == generation
+                    // Only a serving upstream's exit is news here: a failed start is revived by
+                    // whoever started it, and an earlier start's process was replaced already.
+                    let serving = *lock(&upstream.state) == UpstreamState::Ready;
+                    if serving
+                        && upstream.generation.load(Ordering::Acquire) == generation
                         && !upstream.removed.is_cancelled()
                     {
                         lock(&upstream.connection).take();
@@ -422,7 +439,11 @@ impl Gateway {
     /// Supervision: starts a down upstream again after its backoff, until it serves or is
     /// removed. Its in-flight calls already failed when its process ended.
     fn revive(self: Arc<Self>, upstream: Arc<Upstream>) {
+        if upstream.reviving.swap(true, Ordering::AcqRel) {
+            return;
+        }
         smol::spawn(async move {
+            let _done = ClearOnDrop(&upstream.reviving);
             loop {
                 let (delay, looping) = lock(&upstream.backoff).failed();
                 if let UpstreamState::Down { next, crash_looping, .. } = &mut *lock(&upstream.state) {

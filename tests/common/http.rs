@@ -60,6 +60,24 @@ impl Daemon {
         self.log.shows(text)
     }
 
+    /// The configuration file the daemon was started with.
+    pub fn config_path(&self) -> &std::path::Path {
+        self._config.path()
+    }
+
+    /// `body` as a configuration file for this daemon (the same `[daemon]` table).
+    pub fn config_with(&self, body: &str) -> String {
+        format!("[daemon]\naddress = \"127.0.0.1:0\"\n{body}")
+    }
+
+    /// Sends a signal and returns at once.
+    pub fn signal_only(&self, signal: &str) {
+        Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+
     /// Sends a signal and waits for the daemon to exit.
     pub fn signal(&mut self, signal: &str) -> Option<ExitStatus> {
         Command::new("kill")

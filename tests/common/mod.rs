@@ -243,6 +243,12 @@ impl Serve {
         all
     }
 
+    /// Kills mcpx with SIGKILL: no chance to clean up.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin.take();
     }

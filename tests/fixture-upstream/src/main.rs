@@ -194,6 +194,7 @@ impl Server {
 }
 
 fn main() {
+    eprintln!("fixture: pid {}", std::process::id());
     let args: Vec<String> = std::env::args().collect();
     let generated_tools = args
         .iter()

@@ -1,0 +1,284 @@
+//! Upstreams that stay up, end to end: supervision after a crash, timeouts, hot reload, no
+//! orphans when mcpx is killed, and the era choice.
+
+mod common;
+
+use common::http::*;
+use common::*;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// The state the built-in `mcpx__upstreams` tool reports for `name`.
+fn upstream_state(mcpx: &mut Serve, id: i64, name: &str) -> Value {
+    let report = mcpx.call(
+        id,
+        "tools/call",
+        json!({"name": "mcpx__upstreams", "arguments": {}}),
+    );
+    report["result"]["structuredContent"]["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == name)
+        .cloned()
+        .unwrap()
+}
+
+/// The fixture's pid, from the line it logs at start.
+fn fixture_pids(log: &str) -> Vec<u32> {
+    log.lines()
+        .filter_map(|l| l.split("fixture: pid ").nth(1))
+        .filter_map(|p| p.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+mod every_revision {
+    pub mod supervision {
+        use super::super::*;
+
+        #[test]
+        fn a_crashed_upstream_fails_its_call_at_once_then_restarts_without_list_changed() {
+            let mut mcpx = Serve::start(&fixture_config(""));
+            mcpx.initialize("2025-11-25");
+            let started = Instant::now();
+            let crashed = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__crash", "arguments": {}}),
+            );
+            assert_eq!(crashed["error"]["code"], -32603);
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "the caller waited {:?}",
+                started.elapsed()
+            );
+            let deadline = Instant::now() + PATIENCE;
+            let mut id = 10;
+            loop {
+                id += 1;
+                let echo = mcpx.call(
+                    id,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "back"}}),
+                );
+                if echo["result"]["content"][0]["text"] == "back" {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "never came back: {echo}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert_eq!(upstream_state(&mut mcpx, 100, "fixture")["restarts"], 1);
+            // The same tools came back: nothing to announce.
+            let heard = mcpx.drain(Duration::from_millis(300));
+            assert!(
+                heard
+                    .iter()
+                    .all(|m| m["method"] != "notifications/tools/list_changed"),
+                "{heard:?}"
+            );
+        }
+
+        #[test]
+        fn a_server_that_keeps_failing_is_damped_as_a_crash_loop() {
+            let mut mcpx =
+                Serve::start("[servers.flaky]\ncommand = \"sh\"\nargs = [\"-c\", \"exit 3\"]\n");
+            mcpx.initialize("2025-11-25");
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                let state = upstream_state(&mut mcpx, 1, "flaky")["state"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                if state.contains("crash loop") {
+                    assert!(state.starts_with("failed"), "{state}");
+                    break;
+                }
+                assert!(Instant::now() < deadline, "never damped: {state}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+
+        #[test]
+        fn an_upstream_that_never_answers_hits_its_timeout() {
+            let mut mcpx = Serve::start(&format!(
+                "[servers.fixture]\ncommand = {:?}\ntimeout = \"300ms\"\n",
+                fixture_bin()
+            ));
+            mcpx.initialize("2025-11-25");
+            let started = Instant::now();
+            let slow = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
+            assert!(
+                slow["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("did not answer within"),
+                "{slow}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(3));
+            assert!(
+                mcpx.log_shows("fixture: cancelled request"),
+                "the upstream was not told"
+            );
+        }
+
+        #[test]
+        fn killing_mcpx_with_sigkill_leaves_no_upstream_behind() {
+            let mut mcpx = Serve::start(&fixture_config(""));
+            mcpx.initialize("2025-11-25");
+            assert!(mcpx.log_shows("fixture: pid "));
+            let pids = fixture_pids(&mcpx.stderr());
+            assert_eq!(pids.len(), 1);
+            assert!(alive(pids[0]));
+            mcpx.kill();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while alive(pids[0]) {
+                assert!(Instant::now() < deadline, "the upstream outlived mcpx");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+
+        #[test]
+        fn era_can_be_fixed_per_upstream() {
+            let modern = format!("[servers.fixture]\ncommand = {:?}\nargs = [\"--modern-only\"]\nera = \"2026-07-28\"\n", fixture_bin());
+            let mut mcpx = Serve::start(&modern);
+            mcpx.initialize("2025-11-25");
+            assert_eq!(
+                upstream_state(&mut mcpx, 1, "fixture")["revision"],
+                "2026-07-28"
+            );
+            // Probing would have started with initialize; the fixed era never sends it.
+            assert!(!mcpx.stderr().contains("Unsupported protocol version"));
+            let legacy_only = format!(
+                "[servers.fixture]\ncommand = {:?}\nargs = [\"--modern-only\"]\nera = \"legacy\"\n",
+                fixture_bin()
+            );
+            let mut mcpx = Serve::start(&legacy_only);
+            mcpx.initialize("2025-11-25");
+            let state = upstream_state(&mut mcpx, 1, "fixture")["state"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(state.starts_with("failed: initialize failed"), "{state}");
+        }
+    }
+
+    pub mod reload {
+        use super::super::*;
+
+        #[test]
+        fn sighup_adds_and_removes_servers_and_connected_clients_hear_list_changed() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let one = format!(
+                "[admin]\nsocket = {:?}\n[servers.fixture]\ncommand = {:?}\n",
+                socket.display().to_string(),
+                fixture_bin()
+            );
+            let d = Daemon::start(&one, "");
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+            let session = d
+                .post(&[], init.to_string().as_bytes())
+                .header("mcp-session-id")
+                .unwrap()
+                .to_owned();
+            let mut stream = std::net::TcpStream::connect(d.addr).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            write!(
+                stream,
+                "GET /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: {session}\r\n\r\n"
+            )
+            .unwrap();
+            let (mut events, _) = EventReader::open(stream);
+            let list = |d: &Daemon| -> Vec<String> {
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+                let reply = d
+                    .post(
+                        &[("Mcp-Session-Id", session.as_bytes())],
+                        body.to_string().as_bytes(),
+                    )
+                    .json();
+                reply["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_owned())
+                    .collect()
+            };
+            assert!(list(&d).contains(&"fixture__echo".to_owned()));
+            // Add a second server, by SIGHUP.
+            let two = format!("{one}[servers.other]\ncommand = {:?}\n", fixture_bin());
+            std::fs::write(d.config_path(), d.config_with(&two)).unwrap();
+            d.signal_only("HUP");
+            // The fixture brings tools, prompts and resources: each list is announced once.
+            let mut announced: Vec<String> = (0..3)
+                .map(|_| {
+                    events.next_event().unwrap()["method"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            announced.sort();
+            assert_eq!(
+                announced,
+                [
+                    "notifications/prompts/list_changed",
+                    "notifications/resources/list_changed",
+                    "notifications/tools/list_changed"
+                ]
+            );
+            assert!(d.log_shows("reloaded: started [other]"), "{}", d.stderr());
+            assert!(list(&d).contains(&"other__echo".to_owned()));
+            // Remove the first, by `mcpx reload`.
+            let only_other = format!(
+                "[admin]\nsocket = {:?}\n[servers.other]\ncommand = {:?}\n",
+                socket.display().to_string(),
+                fixture_bin()
+            );
+            std::fs::write(d.config_path(), d.config_with(&only_other)).unwrap();
+            let out = std::process::Command::new(mcpx_bin())
+                .args(["--config"])
+                .arg(d.config_path())
+                .arg("reload")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(String::from_utf8_lossy(&out.stdout).contains("stopped [fixture]"));
+            assert_eq!(
+                events.next_event().unwrap()["method"],
+                "notifications/tools/list_changed"
+            );
+            let tools = list(&d);
+            assert!(
+                !tools.contains(&"fixture__echo".to_owned())
+                    && tools.contains(&"other__echo".to_owned()),
+                "{tools:?}"
+            );
+            // A broken file is refused and the running configuration stays.
+            std::fs::write(d.config_path(), "[servers.x]\nbogus = 1\n").unwrap();
+            let refused =
+                mcpx::admin::ask(&socket, &mcpx::admin::protocol::Command::Reload).unwrap();
+            assert!(
+                matches!(&refused, mcpx::admin::protocol::Reply::Error { message } if message.contains("bogus")),
+                "{refused:?}"
+            );
+            assert!(list(&d).contains(&"other__echo".to_owned()));
+        }
+    }
+}
