@@ -13,7 +13,9 @@ use crate::cancel::Cancel;
 use crate::config::{Config, Server, BUILTIN_SERVER};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::Era;
-use crate::upstream::stdio::{Handshake, StdioUpstream};
+use crate::upstream::http::HttpUpstream;
+use crate::upstream::stdio::StdioUpstream;
+use crate::upstream::{Connection, Handshake};
 use crate::upstream::{Event, ListKind};
 use async_channel::Receiver;
 use serde_json::{json, Value};
@@ -118,7 +120,7 @@ pub(super) struct Upstream {
     pub(super) config: Server,
     state: Mutex<UpstreamState>,
     pub(super) handshake: Mutex<Option<Handshake>>,
-    connection: Mutex<Option<Arc<StdioUpstream>>>,
+    connection: Mutex<Option<Connection>>,
     pub(super) listing: Mutex<Listing>,
     /// Counts starts; an event from an older start is about a process that is gone.
     generation: AtomicU64,
@@ -260,21 +262,22 @@ impl Gateway {
         self.registry.notify_changed();
         let outcome = async {
             let connection = match upstream.config.launch() {
-                crate::config::Launch::Stdio(_) => StdioUpstream::spawn(
+                crate::config::Launch::Stdio(_) => Connection::Stdio(StdioUpstream::spawn(
                     &upstream.name,
                     upstream.id,
                     generation,
                     &upstream.config,
                     self.launcher.as_deref(),
                     events,
-                )?,
-                crate::config::Launch::Http(url) => {
-                    return Err(format!(
-                    "remote Streamable HTTP upstreams ({url}) are not supported by this build yet"
-                ))
-                }
+                )?),
+                crate::config::Launch::Http(_) => Connection::Http(HttpUpstream::new(
+                    &upstream.name,
+                    upstream.id,
+                    &upstream.config,
+                    events,
+                )?),
             };
-            *lock(&upstream.connection) = Some(Arc::clone(&connection));
+            *lock(&upstream.connection) = Some(connection.clone());
             let handshake = connection.handshake().await?;
             let listing = list_everything(&connection, &handshake.capabilities).await?;
             Ok::<_, String>((handshake, listing))
@@ -489,7 +492,7 @@ impl Gateway {
     pub(super) fn connection(
         &self,
         owner: Owner,
-    ) -> Result<(Arc<Upstream>, Arc<StdioUpstream>), ErrorObject> {
+    ) -> Result<(Arc<Upstream>, Connection), ErrorObject> {
         let Owner::Upstream(id) = owner else {
             return Err(ErrorObject::new(
                 INTERNAL_ERROR,
@@ -664,10 +667,7 @@ impl Gateway {
 }
 
 /// Lists everything a server declares, following its pagination.
-async fn list_everything(
-    connection: &StdioUpstream,
-    capabilities: &Value,
-) -> Result<Listing, String> {
+async fn list_everything(connection: &Connection, capabilities: &Value) -> Result<Listing, String> {
     let cancel = Cancel::new();
     let declared = |key: &str| capabilities.get(key).is_some_and(|v| !v.is_null());
     let mut listing = Listing::default();
@@ -696,7 +696,7 @@ async fn list_everything(
 const MAX_PAGES: usize = 1000;
 
 async fn list_all(
-    connection: &StdioUpstream,
+    connection: &Connection,
     method: &str,
     key: &str,
     cancel: &Cancel,

@@ -4,6 +4,7 @@
 //! requests and cancellations, passes each request's progress back to the caller through a
 //! [`ProgressSink`], and reports the server's own notifications to the gateway as [`Event`]s.
 
+pub mod http;
 pub mod stdio;
 
 use crate::jsonrpc::Notification;
@@ -11,6 +12,74 @@ use crate::protocol::{shape, Revision};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// What the handshake learned about a server.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    /// The revision mcpx speaks to it.
+    pub revision: crate::protocol::Revision,
+    /// Its declared capabilities.
+    pub capabilities: Value,
+    /// Its `Implementation` (name, version, ...).
+    pub server_info: Value,
+}
+
+/// A live connection to an upstream server, however it is reached.
+#[derive(Debug, Clone)]
+pub enum Connection {
+    /// A child process on stdio.
+    Stdio(Arc<stdio::StdioUpstream>),
+    /// A remote server over Streamable HTTP.
+    Http(Arc<http::HttpUpstream>),
+}
+
+impl Connection {
+    /// Learns the server's era, revision and capabilities.
+    pub async fn handshake(&self) -> Result<Handshake, String> {
+        match self {
+            Connection::Stdio(c) => c.handshake().await,
+            Connection::Http(c) => c.handshake().await,
+        }
+    }
+
+    /// Sends a request and waits for its answer, unless `cancel` fires first.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &crate::cancel::Cancel,
+        progress: Option<ProgressSink>,
+    ) -> Result<Value, crate::jsonrpc::ErrorObject> {
+        match self {
+            Connection::Stdio(c) => c.request(method, params, cancel, progress).await,
+            Connection::Http(c) => c.request(method, params, cancel, progress).await,
+        }
+    }
+
+    /// Stops the server politely, within `grace`.
+    pub async fn shutdown(&self, grace: std::time::Duration) {
+        match self {
+            Connection::Stdio(c) => c.shutdown(grace).await,
+            Connection::Http(c) => c.shutdown(grace).await,
+        }
+    }
+
+    /// Stops the server at once.
+    pub fn stop(&self) {
+        match self {
+            Connection::Stdio(c) => c.stop(),
+            Connection::Http(c) => c.stop(),
+        }
+    }
+
+    /// Whether it can still answer.
+    pub fn is_alive(&self) -> bool {
+        match self {
+            Connection::Stdio(c) => c.is_alive(),
+            Connection::Http(c) => c.is_alive(),
+        }
+    }
+}
 
 /// The three catalogs an upstream can announce changes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@
 //! the process is gone: every pending request fails at once with an error naming the server, so no
 //! caller waits on a dead upstream.
 
-use super::{Event, ListKind, ProgressSink};
+use super::{Event, Handshake, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::jsonrpc::{
@@ -28,17 +28,6 @@ use std::time::Duration;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Reply = Result<Value, ErrorObject>;
-
-/// What the handshake learned about the server.
-#[derive(Debug, Clone)]
-pub struct Handshake {
-    /// The revision mcpx speaks to it.
-    pub revision: Revision,
-    /// Its declared capabilities.
-    pub capabilities: Value,
-    /// Its `Implementation` (name, version, ...).
-    pub server_info: Value,
-}
 
 /// A running stdio upstream.
 #[derive(Debug)]

@@ -1,0 +1,959 @@
+//! A remote upstream: an MCP server reached over Streamable HTTP, in its own era.
+//!
+//! Requests go out as POSTs on a small pool of kept-alive HTTP/1.1 connections (hyper's client on
+//! smol, TLS by rustls with the Mozilla roots). A response may be JSON or an event stream that
+//! carries the request's progress first. Legacy servers get `initialize`, their
+//! `Mcp-Session-Id` on every request (an expired session is re-initialized once, transparently),
+//! a GET stream for their notifications, and `notifications/cancelled` for cancellation. Modern
+//! servers get the `_meta` envelope and the mirrored headers on every request, including
+//! `Mcp-Param-*` from the tools' `x-mcp-header` annotations; closing the request's stream cancels
+//! it, and a `subscriptions/listen` stream carries their notifications.
+
+use super::{Event, Handshake, ListKind, ProgressSink};
+use crate::cancel::Cancel;
+use crate::config::{Server, UpstreamEra};
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response, INTERNAL_ERROR};
+use crate::mcpheaders::{self, HeaderParam};
+use crate::protocol::envelope::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
+use crate::protocol::{shape, Era, Revision};
+use async_channel::Sender;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use serde_json::{json, Value};
+use smol::net::TcpStream;
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+type Reply = Result<Value, ErrorObject>;
+type Sender1 = SendRequest<Full<Bytes>>;
+
+/// How long connecting and the handshake may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connection to the server: plain TCP or TLS.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<futures_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl smol::io::AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl smol::io::AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_close(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
+        }
+    }
+}
+
+fn tls_config() -> Arc<futures_rustls::rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<futures_rustls::rustls::ClientConfig>> = OnceLock::new();
+    Arc::clone(CONFIG.get_or_init(|| {
+        let roots = futures_rustls::rustls::RootCertStore::from_iter(
+            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+        );
+        let provider = Arc::new(futures_rustls::rustls::crypto::ring::default_provider());
+        let config = futures_rustls::rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map(|b| b.with_root_certificates(roots).with_no_client_auth());
+        // The ring provider supports the default versions; a failure here is a build defect.
+        Arc::new(config.unwrap_or_else(|e| panic!("rustls configuration: {e}")))
+    }))
+}
+
+/// Expands `${VAR}` from the environment in a configured header value.
+pub fn expand_env(value: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find('}').ok_or("an unclosed ${")?;
+        let name = &rest[start + 2..start + end];
+        out.push_str(
+            &std::env::var(name)
+                .map_err(|_| format!("${{{name}}} is not set in mcpx's environment"))?,
+        );
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A remote upstream.
+pub struct HttpUpstream {
+    name: String,
+    index: usize,
+    uri: Uri,
+    headers: HeaderMap,
+    era: Mutex<Era>,
+    era_choice: UpstreamEra,
+    session: Mutex<Option<String>>,
+    pool: Mutex<Vec<Sender1>>,
+    next_id: AtomicI64,
+    timeout: Duration,
+    events: Sender<Event>,
+    closed: Cancel,
+    /// The `x-mcp-header` annotations of the server's tools, by its own tool name.
+    header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    /// What `initialize` sent, to start a new session when the server forgets one.
+    capabilities: Mutex<Value>,
+}
+
+impl std::fmt::Debug for HttpUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Headers may hold secrets: never printed.
+        f.debug_struct("HttpUpstream")
+            .field("name", &self.name)
+            .field("uri", &self.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one POST brought back.
+enum Answer {
+    /// 202: nothing to read.
+    Accepted,
+    /// The response to the request.
+    Reply(Reply),
+    /// The server no longer knows the session (404): initialize again.
+    SessionGone,
+}
+
+impl HttpUpstream {
+    /// Prepares the upstream (nothing is sent until [`HttpUpstream::handshake`]).
+    pub fn new(
+        name: &str,
+        index: usize,
+        server: &Server,
+        events: Sender<Event>,
+    ) -> Result<Arc<Self>, String> {
+        let url = server.url.as_deref().unwrap_or_default();
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("`url` {url:?} is not a URL: {e}"))?;
+        if uri.host().is_none() {
+            return Err(format!("`url` {url:?} has no host"));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &server.headers {
+            let value = expand_env(value).map_err(|e| format!("headers.{name}: {e}"))?;
+            let header = HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("headers.{name} is not a header name"))?;
+            let mut value = HeaderValue::try_from(value)
+                .map_err(|_| format!("headers.{name} has bytes a header cannot carry"))?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        Ok(Arc::new(HttpUpstream {
+            name: name.to_owned(),
+            index,
+            uri,
+            headers,
+            era: Mutex::new(Era::Legacy),
+            era_choice: server.era,
+            session: Mutex::default(),
+            pool: Mutex::default(),
+            next_id: AtomicI64::new(1),
+            timeout: server.timeout(),
+            events,
+            closed: Cancel::new(),
+            header_params: Mutex::default(),
+            capabilities: Mutex::new(json!({})),
+        }))
+    }
+
+    fn is_modern(&self) -> bool {
+        *self.era.lock().unwrap_or_else(|p| p.into_inner()) == Era::Modern
+    }
+
+    /// Handshakes in the configured era; in `auto`, `server/discover` first and `initialize` when
+    /// the server does not answer it as a modern server would.
+    pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
+        let handshake = async {
+            if self.era_choice != UpstreamEra::Legacy {
+                *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
+                match self
+                    .call("server/discover", None, &Cancel::new(), None)
+                    .await
+                {
+                    Ok(discovered) => {
+                        return Ok(Handshake {
+                            revision: Revision::V2026_07_28,
+                            capabilities: discovered["capabilities"].clone(),
+                            server_info: discovered["_meta"][shape::SERVER_INFO_KEY].clone(),
+                        })
+                    }
+                    Err(e) if self.era_choice == UpstreamEra::Modern => {
+                        return Err(format!("server/discover failed: {}", e.message))
+                    }
+                    Err(_) => *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Legacy,
+                }
+            }
+            self.initialize().await
+        };
+        let handshake = smol::future::or(handshake, async {
+            smol::Timer::after(CONNECT_TIMEOUT).await;
+            Err(format!("no answer within {CONNECT_TIMEOUT:?}"))
+        })
+        .await?;
+        self.follow_notifications(&handshake.capabilities);
+        Ok(handshake)
+    }
+
+    /// The legacy handshake: a new session.
+    async fn initialize(&self) -> Result<Handshake, String> {
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let params = json!({
+            "protocolVersion": Revision::LATEST_LEGACY.as_str(),
+            "capabilities": self.capabilities.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let result = self
+            .call("initialize", Some(params), &Cancel::new(), None)
+            .await
+            .map_err(|e| format!("initialize failed: {}", e.message))?;
+        let version = result["protocolVersion"].as_str().unwrap_or_default();
+        let revision = Revision::parse(version)
+            .filter(|r| r.era() == Era::Legacy)
+            .ok_or_else(|| {
+                format!("the server chose protocol version {version:?}, which mcpx does not speak")
+            })?;
+        self.notify("notifications/initialized", None);
+        Ok(Handshake {
+            revision,
+            capabilities: result["capabilities"].clone(),
+            server_info: result["serverInfo"].clone(),
+        })
+    }
+
+    /// Sends a request and waits for its answer, unless `cancel` fires or the timeout passes
+    /// first; then the server is told (legacy) or the request's stream is closed (modern).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &Cancel,
+        progress: Option<ProgressSink>,
+    ) -> Reply {
+        let reply = self
+            .call(method, params.clone(), cancel, progress.clone())
+            .await;
+        if method == "tools/list" {
+            if let Ok(result) = &reply {
+                self.learn_header_params(result);
+            }
+        }
+        reply
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &Cancel,
+        progress: Option<ProgressSink>,
+    ) -> Reply {
+        for attempt in 0..2 {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let mut message = self.message(id, method, params.clone());
+            if progress.is_some() {
+                // The server reports progress on this request's own stream, under a token of
+                // mcpx's; the sink puts the caller's back.
+                let token = json!(format!("mcpx-{id}"));
+                match message.get_mut("params") {
+                    Some(params) => params["_meta"]["progressToken"] = token,
+                    None => message["params"] = json!({"_meta": {"progressToken": token}}),
+                }
+            }
+            let exchange = self.exchange(id, method, &message, progress.clone());
+            let timed_out = Cancel::new();
+            let answer = smol::future::or(cancel.run(exchange), async {
+                smol::Timer::after(self.timeout).await;
+                timed_out.cancel();
+                None
+            })
+            .await;
+            match answer {
+                Some(Ok(Answer::Reply(reply))) => return reply,
+                Some(Ok(Answer::Accepted)) => {
+                    return Err(ErrorObject::new(
+                        INTERNAL_ERROR,
+                        format!(
+                            "upstream {:?} accepted a request without answering it",
+                            self.name
+                        ),
+                    ))
+                }
+                Some(Ok(Answer::SessionGone)) if attempt == 0 && method != "initialize" => {
+                    tracing::info!(server = %self.name, "the upstream forgot its session; initializing again");
+                    if let Err(e) = Box::pin(self.initialize()).await {
+                        return Err(ErrorObject::new(
+                            INTERNAL_ERROR,
+                            format!("upstream {:?}: {e}", self.name),
+                        ));
+                    }
+                }
+                Some(Ok(Answer::SessionGone)) => {
+                    return Err(ErrorObject::new(
+                        INTERNAL_ERROR,
+                        format!("upstream {:?} lost its session", self.name),
+                    ))
+                }
+                Some(Err(e)) => {
+                    return Err(ErrorObject::new(
+                        INTERNAL_ERROR,
+                        format!("upstream {:?}: {e}", self.name),
+                    ))
+                }
+                None => {
+                    // A modern request's stream was closed by dropping it; a legacy one is told.
+                    if !self.is_modern() {
+                        self.notify(
+                            "notifications/cancelled",
+                            Some(json!({"requestId": id, "reason": "cancelled by the client"})),
+                        );
+                    }
+                    return Err(match timed_out.is_cancelled() {
+                        true => ErrorObject::new(
+                            INTERNAL_ERROR,
+                            format!(
+                                "upstream {:?} did not answer within {:?}",
+                                self.name, self.timeout
+                            ),
+                        ),
+                        false => ErrorObject::new(INTERNAL_ERROR, "Request cancelled"),
+                    });
+                }
+            }
+        }
+        Err(ErrorObject::new(
+            INTERNAL_ERROR,
+            format!("upstream {:?} lost its session", self.name),
+        ))
+    }
+
+    /// The JSON-RPC message, with the modern envelope when the server is modern.
+    fn message(&self, id: i64, method: &str, params: Option<Value>) -> Value {
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        let params = if self.is_modern() {
+            let mut params = params.unwrap_or_else(|| json!({}));
+            if let Some(map) = params.as_object_mut() {
+                let meta = map.entry("_meta").or_insert_with(|| json!({}));
+                meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
+                meta[CLIENT_CAPABILITIES] = json!({});
+            }
+            Some(params)
+        } else {
+            params
+        };
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        message
+    }
+
+    /// Sends a notification (legacy servers only; modern ones take none over HTTP).
+    pub fn notify(&self, method: &str, params: Option<Value>) {
+        if self.is_modern() {
+            return;
+        }
+        let notification = Notification {
+            method: method.to_owned(),
+            params,
+        }
+        .to_value();
+        let this = self.detached();
+        smol::spawn(async move {
+            if let Err(e) = this.post(&notification, HeaderMap::new()).await {
+                tracing::debug!(server = %this.name, "notification not delivered: {e}");
+            }
+        })
+        .detach();
+    }
+
+    /// A handle on the same server for a background task (shares the pool and the session).
+    fn detached(&self) -> Detached {
+        Detached {
+            name: self.name.clone(),
+            uri: self.uri.clone(),
+            headers: self.headers.clone(),
+            session: self
+                .session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+
+    /// POSTs `message` and reads what comes back until the answer to `id`.
+    async fn exchange(
+        &self,
+        id: i64,
+        method: &str,
+        message: &Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<Answer, String> {
+        let mut headers = HeaderMap::new();
+        if self.is_modern() {
+            self.mirror_headers(method, message, &mut headers);
+        } else if let Some(session) = self
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            headers.insert(
+                "mcp-session-id",
+                HeaderValue::try_from(session).map_err(|e| e.to_string())?,
+            );
+        }
+        let mut sender = self.sender().await?;
+        let request = self.build(Method::POST, message.to_string(), headers)?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("the request failed: {e}"))?;
+        let status = response.status();
+        if let Some(session) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.to_owned());
+        }
+        let is_stream = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut body = response.into_body();
+        if status == StatusCode::ACCEPTED {
+            self.recycle(sender);
+            return Ok(Answer::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND
+            && !self.is_modern()
+            && self
+                .session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some()
+        {
+            return Ok(Answer::SessionGone);
+        }
+        if !is_stream {
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| format!("reading the response failed: {e}"))?
+                .to_bytes();
+            self.recycle(sender);
+            let value: Value = serde_json::from_slice(&bytes)
+                .map_err(|_| format!("HTTP {status} with a body that is not JSON-RPC"))?;
+            let messages = match value {
+                Value::Array(items) => items,
+                single => vec![single],
+            };
+            for message in messages {
+                if let Some(reply) = self.receive(message, id, progress.as_ref()) {
+                    return Ok(Answer::Reply(reply));
+                }
+            }
+            return Err(format!("HTTP {status} without the answer to request {id}"));
+        }
+        let mut events = EventParser::default();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            for event in events.push(&data) {
+                if let Ok(message) = serde_json::from_str::<Value>(&event) {
+                    if let Some(reply) = self.receive(message, id, progress.as_ref()) {
+                        // The stream ends with the answer; the connection may serve again.
+                        self.recycle(sender);
+                        return Ok(Answer::Reply(reply));
+                    }
+                }
+            }
+        }
+        Err(format!(
+            "the event stream ended without the answer to request {id}"
+        ))
+    }
+
+    /// Handles one message from the server; returns the reply if it answers `id`.
+    fn receive(&self, message: Value, id: i64, progress: Option<&ProgressSink>) -> Option<Reply> {
+        match jsonrpc::parse_message(message) {
+            Ok(Message::Response(Response {
+                id: Some(Id::Number(n)),
+                outcome,
+            })) if n == id => Some(outcome),
+            Ok(Message::Response(Response {
+                id: None,
+                outcome: Err(error),
+            })) => Some(Err(error)),
+            Ok(Message::Notification(n)) => {
+                let params = n.params.unwrap_or(Value::Null);
+                if n.method == "notifications/progress" {
+                    if let Some(sink) = progress {
+                        sink.forward(params);
+                    }
+                } else {
+                    self.report(&n.method, params);
+                }
+                None
+            }
+            Ok(Message::Request(request)) => {
+                // Only ping is answered; mcpx offers upstreams no client features.
+                let answer = match request.method.as_str() {
+                    "ping" => Response::result(request.id, json!({})),
+                    other => Response::error(
+                        Some(request.id),
+                        ErrorObject::new(
+                            jsonrpc::METHOD_NOT_FOUND,
+                            format!("Method not found: {other}"),
+                        ),
+                    ),
+                };
+                let this = self.detached();
+                let answer = answer.to_value();
+                smol::spawn(async move { this.post(&answer, HeaderMap::new()).await }).detach();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Passes the server's own notifications to the gateway.
+    fn report(&self, method: &str, params: Value) {
+        let event = match ListKind::from_notification(method) {
+            Some(kind) => Event::ListChanged {
+                upstream: self.index,
+                kind,
+            },
+            None if method == "notifications/resources/updated" => {
+                match params.get("uri").and_then(Value::as_str) {
+                    Some(uri) => Event::ResourceUpdated {
+                        uri: uri.to_owned(),
+                    },
+                    None => return,
+                }
+            }
+            None => return,
+        };
+        let _ = self.events.try_send(event);
+    }
+
+    /// The 2026-07-28 mirrored headers for a request.
+    fn mirror_headers(&self, method: &str, message: &Value, headers: &mut HeaderMap) {
+        let mut put = |name: &'static str, value: String| {
+            if let Ok(value) = HeaderValue::try_from(value) {
+                headers.insert(name, value);
+            }
+        };
+        put(
+            "mcp-protocol-version",
+            Revision::V2026_07_28.as_str().to_owned(),
+        );
+        put("mcp-method", method.to_owned());
+        let params = &message["params"];
+        let name = match method {
+            "tools/call" | "prompts/get" => params["name"].as_str(),
+            "resources/read" => params["uri"].as_str(),
+            _ => None,
+        };
+        if let Some(name) = name {
+            put("mcp-name", mcpheaders::encode(name));
+        }
+        if method == "tools/call" {
+            let tool = params["name"].as_str().unwrap_or_default();
+            let annotated = self
+                .header_params
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(tool)
+                .cloned()
+                .unwrap_or_default();
+            for param in annotated {
+                if let Some(text) = param
+                    .value_in(&params["arguments"])
+                    .and_then(mcpheaders::param_text)
+                {
+                    if let (Ok(name), Ok(value)) = (
+                        HeaderName::try_from(param.header_name()),
+                        HeaderValue::try_from(mcpheaders::encode(&text)),
+                    ) {
+                        headers.insert(name, value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the `x-mcp-header` annotations of the tools a `tools/list` page listed.
+    fn learn_header_params(&self, result: &Value) {
+        let mut known = self.header_params.lock().unwrap_or_else(|p| p.into_inner());
+        for tool in result["tools"].as_array().into_iter().flatten() {
+            if let (Some(name), Ok(params)) = (
+                tool["name"].as_str(),
+                mcpheaders::header_params(&tool["inputSchema"]),
+            ) {
+                known.insert(name.to_owned(), params);
+            }
+        }
+    }
+
+    /// Keeps a stream open for the server's notifications: the session's GET stream (legacy) or
+    /// a `subscriptions/listen` (modern), reopened while the upstream lives.
+    fn follow_notifications(self: &Arc<Self>, capabilities: &Value) {
+        let wants = |key: &str| capabilities[key]["listChanged"] == json!(true);
+        let filter = json!({
+            "toolsListChanged": wants("tools"),
+            "promptsListChanged": wants("prompts"),
+            "resourcesListChanged": wants("resources"),
+        });
+        let this = Arc::clone(self);
+        let task = async move {
+            loop {
+                let opened = if this.is_modern() {
+                    let id = this.next_id.fetch_add(1, Ordering::Relaxed);
+                    let message = this.message(
+                        id,
+                        "subscriptions/listen",
+                        Some(json!({ "notifications": filter })),
+                    );
+                    this.exchange(id, "subscriptions/listen", &message, None)
+                        .await
+                        .map(|_| ())
+                } else {
+                    this.listen_legacy().await
+                };
+                if let Err(e) = opened {
+                    tracing::debug!(server = %this.name, "notification stream ended: {e}");
+                }
+                smol::Timer::after(Duration::from_secs(1)).await;
+            }
+        };
+        let closed = self.closed.clone();
+        smol::spawn(async move { smol::future::or(task, closed.cancelled()).await }).detach();
+    }
+
+    /// The legacy session's GET stream, read until it ends.
+    async fn listen_legacy(&self) -> Result<(), String> {
+        let mut headers = HeaderMap::new();
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or("no session")?;
+        headers.insert(
+            "mcp-session-id",
+            HeaderValue::try_from(session).map_err(|e| e.to_string())?,
+        );
+        headers.insert(
+            http::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let mut sender = connect(&self.uri).await?;
+        let mut request = self.build(Method::GET, String::new(), headers)?;
+        request.headers_mut().remove(http::header::CONTENT_TYPE);
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            // The server offers no stream: nothing to follow, and nothing to retry.
+            smol::future::pending::<()>().await;
+        }
+        if response.status() == StatusCode::NOT_FOUND {
+            // The server forgot the session: a new one, whose stream the caller opens next.
+            return Box::pin(self.initialize()).await.map(drop);
+        }
+        if !response.status().is_success() {
+            return Err(format!("GET answered {}", response.status()));
+        }
+        let mut body = response.into_body();
+        let mut events = EventParser::default();
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(|e| e.to_string())?.into_data() else {
+                continue;
+            };
+            for event in events.push(&data) {
+                if let Ok(message) = serde_json::from_str::<Value>(&event) {
+                    self.receive(message, 0, None);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn build(
+        &self,
+        method: Method,
+        body: String,
+        extra: HeaderMap,
+    ) -> Result<http::Request<Full<Bytes>>, String> {
+        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(
+                http::header::HOST,
+                self.uri.authority().map_or("", |a| a.as_str()),
+            )
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        request.headers_mut().extend(self.headers.clone());
+        request.headers_mut().extend(extra);
+        Ok(request)
+    }
+
+    /// A ready connection from the pool, or a new one.
+    async fn sender(&self) -> Result<Sender1, String> {
+        loop {
+            let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match pooled {
+                Some(mut sender) if !sender.is_closed() => {
+                    if sender.ready().await.is_ok() {
+                        return Ok(sender);
+                    }
+                }
+                Some(_) => {}
+                None => return connect(&self.uri).await,
+            }
+        }
+    }
+
+    fn recycle(&self, sender: Sender1) {
+        if !sender.is_closed() {
+            self.pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(sender);
+        }
+    }
+
+    /// Ends a legacy session politely, then stops.
+    pub async fn shutdown(&self, grace: Duration) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let (false, Some(session)) = (self.is_modern(), session) {
+            let mut headers = HeaderMap::new();
+            if let Ok(value) = HeaderValue::try_from(session) {
+                headers.insert("mcp-session-id", value);
+            }
+            let delete = async {
+                let mut sender = connect(&self.uri).await?;
+                let request = self.build(Method::DELETE, String::new(), headers)?;
+                sender
+                    .send_request(request)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            };
+            let _ = smol::future::or(delete, async {
+                smol::Timer::after(grace).await;
+                Ok(())
+            })
+            .await;
+        }
+        self.stop();
+    }
+
+    /// Stops following the server; requests in flight end with their connections.
+    pub fn stop(&self) {
+        self.closed.cancel();
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Whether it has not been stopped (a remote server's health shows in its answers).
+    pub fn is_alive(&self) -> bool {
+        !self.closed.is_cancelled()
+    }
+}
+
+/// What a background task needs to POST to the same server.
+struct Detached {
+    name: String,
+    uri: Uri,
+    headers: HeaderMap,
+    session: Option<String>,
+}
+
+impl Detached {
+    async fn post(&self, message: &Value, mut extra: HeaderMap) -> Result<(), String> {
+        if let Some(session) = &self.session {
+            extra.insert(
+                "mcp-session-id",
+                HeaderValue::try_from(session.as_str()).map_err(|e| e.to_string())?,
+            );
+        }
+        let mut sender = connect(&self.uri).await?;
+        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = http::Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(
+                http::header::HOST,
+                self.uri.authority().map_or("", |a| a.as_str()),
+            )
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(message.to_string())))
+            .map_err(|e| e.to_string())?;
+        request.headers_mut().extend(self.headers.clone());
+        request.headers_mut().extend(extra);
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))?;
+        let _ = response.into_body().collect().await;
+        Ok(())
+    }
+}
+
+/// Opens an HTTP/1.1 connection (TLS for https) and drives it on the executor.
+async fn connect(uri: &Uri) -> Result<Sender1, String> {
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let tls = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let connecting = async {
+        let tcp = TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let io = if tls {
+            let name = futures_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|e| format!("{host}: {e}"))?;
+            let stream = futures_rustls::TlsConnector::from(tls_config())
+                .connect(name, tcp)
+                .await
+                .map_err(|e| format!("TLS with {host}: {e}"))?;
+            Io::Tls(Box::new(stream))
+        } else {
+            Io::Plain(tcp)
+        };
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(smol_hyper::rt::FuturesIo::new(io))
+                .await
+                .map_err(|e| format!("HTTP with {host}: {e}"))?;
+        smol::spawn(async move {
+            let _ = connection.await;
+        })
+        .detach();
+        Ok(sender)
+    };
+    smol::future::or(connecting, async {
+        smol::Timer::after(CONNECT_TIMEOUT).await;
+        Err(format!(
+            "connecting to {host}:{port} took longer than {CONNECT_TIMEOUT:?}"
+        ))
+    })
+    .await
+}
+
+/// Splits an event stream into the data of each event.
+#[derive(Default)]
+struct EventParser {
+    buffer: Vec<u8>,
+}
+
+impl EventParser {
+    /// Takes the next bytes of the stream; returns the data of each event they complete.
+    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        // Lines may end in CRLF; JSON data has no bare CR, so dropping CRs normalises them.
+        self.buffer.extend(bytes.iter().filter(|&&b| b != b'\r'));
+        let mut events = Vec::new();
+        while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
+            let event = String::from_utf8_lossy(&event[..end]);
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if !data.is_empty() {
+                events.push(data.join("\n"));
+            }
+        }
+        events
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod http_upstream {
+        use crate::upstream::http::{expand_env, EventParser};
+
+        #[test]
+        fn header_values_expand_the_environment() {
+            std::env::set_var("MCPX_TEST_TOKEN", "s3cret");
+            assert_eq!(
+                expand_env("Bearer ${MCPX_TEST_TOKEN}").unwrap(),
+                "Bearer s3cret"
+            );
+            assert!(expand_env("${MCPX_TEST_UNSET_VARIABLE}")
+                .unwrap_err()
+                .contains("MCPX_TEST_UNSET_VARIABLE"));
+            assert_eq!(expand_env("plain").unwrap(), "plain");
+        }
+
+        #[test]
+        fn event_streams_split_into_data_across_chunks() {
+            let mut parser = EventParser::default();
+            assert!(parser.push(b"event: message\ndata: {\"a\"").is_empty());
+            assert_eq!(
+                parser.push(b":1}\n\n: keep-alive\n\ndata: 2\r\n\r\n"),
+                vec!["{\"a\":1}".to_owned(), "2".to_owned()]
+            );
+        }
+    }
+}

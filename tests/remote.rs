@@ -1,0 +1,174 @@
+//! Remote upstreams over Streamable HTTP, end to end: a real `mcpx daemon` fronting the fixture
+//! is the remote server, and `mcpx serve` reaches it in each era.
+
+mod common;
+
+use common::http::*;
+use common::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// A remote server (a daemon with the fixture behind it) and a gateway reaching it.
+fn through_remote(era: &str, remote_extra: &str) -> (Daemon, Serve) {
+    let remote = Daemon::start(&fixture_config(remote_extra), "");
+    let mcpx = Serve::start(&format!(
+        "[servers.remote]\nurl = \"http://{}/mcp\"\nera = \"{era}\"\n",
+        remote.addr
+    ));
+    (remote, mcpx)
+}
+
+fn state(mcpx: &mut Serve, id: i64) -> Value {
+    let report = mcpx.call(
+        id,
+        "tools/call",
+        json!({"name": "mcpx__upstreams", "arguments": {}}),
+    );
+    report["result"]["structuredContent"]["upstreams"][0].clone()
+}
+
+mod every_revision {
+    pub mod remote {
+        use super::super::*;
+
+        fn lists_calls_streams_progress_and_hears_list_changed(era: &str, revision: &str) {
+            let (_remote, mut mcpx) = through_remote(era, "");
+            mcpx.initialize("2025-11-25");
+            assert_eq!(state(&mut mcpx, 1)["revision"], revision);
+            let tools = mcpx.call(2, "tools/list", json!({}));
+            assert!(
+                tools["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t["name"] == "remote__fixture__echo"),
+                "{tools}"
+            );
+            // `region` carries an x-mcp-header annotation: a modern remote refuses the call unless
+            // mcpx mirrors it in Mcp-Param-Region.
+            let echo = mcpx.call(3, "tools/call", json!({"name": "remote__fixture__echo", "arguments": {"text": "far", "region": "eu west"}}));
+            assert_eq!(echo["result"]["content"][0]["text"], "far", "{echo}");
+            mcpx.request(4, "tools/call", json!({"name": "remote__fixture__progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}));
+            let mut progress = 0;
+            loop {
+                let message = mcpx.next();
+                if message["method"] == "notifications/progress" {
+                    assert_eq!(message["params"]["progressToken"], "p");
+                    progress += 1;
+                } else if message["id"] == 4 {
+                    break;
+                }
+            }
+            assert_eq!(progress, 2);
+            mcpx.call(
+                5,
+                "tools/call",
+                json!({"name": "remote__fixture__add_tool", "arguments": {}}),
+            );
+            let deadline = Instant::now() + PATIENCE;
+            while !mcpx
+                .drain(Duration::from_millis(100))
+                .iter()
+                .any(|m| m["method"] == "notifications/tools/list_changed")
+            {
+                assert!(Instant::now() < deadline, "no list_changed came through");
+            }
+            let tools = mcpx.call(6, "tools/list", json!({}));
+            assert!(tools["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == "remote__fixture__extra"));
+        }
+
+        #[test]
+        fn a_legacy_remote_lists_calls_streams_progress_and_hears_list_changed() {
+            lists_calls_streams_progress_and_hears_list_changed("legacy", "2025-11-25");
+        }
+
+        #[test]
+        fn a_modern_remote_gets_mirrored_headers_and_hears_list_changed_on_a_listen() {
+            lists_calls_streams_progress_and_hears_list_changed("2026-07-28", "2026-07-28");
+        }
+
+        #[test]
+        fn auto_probes_with_server_discover_first() {
+            let (_remote, mut mcpx) = through_remote("auto", "");
+            mcpx.initialize("2025-11-25");
+            assert_eq!(state(&mut mcpx, 1)["revision"], "2026-07-28");
+        }
+
+        #[test]
+        fn an_expired_remote_session_is_initialized_again_transparently() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let (_remote, mut mcpx) = through_remote(
+                "legacy",
+                &format!("[admin]\nsocket = {:?}\n", socket.display().to_string()),
+            );
+            mcpx.initialize("2025-11-25");
+            let first = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "remote__fixture__echo", "arguments": {"text": "one"}}),
+            );
+            assert_eq!(first["result"]["content"][0]["text"], "one");
+            // The remote server forgets the session (as one that restarted or expired it would).
+            let snapshot =
+                match mcpx::admin::ask(&socket, &mcpx::admin::protocol::Command::Snapshot).unwrap()
+                {
+                    mcpx::admin::protocol::Reply::Snapshot(snapshot) => snapshot,
+                    other => panic!("{other:?}"),
+                };
+            let session = snapshot
+                .sessions
+                .iter()
+                .find_map(|s| s.id.clone())
+                .expect("the gateway holds no session");
+            mcpx::admin::ask(
+                &socket,
+                &mcpx::admin::protocol::Command::EndSession { id: session },
+            )
+            .unwrap();
+            let second = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "remote__fixture__echo", "arguments": {"text": "two"}}),
+            );
+            assert_eq!(second["result"]["content"][0]["text"], "two", "{second}");
+            assert!(
+                mcpx.stderr().contains("forgot its session"),
+                "{}",
+                mcpx.stderr()
+            );
+        }
+
+        #[test]
+        fn cancelling_reaches_the_remote_servers_upstream_in_both_eras() {
+            for era in ["legacy", "2026-07-28"] {
+                let (remote, mut mcpx) = through_remote(era, "");
+                mcpx.initialize("2025-11-25");
+                mcpx.request(
+                    1,
+                    "tools/call",
+                    json!({"name": "remote__fixture__sleep", "arguments": {}}),
+                );
+                std::thread::sleep(Duration::from_millis(300));
+                mcpx.notify("notifications/cancelled", json!({"requestId": 1}));
+                assert!(
+                    remote.log_shows("fixture: cancelled request"),
+                    "{era}: {}",
+                    remote.stderr()
+                );
+            }
+        }
+
+        #[test]
+        fn a_header_naming_an_unset_variable_keeps_the_server_down_with_a_clear_reason() {
+            let mut mcpx = Serve::start("[servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer ${MCPX_TEST_SURELY_UNSET}\" }\n");
+            mcpx.initialize("2025-11-25");
+            let reason = state(&mut mcpx, 1)["state"].as_str().unwrap().to_owned();
+            assert!(reason.contains("MCPX_TEST_SURELY_UNSET"), "{reason}");
+        }
+    }
+}
