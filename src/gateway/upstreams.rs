@@ -10,7 +10,7 @@
 use super::{catalog, lock, Catalog, Gateway, Listing, Owner};
 use crate::admin::protocol::UpstreamView;
 use crate::cancel::Cancel;
-use crate::config::{Config, Server, BUILTIN_SERVER};
+use crate::config::{Config, Server, UpstreamEra, BUILTIN_SERVER};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::Era;
 use crate::upstream::http::HttpUpstream;
@@ -260,20 +260,31 @@ impl Gateway {
         let generation = upstream.generation.fetch_add(1, Ordering::AcqRel) + 1;
         *lock(&upstream.state) = UpstreamState::Starting;
         self.registry.notify_changed();
+        // Probe once: a restart speaks the era the first handshake found, so a server that exits
+        // on the wrong first request is not killed by every restart's probe.
+        let mut config = upstream.config.clone();
+        if config.era == UpstreamEra::Auto {
+            config.era = lock(&upstream.handshake)
+                .as_ref()
+                .map_or(UpstreamEra::Auto, |h| match h.revision.era() {
+                    Era::Modern => UpstreamEra::Modern,
+                    Era::Legacy => UpstreamEra::Legacy,
+                });
+        }
         let outcome = async {
-            let connection = match upstream.config.launch() {
+            let connection = match config.launch() {
                 crate::config::Launch::Stdio(_) => Connection::Stdio(StdioUpstream::spawn(
                     &upstream.name,
                     upstream.id,
                     generation,
-                    &upstream.config,
+                    &config,
                     self.launcher.as_deref(),
                     events,
                 )?),
                 crate::config::Launch::Http(_) => Connection::Http(HttpUpstream::new(
                     &upstream.name,
                     upstream.id,
-                    &upstream.config,
+                    &config,
                     events,
                 )?),
             };
