@@ -411,5 +411,35 @@ mod every_revision {
                 "the console left itself on the screen:\n{screen}"
             );
         }
+
+        /// The console says when mcpx goes away, and attaches again when it comes back.
+        #[test]
+        fn the_console_survives_the_daemon_restarting() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let config = format!("[admin]\nsocket = {:?}\n", socket.display().to_string());
+            let mut first = Daemon::start(&config, "");
+            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
+            let name = format!("mcpx-tui-restart-{}", std::process::id());
+            tmux(&["kill-session", "-t", &name]);
+            tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "24",
+                &format!("{} --socket {}", tui.display(), socket.display()),
+            ]);
+            screen_shows(&name, "(pid ");
+            assert!(first.signal("TERM").unwrap().success());
+            screen_shows(&name, "disconnected");
+            let _second = Daemon::start(&config, "");
+            let screen = screen_shows(&name, "(pid ");
+            tmux(&["kill-session", "-t", &name]);
+            assert!(!screen.contains("disconnected"), "{screen}");
+        }
     }
 }

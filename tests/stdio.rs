@@ -230,7 +230,11 @@ mod every_revision {
                 .drain(Duration::from_millis(500))
                 .into_iter()
                 .find(|m| m["method"] == "notifications/tools/list_changed");
-            assert!(notification.is_some(), "no list_changed");
+            assert_schema(
+                "2025-03-26",
+                "ToolListChangedNotification",
+                &notification.expect("no list_changed"),
+            );
             let tools = mcpx.call(2, "tools/list", json!({}));
             assert!(tools["result"]["tools"]
                 .as_array()
