@@ -47,6 +47,36 @@ pub struct Listing {
     pub templates: Vec<Value>,
 }
 
+impl Listing {
+    /// The kinds of list in which `other` differs from this listing.
+    pub fn differences(&self, other: &Listing) -> Vec<ListKind> {
+        differing_kinds(
+            [&self.tools, &self.prompts, &self.resources, &self.templates],
+            [
+                &other.tools,
+                &other.prompts,
+                &other.resources,
+                &other.templates,
+            ],
+        )
+    }
+}
+
+/// Tools, prompts, resources and templates compared: templates announce as resources.
+fn differing_kinds(before: [&Vec<Value>; 4], after: [&Vec<Value>; 4]) -> Vec<ListKind> {
+    let mut kinds = Vec::new();
+    if before[0] != after[0] {
+        kinds.push(ListKind::Tools);
+    }
+    if before[1] != after[1] {
+        kinds.push(ListKind::Prompts);
+    }
+    if before[2] != after[2] || before[3] != after[3] {
+        kinds.push(ListKind::Resources);
+    }
+    kinds
+}
+
 /// A server's contribution to the merged catalog.
 #[derive(Debug)]
 pub struct Source<'a> {
@@ -128,17 +158,15 @@ impl Catalog {
     /// The kinds of list in which `other` differs from this catalog: what clients must hear
     /// `list_changed` for.
     pub fn differences(&self, other: &Catalog) -> Vec<ListKind> {
-        let mut kinds = Vec::new();
-        if self.tools != other.tools {
-            kinds.push(ListKind::Tools);
-        }
-        if self.prompts != other.prompts {
-            kinds.push(ListKind::Prompts);
-        }
-        if self.resources != other.resources || self.templates != other.templates {
-            kinds.push(ListKind::Resources);
-        }
-        kinds
+        differing_kinds(
+            [&self.tools, &self.prompts, &self.resources, &self.templates],
+            [
+                &other.tools,
+                &other.prompts,
+                &other.resources,
+                &other.templates,
+            ],
+        )
     }
 
     /// The route of an exposed tool name.

@@ -466,7 +466,7 @@ impl Gateway {
                 }
                 if looping {
                     let withdrawn = std::mem::take(&mut *lock(&upstream.listing));
-                    let kinds = changed_kinds(&withdrawn, &Listing::default());
+                    let kinds = withdrawn.differences(&Listing::default());
                     if !kinds.is_empty() {
                         tracing::warn!(server = %upstream.name, "crash loop: its tools are withdrawn until it stays up");
                         self.publish_catalog(&upstream, withdrawn, &kinds);
@@ -490,7 +490,7 @@ impl Gateway {
                 let previous = lock(&upstream.listing).clone();
                 if self.start_upstream(&upstream).await {
                     upstream.restarts.fetch_add(1, Ordering::Relaxed);
-                    let kinds = changed_kinds(&previous, &lock(&upstream.listing));
+                    let kinds = previous.differences(&lock(&upstream.listing));
                     self.publish_catalog(&upstream, previous, &kinds);
                     return;
                 }
@@ -563,7 +563,7 @@ impl Gateway {
         let previous = lock(&upstream.listing).clone();
         self.start_upstream(&upstream).await;
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
-        let kinds = changed_kinds(&previous, &lock(&upstream.listing));
+        let kinds = previous.differences(&lock(&upstream.listing));
         self.publish_catalog(&upstream, previous, &kinds);
         Ok(format!(
             "{name} restarted: {}",
@@ -733,21 +733,6 @@ async fn list_all(
         }
     }
     Err(format!("{method} returned more than {MAX_PAGES} pages"))
-}
-
-/// The catalog kinds that differ between two listings of one server.
-fn changed_kinds(before: &Listing, after: &Listing) -> Vec<ListKind> {
-    let mut kinds = Vec::new();
-    if before.tools != after.tools {
-        kinds.push(ListKind::Tools);
-    }
-    if before.prompts != after.prompts {
-        kinds.push(ListKind::Prompts);
-    }
-    if before.resources != after.resources || before.templates != after.templates {
-        kinds.push(ListKind::Resources);
-    }
-    kinds
 }
 
 #[cfg(test)]

@@ -72,6 +72,18 @@ pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
     })
 }
 
+/// A request's params with the modern envelope added, as mcpx sends them to a 2026-07-28
+/// upstream (which is a client of it with no capabilities of its own to declare).
+pub fn wrap(params: Option<Value>) -> Value {
+    let mut params = params.unwrap_or_else(|| json!({}));
+    if let Some(map) = params.as_object_mut() {
+        let meta = map.entry("_meta").or_insert_with(|| json!({}));
+        meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
+        meta[CLIENT_CAPABILITIES] = json!({});
+    }
+    params
+}
+
 /// A -32022 error naming what was asked for and what is served.
 pub fn unsupported_version(requested: &str, supported: Vec<&str>) -> ErrorObject {
     ErrorObject::new(

@@ -14,7 +14,7 @@ use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response, INTERNAL_ERROR};
 use crate::mcpheaders::{self, HeaderParam};
-use crate::protocol::envelope::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
+use crate::protocol::envelope;
 use crate::protocol::{shape, Era, Revision};
 use async_channel::Sender;
 use bytes::Bytes;
@@ -371,16 +371,9 @@ impl HttpUpstream {
     /// The JSON-RPC message, with the modern envelope when the server is modern.
     fn message(&self, id: i64, method: &str, params: Option<Value>) -> Value {
         let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
-        let params = if self.is_modern() {
-            let mut params = params.unwrap_or_else(|| json!({}));
-            if let Some(map) = params.as_object_mut() {
-                let meta = map.entry("_meta").or_insert_with(|| json!({}));
-                meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
-                meta[CLIENT_CAPABILITIES] = json!({});
-            }
-            Some(params)
-        } else {
-            params
+        let params = match self.is_modern() {
+            true => Some(envelope::wrap(params)),
+            false => params,
         };
         if let Some(params) = params {
             message["params"] = params;
@@ -731,21 +724,7 @@ impl HttpUpstream {
         body: String,
         extra: HeaderMap,
     ) -> Result<http::Request<Full<Bytes>>, String> {
-        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut request = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header(
-                http::header::HOST,
-                self.uri.authority().map_or("", |a| a.as_str()),
-            )
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        request.headers_mut().extend(self.headers.clone());
-        request.headers_mut().extend(extra);
-        Ok(request)
+        build_request(&self.uri, &self.headers, method, body, extra)
     }
 
     /// A ready connection from the pool, or a new one.
@@ -832,20 +811,13 @@ impl Detached {
             );
         }
         let mut sender = connect(&self.uri).await?;
-        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut request = http::Request::builder()
-            .method(Method::POST)
-            .uri(path)
-            .header(
-                http::header::HOST,
-                self.uri.authority().map_or("", |a| a.as_str()),
-            )
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .body(Full::new(Bytes::from(message.to_string())))
-            .map_err(|e| e.to_string())?;
-        request.headers_mut().extend(self.headers.clone());
-        request.headers_mut().extend(extra);
+        let request = build_request(
+            &self.uri,
+            &self.headers,
+            Method::POST,
+            message.to_string(),
+            extra,
+        )?;
         let response = sender
             .send_request(request)
             .await
@@ -853,6 +825,31 @@ impl Detached {
         let _ = response.into_body().collect().await;
         Ok(())
     }
+}
+
+/// A request to the server's endpoint: its configured headers, then `extra`.
+fn build_request(
+    uri: &Uri,
+    headers: &HeaderMap,
+    method: Method,
+    body: String,
+    extra: HeaderMap,
+) -> Result<http::Request<Full<Bytes>>, String> {
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(
+            http::header::HOST,
+            uri.authority().map_or("", |a| a.as_str()),
+        )
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json, text/event-stream")
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| e.to_string())?;
+    request.headers_mut().extend(headers.clone());
+    request.headers_mut().extend(extra);
+    Ok(request)
 }
 
 /// Opens an HTTP/1.1 connection (TLS for https) and drives it on the executor.

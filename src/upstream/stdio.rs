@@ -11,7 +11,7 @@ use crate::config::{Server, UpstreamEra};
 use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR,
 };
-use crate::protocol::envelope::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
+use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
 use async_channel::Sender;
 use serde_json::{json, Value};
@@ -207,16 +207,9 @@ impl StdioUpstream {
         cancel: &Cancel,
         progress: Option<ProgressSink>,
     ) -> Reply {
-        let params = if *self.era.lock().unwrap_or_else(|p| p.into_inner()) == Era::Modern {
-            let mut params = params.unwrap_or_else(|| json!({}));
-            if let Some(map) = params.as_object_mut() {
-                let meta = map.entry("_meta").or_insert_with(|| json!({}));
-                meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
-                meta[CLIENT_CAPABILITIES] = json!({});
-            }
-            Some(params)
-        } else {
-            params
+        let params = match *self.era.lock().unwrap_or_else(|p| p.into_inner()) {
+            Era::Modern => Some(envelope::wrap(params)),
+            Era::Legacy => params,
         };
         self.request_raw(method, params, cancel, progress).await
     }
