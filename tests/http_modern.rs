@@ -90,7 +90,9 @@ mod v2026_07_28 {
         }
 
         #[test]
-        fn a_modern_header_on_a_body_without_meta_is_a_header_mismatch_not_legacy() {
+        fn a_modern_header_on_a_body_without_meta_is_refused_not_served_as_legacy() {
+            // Refused as a modern request missing its envelope: -32602, as the specification's
+            // conformance suite requires (a legacy server would have answered it).
             let d = daemon();
             let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}});
             let reply = d.post(
@@ -100,7 +102,19 @@ mod v2026_07_28 {
                 ],
                 body.to_string().as_bytes(),
             );
-            assert_header_mismatch(&reply, 4);
+            assert_eq!(reply.status, 400);
+            assert_eq!(reply.json()["error"]["code"], -32602);
+            assert_eq!(reply.json()["id"], 4);
+        }
+
+        #[test]
+        fn initialize_in_a_modern_request_is_a_removed_method_404() {
+            let d = daemon();
+            let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+            let reply = d.modern(5, "initialize", params);
+            assert_eq!(reply.status, 404);
+            assert_eq!(reply.json()["error"]["code"], -32601);
+            assert!(reply.header("mcp-session-id").is_none());
         }
 
         #[test]

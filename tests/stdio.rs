@@ -644,6 +644,13 @@ mod v2026_07_28 {
         #[test]
         fn legacy_only_methods_are_not_found() {
             let mut mcpx = Serve::start("");
+            let initialize = modern(
+                json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            );
+            assert_eq!(
+                mcpx.call(3, "initialize", initialize)["error"]["code"],
+                -32601
+            );
             assert_eq!(
                 mcpx.call(1, "ping", modern(json!({})))["error"]["code"],
                 -32601

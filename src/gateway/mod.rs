@@ -233,7 +233,10 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> Response {
         let id = request.id.clone();
-        if request.method == "initialize" {
+        // A modern request for `initialize` is for a method 2026-07-28 removed: not found.
+        if request.method == "initialize"
+            && envelope::era_of(request.params.as_ref()) == Era::Legacy
+        {
             return self.initialize(client, &request);
         }
         let outcome = self.dispatch(client, request, ctx).await;

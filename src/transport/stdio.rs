@@ -11,7 +11,7 @@ use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INVALID_REQUEST,
 };
-use crate::protocol::Revision;
+use crate::protocol::{envelope, Era, Revision};
 use async_channel::{Receiver, Sender};
 use serde_json::Value;
 use smol::io::{
@@ -122,7 +122,10 @@ impl Connection {
         match jsonrpc::parse_frame(line) {
             Err(error) => self.send(&error),
             Ok(Frame::Single(Message::Notification(n))) => self.on_notification(n),
-            Ok(Frame::Single(Message::Request(request))) if request.method == "initialize" => {
+            Ok(Frame::Single(Message::Request(request)))
+                if request.method == "initialize"
+                    && envelope::era_of(request.params.as_ref()) == Era::Legacy =>
+            {
                 self.send(&self.gateway.initialize(&self.client, &request))
             }
             Ok(Frame::Single(Message::Request(request))) => {

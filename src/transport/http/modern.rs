@@ -41,6 +41,12 @@ pub(super) async fn post(
                 let error = ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {why}"));
                 return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error).to_value());
             }
+            // The header made this request modern, so its body must carry the envelope: one
+            // that does not is refused, never served as legacy.
+            if let Err(error) = envelope::check(request.params.as_ref()) {
+                let refusal = jsonrpc::Response::error(Some(request.id), error);
+                return json_response(status::modern_status(&refusal), &refusal.to_value());
+            }
             run(door, request, socket).await
         }
         // No header is required on a notification, but any it sends must agree with it.
@@ -107,8 +113,23 @@ async fn check_request_headers(
     request: &Request,
 ) -> Result<(), String> {
     let params = request.params.as_ref();
-    let version = envelope::declared_version(params).and_then(Value::as_str);
-    agrees(headers, PROTOCOL_VERSION_HEADER, version, true, false)?;
+    match envelope::declared_version(params) {
+        // The header must agree with a version the body names...
+        Some(version) => agrees(
+            headers,
+            PROTOCOL_VERSION_HEADER,
+            version.as_str(),
+            true,
+            false,
+        )?,
+        // ...but a body that names none is missing its envelope, which the core refuses with
+        // -32602 (as the specification's conformance suite expects); the header is still
+        // required, and must be readable.
+        None => {
+            single(headers, PROTOCOL_VERSION_HEADER)?
+                .ok_or(format!("{PROTOCOL_VERSION_HEADER} is required"))?;
+        }
+    }
     agrees(headers, METHOD_HEADER, Some(&request.method), true, false)?;
     let field = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
     let name = match request.method.as_str() {
