@@ -3,6 +3,8 @@
 //! report progress, fail, crash, change the tool list and return content kinds some revisions lack.
 //! What it observes (a cancellation, say) it reports on stderr, which mcpx copies to its log.
 
+mod conformance;
+
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
@@ -16,6 +18,8 @@ struct Server {
     extra_tool: Mutex<bool>,
     modern_only: bool,
     generated_tools: usize,
+    /// Serve the catalog the official conformance suite expects, beside the fixture's own.
+    conformance: bool,
 }
 
 impl Server {
@@ -54,6 +58,9 @@ impl Server {
         if *self.extra_tool.lock().unwrap() {
             tools.push(json!({"name": "extra", "description": "Added at run time.", "inputSchema": {"type": "object"}}));
         }
+        if self.conformance {
+            tools.extend(conformance::tools());
+        }
         tools.extend(
             (0..self.generated_tools)
                 .map(|i| json!({"name": format!("gen{i:03}"), "inputSchema": {"type": "object"}})),
@@ -65,6 +72,11 @@ impl Server {
         let name = params["name"].as_str().unwrap_or_default();
         let args = &params["arguments"];
         let key = id.to_string();
+        if self.conformance {
+            if let Some(result) = conformance::call(name, params, &|message| self.send(message)) {
+                return self.reply(id, result);
+            }
+        }
         let text =
             |t: String| Ok(json!({"content": [{"type": "text", "text": t}], "isError": false}));
         let result = match name {
@@ -157,20 +169,43 @@ impl Server {
                 std::thread::spawn(move || server.call(&id, &params));
                 return;
             }
-            "prompts/list" => Ok(
-                json!({"prompts": [{"name": "greet", "description": "Greets someone.",
-                "arguments": [{"name": "who", "required": true, "title": "Who"}]}]}),
-            ),
-            "prompts/get" => Ok(
-                json!({"messages": [{"role": "user", "content": {"type": "text",
-                "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]}),
-            ),
-            "resources/list" => Ok(
-                json!({"resources": [{"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}]}),
-            ),
-            "resources/templates/list" => Ok(
-                json!({"resourceTemplates": [{"uriTemplate": "fixture://items/{id}", "name": "item"}]}),
-            ),
+            "prompts/list" => {
+                let mut prompts = vec![json!({"name": "greet", "description": "Greets someone.",
+                    "arguments": [{"name": "who", "required": true, "title": "Who"}]})];
+                if self.conformance {
+                    prompts.extend(conformance::prompts());
+                }
+                Ok(json!({ "prompts": prompts }))
+            }
+            "prompts/get" => {
+                let name = params["name"].as_str().unwrap_or_default();
+                match conformance::get_prompt(name, &params["arguments"])
+                    .filter(|_| self.conformance)
+                {
+                    Some(prompt) => Ok(prompt),
+                    None => Ok(
+                        json!({"messages": [{"role": "user", "content": {"type": "text",
+                        "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]}),
+                    ),
+                }
+            }
+            "resources/list" => {
+                let mut resources = vec![
+                    json!({"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}),
+                ];
+                if self.conformance {
+                    resources.extend(conformance::resources());
+                }
+                Ok(json!({ "resources": resources }))
+            }
+            "resources/templates/list" => {
+                let mut templates =
+                    vec![json!({"uriTemplate": "fixture://items/{id}", "name": "item"})];
+                if self.conformance {
+                    templates.extend(conformance::templates());
+                }
+                Ok(json!({ "resourceTemplates": templates }))
+            }
             "resources/read" => match params["uri"].as_str().unwrap_or_default() {
                 "fixture://hello" => Ok(
                     json!({"contents": [{"uri": "fixture://hello", "mimeType": "text/plain", "text": "hello"}]}),
@@ -178,14 +213,25 @@ impl Server {
                 uri if uri.starts_with("fixture://items/") => {
                     Ok(json!({"contents": [{"uri": uri, "text": uri}]}))
                 }
-                _ => Err((-32002, "Resource not found")),
+                uri => match conformance::read(uri).filter(|_| self.conformance) {
+                    Some(contents) => Ok(contents),
+                    None => Err((-32002, "Resource not found")),
+                },
             },
             "resources/subscribe" | "resources/unsubscribe" => {
                 eprintln!("fixture: {method} {}", params["uri"]);
                 Ok(json!({}))
             }
             "completion/complete" => {
-                Ok(json!({"completion": {"values": ["alice", "bob"], "hasMore": false}}))
+                let values = match params["argument"]["value"].as_str() {
+                    Some(prefix) if self.conformance => ["paris", "park", "party"]
+                        .iter()
+                        .filter(|v| v.starts_with(prefix))
+                        .map(|v| json!(v))
+                        .collect(),
+                    _ => vec![json!("alice"), json!("bob")],
+                };
+                Ok(json!({"completion": {"values": values, "hasMore": false}}))
             }
             _ => Err((-32601, "Method not found")),
         };
@@ -204,6 +250,7 @@ fn main() {
         .unwrap_or(0);
     let server = Arc::new(Server {
         modern_only: args.iter().any(|a| a == "--modern-only"),
+        conformance: args.iter().any(|a| a == "--conformance"),
         generated_tools,
         ..Server::default()
     });
