@@ -1,38 +1,60 @@
-// A real TypeScript SDK client talking to mcpx over Streamable HTTP: lists and calls a tool, makes
-// the fixture change its tool list, and waits for notifications/tools/list_changed.
-// Usage: node ts_client.mjs v1|v2 URL. Prints one JSON object.
-const [sdk, url] = process.argv.slice(2);
+// A real TypeScript SDK client through mcpx: lists tools, calls one, receives progress, cancels a
+// call, and hears notifications/tools/list_changed.
+// Usage: node ts_client.mjs v1|v2[@2026-07-28] http URL
+//        node ts_client.mjs v1|v2[@2026-07-28] stdio MCPX_BIN CONFIG
+// (v2@2026-07-28 pins the stateless revision; otherwise each SDK offers its newest handshake one.)
+// Prints one JSON object. (The cancelled call's arrival upstream shows in mcpx's log.)
+const [choice, transportKind, ...target] = process.argv.slice(2);
+const [sdk, pinned] = choice.split("@");
 
-let Client, StreamableHTTPClientTransport, onListChanged;
+let Client, HttpTransport, StdioTransport, onListChanged, callTool;
 if (sdk === "v1") {
   ({ Client } = await import("@modelcontextprotocol/sdk/client/index.js"));
-  ({ StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js"));
+  ({ StreamableHTTPClientTransport: HttpTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js"));
+  ({ StdioClientTransport: StdioTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js"));
   const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
   onListChanged = (client, handler) => client.setNotificationHandler(ToolListChangedNotificationSchema, handler);
+  callTool = (client, params, options) => client.callTool(params, undefined, options);
 } else {
-  ({ Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client"));
+  ({ Client, StreamableHTTPClientTransport: HttpTransport } = await import("@modelcontextprotocol/client"));
+  ({ StdioClientTransport: StdioTransport } = await import("@modelcontextprotocol/client/stdio"));
   onListChanged = (client, handler) => client.setNotificationHandler("notifications/tools/list_changed", handler);
+  callTool = (client, params, options) => client.callTool(params, options);
 }
 
-const client = new Client({ name: `mcpx-test-${sdk}`, version: "1.0.0" });
+const options = pinned ? { versionNegotiation: { mode: { pin: pinned } } } : undefined;
+const client = new Client({ name: `mcpx-test-${sdk}`, version: "1.0.0" }, options);
 let listChanged;
 const changed = new Promise((resolve) => (listChanged = resolve));
 onListChanged(client, () => listChanged(true));
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const transport = transportKind === "http"
+  ? new HttpTransport(new URL(target[0]))
+  : new StdioTransport({ command: target[0], args: ["--config", target[1], "serve"], stderr: "inherit" });
 await client.connect(transport);
+const report = { sdk, transport: transportKind };
+report.negotiated = pinned ?? transport.protocolVersion ?? null;
+// On the stateless revision, change notifications come on a listen stream.
+const subscription = pinned ? await client.listen({ toolsListChanged: true }) : null;
 const tools = await client.listTools();
-const echo = await client.callTool({ name: "fixture__echo", arguments: { text: `hello from ${sdk}` } });
+report.listed = tools.tools.some((t) => t.name === "fixture__echo");
+const echo = await callTool(client, { name: "fixture__echo", arguments: { text: `hello from ${sdk}` } });
+report.called = echo.content[0].text === `hello from ${sdk}`;
+report.echo = echo.content.map((c) => c.text);
+let progress = 0;
+await callTool(client, { name: "fixture__progress", arguments: { steps: 2, delayMs: 50 } }, { onprogress: () => progress++ });
+report.progress = progress;
+const abort = new AbortController();
+const sleeping = callTool(client, { name: "fixture__sleep", arguments: {} }, { signal: abort.signal }).catch(() => "cancelled");
+await new Promise((resolve) => setTimeout(resolve, 300));
+abort.abort();
+report.cancelled = (await sleeping) === "cancelled";
 // Give the session's GET stream a moment to open before the change is announced.
 await new Promise((resolve) => setTimeout(resolve, 300));
-await client.callTool({ name: "fixture__add_tool", arguments: {} });
+await callTool(client, { name: "fixture__add_tool", arguments: {} });
 let timer;
 const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no list_changed")), 10000)));
-await Promise.race([changed, timeout]);
+report.list_changed = await Promise.race([changed, timeout]);
 clearTimeout(timer);
-console.log(JSON.stringify({
-  negotiated: transport.protocolVersion ?? client.protocolVersion ?? null,
-  tools: tools.tools.map((t) => t.name),
-  echo: echo.content.map((c) => c.text),
-  list_changed: true,
-}));
+console.log(JSON.stringify(report));
+await subscription?.close();
 await client.close();

