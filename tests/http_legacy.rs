@@ -616,7 +616,7 @@ mod v2025_11_25 {
             );
             let headers: Vec<(&str, &[u8])> = vec![("Mcp-Session-Id", session.as_bytes())];
             let stream = d.send_post(&headers, body.to_string().as_bytes());
-            std::thread::sleep(Duration::from_millis(200));
+            assert!(d.log_shows("fixture: sleeping request"));
             let cancelled = post(
                 &d,
                 Some(&session),
@@ -664,7 +664,7 @@ mod v2025_11_25 {
                 json!({"name": "fixture__sleep", "arguments": {}}),
             );
             let stream = d.send_post(&[], body.to_string().as_bytes());
-            std::thread::sleep(Duration::from_millis(200));
+            assert!(d.log_shows("fixture: sleeping request"));
             drop(stream);
             assert!(d.log_shows("fixture: cancelled request"), "{}", d.stderr());
         }

@@ -577,8 +577,8 @@ mod v2026_07_28 {
                 json!({"name": "fixture__sleep", "arguments": {}}),
             );
             let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
-            // Give the call time to reach the upstream, then vanish.
-            std::thread::sleep(Duration::from_millis(200));
+            // Once the call has reached the upstream, vanish.
+            assert!(d.log_shows("fixture: sleeping request"));
             drop(stream);
             assert!(
                 d.log_shows("fixture: cancelled request"),

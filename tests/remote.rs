@@ -153,7 +153,7 @@ mod every_revision {
                     "tools/call",
                     json!({"name": "remote__fixture__sleep", "arguments": {}}),
                 );
-                std::thread::sleep(Duration::from_millis(300));
+                assert!(remote.log_shows("fixture: sleeping request"), "{era}");
                 mcpx.notify("notifications/cancelled", json!({"requestId": 1}));
                 assert!(
                     remote.log_shows("fixture: cancelled request"),

@@ -45,7 +45,8 @@ await callTool(client, { name: "fixture__progress", arguments: { steps: 2, delay
 report.progress = progress;
 const abort = new AbortController();
 const sleeping = callTool(client, { name: "fixture__sleep", arguments: {} }, { signal: abort.signal }).catch(() => "cancelled");
-await new Promise((resolve) => setTimeout(resolve, 300));
+// Long enough for the call to reach the upstream even on a loaded machine.
+await new Promise((resolve) => setTimeout(resolve, 1000));
 abort.abort();
 report.cancelled = (await sleeping) === "cancelled";
 // Give the session's GET stream a moment to open before the change is announced.

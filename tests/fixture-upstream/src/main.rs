@@ -82,6 +82,8 @@ impl Server {
         let result = match name {
             "echo" => text(args["text"].as_str().unwrap_or_default().to_owned()),
             "sleep" => {
+                // Tests wait for this line before they cancel, so the call is known to be here.
+                eprintln!("fixture: sleeping request {key}");
                 let until = args["ms"]
                     .as_u64()
                     .map(|ms| Instant::now() + Duration::from_millis(ms));

@@ -125,7 +125,8 @@ async fn main() -> anyhow::Result<()> {
     let handle = client
         .send_cancellable_request(sleeping, PeerRequestOptions::no_options())
         .await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Long enough for the call to reach the upstream even on a loaded machine.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     handle.cancel(Some("matrix test".into())).await?;
     report["cancelled"] = json!(true);
     let heard = if modern {
