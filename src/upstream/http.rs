@@ -15,7 +15,7 @@ use crate::config::{Server, UpstreamEra};
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response, INTERNAL_ERROR};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::protocol::envelope;
-use crate::protocol::{shape, Era, Revision};
+use crate::protocol::{Era, Revision};
 use async_channel::Sender;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -212,13 +212,7 @@ impl HttpUpstream {
                     .call("server/discover", None, &Cancel::new(), None)
                     .await
                 {
-                    Ok(discovered) => {
-                        return Ok(Handshake {
-                            revision: Revision::V2026_07_28,
-                            capabilities: discovered["capabilities"].clone(),
-                            server_info: discovered["_meta"][shape::SERVER_INFO_KEY].clone(),
-                        })
-                    }
+                    Ok(discovered) => return Ok(Handshake::from_discover(&discovered)),
                     Err(e) if self.era_choice == UpstreamEra::Modern => {
                         return Err(format!("server/discover failed: {}", e.message))
                     }
@@ -248,18 +242,9 @@ impl HttpUpstream {
             .call("initialize", Some(params), &Cancel::new(), None)
             .await
             .map_err(|e| format!("initialize failed: {}", e.message))?;
-        let version = result["protocolVersion"].as_str().unwrap_or_default();
-        let revision = Revision::parse(version)
-            .filter(|r| r.era() == Era::Legacy)
-            .ok_or_else(|| {
-                format!("the server chose protocol version {version:?}, which mcpx does not speak")
-            })?;
+        let handshake = Handshake::from_initialize(&result)?;
         self.notify("notifications/initialized", None);
-        Ok(Handshake {
-            revision,
-            capabilities: result["capabilities"].clone(),
-            server_info: result["serverInfo"].clone(),
-        })
+        Ok(handshake)
     }
 
     /// Sends a request and waits for its answer, unless `cancel` fires or the timeout passes

@@ -24,6 +24,32 @@ pub struct Handshake {
     pub server_info: Value,
 }
 
+impl Handshake {
+    /// What an `initialize` result says, if it chose a legacy revision mcpx speaks.
+    pub fn from_initialize(result: &Value) -> Result<Handshake, String> {
+        let version = result["protocolVersion"].as_str().unwrap_or_default();
+        let revision = crate::protocol::Revision::parse(version)
+            .filter(|r| r.era() == crate::protocol::Era::Legacy)
+            .ok_or_else(|| {
+                format!("the server chose protocol version {version:?}, which mcpx does not speak")
+            })?;
+        Ok(Handshake {
+            revision,
+            capabilities: result["capabilities"].clone(),
+            server_info: result["serverInfo"].clone(),
+        })
+    }
+
+    /// What a `server/discover` result says (mcpx speaks 2026-07-28 to the server).
+    pub fn from_discover(result: &Value) -> Handshake {
+        Handshake {
+            revision: crate::protocol::Revision::V2026_07_28,
+            capabilities: result["capabilities"].clone(),
+            server_info: result["_meta"][crate::protocol::shape::SERVER_INFO_KEY].clone(),
+        }
+    }
+}
+
 /// A live connection to an upstream server, however it is reached.
 #[derive(Debug, Clone)]
 pub enum Connection {

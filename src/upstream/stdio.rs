@@ -164,16 +164,9 @@ impl StdioUpstream {
             with_timeout(self.request_raw("initialize", Some(initialize), &cancel, None)).await?;
         match answer {
             Ok(result) => {
-                let version = result["protocolVersion"].as_str().unwrap_or_default();
-                let revision = Revision::parse(version)
-                    .filter(|r| r.era() == Era::Legacy)
-                    .ok_or_else(|| format!("the server chose protocol version {version:?}, which mcpx does not speak"))?;
+                let handshake = Handshake::from_initialize(&result)?;
                 self.notify("notifications/initialized", None);
-                Ok(Handshake {
-                    revision,
-                    capabilities: result["capabilities"].clone(),
-                    server_info: result["serverInfo"].clone(),
-                })
+                Ok(handshake)
             }
             Err(error) if self.era_choice == UpstreamEra::Auto && speaks_modern(&error) => {
                 self.discover().await
@@ -191,11 +184,7 @@ impl StdioUpstream {
         let discovered = with_timeout(self.request("server/discover", None, &Cancel::new(), None))
             .await?
             .map_err(|e| format!("server/discover failed: {}", e.message))?;
-        Ok(Handshake {
-            revision: Revision::V2026_07_28,
-            capabilities: discovered["capabilities"].clone(),
-            server_info: discovered["_meta"][crate::protocol::shape::SERVER_INFO_KEY].clone(),
-        })
+        Ok(Handshake::from_discover(&discovered))
     }
 
     /// Sends a request in the server's era and waits for its answer, unless `cancel` fires first
