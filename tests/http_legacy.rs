@@ -558,7 +558,31 @@ mod v2025_11_25 {
                     json!({"name": "fixture__add_tool", "arguments": {}}),
                 ),
             );
-            std::thread::sleep(Duration::from_millis(200));
+            // Wait until mcpx has re-listed (and so announced, to nobody) the changed catalog.
+            let deadline = std::time::Instant::now() + PATIENCE;
+            loop {
+                let tools = post(
+                    &d,
+                    Some(&session),
+                    None,
+                    &request(9, "tools/list", json!({})),
+                )
+                .json();
+                if tools["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t["name"] == "fixture__extra")
+                {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the catalog never changed"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(50));
             let (mut events, _) = open_stream(&d, &session);
             post(
                 &d,
