@@ -40,6 +40,17 @@ pub struct Daemon {
     /// connection is dropped: a slow or silent client cannot hold the daemon's resources.
     #[serde(with = "humantime_serde")]
     pub read_timeout: Duration,
+    /// The bearer token every HTTP request must carry (`Authorization: Bearer TOKEN`);
+    /// `${VAR}` is taken from the environment. Required when `address` is not loopback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl Daemon {
+    /// Whether the daemon would be reachable from other machines.
+    pub fn exposed(&self) -> bool {
+        !self.address.ip().is_loopback()
+    }
 }
 
 impl Default for Daemon {
@@ -48,6 +59,7 @@ impl Default for Daemon {
             address: SocketAddr::from(([127, 0, 0, 1], 7777)),
             shutdown_grace: Duration::from_secs(5),
             read_timeout: Duration::from_secs(30),
+            token: None,
         }
     }
 }
@@ -267,6 +279,19 @@ impl Config {
             let line = e.span().map_or(1, |span| line_of(text, span.start));
             (line, e.message().to_owned())
         })?;
+        if config.daemon.exposed() && config.daemon.token.as_deref().is_none_or(str::is_empty) {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with("address"))
+                .map_or(1, |i| i + 1);
+            return Err((
+                line,
+                format!(
+                    "daemon.address {} is reachable from other machines: set daemon.token (clients then send `Authorization: Bearer TOKEN`), or listen on a loopback address",
+                    config.daemon.address
+                ),
+            ));
+        }
         for (name, server) in &config.servers {
             let line = text
                 .lines()
@@ -438,6 +463,7 @@ headers = { Authorization = "Bearer x" }
         fn every_key_is_in_the_man_page() {
             let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ntimeout = \"1s\"\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
             config.admin.socket = "/s".into();
+            config.daemon.token = Some("t".into());
             let page =
                 std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/mcpx.toml.5"))
                     .unwrap();
@@ -457,6 +483,16 @@ headers = { Authorization = "Bearer x" }
                     "mcpx.toml(5) does not document {key}"
                 );
             }
+        }
+
+        #[test]
+        fn a_non_loopback_address_needs_a_token() {
+            let (line, message) =
+                Config::parse("[daemon]\naddress = \"0.0.0.0:7777\"\n").unwrap_err();
+            assert_eq!(line, 2);
+            assert!(message.contains("daemon.token"), "{message}");
+            assert!(Config::parse("[daemon]\naddress = \"0.0.0.0:7777\"\ntoken = \"t\"\n").is_ok());
+            assert!(Config::parse("[daemon]\naddress = \"[::1]:7777\"\n").is_ok());
         }
 
         #[test]

@@ -109,6 +109,19 @@ async fn run(command: Command, config: &Config, gateway: Arc<Gateway>) -> Result
                 read_timeout: config.daemon.read_timeout,
                 session_idle_timeout: config.transport.session_idle_timeout,
                 max_sessions: config.transport.max_sessions,
+                token: match config
+                    .daemon
+                    .token
+                    .as_deref()
+                    .map(mcpx::upstream::http::expand_env)
+                {
+                    Some(Ok(token)) if token.is_empty() => {
+                        return Err("daemon.token is empty".into())
+                    }
+                    Some(Ok(token)) => Some(token),
+                    Some(Err(e)) => return Err(format!("daemon.token: {e}")),
+                    None => None,
+                },
             };
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await

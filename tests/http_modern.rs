@@ -764,3 +764,56 @@ impl WithName for (Vec<(String, Vec<u8>)>, Vec<u8>) {
         self
     }
 }
+
+mod every_revision {
+    pub mod http {
+        use super::super::*;
+
+        #[test]
+        fn a_non_loopback_address_without_a_token_refuses_to_start() {
+            let mut config = tempfile::NamedTempFile::new().unwrap();
+            write!(config, "[daemon]\naddress = \"0.0.0.0:0\"\n").unwrap();
+            let out = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(config.path())
+                .arg("daemon")
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("daemon.token"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+
+        #[test]
+        fn with_a_token_every_request_needs_it_as_a_bearer() {
+            std::env::set_var("MCPX_TEST_DAEMON_TOKEN", "s3cret");
+            let d = Daemon::start(&fixture_config(""), "token = \"${MCPX_TEST_DAEMON_TOKEN}\"");
+            let (headers, body) = modern_request(1, "tools/list", json!({}));
+            let bare = d.post(&refs(&headers), body.to_string().as_bytes());
+            assert_eq!(bare.status, 401);
+            assert_eq!(
+                bare.header("www-authenticate"),
+                Some("Bearer realm=\"mcpx\"")
+            );
+            assert_eq!(bare.json()["id"], Value::Null);
+            for (token, status) in [
+                (&b"Bearer wrong"[..], 401),
+                (b"Bearer s3cret", 200),
+                (b"bearer s3cret", 200),
+                (b"Basic s3cret", 401),
+            ] {
+                let mut h = refs(&headers);
+                h.push(("Authorization", token));
+                assert_eq!(
+                    d.post(&h, body.to_string().as_bytes()).status,
+                    status,
+                    "{}",
+                    String::from_utf8_lossy(token)
+                );
+            }
+        }
+    }
+}

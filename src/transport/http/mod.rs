@@ -57,6 +57,8 @@ pub struct HttpOptions {
     pub session_idle_timeout: Duration,
     /// The most legacy sessions held at once.
     pub max_sessions: usize,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
 }
 
 /// What every connection shares.
@@ -181,6 +183,22 @@ impl FrontDoor {
         if request.uri().path() != "/mcp" {
             return plain(StatusCode::NOT_FOUND, "mcpx serves MCP at /mcp\n");
         }
+        if let Some(token) = &self.options.token {
+            if !authorized(request.headers(), token) {
+                let mut refusal = rpc_error(
+                    StatusCode::UNAUTHORIZED,
+                    ErrorObject::new(
+                        INVALID_REQUEST,
+                        "Unauthorized: send Authorization: Bearer with the daemon's token",
+                    ),
+                );
+                refusal.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    http::HeaderValue::from_static("Bearer realm=\"mcpx\""),
+                );
+                return refusal;
+            }
+        }
         let origin = request.headers().get(header::ORIGIN).map(|v| v.as_bytes());
         if !self.origins.allows(origin) {
             return rpc_error(
@@ -249,6 +267,19 @@ impl FrontDoor {
             legacy::post(self, &parts.headers, body, socket).await
         }
     }
+}
+
+/// Whether the request carries the daemon's bearer token, compared in constant time so that
+/// response timing tells an attacker nothing about how much of a guess was right.
+fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    // The scheme is case-insensitive (RFC 9110); the token is compared exactly.
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes())
+        .filter(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case(b"bearer "))
+        .map_or(&[][..], |v| &v[7..]);
+    presented.ct_eq(token.as_bytes()).into()
 }
 
 /// A POST is modern if its body names a protocol version in `_meta`, or its header names a
