@@ -403,6 +403,11 @@ mod every_revision {
             screen_shows(&name, "cancelled");
             assert!(d.log_shows("fixture: cancelled request"), "{}", d.stderr());
             screen_shows(&name, "4 Requests (0)");
+            // `p` lists the running mcpx processes beside the socket; Esc closes the list.
+            tmux(&["send-keys", "-t", &name, "p"]);
+            screen_shows(&name, "running mcpx");
+            screen_shows(&name, &socket.display().to_string());
+            tmux(&["send-keys", "-t", &name, "Escape"]);
             tmux(&["send-keys", "-t", &name, "q"]);
             let screen = screen_shows(&name, "ready$");
             tmux(&["kill-session", "-t", &name]);

@@ -54,12 +54,17 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     // The daemon's socket, else the only running mcpx; with several, the first (listed by --list).
+    // The picker looks beside the socket given, or the daemon's.
+    let default_socket_for_picker = args
+        .socket
+        .clone()
+        .unwrap_or_else(|| default_socket.clone());
     let socket = args.socket.unwrap_or_else(|| match running.first() {
         Some(first) if !running.contains(&default_socket) => first.clone(),
         _ => default_socket,
     });
     let mut terminal = ratatui::init();
-    let outcome = App::new(socket).run(&mut terminal);
+    let outcome = App::new(socket, default_socket_for_picker).run(&mut terminal);
     ratatui::restore();
     if let Err(e) = outcome {
         eprintln!("mcpx-tui: {e}");
@@ -169,17 +174,20 @@ struct App {
     typing_filter: bool,
     pending: Option<Pending>,
     status: String,
+    /// The running mcpx processes' sockets, while the picker (`p`) is open, and the selection.
+    picker: Option<(Vec<PathBuf>, usize)>,
+    /// Where `p` looks for running mcpx processes.
+    daemon_socket: PathBuf,
 }
 
 impl App {
-    fn new(socket: PathBuf) -> Self {
-        let (tx, feed) = mpsc::channel();
-        let watched = socket.clone();
-        std::thread::spawn(move || watch(watched, tx));
+    fn new(socket: PathBuf, daemon_socket: PathBuf) -> Self {
         App {
+            picker: None,
+            daemon_socket,
+            feed: Self::attach(&socket),
             connection: format!("connecting to {}", socket.display()),
             socket,
-            feed,
             snapshot: None,
             view: View::Requests,
             table: TableState::default().with_selected(Some(0)),
@@ -189,6 +197,37 @@ impl App {
             typing_filter: false,
             pending: None,
             status: "? for help".into(),
+        }
+    }
+
+    /// Starts watching `socket`; the previous watch ends when its channel's receiver is dropped.
+    fn attach(socket: &Path) -> Receiver<Feed> {
+        let (tx, feed) = mpsc::channel();
+        let watched = socket.to_owned();
+        std::thread::spawn(move || watch(watched, tx));
+        feed
+    }
+
+    /// Keys while the picker is open: move, Enter attaches, Esc closes.
+    fn on_picker_key(&mut self, key: KeyEvent) {
+        let Some((sockets, selected)) = &mut self.picker else {
+            return;
+        };
+        match key.code {
+            KeyCode::Down | KeyCode::Char('j') => {
+                *selected = (*selected + 1).min(sockets.len().saturating_sub(1))
+            }
+            KeyCode::Up | KeyCode::Char('k') => *selected = selected.saturating_sub(1),
+            KeyCode::Enter => {
+                if let Some(socket) = sockets.get(*selected).cloned() {
+                    self.feed = Self::attach(&socket);
+                    self.connection = format!("connecting to {}", socket.display());
+                    self.snapshot = None;
+                    self.socket = socket;
+                }
+                self.picker = None;
+            }
+            _ => self.picker = None,
         }
     }
 
@@ -226,6 +265,10 @@ impl App {
 
     /// Handles a key; false means quit.
     fn on_key(&mut self, key: KeyEvent) -> bool {
+        if self.picker.is_some() {
+            self.on_picker_key(key);
+            return true;
+        }
         if let Some(pending) = self.pending.take() {
             if matches!(key.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
                 self.status = match mcpx::admin::ask(&self.socket, &pending.command) {
@@ -262,6 +305,11 @@ impl App {
         let rows = self.rows().len();
         match key.code {
             KeyCode::Char('q') => return false,
+            KeyCode::Char('p') => {
+                let running = running_sockets(&self.daemon_socket);
+                let current = running.iter().position(|s| *s == self.socket).unwrap_or(0);
+                self.picker = Some((running, current));
+            }
             KeyCode::Char('?') => self.help = true,
             KeyCode::Down | KeyCode::Char('j') => self
                 .table
@@ -531,6 +579,26 @@ impl App {
             );
         }
         frame.render_widget(Line::from(self.status.clone()), bottom);
+        if let Some((sockets, selected)) = &self.picker {
+            let area = centered(frame.area(), 80, sockets.len() as u16 + 4);
+            frame.render_widget(Clear, area);
+            let lines: Vec<Line> = match sockets.is_empty() {
+                true => vec![Line::from("no running mcpx found")],
+                false => sockets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let marker = if i == *selected { "> " } else { "  " };
+                        Line::from(format!("{marker}{}", s.display()))
+                    })
+                    .collect(),
+            };
+            frame.render_widget(
+                Paragraph::new(lines)
+                    .block(Block::bordered().title(" running mcpx (Enter attaches, Esc closes) ")),
+                area,
+            );
+        }
         if self.help {
             let area = centered(frame.area(), 60, 14);
             frame.render_widget(Clear, area);
@@ -547,6 +615,7 @@ j/k, arrows    move\n\
 Enter          detail pane\n\
 /              filter (Enter keeps, Esc clears)\n\
 c              cancel the selected request\n\
+p              pick another running mcpx\n\
 d              end the selected HTTP session\n\
 r              restart the selected upstream\n\
 q              quit\n\
