@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Notifications a session's GET stream may fall behind by before it is closed.
-pub const STREAM_QUEUE: usize = 64;
+pub const STREAM_QUEUE: usize = 16;
 
 /// One legacy session.
 #[derive(Debug)]
