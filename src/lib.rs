@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod cancel;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod gateway;
 pub mod import;

@@ -1,0 +1,399 @@
+//! What each `mcpx` subcommand does: the binary parses the command line and hands it here.
+//!
+//! `serve` and `daemon` run a front door beside the upstreams' start-up with the admin socket
+//! open; `tools` and `call` run the gateway in-process; `status` and `reload` talk to a running
+//! mcpx over its admin socket; `import`, `completions` and `exec-upstream` need no gateway.
+
+use crate::cancel::Cancel;
+use crate::cli::{Cli, Command};
+use crate::config::Config;
+use crate::gateway::{Gateway, Owner};
+use crate::transport::http::{self, HttpOptions};
+use crate::transport::stdio::{self, StdioOptions};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an upstream may take to exit once its stdin closes, before it is killed.
+const UPSTREAM_EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs the parsed command line; the exit code says how it went.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::ExecUpstream { command } => return exec_upstream(&command),
+        Command::Completions { shell } => {
+            let _ =
+                std::io::Write::write_all(&mut std::io::stdout(), &crate::cli::completions(shell));
+            return ExitCode::SUCCESS;
+        }
+        Command::Import { file, write } => return import(&file, write, cli.config.as_deref()),
+        _ => {}
+    }
+    let (config, path) = match Config::load(cli.config.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("mcpx: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match &cli.command {
+        Command::Status { json, socket } => {
+            return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))
+        }
+        Command::Reload => return reload(&config.admin.socket),
+        _ => {}
+    }
+    let gateway = Gateway::new(
+        &config,
+        path.map(|p| p.display().to_string()),
+        std::env::current_exe().ok(),
+    );
+    let outcome = smol::block_on(async {
+        let outcome = execute(cli.command, &config, Arc::clone(&gateway)).await;
+        gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
+        outcome
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("mcpx: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn execute(
+    command: Command,
+    config: &Config,
+    gateway: Arc<Gateway>,
+) -> Result<ExitCode, String> {
+    match command {
+        Command::Serve => {
+            let options = StdioOptions {
+                drain: config.transport.stdio_drain,
+                max_message_bytes: config.transport.max_message_bytes,
+            };
+            let serving = stdio::serve(
+                Arc::clone(&gateway),
+                smol::Unblock::new(std::io::stdin()),
+                smol::Unblock::new(std::io::stdout()),
+                options,
+            );
+            let admin = crate::admin::serve_socket(&config.admin.socket);
+            front_door(&gateway, admin, async {
+                serving.await;
+                Ok(())
+            })
+            .await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Daemon => {
+            let shutdown = Cancel::new();
+            let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
+                .map_err(|e| format!("cannot watch for signals: {e}"))?;
+            let options = HttpOptions {
+                address: config.daemon.address,
+                allowed_origins: config.transport.allowed_origins.clone(),
+                sse_keep_alive: config.transport.sse_keep_alive,
+                max_message_bytes: config.transport.max_message_bytes,
+                grace: config.daemon.shutdown_grace,
+                read_timeout: config.daemon.read_timeout,
+                session_idle_timeout: config.transport.session_idle_timeout,
+                max_sessions: config.transport.max_sessions,
+                token: match config
+                    .daemon
+                    .token
+                    .as_deref()
+                    .map(crate::upstream::http::expand_env)
+                {
+                    Some(Ok(token)) if token.is_empty() => {
+                        return Err("daemon.token is empty".into())
+                    }
+                    Some(Ok(token)) => Some(token),
+                    Some(Err(e)) => return Err(format!("daemon.token: {e}")),
+                    None => None,
+                },
+            };
+            let listener = smol::net::TcpListener::bind(config.daemon.address)
+                .await
+                .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
+            // Under systemd (Type=notify), accepting connections is readiness.
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+            let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);
+            front_door(&gateway, config.admin.socket.clone(), async {
+                serving
+                    .await
+                    .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
+            })
+            .await?;
+            drop(signals);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Reload => {
+            // Reaches the daemon through its admin socket; handled before the gateway starts.
+            unreachable!("handled before the gateway starts")
+        }
+        Command::Import { .. }
+        | Command::Completions { .. }
+        | Command::Status { .. }
+        | Command::ExecUpstream { .. } => {
+            unreachable!("handled before the gateway starts")
+        }
+        Command::Tools => {
+            gateway.start().await?;
+            print_tools(&gateway).await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, args } => {
+            let arguments: Value =
+                serde_json::from_str(&args).map_err(|e| format!("--args is not JSON: {e}"))?;
+            gateway.start().await?;
+            let result = call(&gateway, &tool, arguments).await?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&result).unwrap_or_default()
+            );
+            let failed = result.get("isError") == Some(&json!(true));
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+/// Runs a front door while the upstreams start beside it (requests for the catalog wait for
+/// them), with the admin socket at `admin` open for consoles. A start-up failure (a name
+/// collision) ends it with that error.
+async fn front_door(
+    gateway: &Arc<Gateway>,
+    admin: PathBuf,
+    serving: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
+    let starting = {
+        let gateway = Arc::clone(gateway);
+        smol::spawn(async move { gateway.start().await })
+    };
+    // A console is a convenience: without its socket the gateway still serves.
+    let console = match crate::admin::bind(&admin) {
+        Ok(listener) => {
+            let stop = Cancel::new();
+            let task = smol::spawn(crate::admin::serve(
+                Arc::clone(gateway),
+                listener,
+                admin,
+                stop.clone(),
+            ));
+            Some((stop, task))
+        }
+        Err(e) => {
+            tracing::warn!("no admin socket at {}: {e}", admin.display());
+            None
+        }
+    };
+    let start_failed = async {
+        match starting.await {
+            Ok(()) => smol::future::pending().await,
+            Err(e) => Err(e),
+        }
+    };
+    let outcome = smol::future::or(start_failed, serving).await;
+    if let Some((stop, task)) = console {
+        stop.cancel();
+        task.await;
+    }
+    outcome
+}
+
+/// `mcpx exec-upstream -- PROGRAM ARGS`: how mcpx starts an upstream. The kernel is asked to
+/// kill this process when its parent (mcpx) dies, however it dies; then it becomes the server.
+fn exec_upstream(command: &[std::ffi::OsString]) -> ExitCode {
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("mcpx exec-upstream: no program");
+        return ExitCode::from(2);
+    };
+    let parent = rustix::process::getppid();
+    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .is_err()
+        || rustix::process::getppid() != parent
+    {
+        // mcpx died before the request took effect: nothing would ever stop this server.
+        return ExitCode::FAILURE;
+    }
+    let error =
+        std::os::unix::process::CommandExt::exec(std::process::Command::new(program).args(args));
+    eprintln!("mcpx: cannot start {}: {error}", program.to_string_lossy());
+    ExitCode::from(127)
+}
+
+/// `mcpx reload`: asks the daemon to re-read its configuration.
+fn reload(socket: &Path) -> ExitCode {
+    match crate::admin::ask(socket, &crate::admin::protocol::Command::Reload) {
+        Ok(crate::admin::protocol::Reply::Done { message }) => {
+            println!("{message}");
+            ExitCode::SUCCESS
+        }
+        Ok(crate::admin::protocol::Reply::Error { message }) => {
+            eprintln!("mcpx reload: {message}");
+            ExitCode::FAILURE
+        }
+        Ok(other) => {
+            eprintln!("mcpx reload: unexpected reply: {other:?}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("mcpx reload: no mcpx answers on {} ({e})", socket.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `mcpx status`: one snapshot from the admin socket, as text or JSON.
+fn status(json: bool, socket: &Path) -> ExitCode {
+    use crate::admin::protocol::{Command as AdminCommand, Reply};
+    match crate::admin::ask(socket, &AdminCommand::Snapshot) {
+        Ok(Reply::Snapshot(snapshot)) if json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&snapshot).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Reply::Snapshot(snapshot)) => {
+            print!("{}", crate::admin::describe(&snapshot));
+            ExitCode::SUCCESS
+        }
+        Ok(other) => {
+            eprintln!("mcpx status: unexpected reply: {other:?}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("mcpx status: no mcpx answers on {} ({e}); is the daemon running? (systemctl --user status mcpx)", socket.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `mcpx import`: prints the converted tables, or appends them to the configuration file.
+fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("mcpx import: {message}");
+        ExitCode::from(2)
+    };
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => return fail(format!("cannot read {}: {e}", file.display())),
+    };
+    let imported = match crate::import::import(&text) {
+        Ok(imported) => imported,
+        Err(why) => return fail(format!("{}: {why}", file.display())),
+    };
+    for note in &imported.notes {
+        eprintln!("mcpx import: {note}");
+    }
+    if !write {
+        print!("{}", crate::import::to_toml(&imported.servers));
+        return ExitCode::SUCCESS;
+    }
+    let Some(target) = config
+        .map(Path::to_owned)
+        .or_else(crate::config::default_path)
+    else {
+        return fail("no configuration directory; name the file with --config".into());
+    };
+    let existing = std::fs::read_to_string(&target).unwrap_or_default();
+    let merged = match crate::import::merge(&existing, &imported.servers) {
+        Ok(merged) => merged,
+        Err(why) => return fail(format!("{}: {why}; nothing was written", target.display())),
+    };
+    if let Some(dir) = target.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match std::fs::write(&target, merged) {
+        Ok(()) => {
+            eprintln!(
+                "mcpx import: added {} server(s) to {}",
+                imported.servers.len(),
+                target.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("cannot write {}: {e}", target.display())),
+    }
+}
+
+/// Fires `shutdown` on the first SIGTERM or SIGINT; reloads the configuration on SIGHUP.
+fn signal_shutdown(gateway: Arc<Gateway>, shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
+    use async_signal::Signal;
+    use smol::stream::StreamExt;
+    let mut signals = async_signal::Signals::new([Signal::Term, Signal::Int, Signal::Hup])?;
+    Ok(smol::spawn(async move {
+        while let Some(Ok(signal)) = signals.next().await {
+            tracing::info!("received {signal:?}");
+            if signal == Signal::Hup {
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
+                if let Err(e) = gateway.reload_from_disk().await {
+                    tracing::error!("reload refused, the running configuration stays: {e}");
+                }
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+                continue;
+            }
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
+            shutdown.cancel();
+            return;
+        }
+    }))
+}
+
+async fn print_tools(gateway: &Gateway) {
+    let tools = gateway.tools().await;
+    let summaries = gateway.summaries();
+    let mut owners = vec![Owner::Builtin];
+    owners.extend((0..summaries.len()).map(Owner::Upstream));
+    for owner in owners {
+        match owner {
+            Owner::Builtin => println!("mcpx (built-in)"),
+            Owner::Upstream(i) => {
+                let s = &summaries[i];
+                let revision = s.revision.as_deref().unwrap_or("-");
+                println!("{} [{}, revision {revision}]", s.name, s.state);
+            }
+        }
+        for (_, tool) in tools.iter().filter(|(o, _)| *o == owner) {
+            let description = tool["description"]
+                .as_str()
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or_default();
+            println!(
+                "  {}  {description}",
+                tool["name"].as_str().unwrap_or_default()
+            );
+        }
+    }
+}
+
+async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Value, String> {
+    let (outbound, _) = async_channel::unbounded();
+    let client = gateway.open_client("cli", outbound.clone());
+    let request = crate::jsonrpc::Request {
+        id: crate::jsonrpc::Id::Number(1),
+        method: "tools/call".into(),
+        params: Some(json!({"name": tool, "arguments": arguments})),
+    };
+    client.set_revision(crate::protocol::Revision::LATEST_LEGACY);
+    let context = crate::gateway::RequestContext {
+        cancel: crate::cancel::Cancel::new(),
+        notifications: outbound,
+        progress_seen: Default::default(),
+    };
+    let response = gateway.handle(&client, request, &context).await;
+    gateway.close_client(&client);
+    response
+        .outcome
+        .map_err(|e| format!("{} ({})", e.message, e.code))
+}
