@@ -277,6 +277,29 @@ mod v2025_03_26 {
         }
 
         #[test]
+        fn the_reply_array_keeps_the_batch_order_whatever_finishes_first() {
+            let d = daemon();
+            let batch = json!([
+                request(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__sleep", "arguments": {"ms": 200}})
+                ),
+                request(2, "ping", json!({})),
+                request(3, "nonexistent/method", json!({})),
+            ]);
+            let reply = post(&d, None, None, &batch);
+            let ids: Vec<Value> = reply
+                .json()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|answer| answer["id"].clone())
+                .collect();
+            assert_eq!(ids, [json!(1), json!(2), json!(3)]);
+        }
+
+        #[test]
         fn initialize_inside_a_batch_is_refused_as_its_element_and_mints_nothing() {
             let d = daemon();
             let init = request(

@@ -20,8 +20,9 @@ use std::time::Duration;
 pub(super) struct Exchange {
     notifications_tx: Sender<Notification>,
     notifications: Receiver<Notification>,
-    answers_tx: Sender<Option<Response>>,
-    answers: Receiver<Option<Response>>,
+    /// Each answer with its request's place in the POST, so a JSON array keeps the batch's order.
+    answers_tx: Sender<(usize, Option<Response>)>,
+    answers: Receiver<(usize, Option<Response>)>,
     expected: usize,
     /// Held until the last byte is written or the client is gone, then dropped: disconnect
     /// watchers, cancel-on-drop guards, a sessionless request's client.
@@ -49,11 +50,11 @@ impl Exchange {
         client: &Arc<Client>,
         request: Request,
     ) -> Cancel {
-        self.expected += 1;
+        let place = self.next_place();
         let (cancel, task) = gateway.start_request(client, request, self.notifications_tx.clone());
         let answers = self.answers_tx.clone();
         smol::spawn(async move {
-            let _ = answers.send(task.await).await;
+            let _ = answers.send((place, task.await)).await;
         })
         .detach();
         cancel
@@ -61,8 +62,14 @@ impl Exchange {
 
     /// Adds an answer known at once (an element refused while parsing a batch).
     pub(super) fn answer_now(&mut self, response: Response) {
+        let place = self.next_place();
+        let _ = self.answers_tx.try_send((place, Some(response)));
+    }
+
+    /// The place of the next request in the POST.
+    fn next_place(&mut self) -> usize {
         self.expected += 1;
-        let _ = self.answers_tx.try_send(Some(response));
+        self.expected - 1
     }
 
     /// Makes the client's disconnect cancel the request: the rule for modern and sessionless
@@ -109,7 +116,7 @@ impl Exchange {
             // Notifications are polled first: one queued before an answer must precede it.
             let next = smol::future::or(
                 async { Err(next_notification(&notifications).await) },
-                async { Ok(answers.recv().await.ok().flatten()) },
+                async { Ok(next_answer(&answers).await) },
             )
             .await;
             match next {
@@ -118,7 +125,10 @@ impl Exchange {
             }
         };
         let Some(first_notification) = first_notification else {
-            let answered: Vec<Response> = ready.into_iter().flatten().collect();
+            // Answers arrive as they finish; the array follows the batch's order, as clients
+            // that read it positionally expect.
+            ready.sort_by_key(|(place, _)| *place);
+            let answered: Vec<Response> = ready.into_iter().filter_map(|(_, a)| a).collect();
             return match (batch, answered.as_slice()) {
                 (true, []) | (false, []) => {
                     // Every request was cancelled: an event stream with nothing on it is the only
@@ -136,7 +146,8 @@ impl Exchange {
         smol::spawn(async move {
             let _lifetime = lifetime;
             let mut delivered = ready.len();
-            let mut pending_answers: Vec<Response> = ready.into_iter().flatten().collect();
+            let mut pending_answers: Vec<Response> =
+                ready.into_iter().filter_map(|(_, a)| a).collect();
             if !events.message(&first_notification.to_value()).await {
                 return;
             }
@@ -148,18 +159,15 @@ impl Exchange {
             while delivered < expected {
                 let next = smol::future::or(
                     async { Some(Err(next_notification(&notifications).await)) },
-                    smol::future::or(
-                        async { Some(Ok(answers.recv().await.ok().flatten())) },
-                        async {
-                            smol::Timer::after(keep_alive).await;
-                            None
-                        },
-                    ),
+                    smol::future::or(async { Some(Ok(next_answer(&answers).await)) }, async {
+                        smol::Timer::after(keep_alive).await;
+                        None
+                    }),
                 )
                 .await;
                 let written = match next {
                     Some(Err(notification)) => events.message(&notification.to_value()).await,
-                    Some(Ok(answer)) => {
+                    Some(Ok((_, answer))) => {
                         delivered += 1;
                         match answer {
                             Some(answer) => events.message(&answer.to_value()).await,
@@ -187,4 +195,9 @@ async fn next_notification(notifications: &Receiver<Notification>) -> Notificati
         Ok(notification) => notification,
         Err(_) => smol::future::pending().await,
     }
+}
+
+/// The next finished request's answer (`None` when it was cancelled, or every sender is gone).
+async fn next_answer(answers: &Receiver<(usize, Option<Response>)>) -> (usize, Option<Response>) {
+    answers.recv().await.unwrap_or((usize::MAX, None))
 }
