@@ -106,7 +106,7 @@ async fn execute(
                     .daemon
                     .token
                     .as_deref()
-                    .map(crate::upstream::http::expand_env)
+                    .map(crate::environment::expand)
                 {
                     Some(Ok(token)) if token.is_empty() => {
                         return Err("daemon.token is empty".into())

@@ -140,9 +140,13 @@ pub struct Server {
     /// Its arguments.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Extra environment variables for it.
+    /// Extra environment variables for it (`${VAR}` is taken from mcpx's environment).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Whether it gets all of mcpx's environment rather than only the safe set (see
+    /// [`crate::environment`]).
+    #[serde(rename = "inheritEnv", skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
     /// Its working directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
@@ -326,10 +330,11 @@ impl Config {
                 (None, Some(_))
                     if !server.args.is_empty()
                         || !server.env.is_empty()
+                        || server.inherit_env
                         || server.cwd.is_some() =>
                 {
                     return fail(
-                        "`args`, `env` and `cwd` belong to a `command` server, not a `url` one"
+                        "`args`, `env`, `inheritEnv` and `cwd` belong to a `command` server, not a `url` one"
                             .into(),
                     )
                 }
@@ -461,7 +466,7 @@ headers = { Authorization = "Bearer x" }
         /// Every key mcpx reads is documented in mcpx.toml(5).
         #[test]
         fn every_key_is_in_the_man_page() {
-            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ntimeout = \"1s\"\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
+            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
             config.admin.socket = "/s".into();
             config.daemon.token = Some("t".into());
             let page =

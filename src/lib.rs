@@ -14,6 +14,7 @@ pub mod cancel;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod environment;
 pub mod gateway;
 pub mod import;
 pub mod jsonrpc;

@@ -281,4 +281,40 @@ mod every_revision {
             assert!(list(&d).contains(&"other__echo".to_owned()));
         }
     }
+
+    pub mod environment {
+        use super::super::*;
+
+        /// The environment the fixture started with, as `NAME=value` lines; mcpx itself runs
+        /// with `MCPX_LOG=info`, which is not in the safe set.
+        fn child_environment(server_keys: &str) -> String {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("env");
+            let config = format!(
+                "[servers.fixture]\ncommand = \"sh\"\nargs = [\"-c\", \"env > {} && exec {}\"]\n{server_keys}",
+                out.display(),
+                fixture_bin()
+            );
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            let listed = mcpx.call(1, "tools/list", json!({}));
+            assert!(listed["result"]["tools"].as_array().unwrap().len() > 1);
+            std::fs::read_to_string(out).unwrap()
+        }
+
+        #[test]
+        fn a_child_gets_the_safe_set_and_its_env_but_not_the_rest_of_mcpx_environment() {
+            let seen = child_environment("env = { GIVEN = \"from-${MCPX_LOG}\" }\n");
+            let names: Vec<&str> = seen.lines().filter_map(|l| l.split('=').next()).collect();
+            assert!(names.contains(&"PATH"), "{seen}");
+            assert!(!names.contains(&"MCPX_LOG"), "{seen}");
+            assert!(seen.lines().any(|l| l == "GIVEN=from-info"), "{seen}");
+        }
+
+        #[test]
+        fn inherit_env_gives_a_child_all_of_it() {
+            let seen = child_environment("inheritEnv = true\n");
+            assert!(seen.lines().any(|l| l == "MCPX_LOG=info"), "{seen}");
+        }
+    }
 }

@@ -12,6 +12,7 @@
 use super::{Event, Handshake, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
+use crate::environment;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response, INTERNAL_ERROR};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::protocol::envelope;
@@ -97,24 +98,6 @@ fn tls_config() -> Arc<futures_rustls::rustls::ClientConfig> {
     }))
 }
 
-/// Expands `${VAR}` from the environment in a configured header value.
-pub fn expand_env(value: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..].find('}').ok_or("an unclosed ${")?;
-        let name = &rest[start + 2..start + end];
-        out.push_str(
-            &std::env::var(name)
-                .map_err(|_| format!("${{{name}}} is not set in mcpx's environment"))?,
-        );
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 /// A remote upstream.
 pub struct HttpUpstream {
     name: String,
@@ -172,7 +155,7 @@ impl HttpUpstream {
         }
         let mut headers = HeaderMap::new();
         for (name, value) in &server.headers {
-            let value = expand_env(value).map_err(|e| format!("headers.{name}: {e}"))?;
+            let value = environment::expand(value).map_err(|e| format!("headers.{name}: {e}"))?;
             let header = HeaderName::try_from(name.as_str())
                 .map_err(|_| format!("headers.{name} is not a header name"))?;
             let mut value = HeaderValue::try_from(value)
@@ -913,20 +896,7 @@ impl EventParser {
 #[cfg(test)]
 mod every_revision {
     mod http_upstream {
-        use crate::upstream::http::{expand_env, EventParser};
-
-        #[test]
-        fn header_values_expand_the_environment() {
-            std::env::set_var("MCPX_TEST_TOKEN", "s3cret");
-            assert_eq!(
-                expand_env("Bearer ${MCPX_TEST_TOKEN}").unwrap(),
-                "Bearer s3cret"
-            );
-            assert!(expand_env("${MCPX_TEST_UNSET_VARIABLE}")
-                .unwrap_err()
-                .contains("MCPX_TEST_UNSET_VARIABLE"));
-            assert_eq!(expand_env("plain").unwrap(), "plain");
-        }
+        use crate::upstream::http::EventParser;
 
         #[test]
         fn event_streams_split_into_data_across_chunks() {

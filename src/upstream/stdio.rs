@@ -8,6 +8,7 @@
 use super::{Event, Handshake, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
+use crate::environment;
 use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR,
 };
@@ -77,7 +78,8 @@ impl StdioUpstream {
         };
         command
             .args(&server.args)
-            .envs(&server.env)
+            .env_clear()
+            .envs(environment::for_child(server)?)
             .process_group(0);
         if let Some(cwd) = &server.cwd {
             command.current_dir(cwd);
