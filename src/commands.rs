@@ -90,6 +90,7 @@ async fn execute(
             Ok(ExitCode::SUCCESS)
         }
         Command::Daemon => {
+            raise_descriptor_limit();
             let shutdown = Cancel::new();
             let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;
@@ -102,6 +103,7 @@ async fn execute(
                 read_timeout: config.daemon.read_timeout,
                 session_idle_timeout: config.transport.session_idle_timeout,
                 max_sessions: config.transport.max_sessions,
+                max_connections: config.daemon.max_connections,
                 token: match config
                     .daemon
                     .token
@@ -206,6 +208,23 @@ async fn front_door(
         task.await;
     }
     outcome
+}
+
+/// Every connection and GET stream is a descriptor; the common soft limit of 1024 would stop
+/// the daemon long before `maxConnections`, so it takes what the hard limit allows.
+fn raise_descriptor_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    // (`None` is unlimited, which the kernel never allows for descriptors.)
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum) {
+        if current >= maximum {
+            return;
+        }
+        limit.current = Some(maximum);
+        if let Err(e) = setrlimit(Resource::Nofile, limit) {
+            tracing::warn!("cannot raise the open-file limit: {e}");
+        }
+    }
 }
 
 /// `mcpx exec-upstream -- PROGRAM ARGS`: how mcpx starts an upstream. The kernel is asked to

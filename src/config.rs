@@ -44,6 +44,9 @@ pub struct Daemon {
     /// `${VAR}` is taken from the environment. Required when `address` is not loopback.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The most HTTP connections open at once; a connection past it is answered 503 and closed.
+    /// Each legacy GET stream holds one, so this stays above `transport.maxSessions`.
+    pub max_connections: usize,
 }
 
 impl Daemon {
@@ -60,6 +63,7 @@ impl Default for Daemon {
             shutdown_grace: Duration::from_secs(5),
             read_timeout: Duration::from_secs(30),
             token: None,
+            max_connections: 16_384,
         }
     }
 }

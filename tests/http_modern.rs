@@ -815,5 +815,35 @@ mod every_revision {
                 );
             }
         }
+
+        #[test]
+        fn past_max_connections_a_connection_gets_503_and_the_held_ones_are_unaffected() {
+            let d = Daemon::start(&fixture_config(""), "maxConnections = 2");
+            // Two connections sit idle, holding both places.
+            let first = std::net::TcpStream::connect(d.addr).unwrap();
+            let _second = std::net::TcpStream::connect(d.addr).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            let refused = d.modern(1, "tools/list", json!({}));
+            assert_eq!(refused.status, 503);
+            assert_eq!(refused.header("retry-after"), Some("1"));
+            assert!(refused.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("maxConnections (2)"));
+            assert!(d.log_shows("maxConnections (2) reached"));
+            // A held connection still serves, and a closed one frees its place.
+            let (headers, body) = modern_request(2, "tools/list", json!({}));
+            let reply = d.post_on(first, &refs(&headers), body.to_string().as_bytes());
+            assert_eq!(reply.status, 200);
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                let status = d.modern(3, "tools/list", json!({})).status;
+                if status == 200 {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "still {status}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 }

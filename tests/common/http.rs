@@ -97,15 +97,29 @@ impl Daemon {
 
     /// POSTs `body` to /mcp with exactly these headers (plus Host, Content-Length, Connection).
     pub fn post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
-        let mut stream = self.send_post(headers, body);
+        self.post_on(TcpStream::connect(self.addr).unwrap(), headers, body)
+    }
+
+    /// POSTs and returns the open connection, for streams read as they arrive.
+    pub fn send_post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).unwrap();
+        self.send_post_on(stream, headers, body)
+    }
+
+    /// POSTs on a connection opened earlier and reads the reply.
+    pub fn post_on(&self, stream: TcpStream, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
+        let mut stream = self.send_post_on(stream, headers, body);
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).unwrap();
         Reply::parse(&raw)
     }
 
-    /// POSTs and returns the open connection, for streams read as they arrive.
-    pub fn send_post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> TcpStream {
-        let mut stream = TcpStream::connect(self.addr).unwrap();
+    fn send_post_on(
+        &self,
+        mut stream: TcpStream,
+        headers: &[(&str, &[u8])],
+        body: &[u8],
+    ) -> TcpStream {
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n",

@@ -7,6 +7,7 @@
 //! (a one-byte `peek` on a clone of the socket, which consumes nothing), because for a modern
 //! request closing the stream *is* the cancellation.
 
+mod connections;
 mod exchange;
 mod legacy;
 mod modern;
@@ -17,10 +18,13 @@ pub mod status;
 
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{ErrorObject, Response as RpcResponse, INVALID_REQUEST, PARSE_ERROR};
+use crate::jsonrpc::{
+    ErrorObject, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
+};
 use crate::protocol::envelope;
 use crate::protocol::Revision;
 use bytes::Bytes;
+use connections::{Admitted, Connections};
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -59,6 +63,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// The bearer token every request must carry, if any.
     pub token: Option<String>,
+    /// The most connections open at once; more are answered 503.
+    pub max_connections: usize,
 }
 
 /// What every connection shares.
@@ -70,6 +76,7 @@ struct FrontDoor {
     modern: Arc<Client>,
     /// Legacy sessions.
     sessions: sessions::Sessions,
+    connections: Arc<Connections>,
 }
 
 /// Serves `/mcp` on `listener` (bound with [`TcpListener::bind`]) until `shutdown` fires; then stops accepting, completes listen streams, gives
@@ -91,6 +98,7 @@ pub async fn serve(
             options.max_sessions,
             options.session_idle_timeout,
         ),
+        connections: Connections::new(options.max_connections),
         gateway,
         options,
     });
@@ -121,10 +129,11 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        let admitted = door.connections.admit();
         let (door, alive, shutdown) = (Arc::clone(&door), alive.clone(), shutdown.clone());
         smol::spawn(async move {
             let _alive = alive;
-            serve_connection(door, stream, shutdown).await;
+            serve_connection(door, stream, shutdown, admitted).await;
         })
         .detach();
     }
@@ -154,16 +163,31 @@ pub async fn serve(
     Ok(())
 }
 
-async fn serve_connection(door: Arc<FrontDoor>, stream: TcpStream, shutdown: Cancel) {
+/// Serves one connection; one that was not `admitted` gets its request answered 503, then is
+/// closed.
+async fn serve_connection(
+    door: Arc<FrontDoor>,
+    stream: TcpStream,
+    shutdown: Cancel,
+    admitted: Option<Admitted>,
+) {
     let socket = stream.clone();
     let read_timeout = door.options.read_timeout;
+    let over_capacity = admitted.is_none();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let (door, socket) = (Arc::clone(&door), socket.clone());
-        async move { Ok::<_, Infallible>(door.respond(request, socket).await) }
+        async move {
+            Ok::<_, Infallible>(if over_capacity {
+                door.too_many_connections()
+            } else {
+                door.respond(request, socket).await
+            })
+        }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(smol_hyper::rt::SmolTimer::new())
         .header_read_timeout(read_timeout)
+        .keep_alive(!over_capacity)
         .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
     let finished = smol::future::or(async { Some(connection.as_mut().await) }, async {
@@ -179,6 +203,24 @@ async fn serve_connection(door: Arc<FrontDoor>, stream: TcpStream, shutdown: Can
 }
 
 impl FrontDoor {
+    /// The answer on a connection past `maxConnections`.
+    fn too_many_connections(&self) -> Response<Body> {
+        let mut refusal = rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorObject::new(
+                INTERNAL_ERROR,
+                format!(
+                    "Service Unavailable: mcpx already holds its maxConnections ({}); retry shortly",
+                    self.connections.limit()
+                ),
+            ),
+        );
+        refusal
+            .headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        refusal
+    }
+
     async fn respond(&self, request: Request<Incoming>, socket: TcpStream) -> Response<Body> {
         if request.uri().path() != "/mcp" {
             return plain(StatusCode::NOT_FOUND, "mcpx serves MCP at /mcp\n");
