@@ -107,6 +107,33 @@ mod every_revision {
         }
 
         #[test]
+        fn an_upstream_that_writes_garbage_or_answers_twice_is_heard_once_and_serves_on() {
+            let mut mcpx = Serve::start(&fixture_config(""));
+            mcpx.initialize("2025-11-25");
+            let answer = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__misbehave", "arguments": {}}),
+            );
+            assert_eq!(
+                answer["result"]["content"][0]["text"], "first answer",
+                "{answer}"
+            );
+            let later = mcpx.drain(Duration::from_millis(300));
+            assert!(
+                later.iter().all(|frame| frame.get("id").is_none()),
+                "a second answer or a stray response reached the client: {later:?}"
+            );
+            assert!(mcpx.log_shows("ignored a line that is not JSON-RPC"));
+            let echo = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "still here"}}),
+            );
+            assert_eq!(echo["result"]["content"][0]["text"], "still here");
+        }
+
+        #[test]
         fn an_upstream_that_never_answers_hits_its_timeout() {
             let mut mcpx = Serve::start(&format!(
                 "[servers.fixture]\ncommand = {:?}\ntimeout = \"300ms\"\n",

@@ -24,9 +24,13 @@ struct Server {
 
 impl Server {
     fn send(&self, message: Value) {
+        self.send_line(&message.to_string());
+    }
+
+    fn send_line(&self, line: &str) {
         let _guard = self.out.lock().unwrap();
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{message}").unwrap();
+        writeln!(stdout, "{line}").unwrap();
         stdout.flush().unwrap();
     }
 
@@ -50,6 +54,7 @@ impl Server {
                 "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}}}),
             json!({"name": "fail", "description": "Always a tool error.", "inputSchema": {"type": "object"}}),
             json!({"name": "crash", "description": "Exits the server mid-call.", "inputSchema": {"type": "object"}}),
+            json!({"name": "misbehave", "description": "Writes a line that is not JSON and a response to no request, then answers twice.", "inputSchema": {"type": "object"}}),
             json!({"name": "add_tool", "description": "Adds the tool `extra` and announces list_changed.", "inputSchema": {"type": "object"}}),
             json!({"name": "touch", "description": "Announces resources/updated for fixture://hello.", "inputSchema": {"type": "object"}}),
             json!({"name": "kinds", "description": "Returns text, audio and a resource link.", "inputSchema": {"type": "object"},
@@ -119,6 +124,12 @@ impl Server {
                 Ok(json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}))
             }
             "crash" => std::process::exit(3),
+            "misbehave" => {
+                self.send_line("this line is not JSON");
+                self.send(json!({"jsonrpc": "2.0", "id": "no-such-request", "result": {}}));
+                self.reply(id, text("first answer".into()));
+                text("second answer".into())
+            }
             "add_tool" => {
                 *self.extra_tool.lock().unwrap() = true;
                 self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
