@@ -397,7 +397,14 @@ mod every_revision {
             let second = mcpx.call(2, "tools/list", json!({"cursor": cursor}));
             let total = first["result"]["tools"].as_array().unwrap().len()
                 + second["result"]["tools"].as_array().unwrap().len();
-            assert_eq!(total, 2 + 8 + 150);
+            // Everything a fixture without generated tools lists (built-ins included), plus 150.
+            let mut plain = Serve::start(&fixture_config(""));
+            plain.initialize("2025-11-25");
+            let unpaged = plain.call(1, "tools/list", json!({}))["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .len();
+            assert_eq!(total, unpaged + 150);
             assert_eq!(
                 mcpx.call(3, "tools/list", json!({"cursor": "bogus"}))["error"]["code"],
                 -32602
