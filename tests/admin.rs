@@ -447,4 +447,156 @@ mod every_revision {
             assert!(!screen.contains("disconnected"), "{screen}");
         }
     }
+
+    /// Faults from the client side, with the registry as witness that nothing is lost or left.
+    pub mod faults {
+        use super::super::*;
+
+        /// How each request of the storm ends.
+        #[derive(Clone, Copy, PartialEq)]
+        enum Fate {
+            /// A modern call that finishes; its reply must be a result.
+            ModernAnswered,
+            /// A modern call whose client hangs up mid-call.
+            ModernDisconnected,
+            /// A legacy call that finishes.
+            LegacyAnswered,
+            /// A legacy call cancelled with `notifications/cancelled`.
+            LegacyCancelled,
+        }
+
+        fn sleep_call(id: i64, ms: Option<u64>) -> Value {
+            let arguments = ms.map_or(json!({}), |ms| json!({"ms": ms}));
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "fixture__sleep", "arguments": arguments}})
+        }
+
+        fn read_all(mut stream: std::net::TcpStream) -> String {
+            let mut raw = Vec::new();
+            std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
+            String::from_utf8_lossy(&raw).into_owned()
+        }
+
+        fn run(d: &Daemon, socket: &Path, session: &str, id: i64, fate: Fate) {
+            let in_session = [("Mcp-Session-Id", session.as_bytes())];
+            match fate {
+                Fate::ModernAnswered => {
+                    let ms = fastrand::u64(0..30);
+                    let reply = d.modern(
+                        id,
+                        "tools/call",
+                        json!({"name": "fixture__sleep", "arguments": {"ms": ms}}),
+                    );
+                    assert_eq!(
+                        reply.json()["result"]["content"][0]["text"],
+                        "slept",
+                        "{id}"
+                    );
+                }
+                Fate::ModernDisconnected => {
+                    let (headers, body) = modern_request(
+                        id,
+                        "tools/call",
+                        json!({"name": "fixture__sleep", "arguments": {}}),
+                    );
+                    let refs: Vec<(&str, &[u8])> = headers
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_bytes()))
+                        .collect();
+                    let stream = d.send_post(&refs, body.to_string().as_bytes());
+                    std::thread::sleep(Duration::from_millis(fastrand::u64(0..30)));
+                    drop(stream);
+                }
+                Fate::LegacyAnswered => {
+                    let ms = fastrand::u64(0..30);
+                    let call = sleep_call(id, Some(ms)).to_string();
+                    let text = read_all(d.send_post(&in_session, call.as_bytes()));
+                    assert!(text.contains("slept"), "{id}: {text}");
+                }
+                Fate::LegacyCancelled => {
+                    let call = sleep_call(id, None).to_string();
+                    let stream = d.send_post(&in_session, call.as_bytes());
+                    // Cancelling a request mcpx has not yet read would name nothing.
+                    snapshot_where(socket, |s| s.requests.iter().any(|r| r.id == json!(id)));
+                    std::thread::sleep(Duration::from_millis(fastrand::u64(0..30)));
+                    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": id, "reason": "storm"}});
+                    assert_eq!(
+                        d.post(&in_session, cancel.to_string().as_bytes()).status,
+                        202
+                    );
+                    // The cancelled request gets no response: its stream ends empty.
+                    let text = read_all(stream);
+                    assert!(!text.contains("slept"), "{id}: {text}");
+                }
+            }
+        }
+
+        #[test]
+        fn a_storm_of_disconnects_and_cancellations_leaves_nothing_in_flight_and_loses_no_answer() {
+            let (d, socket, _dir) = daemon();
+            let session = legacy_session(&d);
+            let before = snapshot(&socket).totals;
+            let fates = [
+                Fate::ModernAnswered,
+                Fate::ModernDisconnected,
+                Fate::LegacyAnswered,
+                Fate::LegacyCancelled,
+            ];
+            let (threads, per_thread) = (6, 40);
+            let ran: Vec<Fate> = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads)
+                    .map(|thread| {
+                        let (d, socket, session) = (&d, &socket, &session);
+                        scope.spawn(move || {
+                            (0..per_thread)
+                                .map(|n| {
+                                    let fate = fates[fastrand::usize(..fates.len())];
+                                    run(d, socket, session, 1000 * (thread + 1) + n, fate);
+                                    fate
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap())
+                    .collect()
+            });
+            let count = |wanted: &[Fate]| ran.iter().filter(|f| wanted.contains(f)).count() as u64;
+            let answered = count(&[Fate::ModernAnswered, Fate::LegacyAnswered]);
+            let (cancelled, disconnected) = (
+                count(&[Fate::LegacyCancelled]),
+                count(&[Fate::ModernDisconnected]),
+            );
+            let s = snapshot_where(&socket, |s| {
+                s.requests.is_empty() && s.totals.answered - before.answered == answered
+            });
+            let newly_cancelled = s.totals.cancelled - before.cancelled;
+            // A client that hung up before its request was read leaves nothing to cancel.
+            assert!(
+                (cancelled..=cancelled + disconnected).contains(&newly_cancelled),
+                "{cancelled} cancelled and {disconnected} disconnected, yet {:?}",
+                s.totals
+            );
+            assert_eq!(s.totals.failed, before.failed);
+            // Every call that was told to sleep forever was cancelled at the upstream too.
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                let log = d.stderr();
+                let started = log.matches("fixture: sleeping request").count();
+                let cancelled = log.matches("fixture: cancelled request").count();
+                let finished = answered as usize;
+                if started == finished + cancelled {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{started} upstream calls started, {finished} answered, {cancelled} cancelled"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
 }
