@@ -82,7 +82,7 @@ async fn execute(
                 options,
             );
             let admin = crate::admin::serve_socket(&config.admin.socket);
-            front_door(&gateway, admin, async {
+            front_door(&gateway, admin, Console::Optional, async {
                 serving.await;
                 Ok(())
             })
@@ -124,11 +124,16 @@ async fn execute(
             // Under systemd (Type=notify), accepting connections is readiness.
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);
-            front_door(&gateway, config.admin.socket.clone(), async {
-                serving
-                    .await
-                    .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
-            })
+            front_door(
+                &gateway,
+                config.admin.socket.clone(),
+                Console::Required,
+                async {
+                    serving
+                        .await
+                        .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
+                },
+            )
             .await?;
             drop(signals);
             Ok(ExitCode::SUCCESS)
@@ -167,19 +172,28 @@ async fn execute(
     }
 }
 
+/// Whether mcpx may run without its admin socket.
+enum Console {
+    /// `mcpx serve`: an editor must not lose its tools because a console cannot attach.
+    Optional,
+    /// `mcpx daemon`: the service's operators rely on `mcpx status` and the TUI, so a socket
+    /// that cannot be bound (an unwritable runtime directory, a full disk) stops it at start.
+    Required,
+}
+
 /// Runs a front door while the upstreams start beside it (requests for the catalog wait for
 /// them), with the admin socket at `admin` open for consoles. A start-up failure (a name
 /// collision) ends it with that error.
 async fn front_door(
     gateway: &Arc<Gateway>,
     admin: PathBuf,
+    need: Console,
     serving: impl std::future::Future<Output = Result<(), String>>,
 ) -> Result<(), String> {
     let starting = {
         let gateway = Arc::clone(gateway);
         smol::spawn(async move { gateway.start().await })
     };
-    // A console is a convenience: without its socket the gateway still serves.
     let console = match crate::admin::bind(&admin) {
         Ok(listener) => {
             let stop = Cancel::new();
@@ -191,10 +205,18 @@ async fn front_door(
             ));
             Some((stop, task))
         }
-        Err(e) => {
-            tracing::warn!("no admin socket at {}: {e}", admin.display());
-            None
-        }
+        Err(e) => match need {
+            Console::Optional => {
+                tracing::warn!("no admin socket at {}: {e}", admin.display());
+                None
+            }
+            Console::Required => {
+                return Err(format!(
+                    "cannot open the admin socket at {}: {e}",
+                    admin.display()
+                ))
+            }
+        },
     };
     let start_failed = async {
         match starting.await {

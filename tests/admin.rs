@@ -333,6 +333,59 @@ mod every_revision {
             assert!(mcpx.wait(PATIENCE).unwrap().success());
             assert!(!sockets[0].exists(), "the socket outlived its process");
         }
+
+        /// A socket path whose directory cannot be made (its parent is a file), even for root.
+        fn unmakeable_socket(dir: &Path) -> String {
+            let file = dir.join("a-file");
+            std::fs::write(&file, "").unwrap();
+            file.join("admin.sock").display().to_string()
+        }
+
+        #[test]
+        fn the_daemon_stops_at_start_with_a_clear_error_when_its_socket_cannot_be_made() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = unmakeable_socket(dir.path());
+            let config = dir.path().join("mcpx.toml");
+            std::fs::write(
+                &config,
+                format!("[daemon]\naddress = \"127.0.0.1:0\"\n[admin]\nsocket = {socket:?}\n"),
+            )
+            .unwrap();
+            let mut child = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(&config)
+                .arg("daemon")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + PATIENCE;
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if Instant::now() > deadline {
+                    child.kill().unwrap();
+                    panic!("the daemon kept running without its admin socket");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert!(!status.success());
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            assert!(
+                stderr.contains("cannot open the admin socket") && stderr.contains("a-file"),
+                "{stderr}"
+            );
+        }
+
+        #[test]
+        fn mcpx_serve_without_its_socket_still_serves_the_editor() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = unmakeable_socket(dir.path());
+            let mut mcpx = Serve::start(&format!("[admin]\nsocket = {socket:?}\n"));
+            assert_eq!(mcpx.call(1, "ping", json!({}))["result"], json!({}));
+            assert!(mcpx.log_shows("no admin socket"));
+        }
     }
 
     pub mod tui {

@@ -33,7 +33,10 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(dir)?;
+            .create(dir)
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+            })?;
     }
     if std::os::unix::net::UnixStream::connect(path).is_ok() {
         return Err(std::io::Error::new(
