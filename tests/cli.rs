@@ -87,7 +87,12 @@ mod packaging {
             let socket = UnixDatagram::bind(&socket_path).unwrap();
             socket.set_read_timeout(Some(PATIENCE)).unwrap();
             let mut config = tempfile::NamedTempFile::new().unwrap();
-            write!(config, "[daemon]\naddress = \"127.0.0.1:0\"\n").unwrap();
+            write!(
+                config,
+                "[daemon]\naddress = \"127.0.0.1:0\"\n[admin]\nsocket = {:?}\n",
+                dir.path().join("admin.sock").display().to_string()
+            )
+            .unwrap();
             let mut child = Command::new(mcpx_bin())
                 .arg("--config")
                 .arg(config.path())

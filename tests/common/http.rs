@@ -14,15 +14,25 @@ pub struct Daemon {
     pub addr: SocketAddr,
     log: Log,
     _config: tempfile::NamedTempFile,
+    _admin_dir: tempfile::TempDir,
 }
 
 impl Daemon {
     /// Starts the daemon with `config` (its `[daemon]` table is supplied here).
     pub fn start(config: &str, daemon_keys: &str) -> Daemon {
         let mut file = tempfile::NamedTempFile::new().unwrap();
+        // Daemons run side by side; each gets its own admin socket unless the test names one.
+        let admin_dir = tempfile::tempdir().unwrap();
+        let admin = match config.contains("[admin]") {
+            true => String::new(),
+            false => format!(
+                "[admin]\nsocket = {:?}\n",
+                admin_dir.path().join("admin.sock").display().to_string()
+            ),
+        };
         write!(
             file,
-            "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{config}"
+            "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{admin}{config}"
         )
         .unwrap();
         let mut child = Command::new(mcpx_bin())
@@ -48,6 +58,7 @@ impl Daemon {
             addr,
             log,
             _config: file,
+            _admin_dir: admin_dir,
         }
     }
 
