@@ -170,10 +170,17 @@ pub struct Server {
         with = "humantime_serde::option"
     )]
     pub timeout: Option<Duration>,
+    /// The most requests in flight to it at once (default [`DEFAULT_MAX_IN_FLIGHT`]); one past
+    /// it is answered with an error at once rather than queued without bound.
+    #[serde(rename = "maxInFlight", skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<usize>,
     /// Which era to speak to it: found out by probing, or fixed.
     #[serde(skip_serializing_if = "UpstreamEra::is_auto")]
     pub era: UpstreamEra,
 }
+
+/// How many requests may be in flight to one upstream, unless `maxInFlight` says otherwise.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 
 /// How long a request to an upstream may go unanswered, unless `timeout` says otherwise.
 pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
@@ -470,7 +477,7 @@ headers = { Authorization = "Bearer x" }
         /// Every key mcpx reads is documented in mcpx.toml(5).
         #[test]
         fn every_key_is_in_the_man_page() {
-            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
+            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
             config.admin.socket = "/s".into();
             config.daemon.token = Some("t".into());
             let page =

@@ -18,6 +18,7 @@ pub mod environment;
 pub mod gateway;
 pub mod import;
 pub mod jsonrpc;
+pub mod limit;
 pub mod mcpheaders;
 pub mod protocol;
 pub mod registry;

@@ -107,6 +107,8 @@ mod every_revision {
             let (d, socket, _dir) = daemon();
             let session = legacy_session(&d);
             let mut call = sleeping_call(&d, &session, 8);
+            // Cancelled before it reaches the upstream, it would never be sent at all.
+            assert!(d.log_shows("fixture: sleeping request"));
             let key = snapshot_where(&socket, |s| !s.requests.is_empty()).requests[0].key;
             let reply = mcpx::admin::ask(&socket, &Command::Cancel { request: key }).unwrap();
             assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");

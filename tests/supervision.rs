@@ -134,6 +134,41 @@ mod every_revision {
         }
 
         #[test]
+        fn past_max_in_flight_a_call_is_refused_at_once_and_other_servers_serve_on() {
+            let mut mcpx = Serve::start(&format!(
+                "[servers.fixture]\ncommand = {0:?}\nmaxInFlight = 2\n[servers.other]\ncommand = {0:?}\n",
+                fixture_bin()
+            ));
+            mcpx.initialize("2025-11-25");
+            let sleep = json!({"name": "fixture__sleep", "arguments": {}});
+            mcpx.request(1, "tools/call", sleep.clone());
+            mcpx.request(2, "tools/call", sleep);
+            let deadline = Instant::now() + PATIENCE;
+            while mcpx.stderr().matches("fixture: sleeping request").count() < 2 {
+                assert!(Instant::now() < deadline, "{}", mcpx.stderr());
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let echo = |text: &str| json!({"name": "fixture__echo", "arguments": {"text": text}});
+            let refused = mcpx.call(3, "tools/call", echo("refused"));
+            let message = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("servers.fixture.maxInFlight (2)"),
+                "{refused}"
+            );
+            assert!(mcpx.log_shows("servers.fixture.maxInFlight (2) reached"));
+            let other = mcpx.call(
+                4,
+                "tools/call",
+                json!({"name": "other__echo", "arguments": {"text": "other"}}),
+            );
+            assert_eq!(other["result"]["content"][0]["text"], "other");
+            mcpx.notify("notifications/cancelled", json!({"requestId": 1}));
+            assert!(mcpx.log_shows("fixture: cancelled request"));
+            let served = mcpx.call(5, "tools/call", echo("served"));
+            assert_eq!(served["result"]["content"][0]["text"], "served", "{served}");
+        }
+
+        #[test]
         fn an_upstream_that_never_answers_hits_its_timeout() {
             let mut mcpx = Serve::start(&format!(
                 "[servers.fixture]\ncommand = {:?}\ntimeout = \"300ms\"\n",

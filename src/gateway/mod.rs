@@ -19,8 +19,8 @@ use crate::admin::protocol::Snapshot;
 use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::jsonrpc::{
-    ErrorObject, Id, Notification, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND,
-    RESOURCE_NOT_FOUND_LEGACY,
+    ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS,
+    METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
 };
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
@@ -412,7 +412,17 @@ impl Gateway {
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let (_, connection) = self.connection(owner)?;
+        let (upstream, connection) = self.connection(owner)?;
+        let _in_flight = upstream.in_flight.take().ok_or_else(|| {
+            ErrorObject::new(
+                INTERNAL_ERROR,
+                format!(
+                    "upstream {:?} already has its {} requests in flight; retry shortly",
+                    upstream.name,
+                    upstream.in_flight.describe()
+                ),
+            )
+        })?;
         let progress = original
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get("progressToken"))

@@ -10,8 +10,9 @@
 use super::{catalog, lock, Catalog, Gateway, Listing, Owner};
 use crate::admin::protocol::UpstreamView;
 use crate::cancel::Cancel;
-use crate::config::{Config, Server, UpstreamEra, BUILTIN_SERVER};
+use crate::config::{Config, Server, UpstreamEra, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::limit::Limit;
 use crate::protocol::Era;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::stdio::StdioUpstream;
@@ -130,6 +131,8 @@ pub(super) struct Upstream {
     removed: Cancel,
     /// Whether a supervision loop is already reviving it (there must be one at most).
     reviving: AtomicBool,
+    /// Its requests in flight, against `maxInFlight`.
+    pub(super) in_flight: Arc<Limit>,
 }
 
 /// Clears a flag when dropped, however the task holding it ends.
@@ -205,6 +208,10 @@ impl Upstreams {
             backoff: Mutex::default(),
             removed: Cancel::new(),
             reviving: AtomicBool::new(false),
+            in_flight: Limit::new(
+                format!("servers.{name}.maxInFlight"),
+                config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+            ),
         })
     }
 

@@ -7,7 +7,6 @@
 //! (a one-byte `peek` on a clone of the socket, which consumes nothing), because for a modern
 //! request closing the stream *is* the cancellation.
 
-mod connections;
 mod exchange;
 mod legacy;
 mod modern;
@@ -21,10 +20,10 @@ use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{
     ErrorObject, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
 };
+use crate::limit::{Held, Limit};
 use crate::protocol::envelope;
 use crate::protocol::Revision;
 use bytes::Bytes;
-use connections::{Admitted, Connections};
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -76,7 +75,7 @@ struct FrontDoor {
     modern: Arc<Client>,
     /// Legacy sessions.
     sessions: sessions::Sessions,
-    connections: Arc<Connections>,
+    connections: Arc<Limit>,
 }
 
 /// Serves `/mcp` on `listener` (bound with [`TcpListener::bind`]) until `shutdown` fires; then stops accepting, completes listen streams, gives
@@ -98,7 +97,7 @@ pub async fn serve(
             options.max_sessions,
             options.session_idle_timeout,
         ),
-        connections: Connections::new(options.max_connections),
+        connections: Limit::new("maxConnections", options.max_connections),
         gateway,
         options,
     });
@@ -129,7 +128,7 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let admitted = door.connections.admit();
+        let admitted = door.connections.take();
         let (door, alive, shutdown) = (Arc::clone(&door), alive.clone(), shutdown.clone());
         smol::spawn(async move {
             let _alive = alive;
@@ -169,7 +168,7 @@ async fn serve_connection(
     door: Arc<FrontDoor>,
     stream: TcpStream,
     shutdown: Cancel,
-    admitted: Option<Admitted>,
+    admitted: Option<Held>,
 ) {
     let socket = stream.clone();
     let read_timeout = door.options.read_timeout;
@@ -210,8 +209,8 @@ impl FrontDoor {
             ErrorObject::new(
                 INTERNAL_ERROR,
                 format!(
-                    "Service Unavailable: mcpx already holds its maxConnections ({}); retry shortly",
-                    self.connections.limit()
+                    "Service Unavailable: mcpx already holds its {} connections; retry shortly",
+                    self.connections.describe()
                 ),
             ),
         );
