@@ -276,7 +276,7 @@ mod v2026_07_28 {
 
         fn cases() -> Value {
             let path = format!(
-                "{}/../shared/spec/header-cases.json",
+                "{}/tests/spec/header-cases.json",
                 env!("CARGO_MANIFEST_DIR")
             );
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

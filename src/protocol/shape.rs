@@ -445,7 +445,7 @@ mod every_revision {
 
         fn schema(revision: Revision) -> Value {
             let path = format!(
-                "{}/../shared/spec/{}/schema.json",
+                "{}/tests/spec/{}/schema.json",
                 env!("CARGO_MANIFEST_DIR"),
                 revision
             );

@@ -291,7 +291,7 @@ pub fn modern(mut params: Value) -> Value {
 
 fn schema(revision: &str) -> Value {
     let path = format!(
-        "{}/../shared/spec/{revision}/schema.json",
+        "{}/tests/spec/{revision}/schema.json",
         env!("CARGO_MANIFEST_DIR")
     );
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
