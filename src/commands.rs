@@ -104,6 +104,8 @@ async fn execute(
                 session_idle_timeout: config.transport.session_idle_timeout,
                 max_sessions: config.transport.max_sessions,
                 max_connections: config.daemon.max_connections,
+                max_headers: config.daemon.max_headers,
+                max_header_bytes: config.daemon.max_header_bytes,
                 token: match config
                     .daemon
                     .token

@@ -47,6 +47,11 @@ pub struct Daemon {
     /// The most HTTP connections open at once; a connection past it is answered 503 and closed.
     /// Each legacy GET stream holds one, so this stays above `transport.maxSessions`.
     pub max_connections: usize,
+    /// The most header fields a request may carry; more is answered 431.
+    pub max_headers: usize,
+    /// The most bytes a request's head (request line and headers) may take; more is answered
+    /// 431. At least 8192, hyper's smallest read buffer.
+    pub max_header_bytes: usize,
 }
 
 impl Daemon {
@@ -64,6 +69,8 @@ impl Default for Daemon {
             read_timeout: Duration::from_secs(30),
             token: None,
             max_connections: 16_384,
+            max_headers: 100,
+            max_header_bytes: 64 * 1024,
         }
     }
 }

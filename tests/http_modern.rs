@@ -845,5 +845,26 @@ mod every_revision {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+
+        #[test]
+        fn too_many_or_too_long_header_fields_are_431_and_the_daemon_serves_on() {
+            let d = Daemon::start(
+                &fixture_config(""),
+                "maxHeaders = 20\nmaxHeaderBytes = 16384",
+            );
+            let many: String = (0..30).map(|i| format!("X-Filler-{i}: {i}\r\n")).collect();
+            let reply = d.raw(format!("POST /mcp HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes());
+            assert_eq!(reply.status, 431);
+            // A head past the limit, not yet finished: refused once the limit is crossed,
+            // without waiting for the rest.
+            let long = format!(
+                "POST /mcp HTTP/1.1\r\nHost: x\r\nX-Long: {}",
+                "a".repeat(17_000)
+            );
+            let reply = d.raw(long.as_bytes());
+            assert_eq!(reply.status, 431);
+            assert_eq!(d.modern(1, "tools/list", json!({})).status, 200);
+            assert!(d.log_shows("past maxHeaders or maxHeaderBytes (431)"));
+        }
     }
 }

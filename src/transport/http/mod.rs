@@ -64,7 +64,14 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// The most connections open at once; more are answered 503.
     pub max_connections: usize,
+    /// The most header fields in a request; more are answered 431.
+    pub max_headers: usize,
+    /// The most bytes in a request's head; more are answered 431.
+    pub max_header_bytes: usize,
 }
+
+/// hyper's smallest read buffer: a smaller `maxHeaderBytes` would make it panic.
+const MIN_HEAD_BUFFER: usize = 8192;
 
 /// What every connection shares.
 struct FrontDoor {
@@ -171,7 +178,12 @@ async fn serve_connection(
     admitted: Option<Held>,
 ) {
     let socket = stream.clone();
-    let read_timeout = door.options.read_timeout;
+    let HttpOptions {
+        read_timeout,
+        max_headers,
+        max_header_bytes,
+        ..
+    } = door.options;
     let over_capacity = admitted.is_none();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let (door, socket) = (Arc::clone(&door), socket.clone());
@@ -186,6 +198,8 @@ async fn serve_connection(
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(smol_hyper::rt::SmolTimer::new())
         .header_read_timeout(read_timeout)
+        .max_headers(max_headers)
+        .max_buf_size(max_header_bytes.max(MIN_HEAD_BUFFER))
         .keep_alive(!over_capacity)
         .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
@@ -194,10 +208,26 @@ async fn serve_connection(
         None
     })
     .await;
-    if finished.is_none() {
-        // Finish the request in progress, then close instead of waiting for another.
-        connection.as_mut().graceful_shutdown();
-        let _ = connection.await;
+    match finished {
+        None => {
+            // Finish the request in progress, then close instead of waiting for another.
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+        Some(Err(e)) => log_connection_error(&e),
+        Some(Ok(())) => {}
+    }
+}
+
+/// hyper answers what it refuses itself (431, 408, 400 for a malformed head); the log says which
+/// limit was hit, as it does for the limits mcpx enforces.
+fn log_connection_error(error: &hyper::Error) {
+    if error.is_parse_too_large() {
+        tracing::warn!("refused a request head past maxHeaders or maxHeaderBytes (431)");
+    } else if error.is_timeout() {
+        tracing::info!("dropped a connection slower than readTimeout");
+    } else {
+        tracing::debug!("connection ended: {error}");
     }
 }
 
