@@ -94,6 +94,10 @@ pub struct Transport {
     pub session_idle_timeout: Duration,
     /// The most legacy HTTP sessions held at once; `initialize` beyond it gets 503.
     pub max_sessions: usize,
+    /// The most requests one client (a stdio process, a legacy HTTP session, one POST's batch)
+    /// may have in flight at once, open listens included; one past it is answered with an error
+    /// at once. Modern HTTP clients are bounded by `daemon.maxConnections` instead.
+    pub max_in_flight_per_client: usize,
 }
 
 impl Default for Transport {
@@ -105,6 +109,7 @@ impl Default for Transport {
             max_message_bytes: 4 * 1024 * 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 10_000,
+            max_in_flight_per_client: 1024,
         }
     }
 }
@@ -314,6 +319,7 @@ impl Config {
                 ),
             ));
         }
+        config.refuse_zero_caps(text)?;
         for (name, server) in &config.servers {
             let line = text
                 .lines()
@@ -364,6 +370,64 @@ impl Config {
         }
         Ok(config)
     }
+}
+
+impl Config {
+    /// A cap or an interval of zero would refuse everything or spin (a keep-alive every 0 s), so
+    /// it is a mistake, not a setting.
+    fn refuse_zero_caps(&self, text: &str) -> Result<(), (usize, String)> {
+        let (d, t) = (&self.daemon, &self.transport);
+        let mut checks = vec![
+            ("daemon", "maxConnections", d.max_connections == 0),
+            ("daemon", "maxHeaders", d.max_headers == 0),
+            ("daemon", "maxHeaderBytes", d.max_header_bytes == 0),
+            ("daemon", "readTimeout", d.read_timeout.is_zero()),
+            ("transport", "maxMessageBytes", t.max_message_bytes == 0),
+            ("transport", "maxSessions", t.max_sessions == 0),
+            (
+                "transport",
+                "maxInFlightPerClient",
+                t.max_in_flight_per_client == 0,
+            ),
+            ("transport", "sseKeepAlive", t.sse_keep_alive.is_zero()),
+            (
+                "transport",
+                "sessionIdleTimeout",
+                t.session_idle_timeout.is_zero(),
+            ),
+        ];
+        let servers: Vec<(String, &Server)> = self
+            .servers
+            .iter()
+            .map(|(name, server)| (format!("servers.{name}"), server))
+            .collect();
+        for (table, server) in &servers {
+            checks.push((table, "maxInFlight", server.max_in_flight == Some(0)));
+            checks.push((
+                table,
+                "timeout",
+                server.timeout.is_some_and(|t| t.is_zero()),
+            ));
+        }
+        match checks.into_iter().find(|(_, _, zero)| *zero) {
+            None => Ok(()),
+            Some((table, key, _)) => Err((
+                line_of_key(text, key),
+                format!("{table}.{key} must be more than zero (leave it out for the default)"),
+            )),
+        }
+    }
+}
+
+/// The 1-based line where `key` is set, or 1.
+fn line_of_key(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(1, |i| i + 1)
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -516,6 +580,38 @@ headers = { Authorization = "Bearer x" }
             assert!(message.contains("daemon.token"), "{message}");
             assert!(Config::parse("[daemon]\naddress = \"0.0.0.0:7777\"\ntoken = \"t\"\n").is_ok());
             assert!(Config::parse("[daemon]\naddress = \"[::1]:7777\"\n").is_ok());
+        }
+
+        #[test]
+        fn a_cap_or_interval_of_zero_is_refused_naming_its_key_and_line() {
+            for (text, key, line) in [
+                ("[daemon]\nmaxConnections = 0\n", "daemon.maxConnections", 2),
+                (
+                    "[transport]\n\nsseKeepAlive = \"0s\"\n",
+                    "transport.sseKeepAlive",
+                    3,
+                ),
+                (
+                    "[transport]\nmaxInFlightPerClient = 0\n",
+                    "transport.maxInFlightPerClient",
+                    2,
+                ),
+                (
+                    "[servers.a]\ncommand = \"x\"\nmaxInFlight = 0\n",
+                    "servers.a.maxInFlight",
+                    3,
+                ),
+                (
+                    "[servers.a]\ncommand = \"x\"\ntimeout = \"0ms\"\n",
+                    "servers.a.timeout",
+                    3,
+                ),
+            ] {
+                let (at, message) = Config::parse(text).unwrap_err();
+                assert!(message.contains(key), "{message}");
+                assert_eq!(at, line, "{text}");
+            }
+            assert!(Config::parse("[transport]\nstdioDrain = \"0s\"\n").is_ok());
         }
 
         #[test]

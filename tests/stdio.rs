@@ -751,5 +751,37 @@ mod v2026_07_28 {
             assert_result("2026-07-28", "subscriptions/listen", &done);
             assert!(mcpx.wait(PATIENCE).unwrap().success());
         }
+
+        /// Open listens hold places like any request: past the cap a request is refused at once,
+        /// and a place given back serves the next one.
+        #[test]
+        fn past_max_in_flight_per_client_a_request_is_refused_at_once() {
+            let mut mcpx = Serve::start("[transport]\nmaxInFlightPerClient = 2\n");
+            let listen = modern(json!({"notifications": {"toolsListChanged": true}}));
+            for id in [1, 2] {
+                mcpx.request(id, "subscriptions/listen", listen.clone());
+                assert_eq!(
+                    mcpx.next()["method"],
+                    "notifications/subscriptions/acknowledged"
+                );
+            }
+            let refused = mcpx.call(3, "tools/list", modern(json!({})));
+            let message = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("transport.maxInFlightPerClient (2)"),
+                "{refused}"
+            );
+            assert!(mcpx.log_shows("maxInFlightPerClient (2) reached"));
+            mcpx.notify("notifications/cancelled", json!({"requestId": 1}));
+            let deadline = std::time::Instant::now() + PATIENCE;
+            let served = loop {
+                let answer = mcpx.call(4, "tools/list", modern(json!({})));
+                if answer.get("result").is_some() || std::time::Instant::now() > deadline {
+                    break answer;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert!(served["result"]["tools"].is_array(), "{served}");
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! what it asked to hear about.
 
 use crate::cancel::Cancel;
-use crate::jsonrpc::{Id, Notification};
+use crate::jsonrpc::{ErrorObject, Id, Notification, INTERNAL_ERROR};
+use crate::limit::{Held, Limit};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
 use crate::protocol::Revision;
 use crate::registry::SessionKey;
@@ -22,6 +23,9 @@ pub struct Client {
     outbound: Sender<Notification>,
     /// Fired when the transport is ending; open listen streams then complete.
     pub closing: Cancel,
+    /// Caps its requests in flight; `None` for the client that stands for every modern HTTP
+    /// caller, who are each bounded by their connection.
+    in_flight: Option<Arc<Limit>>,
     state: Mutex<State>,
 }
 
@@ -57,13 +61,35 @@ impl Listen {
 }
 
 impl Client {
-    /// A client whose unsolicited notifications go to `outbound`.
-    pub fn new(session: SessionKey, outbound: Sender<Notification>) -> Arc<Client> {
+    /// A client whose unsolicited notifications go to `outbound`, with at most `in_flight`
+    /// requests running at once.
+    pub fn new(
+        session: SessionKey,
+        outbound: Sender<Notification>,
+        in_flight: Option<Arc<Limit>>,
+    ) -> Arc<Client> {
         Arc::new(Client {
             session,
             outbound,
             closing: Cancel::new(),
+            in_flight,
             state: Mutex::default(),
+        })
+    }
+
+    /// A place for one more request in flight, or the error that refuses it.
+    pub fn admit(&self) -> Result<Option<Held>, ErrorObject> {
+        let Some(limit) = &self.in_flight else {
+            return Ok(None);
+        };
+        limit.take().map(Some).ok_or_else(|| {
+            ErrorObject::new(
+                INTERNAL_ERROR,
+                format!(
+                    "this client already has transport.{} requests in flight; retry when some finish",
+                    limit.describe()
+                ),
+            )
         })
     }
 

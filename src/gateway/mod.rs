@@ -22,6 +22,7 @@ use crate::jsonrpc::{
     ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS,
     METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
 };
+use crate::limit::Limit;
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry};
@@ -61,6 +62,8 @@ pub struct Gateway {
     /// The program that starts upstream processes so that they die with mcpx (see
     /// [`crate::upstream::stdio`]); `None` starts them directly.
     launcher: Option<std::path::PathBuf>,
+    /// `transport.maxInFlightPerClient`.
+    max_in_flight_per_client: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,6 +104,7 @@ impl Gateway {
             config_path,
             events: std::sync::OnceLock::new(),
             launcher,
+            max_in_flight_per_client: config.transport.max_in_flight_per_client,
         })
     }
 
@@ -112,15 +116,36 @@ impl Gateway {
         lock(&self.clients).values().cloned().collect()
     }
 
-    /// Opens a client (a stdio process, an HTTP session); its unsolicited notifications go to
+    /// Opens a client (a stdio process, an HTTP session), capped at
+    /// `transport.maxInFlightPerClient` requests in flight; its unsolicited notifications go to
     /// `outbound`.
     pub fn open_client(
         &self,
         transport: &'static str,
         outbound: Sender<Notification>,
     ) -> Arc<Client> {
+        let cap = Limit::new("maxInFlightPerClient", self.max_in_flight_per_client);
+        self.register_client(transport, outbound, Some(cap))
+    }
+
+    /// Opens the one client that stands for every modern HTTP caller: stateless callers share
+    /// nothing, and each is bounded by its own connection, so no shared cap applies.
+    pub fn open_shared_client(
+        &self,
+        transport: &'static str,
+        outbound: Sender<Notification>,
+    ) -> Arc<Client> {
+        self.register_client(transport, outbound, None)
+    }
+
+    fn register_client(
+        &self,
+        transport: &'static str,
+        outbound: Sender<Notification>,
+        in_flight: Option<Arc<Limit>>,
+    ) -> Arc<Client> {
         let session = self.registry.open_session(transport);
-        let client = Client::new(session, outbound);
+        let client = Client::new(session, outbound, in_flight);
         lock(&self.clients).insert(session, Arc::clone(&client));
         client
     }
@@ -190,6 +215,13 @@ impl Gateway {
         notifications: Sender<Notification>,
     ) -> (Cancel, smol::Task<Option<Response>>) {
         let cancel = Cancel::new();
+        let place = match client.admit() {
+            Ok(place) => place,
+            Err(refusal) => {
+                let refused = Response::error(Some(request.id), refusal);
+                return (cancel, smol::spawn(async move { Some(refused) }));
+            }
+        };
         let params = request.params.as_ref();
         let target = params
             .and_then(|p| p.get("name").or_else(|| p.get("uri")))
@@ -209,6 +241,7 @@ impl Gateway {
         };
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
         let task = smol::spawn(async move {
+            let _place = place;
             let cancel = &context.cancel;
             let response = cancel
                 .run(gateway.handle(&client, request, &context))

@@ -98,7 +98,7 @@ pub async fn serve(
     let (unsolicited, _) = async_channel::bounded(1);
     let door = Arc::new(FrontDoor {
         origins: OriginPolicy::new(&options.allowed_origins, options.address),
-        modern: gateway.open_client("http", unsolicited),
+        modern: gateway.open_shared_client("http", unsolicited),
         sessions: sessions::Sessions::new(
             Arc::clone(&gateway),
             options.max_sessions,
