@@ -9,6 +9,7 @@
 //! `Mcp-Param-*` from the tools' `x-mcp-header` annotations; closing the request's stream cancels
 //! it, and a `subscriptions/listen` stream carries their notifications.
 
+use super::event_stream::EventStream;
 use super::{Event, Handshake, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
@@ -20,7 +21,7 @@ use crate::protocol::{Era, Revision};
 use async_channel::Sender;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::SendRequest;
 use serde_json::{json, Value};
 use smol::net::TcpStream;
@@ -36,6 +37,10 @@ type Sender1 = SendRequest<Full<Bytes>>;
 
 /// How long connecting and the handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest message (a JSON body, or one event) taken from a remote server: room for big
+/// results such as images, but a bound, so a broken or hostile server cannot exhaust memory.
+const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// A connection to the server: plain TCP or TLS.
 enum Io {
@@ -439,7 +444,7 @@ impl HttpUpstream {
             return Ok(Answer::SessionGone);
         }
         if !is_stream {
-            let bytes = body
+            let bytes = Limited::new(body, MAX_UPSTREAM_MESSAGE)
                 .collect()
                 .await
                 .map_err(|e| format!("reading the response failed: {e}"))?
@@ -458,13 +463,13 @@ impl HttpUpstream {
             }
             return Err(format!("HTTP {status} without the answer to request {id}"));
         }
-        let mut events = EventParser::default();
+        let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
             let Ok(data) = frame.into_data() else {
                 continue;
             };
-            for event in events.push(&data) {
+            for event in events.push(&data).map_err(|e| e.to_string())? {
                 if let Ok(message) = serde_json::from_str::<Value>(&event) {
                     if let Some(reply) = self.receive(message, id, progress.as_ref()) {
                         // The stream ends with the answer; the connection may serve again.
@@ -672,12 +677,12 @@ impl HttpUpstream {
             return Err(format!("GET answered {}", response.status()));
         }
         let mut body = response.into_body();
-        let mut events = EventParser::default();
+        let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
         while let Some(frame) = body.frame().await {
             let Ok(data) = frame.map_err(|e| e.to_string())?.into_data() else {
                 continue;
             };
-            for event in events.push(&data) {
+            for event in events.push(&data).map_err(|e| e.to_string())? {
                 if let Ok(message) = serde_json::from_str::<Value>(&event) {
                     self.receive(message, 0, None);
                 }
@@ -863,49 +868,4 @@ async fn connect(uri: &Uri) -> Result<Sender1, String> {
         ))
     })
     .await
-}
-
-/// Splits an event stream into the data of each event.
-#[derive(Default)]
-struct EventParser {
-    buffer: Vec<u8>,
-}
-
-impl EventParser {
-    /// Takes the next bytes of the stream; returns the data of each event they complete.
-    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        // Lines may end in CRLF; JSON data has no bare CR, so dropping CRs normalises them.
-        self.buffer.extend(bytes.iter().filter(|&&b| b != b'\r'));
-        let mut events = Vec::new();
-        while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
-            let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
-            let event = String::from_utf8_lossy(&event[..end]);
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if !data.is_empty() {
-                events.push(data.join("\n"));
-            }
-        }
-        events
-    }
-}
-
-#[cfg(test)]
-mod every_revision {
-    mod http_upstream {
-        use crate::upstream::http::EventParser;
-
-        #[test]
-        fn event_streams_split_into_data_across_chunks() {
-            let mut parser = EventParser::default();
-            assert!(parser.push(b"event: message\ndata: {\"a\"").is_empty());
-            assert_eq!(
-                parser.push(b":1}\n\n: keep-alive\n\ndata: 2\r\n\r\n"),
-                vec!["{\"a\":1}".to_owned(), "2".to_owned()]
-            );
-        }
-    }
 }

@@ -4,6 +4,7 @@
 //! requests and cancellations, passes each request's progress back to the caller through a
 //! [`ProgressSink`], and reports the server's own notifications to the gateway as [`Event`]s.
 
+pub mod event_stream;
 pub mod http;
 pub mod stdio;
 

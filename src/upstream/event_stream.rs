@@ -1,0 +1,155 @@
+//! Server-sent events as a remote upstream sends them: bytes in, in chunks cut anywhere, and the
+//! `data` of each complete event out.
+//!
+//! Lines may end in CRLF, LF or a bare CR (the SSE grammar allows all three); a leading byte-order
+//! mark is skipped; comments and fields other than `data` are ignored. An event may not grow past
+//! a bound, so an upstream that never ends one cannot make mcpx buffer without end.
+
+/// An event that grew past the bound before it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventTooLarge {
+    /// The bound, in bytes.
+    pub limit: usize,
+}
+
+impl std::fmt::Display for EventTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an event grew past {} bytes", self.limit)
+    }
+}
+
+/// Splits one event stream into its events' data.
+#[derive(Debug)]
+pub struct EventStream {
+    /// The unfinished event, its line endings already made LF.
+    buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no blank line, so each byte is scanned once.
+    scanned: usize,
+    /// The last byte pushed was a CR, so an LF that follows belongs to it.
+    after_cr: bool,
+    /// Nothing has been pushed yet (a byte-order mark may come).
+    at_start: bool,
+    limit: usize,
+}
+
+impl EventStream {
+    /// A stream whose events may each take up to `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        EventStream {
+            buffer: Vec::new(),
+            scanned: 0,
+            after_cr: false,
+            at_start: true,
+            limit,
+        }
+    }
+
+    /// Takes the next bytes of the stream; returns the data of each event they complete, in
+    /// order, or the error once an unfinished event is past the bound.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, EventTooLarge> {
+        let mut events = Vec::new();
+        for &byte in bytes {
+            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
+            match byte {
+                b'\n' if after_cr => continue,
+                b'\r' => self.buffer.push(b'\n'),
+                other => self.buffer.push(other),
+            }
+            if self.at_start {
+                self.skip_byte_order_mark();
+            }
+            if byte == b'\n' || byte == b'\r' {
+                self.take_complete_events(&mut events);
+            }
+            if self.buffer.len() > self.limit {
+                return Err(EventTooLarge { limit: self.limit });
+            }
+        }
+        Ok(events)
+    }
+
+    /// Drops a byte-order mark at the very start, however the chunks cut it.
+    fn skip_byte_order_mark(&mut self) {
+        const MARK: &[u8] = b"\xEF\xBB\xBF";
+        if self.buffer == MARK {
+            self.buffer.clear();
+            self.at_start = false;
+        } else if !MARK.starts_with(&self.buffer) {
+            self.at_start = false;
+        }
+    }
+
+    /// Moves the event a blank line has just ended, if any, out of the buffer.
+    fn take_complete_events(&mut self, events: &mut Vec<String>) {
+        let Some(at) = self.buffer[self.scanned..]
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .map(|p| p + self.scanned)
+        else {
+            self.scanned = self.buffer.len().saturating_sub(1);
+            return;
+        };
+        let event: Vec<u8> = self.buffer.drain(..at + 2).collect();
+        self.scanned = 0;
+        if let Some(data) = data_of(&event[..at]) {
+            events.push(data);
+        }
+    }
+}
+
+/// The `data` lines of one event joined by LF, or `None` if it has none.
+fn data_of(event: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(event);
+    let data: Vec<&str> = text
+        .split('\n')
+        .filter_map(|line| match line.split_once(':') {
+            Some(("data", value)) => Some(value.strip_prefix(' ').unwrap_or(value)),
+            None if line == "data" => Some(""),
+            _ => None,
+        })
+        .collect();
+    (!data.is_empty()).then(|| data.join("\n"))
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod http_upstream {
+        use crate::upstream::event_stream::{EventStream, EventTooLarge};
+
+        #[test]
+        fn event_streams_split_into_data_across_chunks() {
+            let mut stream = EventStream::new(1024);
+            assert!(stream
+                .push(b"event: message\ndata: {\"a\"")
+                .unwrap()
+                .is_empty());
+            assert_eq!(
+                stream
+                    .push(b":1}\n\n: keep-alive\n\ndata: 2\r\n\r\n")
+                    .unwrap(),
+                vec!["{\"a\":1}".to_owned(), "2".to_owned()]
+            );
+        }
+
+        #[test]
+        fn every_line_ending_the_grammar_allows_ends_a_line() {
+            let whole = b"\xEF\xBB\xBFdata:a\rdata: b\r\n\r\ndata\n\ndata: c\r\r";
+            let mut stream = EventStream::new(1024);
+            assert_eq!(stream.push(whole).unwrap(), ["a\nb", "", "c"]);
+            // The same bytes one at a time, a CRLF cut in two included.
+            let mut stream = EventStream::new(1024);
+            let one_by_one: Vec<String> = whole
+                .iter()
+                .flat_map(|b| stream.push(&[*b]).unwrap())
+                .collect();
+            assert_eq!(one_by_one, ["a\nb", "", "c"]);
+        }
+
+        #[test]
+        fn an_event_that_never_ends_is_refused_at_its_bound() {
+            let mut stream = EventStream::new(64);
+            assert!(stream.push(&[b'x'; 60]).unwrap().is_empty());
+            assert_eq!(stream.push(&[b'x'; 10]), Err(EventTooLarge { limit: 64 }));
+        }
+    }
+}
