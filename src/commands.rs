@@ -431,7 +431,7 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
     client.set_revision(crate::protocol::Revision::LATEST_LEGACY);
     let context = crate::gateway::RequestContext {
         cancel: crate::cancel::Cancel::new(),
-        notifications: outbound,
+        outbound,
         progress_seen: Default::default(),
     };
     let response = gateway.handle(&client, request, &context).await;

@@ -98,6 +98,10 @@ pub struct Transport {
     /// may have in flight at once, open listens included; one past it is answered with an error
     /// at once. Modern HTTP clients are bounded by `daemon.maxConnections` instead.
     pub max_in_flight_per_client: usize,
+    /// How long a 2026-07-28 client's call that an upstream asked a question in may wait for the
+    /// retry that answers it; then the upstream call is cancelled.
+    #[serde(with = "humantime_serde")]
+    pub input_timeout: Duration,
 }
 
 impl Default for Transport {
@@ -110,6 +114,7 @@ impl Default for Transport {
             session_idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 10_000,
             max_in_flight_per_client: 1024,
+            input_timeout: Duration::from_secs(10 * 60),
         }
     }
 }

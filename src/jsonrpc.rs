@@ -125,6 +125,44 @@ pub struct Request {
     pub params: Option<Value>,
 }
 
+impl Request {
+    /// The request as a JSON-RPC message.
+    pub fn to_value(&self) -> Value {
+        let mut message =
+            json!({ "jsonrpc": "2.0", "id": self.id.to_value(), "method": self.method });
+        if let Some(params) = &self.params {
+            message["params"] = params.clone();
+        }
+        message
+    }
+}
+
+/// What a server sends a client besides responses: notifications, and (in the legacy revisions)
+/// requests of its own, such as an upstream's elicitation carried to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    /// Expects nothing.
+    Notification(Notification),
+    /// Expects the client's response.
+    Request(Request),
+}
+
+impl Outbound {
+    /// The message as JSON-RPC.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Outbound::Notification(notification) => notification.to_value(),
+            Outbound::Request(request) => request.to_value(),
+        }
+    }
+}
+
+impl From<Notification> for Outbound {
+    fn from(notification: Notification) -> Self {
+        Outbound::Notification(notification)
+    }
+}
+
 /// A notification: no id, never answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {

@@ -68,6 +68,9 @@ pub struct Snapshot {
     pub requests: Vec<RequestView>,
     /// How requests ended since start.
     pub totals: Totals,
+    /// 2026-07-28 calls parked until their client retries with the input an upstream asked for.
+    #[serde(default)]
+    pub awaiting_input: usize,
 }
 
 /// One upstream server.

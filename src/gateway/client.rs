@@ -2,7 +2,9 @@
 //! what it asked to hear about.
 
 use crate::cancel::Cancel;
-use crate::jsonrpc::{ErrorObject, Id, Notification, INTERNAL_ERROR};
+use crate::jsonrpc::{
+    ErrorObject, Id, Notification, Outbound, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND,
+};
 use crate::limit::{Held, Limit};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
 use crate::protocol::Revision;
@@ -10,7 +12,7 @@ use crate::registry::SessionKey;
 use crate::upstream::ListKind;
 use async_channel::Sender;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -20,7 +22,7 @@ pub struct Client {
     /// Its key in the registry.
     pub session: SessionKey,
     /// Where notifications that belong to no request go (legacy `list_changed`, `updated`).
-    outbound: Sender<Notification>,
+    outbound: Sender<Outbound>,
     /// Fired when the transport is ending; open listen streams then complete.
     pub closing: Cancel,
     /// Caps its requests in flight; `None` for the client that stands for every modern HTTP
@@ -32,6 +34,11 @@ pub struct Client {
 #[derive(Debug, Default)]
 struct State {
     revision: Option<Revision>,
+    /// What `initialize` declared.
+    capabilities: Value,
+    /// mcpx's own requests to the client, waiting for its responses, by id.
+    awaiting: HashMap<Id, Sender<Result<Value, ErrorObject>>>,
+    next_request: u64,
     resource_subscriptions: BTreeSet<String>,
     listens: Vec<Listen>,
 }
@@ -46,7 +53,7 @@ pub struct Listen {
     /// Which resource URIs it wants `updated` for.
     pub resources: Vec<String>,
     /// The listen request's own notification channel.
-    pub tx: Sender<Notification>,
+    pub tx: Sender<Outbound>,
     /// Counts what was sent on it (the registry shows it).
     pub sent: Arc<AtomicU64>,
 }
@@ -54,7 +61,11 @@ pub struct Listen {
 impl Listen {
     /// Sends a notification on this listen, tagged with its subscription id.
     fn send(&self, method: &str, params: Value) {
-        if self.tx.try_send(tagged(method, params, &self.id)).is_ok() {
+        if self
+            .tx
+            .try_send(tagged(method, params, &self.id).into())
+            .is_ok()
+        {
             self.sent.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -65,7 +76,7 @@ impl Client {
     /// requests running at once.
     pub fn new(
         session: SessionKey,
-        outbound: Sender<Notification>,
+        outbound: Sender<Outbound>,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
         Arc::new(Client {
@@ -105,6 +116,71 @@ impl Client {
     /// Records the negotiated revision.
     pub fn set_revision(&self, revision: Revision) {
         self.lock().revision = Some(revision);
+    }
+
+    /// What the client declared at `initialize` (`{}` before it, or when it declared nothing).
+    pub fn capabilities(&self) -> Value {
+        let capabilities = &self.lock().capabilities;
+        match capabilities.is_object() {
+            true => capabilities.clone(),
+            false => json!({}),
+        }
+    }
+
+    /// Records what the client declared at `initialize`.
+    pub fn set_capabilities(&self, capabilities: Value) {
+        self.lock().capabilities = capabilities;
+    }
+
+    /// Sends the client a request of mcpx's own on `outbound` (the stream of the client request it
+    /// serves) and waits for the response. The ids are mcpx's, `mcpx-N`, never an upstream's.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        outbound: &Sender<Outbound>,
+    ) -> Result<Value, ErrorObject> {
+        let (tx, rx) = async_channel::bounded(1);
+        let id = {
+            let mut state = self.lock();
+            state.next_request += 1;
+            let id = Id::String(format!("mcpx-{}", state.next_request));
+            state.awaiting.insert(id.clone(), tx);
+            id
+        };
+        let _forget = Forget {
+            client: self,
+            id: &id,
+        };
+        let request = Request {
+            id: id.clone(),
+            method: method.to_owned(),
+            params: Some(params),
+        };
+        let gone = || {
+            ErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("the client went away before answering {method}"),
+            )
+        };
+        outbound
+            .send(Outbound::Request(request))
+            .await
+            .map_err(|_| gone())?;
+        rx.recv().await.map_err(|_| gone())?
+    }
+
+    /// Hands a response from the client to the request of mcpx's that waits for it; false when
+    /// none does (an unknown id, or one already answered).
+    pub fn answer(&self, response: Response) -> bool {
+        let Some(id) = response.id else {
+            return false;
+        };
+        let waiting = self.lock().awaiting.remove(&id);
+        match waiting {
+            Some(waiting) => waiting.try_send(response.outcome).is_ok(),
+            None => false,
+        }
     }
 
     /// Adds a legacy resource subscription; false if it was already there.
@@ -149,7 +225,7 @@ impl Client {
         if state.revision.is_some() {
             let _ = self
                 .outbound
-                .try_send(Notification::new(kind.notification(), json!({})));
+                .try_send(Notification::new(kind.notification(), json!({})).into());
         }
         for listen in state.listens.iter().filter(|l| l.lists.contains(&kind)) {
             listen.send(kind.notification(), json!({}));
@@ -164,10 +240,9 @@ impl Client {
             uri == subscribed || uri.starts_with(&format!("{}/", subscribed.trim_end_matches('/')))
         };
         if state.resource_subscriptions.iter().any(covers) {
-            let _ = self.outbound.try_send(Notification::new(
-                "notifications/resources/updated",
-                json!({ "uri": uri }),
-            ));
+            let updated =
+                Notification::new("notifications/resources/updated", json!({ "uri": uri }));
+            let _ = self.outbound.try_send(updated.into());
         }
         for listen in state
             .listens
@@ -176,6 +251,18 @@ impl Client {
         {
             listen.send("notifications/resources/updated", json!({ "uri": uri }));
         }
+    }
+}
+
+/// Forgets a request of mcpx's to the client however its wait ends.
+struct Forget<'a> {
+    client: &'a Client,
+    id: &'a Id,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.client.lock().awaiting.remove(self.id);
     }
 }
 

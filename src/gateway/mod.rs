@@ -10,6 +10,9 @@ mod builtin;
 mod catalog;
 mod client;
 pub mod naming;
+mod relay;
+mod request_state;
+mod rounds;
 mod upstreams;
 
 pub use catalog::{Catalog, Listing, Owner, Route};
@@ -19,15 +22,16 @@ use crate::admin::protocol::Snapshot;
 use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::jsonrpc::{
-    ErrorObject, Id, Notification, Request, Response, INTERNAL_ERROR, INVALID_PARAMS,
-    METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY,
+    ErrorObject, Id, Outbound, Request, Response, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND_LEGACY,
 };
 use crate::limit::Limit;
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry};
-use crate::upstream::{Event, ListKind, ProgressSink};
+use crate::upstream::{Caller, Event, ListKind, ProgressSink};
 use async_channel::Sender;
+use rounds::{Rounds, UpstreamCall};
 use serde_json::{json, Map, Value};
 use smol::lock::OnceCell;
 use std::collections::HashMap;
@@ -39,8 +43,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 pub struct RequestContext {
     /// Fires when the client cancels the request (or disconnects, where that is cancellation).
     pub cancel: Cancel,
-    /// Notifications that belong to this request: progress, and a listen stream's messages.
-    pub notifications: Sender<Notification>,
+    /// Messages that belong to this request: progress, a listen stream's notifications, and
+    /// requests carried to a legacy client on an upstream's behalf.
+    pub outbound: Sender<Outbound>,
     /// Counts the progress notifications passed back (the registry shows it).
     pub progress_seen: Arc<AtomicU64>,
 }
@@ -64,6 +69,8 @@ pub struct Gateway {
     launcher: Option<std::path::PathBuf>,
     /// `transport.maxInFlightPerClient`.
     max_in_flight_per_client: usize,
+    /// Modern clients' calls waiting for their input.
+    rounds: Arc<Rounds>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -105,6 +112,7 @@ impl Gateway {
             events: std::sync::OnceLock::new(),
             launcher,
             max_in_flight_per_client: config.transport.max_in_flight_per_client,
+            rounds: Rounds::new(config.transport.input_timeout),
         })
     }
 
@@ -119,11 +127,7 @@ impl Gateway {
     /// Opens a client (a stdio process, an HTTP session), capped at
     /// `transport.maxInFlightPerClient` requests in flight; its unsolicited notifications go to
     /// `outbound`.
-    pub fn open_client(
-        &self,
-        transport: &'static str,
-        outbound: Sender<Notification>,
-    ) -> Arc<Client> {
+    pub fn open_client(&self, transport: &'static str, outbound: Sender<Outbound>) -> Arc<Client> {
         let cap = Limit::new("maxInFlightPerClient", self.max_in_flight_per_client);
         self.register_client(transport, outbound, Some(cap))
     }
@@ -133,7 +137,7 @@ impl Gateway {
     pub fn open_shared_client(
         &self,
         transport: &'static str,
-        outbound: Sender<Notification>,
+        outbound: Sender<Outbound>,
     ) -> Arc<Client> {
         self.register_client(transport, outbound, None)
     }
@@ -141,7 +145,7 @@ impl Gateway {
     fn register_client(
         &self,
         transport: &'static str,
-        outbound: Sender<Notification>,
+        outbound: Sender<Outbound>,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
         let session = self.registry.open_session(transport);
@@ -181,6 +185,8 @@ impl Gateway {
             .filter(|r| r.era() == Era::Legacy)
             .unwrap_or(Revision::LATEST_LEGACY);
         client.set_revision(revision);
+        let declared = request.params.as_ref().and_then(|p| p.get("capabilities"));
+        client.set_capabilities(declared.cloned().unwrap_or(Value::Null));
         let client_info = request
             .params
             .as_ref()
@@ -207,12 +213,12 @@ impl Gateway {
 
     /// Starts a request under its own cancellation, entered in the registry: the task yields
     /// its response, or `None` once it was cancelled (then nothing may be written for it). Its
-    /// request-scoped notifications go to `notifications`.
+    /// request-scoped messages go to `outbound`.
     pub fn start_request(
         self: &Arc<Self>,
         client: &Arc<Client>,
         request: Request,
-        notifications: Sender<Notification>,
+        outbound: Sender<Outbound>,
     ) -> (Cancel, smol::Task<Option<Response>>) {
         let cancel = Cancel::new();
         let place = match client.admit() {
@@ -236,7 +242,7 @@ impl Gateway {
         );
         let context = RequestContext {
             cancel: cancel.clone(),
-            notifications,
+            outbound,
             progress_seen: guard.progress_counter(),
         };
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
@@ -331,7 +337,7 @@ impl Gateway {
 
     async fn catalog_method(
         &self,
-        client: &Client,
+        client: &Arc<Client>,
         method: &str,
         params: Option<&Value>,
         revision: Revision,
@@ -367,8 +373,16 @@ impl Gateway {
                 }
                 let mut forwarded = forwardable(params);
                 forwarded["name"] = json!(route.name);
-                self.forward(route.owner, method, forwarded, params, revision, ctx)
-                    .await
+                self.forward(
+                    client,
+                    route.owner,
+                    method,
+                    forwarded,
+                    params,
+                    revision,
+                    ctx,
+                )
+                .await
             }
             "resources/read" | "resources/subscribe" => {
                 let uri = field("uri").and_then(Value::as_str).unwrap_or_default();
@@ -378,15 +392,23 @@ impl Gateway {
                 if method == "resources/subscribe" {
                     return self.subscribe(client, owner, uri).await;
                 }
-                self.forward(owner, method, forwardable(params), params, revision, ctx)
-                    .await
-                    .map_err(|e| match e.code {
-                        // The retired code never reaches a modern client.
-                        RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
-                            resource_not_found(uri, revision)
-                        }
-                        _ => e,
-                    })
+                self.forward(
+                    client,
+                    owner,
+                    method,
+                    forwardable(params),
+                    params,
+                    revision,
+                    ctx,
+                )
+                .await
+                .map_err(|e| match e.code {
+                    // The retired code never reaches a modern client.
+                    RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
+                        resource_not_found(uri, revision)
+                    }
+                    _ => e,
+                })
             }
             _ => {
                 // completion/complete: route by what the reference names.
@@ -429,24 +451,46 @@ impl Gateway {
                 if owner == Owner::Builtin {
                     return Ok(json!({"completion": {"values": [], "hasMore": false}}));
                 }
-                self.forward(owner, method, forwarded, params, revision, ctx)
+                self.forward(client, owner, method, forwarded, params, revision, ctx)
                     .await
             }
         }
     }
 
-    /// Sends a request to the upstream that owns it, with the caller's progress routed back.
+    /// Sends a request to the upstream that owns it, with the caller's progress routed back and
+    /// the upstream's questions carried to the client in the client's era ([`relay`] for legacy
+    /// clients, [`rounds`] for modern ones).
+    #[allow(clippy::too_many_arguments)]
     async fn forward(
         &self,
+        client: &Arc<Client>,
         owner: Owner,
         method: &str,
-        forwarded: Value,
+        mut forwarded: Value,
         original: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let target = original
+            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let capabilities = match revision.era() {
+            Era::Modern => original
+                .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            Era::Legacy => client.capabilities(),
+        };
+        if revision.era() == Era::Modern && rounds::carries_own_state(original) {
+            return self
+                .rounds
+                .resume(method, &target, original, &capabilities, ctx)
+                .await;
+        }
         let (upstream, connection) = self.connection(owner)?;
-        let _in_flight = upstream.in_flight.take().ok_or_else(|| {
+        let place = upstream.in_flight.take().ok_or_else(|| {
             ErrorObject::new(
                 INTERNAL_ERROR,
                 format!(
@@ -456,18 +500,34 @@ impl Gateway {
                 ),
             )
         })?;
+        if upstream.is_modern() {
+            // A modern upstream asks only for what the client can give.
+            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities.clone();
+        }
         let progress = original
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get("progressToken"))
             .map(|token| ProgressSink {
                 token: token.clone(),
                 revision,
-                tx: ctx.notifications.clone(),
+                tx: ctx.outbound.clone(),
                 seen: Arc::clone(&ctx.progress_seen),
             });
-        connection
-            .request(method, Some(forwarded), &ctx.cancel, progress)
-            .await
+        let call = UpstreamCall {
+            connection,
+            method: method.to_owned(),
+            params: forwarded,
+            progress,
+            place,
+        };
+        match revision.era() {
+            Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
+            Era::Modern => {
+                self.rounds
+                    .start(call, method, target, &capabilities, ctx)
+                    .await
+            }
+        }
     }
 
     async fn subscribe(
@@ -508,7 +568,12 @@ impl Gateway {
         if first && upstream.supports_subscribe() && !upstream.is_modern() {
             let params = Some(json!({"uri": uri}));
             if let Err(e) = connection
-                .request("resources/subscribe", params, &Cancel::new(), None)
+                .request(
+                    "resources/subscribe",
+                    params,
+                    &Cancel::new(),
+                    Caller::default(),
+                )
                 .await
             {
                 tracing::warn!(server = %upstream.name, "resources/subscribe {uri} failed: {}", e.message);
@@ -537,7 +602,12 @@ impl Gateway {
             let params = Some(json!({"uri": uri}));
             smol::spawn(async move {
                 connection
-                    .request("resources/unsubscribe", params, &Cancel::new(), None)
+                    .request(
+                        "resources/unsubscribe",
+                        params,
+                        &Cancel::new(),
+                        Caller::default(),
+                    )
                     .await
             })
             .detach();
@@ -598,7 +668,7 @@ impl Gateway {
             json!({ "notifications": honoured }),
             &request.id,
         );
-        let _ = ctx.notifications.send(ack).await;
+        let _ = ctx.outbound.send(ack.into()).await;
         let filter = lists
             .iter()
             .map(|k| k.notification().to_owned())
@@ -618,7 +688,7 @@ impl Gateway {
                 id: request.id.clone(),
                 lists,
                 resources,
-                tx: ctx.notifications.clone(),
+                tx: ctx.outbound.clone(),
                 sent: registered.counter(),
             },
         );
@@ -655,6 +725,7 @@ impl Gateway {
             streams,
             requests,
             totals,
+            awaiting_input: self.rounds.waiting(),
         }
     }
 

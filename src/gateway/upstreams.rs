@@ -16,7 +16,7 @@ use crate::limit::Limit;
 use crate::protocol::Era;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::stdio::StdioUpstream;
-use crate::upstream::{Connection, Handshake};
+use crate::upstream::{Caller, Connection, Handshake};
 use crate::upstream::{Event, ListKind};
 use async_channel::Receiver;
 use serde_json::{json, Value};
@@ -724,7 +724,7 @@ async fn list_all(
     for _ in 0..MAX_PAGES {
         let params = cursor.take().map(|c| json!({ "cursor": c }));
         let page = connection
-            .request(method, params, cancel, None)
+            .request(method, params, cancel, Caller::default())
             .await
             .map_err(|e| format!("{method} failed: {}", e.message))?;
         items.extend(

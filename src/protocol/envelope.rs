@@ -73,13 +73,19 @@ pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
 }
 
 /// A request's params with the modern envelope added, as mcpx sends them to a 2026-07-28
-/// upstream (which is a client of it with no capabilities of its own to declare).
+/// upstream. The capabilities are the ones the gateway put there (those of the client the call
+/// is for, whose input the upstream may ask for), or none.
 pub fn wrap(params: Option<Value>) -> Value {
     let mut params = params.unwrap_or_else(|| json!({}));
     if let Some(map) = params.as_object_mut() {
         let meta = map.entry("_meta").or_insert_with(|| json!({}));
+        if !meta.is_object() {
+            *meta = json!({});
+        }
         meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
-        meta[CLIENT_CAPABILITIES] = json!({});
+        if meta.get(CLIENT_CAPABILITIES).is_none() {
+            meta[CLIENT_CAPABILITIES] = json!({});
+        }
     }
     params
 }
@@ -97,7 +103,7 @@ pub fn unsupported_version(requested: &str, supported: Vec<&str>) -> ErrorObject
 mod v2026_07_28 {
     mod envelope {
         use crate::jsonrpc::{INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
-        use crate::protocol::envelope::check;
+        use crate::protocol::envelope::{check, wrap, CLIENT_CAPABILITIES};
         use serde_json::json;
 
         #[test]
@@ -126,6 +132,18 @@ mod v2026_07_28 {
                 assert_eq!(data["requested"], version);
                 assert_eq!(data["supported"].as_array().unwrap().len(), 5);
             }
+        }
+
+        /// A legacy client's call can carry any `_meta`; a modern upstream must still get an
+        /// envelope (a number here once panicked the gateway).
+        #[test]
+        fn wrapping_for_a_modern_upstream_survives_any_meta() {
+            for meta in [json!(5), json!(null), json!([1]), json!({"k": 1})] {
+                let wrapped = wrap(Some(json!({"name": "t", "_meta": meta})));
+                assert!(check(Some(&wrapped)).is_ok(), "{wrapped}");
+            }
+            let kept = wrap(Some(json!({"_meta": {CLIENT_CAPABILITIES: {"roots": {}}}})));
+            assert_eq!(kept["_meta"][CLIENT_CAPABILITIES], json!({"roots": {}}));
         }
 
         #[test]

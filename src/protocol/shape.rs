@@ -51,11 +51,13 @@ pub enum Definition {
     ReadResourceResult,
     /// `CompleteResult`.
     CompleteResult,
+    /// `InputRequiredResult` (2026-07-28).
+    InputRequiredResult,
 }
 
 impl Definition {
     /// Every filtered definition, for the schema tests.
-    pub const ALL: [Definition; 16] = [
+    pub const ALL: [Definition; 17] = [
         Definition::Tool,
         Definition::Prompt,
         Definition::PromptArgument,
@@ -72,6 +74,7 @@ impl Definition {
         Definition::GetPromptResult,
         Definition::ReadResourceResult,
         Definition::CompleteResult,
+        Definition::InputRequiredResult,
     ];
 
     /// The definition's name in the schema.
@@ -93,6 +96,7 @@ impl Definition {
             Definition::GetPromptResult => "GetPromptResult",
             Definition::ReadResourceResult => "ReadResourceResult",
             Definition::CompleteResult => "CompleteResult",
+            Definition::InputRequiredResult => "InputRequiredResult",
         }
     }
 
@@ -101,6 +105,7 @@ impl Definition {
         match self {
             Definition::AudioContent => V2025_03_26,
             Definition::ResourceLink => V2025_06_18,
+            Definition::InputRequiredResult => V2026_07_28,
             _ => FIRST,
         }
     }
@@ -227,6 +232,12 @@ impl Definition {
                 ("completion", FIRST, LAST),
                 RESULT_TYPE,
             ],
+            Definition::InputRequiredResult => &[
+                ("_meta", LAST, LAST),
+                ("inputRequests", LAST, LAST),
+                ("requestState", LAST, LAST),
+                RESULT_TYPE,
+            ],
         }
     }
 
@@ -289,7 +300,12 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
     if !result.is_object() {
         result = json!({});
     }
+    let input_required = result.get("resultType") == Some(&json!("input_required"));
     match method {
+        // Only a modern client is ever given one; its content is the questions, not a result.
+        _ if input_required && revision >= V2026_07_28 => {
+            Definition::InputRequiredResult.retain(&mut result, revision)
+        }
         "tools/list" => each(&mut result, "tools", |tool| shape_tool(tool, revision)),
         "prompts/list" => each(&mut result, "prompts", |prompt| {
             shape_prompt(prompt, revision)

@@ -9,7 +9,8 @@
 
 use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{
-    self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INVALID_REQUEST,
+    self, ErrorObject, Frame, Id, Message, Notification, Outbound, Request, Response,
+    INVALID_REQUEST,
 };
 use crate::protocol::{envelope, Era, Revision};
 use async_channel::{Receiver, Sender};
@@ -44,16 +45,16 @@ pub async fn serve(
     output: impl AsyncWrite + Unpin + Send + 'static,
     options: StdioOptions,
 ) {
-    let (notifications, notifications_rx) = async_channel::unbounded::<Notification>();
+    let (outbound, outbound_rx) = async_channel::unbounded::<Outbound>();
     let (frames, frames_rx) = async_channel::unbounded::<Value>();
-    let writer = smol::spawn(write_frames(output, notifications_rx, frames_rx));
-    let client = gateway.open_client("stdio", notifications.clone());
+    let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
+    let client = gateway.open_client("stdio", outbound.clone());
     // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
     let (alive, all_done) = async_channel::bounded::<()>(1);
     let connection = Connection {
         gateway: Arc::clone(&gateway),
         client: Arc::clone(&client),
-        notifications,
+        outbound,
         frames,
         alive,
     };
@@ -81,7 +82,7 @@ pub async fn serve(
     let Connection {
         frames,
         alive,
-        notifications,
+        outbound,
         ..
     } = connection;
     drop(alive);
@@ -100,7 +101,7 @@ pub async fn serve(
         let _ = all_done.recv().await;
     }
     gateway.close_client(&client);
-    drop((frames, notifications));
+    drop((frames, outbound));
     writer.await;
 }
 
@@ -108,7 +109,8 @@ pub async fn serve(
 struct Connection {
     gateway: Arc<Gateway>,
     client: Arc<Client>,
-    notifications: Sender<Notification>,
+    /// Notifications and mcpx's own requests to the client.
+    outbound: Sender<Outbound>,
     frames: Sender<Value>,
     alive: Sender<()>,
 }
@@ -138,11 +140,17 @@ impl Connection {
                 })
                 .detach();
             }
-            // mcpx sends clients no requests yet, so a response answers nothing.
-            Ok(Frame::Single(Message::Response(r))) => {
-                tracing::debug!("ignored a response from the client: {:?}", r.id)
-            }
+            Ok(Frame::Single(Message::Response(response))) => self.on_response(response),
             Ok(Frame::Batch(elements)) => self.batch(elements),
+        }
+    }
+
+    /// A response answers a question mcpx carried to the client for an upstream; one that
+    /// answers nothing (an unknown id, or one answered already) gets no reply, only a log line.
+    fn on_response(&self, response: Response) {
+        let id = response.id.clone();
+        if !self.client.answer(response) {
+            tracing::info!("ignored a response to no question of mcpx's: id {id:?}");
         }
     }
 
@@ -163,9 +171,9 @@ impl Connection {
     /// Starts a request under its own cancellation; the task yields its response, or `None` if
     /// it was cancelled (then nothing may be written for it).
     fn start(&self, request: Request) -> Task<Option<Response>> {
-        let (_, task) =
-            self.gateway
-                .start_request(&self.client, request, self.notifications.clone());
+        let (_, task) = self
+            .gateway
+            .start_request(&self.client, request, self.outbound.clone());
         let alive = self.alive.clone();
         smol::spawn(async move {
             let _alive = alive;
@@ -194,7 +202,7 @@ impl Connection {
             match element {
                 Err(error) => replies.push(smol::spawn(async move { Some(*error) })),
                 Ok(Message::Notification(n)) => self.on_notification(n),
-                Ok(Message::Response(_)) => {}
+                Ok(Message::Response(response)) => self.on_response(response),
                 Ok(Message::Request(request)) if request.method == "initialize" => {
                     let refusal = Response::error(
                         Some(request.id),
@@ -225,17 +233,18 @@ impl Connection {
     }
 }
 
-/// Owns the output: one frame per line, notifications before any response queued after them.
+/// Owns the output: one frame per line, notifications (and requests) before any response
+/// queued after them.
 async fn write_frames(
     mut output: impl AsyncWrite + Unpin,
-    notifications: Receiver<Notification>,
+    outbound: Receiver<Outbound>,
     frames: Receiver<Value>,
 ) {
     use smol::stream::StreamExt;
     // `or` polls the notifications first: a request's progress, queued before its response, is
     // written before it.
     let mut outgoing = std::pin::pin!(smol::stream::or(
-        notifications.map(|n| n.to_value()),
+        outbound.map(|message| message.to_value()),
         frames
     ));
     while let Some(frame) = outgoing.next().await {

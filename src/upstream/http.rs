@@ -9,8 +9,9 @@
 //! `Mcp-Param-*` from the tools' `x-mcp-header` annotations; closing the request's stream cancels
 //! it, and a `subscriptions/listen` stream carries their notifications.
 
+use super::asks::{self, Askers};
 use super::event_stream::EventStream;
-use super::{Event, Handshake, ListKind, ProgressSink};
+use super::{Caller, Event, Handshake, ListKind};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
@@ -119,8 +120,8 @@ pub struct HttpUpstream {
     closed: Cancel,
     /// The `x-mcp-header` annotations of the server's tools, by its own tool name.
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
-    /// What `initialize` sent, to start a new session when the server forgets one.
-    capabilities: Mutex<Value>,
+    /// The calls in flight whose clients can take the server's own requests.
+    askers: Askers,
 }
 
 impl std::fmt::Debug for HttpUpstream {
@@ -182,7 +183,7 @@ impl HttpUpstream {
             events,
             closed: Cancel::new(),
             header_params: Mutex::default(),
-            capabilities: Mutex::new(json!({})),
+            askers: Askers::default(),
         }))
     }
 
@@ -197,7 +198,7 @@ impl HttpUpstream {
             if self.era_choice != UpstreamEra::Legacy {
                 *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
                 match self
-                    .call("server/discover", None, &Cancel::new(), None)
+                    .call("server/discover", None, &Cancel::new(), Caller::default())
                     .await
                 {
                     Ok(discovered) => return Ok(Handshake::from_discover(&discovered)),
@@ -223,11 +224,16 @@ impl HttpUpstream {
         *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let params = json!({
             "protocolVersion": Revision::LATEST_LEGACY.as_str(),
-            "capabilities": self.capabilities.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            "capabilities": super::CLIENT_CAPABILITIES.clone(),
             "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
         });
         let result = self
-            .call("initialize", Some(params), &Cancel::new(), None)
+            .call(
+                "initialize",
+                Some(params),
+                &Cancel::new(),
+                Caller::default(),
+            )
             .await
             .map_err(|e| format!("initialize failed: {}", e.message))?;
         let handshake = Handshake::from_initialize(&result)?;
@@ -242,11 +248,9 @@ impl HttpUpstream {
         method: &str,
         params: Option<Value>,
         cancel: &Cancel,
-        progress: Option<ProgressSink>,
+        caller: Caller,
     ) -> Reply {
-        let reply = self
-            .call(method, params.clone(), cancel, progress.clone())
-            .await;
+        let reply = self.call(method, params.clone(), cancel, caller).await;
         if method == "tools/list" {
             if let Ok(result) = &reply {
                 self.learn_header_params(result);
@@ -260,12 +264,12 @@ impl HttpUpstream {
         method: &str,
         params: Option<Value>,
         cancel: &Cancel,
-        progress: Option<ProgressSink>,
+        caller: Caller,
     ) -> Reply {
         for attempt in 0..2 {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let mut message = self.message(id, method, params.clone());
-            if progress.is_some() {
+            if caller.progress.is_some() {
                 // The server reports progress on this request's own stream, under a token of
                 // mcpx's; the sink puts the caller's back.
                 let token = json!(format!("mcpx-{id}"));
@@ -274,7 +278,10 @@ impl HttpUpstream {
                     None => message["params"] = json!({"_meta": {"progressToken": token}}),
                 }
             }
-            let exchange = self.exchange(id, method, &message, progress.clone());
+            if let Some(asks) = &caller.asks {
+                self.askers.enter(id, asks.clone());
+            }
+            let exchange = self.exchange(id, method, &message, &caller);
             let timed_out = Cancel::new();
             let answer = smol::future::or(cancel.run(exchange), async {
                 smol::Timer::after(self.timeout).await;
@@ -282,6 +289,7 @@ impl HttpUpstream {
                 None
             })
             .await;
+            self.askers.leave(id);
             match answer {
                 Some(Ok(Answer::Reply(reply))) => return reply,
                 Some(Ok(Answer::Accepted)) => {
@@ -393,7 +401,7 @@ impl HttpUpstream {
         id: i64,
         method: &str,
         message: &Value,
-        progress: Option<ProgressSink>,
+        caller: &Caller,
     ) -> Result<Answer, String> {
         let mut headers = HeaderMap::new();
         if self.is_modern() {
@@ -457,7 +465,7 @@ impl HttpUpstream {
                 single => vec![single],
             };
             for message in messages {
-                if let Some(reply) = self.receive(message, id, progress.as_ref()) {
+                if let Some(reply) = self.receive(message, id, caller) {
                     return Ok(Answer::Reply(reply));
                 }
             }
@@ -471,7 +479,7 @@ impl HttpUpstream {
             };
             for event in events.push(&data).map_err(|e| e.to_string())? {
                 if let Ok(message) = serde_json::from_str::<Value>(&event) {
-                    if let Some(reply) = self.receive(message, id, progress.as_ref()) {
+                    if let Some(reply) = self.receive(message, id, caller) {
                         // The stream ends with the answer; the connection may serve again.
                         self.recycle(sender);
                         return Ok(Answer::Reply(reply));
@@ -484,8 +492,9 @@ impl HttpUpstream {
         ))
     }
 
-    /// Handles one message from the server; returns the reply if it answers `id`.
-    fn receive(&self, message: Value, id: i64, progress: Option<&ProgressSink>) -> Option<Reply> {
+    /// Handles one message from the server on the stream of the call `id` (0 for the session's
+    /// GET stream); returns the reply if it answers `id`.
+    fn receive(&self, message: Value, id: i64, caller: &Caller) -> Option<Reply> {
         match jsonrpc::parse_message(message) {
             Ok(Message::Response(Response {
                 id: Some(Id::Number(n)),
@@ -498,7 +507,7 @@ impl HttpUpstream {
             Ok(Message::Notification(n)) => {
                 let params = n.params.unwrap_or(Value::Null);
                 if n.method == "notifications/progress" {
-                    if let Some(sink) = progress {
+                    if let Some(sink) = &caller.progress {
                         sink.forward(params);
                     }
                 } else {
@@ -507,20 +516,16 @@ impl HttpUpstream {
                 None
             }
             Ok(Message::Request(request)) => {
-                // Only ping is answered; mcpx offers upstreams no client features.
-                let answer = match request.method.as_str() {
-                    "ping" => Response::result(request.id, json!({})),
-                    other => Response::error(
-                        Some(request.id),
-                        ErrorObject::new(
-                            jsonrpc::METHOD_NOT_FOUND,
-                            format!("Method not found: {other}"),
-                        ),
-                    ),
-                };
+                // On a call's stream the ask is that call's; on the GET stream, nothing says.
+                let asker = caller.asks.clone().or_else(|| self.askers.newest());
                 let this = self.detached();
-                let answer = answer.to_value();
-                smol::spawn(async move { this.post(&answer, HeaderMap::new()).await }).detach();
+                smol::spawn(async move {
+                    let answer = asks::answer(request, asker, &this.name).await.to_value();
+                    if let Err(e) = this.post(&answer, HeaderMap::new()).await {
+                        tracing::warn!(server = %this.name, "could not deliver an answer to the server: {e}");
+                    }
+                })
+                .detach();
                 None
             }
             _ => None,
@@ -625,7 +630,7 @@ impl HttpUpstream {
                         "subscriptions/listen",
                         Some(json!({ "notifications": filter })),
                     );
-                    this.exchange(id, "subscriptions/listen", &message, None)
+                    this.exchange(id, "subscriptions/listen", &message, &Caller::default())
                         .await
                         .map(|_| ())
                 } else {
@@ -684,7 +689,7 @@ impl HttpUpstream {
             };
             for event in events.push(&data).map_err(|e| e.to_string())? {
                 if let Ok(message) = serde_json::from_str::<Value>(&event) {
-                    self.receive(message, 0, None);
+                    self.receive(message, 0, &Caller::default());
                 }
             }
         }

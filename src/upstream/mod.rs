@@ -4,15 +4,27 @@
 //! requests and cancellations, passes each request's progress back to the caller through a
 //! [`ProgressSink`], and reports the server's own notifications to the gateway as [`Event`]s.
 
+pub mod asks;
 pub mod event_stream;
 pub mod http;
 pub mod stdio;
 
-use crate::jsonrpc::Notification;
+use crate::jsonrpc::{Notification, Outbound};
 use crate::protocol::{shape, Revision};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// What mcpx tells servers it can do as their client: everything a client of its own may take,
+/// since it carries sampling, elicitation and roots to the client whose call needs them (and
+/// answers an error at once when that client cannot take one).
+pub static CLIENT_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    serde_json::json!({
+        "sampling": {},
+        "elicitation": {"form": {}, "url": {}},
+        "roots": {"listChanged": false},
+    })
+});
 
 /// What the handshake learned about a server.
 #[derive(Debug, Clone)]
@@ -75,11 +87,11 @@ impl Connection {
         method: &str,
         params: Option<Value>,
         cancel: &crate::cancel::Cancel,
-        progress: Option<ProgressSink>,
+        caller: Caller,
     ) -> Result<Value, crate::jsonrpc::ErrorObject> {
         match self {
-            Connection::Stdio(c) => c.request(method, params, cancel, progress).await,
-            Connection::Http(c) => c.request(method, params, cancel, progress).await,
+            Connection::Stdio(c) => c.request(method, params, cancel, caller).await,
+            Connection::Http(c) => c.request(method, params, cancel, caller).await,
         }
     }
 
@@ -163,6 +175,16 @@ pub enum Event {
     },
 }
 
+/// What a request's caller takes back besides the answer: the server's progress, and the
+/// server's own requests made during the call. The default takes neither.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// Where progress goes, if the caller asked for it.
+    pub progress: Option<ProgressSink>,
+    /// Where sampling, elicitation and roots requests go, if the caller can carry them.
+    pub asks: Option<async_channel::Sender<asks::Ask>>,
+}
+
 /// Where one request's `notifications/progress` go: the caller's token, its revision (to shape
 /// them) and its notification channel.
 #[derive(Debug, Clone)]
@@ -172,7 +194,7 @@ pub struct ProgressSink {
     /// The client's revision for this request.
     pub revision: Revision,
     /// The channel of notifications for this request.
-    pub tx: async_channel::Sender<Notification>,
+    pub tx: async_channel::Sender<Outbound>,
     /// Counts what was passed back.
     pub seen: Arc<AtomicU64>,
 }
@@ -187,7 +209,7 @@ impl ProgressSink {
         // A closed channel means the request already ended; late progress has nowhere to go.
         if self
             .tx
-            .try_send(Notification::new("notifications/progress", params))
+            .try_send(Notification::new("notifications/progress", params).into())
             .is_ok()
         {
             self.seen.fetch_add(1, Ordering::Relaxed);

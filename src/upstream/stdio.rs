@@ -5,7 +5,8 @@
 //! the process is gone: every pending request fails at once with an error naming the server, so no
 //! caller waits on a dead upstream.
 
-use super::{Event, Handshake, ListKind, ProgressSink};
+use super::asks::{self, Askers};
+use super::{Caller, Event, Handshake, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
@@ -37,6 +38,8 @@ pub struct StdioUpstream {
     lines: Sender<String>,
     pending: Mutex<HashMap<i64, Sender<Reply>>>,
     progress: Mutex<HashMap<String, ProgressSink>>,
+    /// The calls in flight whose clients can take the server's own requests.
+    askers: Askers,
     next_id: AtomicI64,
     era: Mutex<Era>,
     exited: Cancel,
@@ -104,6 +107,7 @@ impl StdioUpstream {
             lines,
             pending: Mutex::default(),
             progress: Mutex::default(),
+            askers: Askers::default(),
             next_id: AtomicI64::new(1),
             era: Mutex::new(Era::Legacy),
             exited: Cancel::new(),
@@ -158,12 +162,17 @@ impl StdioUpstream {
         }
         let initialize = json!({
             "protocolVersion": Revision::LATEST_LEGACY.as_str(),
-            "capabilities": {},
+            "capabilities": super::CLIENT_CAPABILITIES.clone(),
             "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
         });
         let cancel = Cancel::new();
-        let answer =
-            with_timeout(self.request_raw("initialize", Some(initialize), &cancel, None)).await?;
+        let answer = with_timeout(self.request_raw(
+            "initialize",
+            Some(initialize),
+            &cancel,
+            Caller::default(),
+        ))
+        .await?;
         match answer {
             Ok(result) => {
                 let handshake = Handshake::from_initialize(&result)?;
@@ -183,9 +192,10 @@ impl StdioUpstream {
     /// The modern handshake: `server/discover` at 2026-07-28.
     async fn discover(&self) -> Result<Handshake, String> {
         *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
-        let discovered = with_timeout(self.request("server/discover", None, &Cancel::new(), None))
-            .await?
-            .map_err(|e| format!("server/discover failed: {}", e.message))?;
+        let discovered =
+            with_timeout(self.request("server/discover", None, &Cancel::new(), Caller::default()))
+                .await?
+                .map_err(|e| format!("server/discover failed: {}", e.message))?;
         Ok(Handshake::from_discover(&discovered))
     }
 
@@ -196,13 +206,13 @@ impl StdioUpstream {
         method: &str,
         params: Option<Value>,
         cancel: &Cancel,
-        progress: Option<ProgressSink>,
+        caller: Caller,
     ) -> Reply {
         let params = match *self.era.lock().unwrap_or_else(|p| p.into_inner()) {
             Era::Modern => Some(envelope::wrap(params)),
             Era::Legacy => params,
         };
-        self.request_raw(method, params, cancel, progress).await
+        self.request_raw(method, params, cancel, caller).await
     }
 
     async fn request_raw(
@@ -210,14 +220,14 @@ impl StdioUpstream {
         method: &str,
         mut params: Option<Value>,
         cancel: &Cancel,
-        progress: Option<ProgressSink>,
+        caller: Caller,
     ) -> Reply {
         if self.exited.is_cancelled() {
             return Err(self.gone());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let token = format!("mcpx-{id}");
-        if let Some(sink) = progress {
+        if let Some(sink) = caller.progress {
             // The server sees a token of mcpx's own, unique across all callers, and its progress
             // goes back under the caller's token.
             let params = params.get_or_insert_with(|| json!({}));
@@ -228,6 +238,9 @@ impl StdioUpstream {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(token.clone(), sink);
+        }
+        if let Some(asks) = caller.asks {
+            self.askers.enter(id, asks);
         }
         let (tx, rx) = async_channel::bounded(1);
         self.pending
@@ -251,6 +264,7 @@ impl StdioUpstream {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&token);
+        self.askers.leave(id);
         match reply {
             Some(Ok(reply)) => reply,
             Some(Err(_)) => Err(self.gone()),
@@ -432,20 +446,17 @@ impl StdioUpstream {
         }
     }
 
-    /// Requests from the server: `ping` is answered; the server-to-client features (sampling,
-    /// elicitation, roots) are not offered to upstreams, so anything else is method-not-found.
+    /// A request from the server: answered in a task of its own, since an ask waits on a person
+    /// or a model while the server's other messages keep arriving. Nothing on stdio says which
+    /// call an ask belongs to, so it goes to the newest one in flight.
     fn on_request(&self, request: Request) {
-        let response = match request.method.as_str() {
-            "ping" => Response::result(request.id, json!({})),
-            other => Response::error(
-                Some(request.id),
-                ErrorObject::new(
-                    jsonrpc::METHOD_NOT_FOUND,
-                    format!("Method not found: {other}"),
-                ),
-            ),
-        };
-        let _ = self.lines.try_send(line(&response.to_value()));
+        let (lines, name) = (self.lines.clone(), self.name.clone());
+        let asker = self.askers.newest();
+        smol::spawn(async move {
+            let response = asks::answer(request, asker, &name).await;
+            let _ = lines.try_send(line(&response.to_value()));
+        })
+        .detach();
     }
 
     fn fail_pending(&self, reason: &str) {

@@ -1,5 +1,6 @@
-//! One POST's requests and what goes back: JSON when every answer is ready before any
-//! notification, an event stream otherwise (notifications, then each answer as its own event).
+//! One POST's requests and what goes back: JSON when every answer is ready before any other
+//! message, an event stream otherwise (notifications, and requests mcpx carries to a legacy client
+//! for an upstream, then each answer as its own event).
 //!
 //! Both eras use it. What differs is passed in: how an answer maps to a status, and what ties
 //! the requests' lives to the HTTP exchange (for a modern or sessionless request, the client
@@ -8,7 +9,7 @@
 use super::{json_response, sse, watch_disconnect, Body};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{Notification, Request, Response};
+use crate::jsonrpc::{Outbound, Request, Response};
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use serde_json::Value;
@@ -18,8 +19,8 @@ use std::time::Duration;
 
 /// What a POST's answers need while they are being produced.
 pub(super) struct Exchange {
-    notifications_tx: Sender<Notification>,
-    notifications: Receiver<Notification>,
+    outbound_tx: Sender<Outbound>,
+    outbound: Receiver<Outbound>,
     /// Each answer with its request's place in the POST, so a JSON array keeps the batch's order.
     answers_tx: Sender<(usize, Option<Response>)>,
     answers: Receiver<(usize, Option<Response>)>,
@@ -31,11 +32,11 @@ pub(super) struct Exchange {
 
 impl Exchange {
     pub(super) fn new() -> Self {
-        let (notifications_tx, notifications) = async_channel::unbounded();
+        let (outbound_tx, outbound) = async_channel::unbounded();
         let (answers_tx, answers) = async_channel::unbounded();
         Exchange {
-            notifications_tx,
-            notifications,
+            outbound_tx,
+            outbound,
             answers_tx,
             answers,
             expected: 0,
@@ -51,7 +52,7 @@ impl Exchange {
         request: Request,
     ) -> Cancel {
         let place = self.next_place();
-        let (cancel, task) = gateway.start_request(client, request, self.notifications_tx.clone());
+        let (cancel, task) = gateway.start_request(client, request, self.outbound_tx.clone());
         let answers = self.answers_tx.clone();
         smol::spawn(async move {
             let _ = answers.send((place, task.await)).await;
@@ -99,32 +100,31 @@ impl Exchange {
         keep_alive: Duration,
     ) -> http::Response<Body> {
         let Exchange {
-            notifications_tx,
-            notifications,
+            outbound_tx,
+            outbound,
             answers_tx,
             answers,
             expected,
             lifetime,
         } = self;
         // Only the running requests may keep these channels open now.
-        drop((notifications_tx, answers_tx));
+        drop((outbound_tx, answers_tx));
         let mut ready = Vec::new();
-        let first_notification = loop {
+        let first_message = loop {
             if ready.len() == expected {
                 break None;
             }
-            // Notifications are polled first: one queued before an answer must precede it.
-            let next = smol::future::or(
-                async { Err(next_notification(&notifications).await) },
-                async { Ok(next_answer(&answers).await) },
-            )
+            // Other messages are polled first: one queued before an answer must precede it.
+            let next = smol::future::or(async { Err(next_message(&outbound).await) }, async {
+                Ok(next_answer(&answers).await)
+            })
             .await;
             match next {
-                Err(notification) => break Some(notification),
+                Err(message) => break Some(message),
                 Ok(answer) => ready.push(answer),
             }
         };
-        let Some(first_notification) = first_notification else {
+        let Some(first_message) = first_message else {
             // Answers arrive as they finish; the array follows the batch's order, as clients
             // that read it positionally expect.
             ready.sort_by_key(|(place, _)| *place);
@@ -148,7 +148,7 @@ impl Exchange {
             let mut delivered = ready.len();
             let mut pending_answers: Vec<Response> =
                 ready.into_iter().filter_map(|(_, a)| a).collect();
-            if !events.message(&first_notification.to_value()).await {
+            if !events.message(&first_message.to_value()).await {
                 return;
             }
             for answer in pending_answers.drain(..) {
@@ -158,7 +158,7 @@ impl Exchange {
             }
             while delivered < expected {
                 let next = smol::future::or(
-                    async { Some(Err(next_notification(&notifications).await)) },
+                    async { Some(Err(next_message(&outbound).await)) },
                     smol::future::or(async { Some(Ok(next_answer(&answers).await)) }, async {
                         smol::Timer::after(keep_alive).await;
                         None
@@ -166,7 +166,7 @@ impl Exchange {
                 )
                 .await;
                 let written = match next {
-                    Some(Err(notification)) => events.message(&notification.to_value()).await,
+                    Some(Err(message)) => events.message(&message.to_value()).await,
                     Some(Ok((_, answer))) => {
                         delivered += 1;
                         match answer {
@@ -188,11 +188,11 @@ impl Exchange {
     }
 }
 
-/// The next notification; a closed channel has nothing more to say, so this then waits forever
-/// and an answer (or the keep-alive timer) wins.
-async fn next_notification(notifications: &Receiver<Notification>) -> Notification {
-    match notifications.recv().await {
-        Ok(notification) => notification,
+/// The next message other than an answer; a closed channel has nothing more to say, so this then
+/// waits forever and an answer (or the keep-alive timer) wins.
+async fn next_message(outbound: &Receiver<Outbound>) -> Outbound {
+    match outbound.recv().await {
+        Ok(message) => message,
         Err(_) => smol::future::pending().await,
     }
 }

@@ -129,14 +129,18 @@ pub(super) async fn post(
                 on_notification(&door.gateway, session.as_deref(), &notification);
                 accepted()
             }
-            // mcpx sends clients no requests yet, so no response can be awaited.
-            Ok(Message::Response(_)) => rpc_error(
-                StatusCode::BAD_REQUEST,
-                ErrorObject::new(
-                    INVALID_REQUEST,
-                    "Invalid Request: no request of mcpx is waiting for this response",
-                ),
-            ),
+            Ok(Message::Response(response)) => {
+                if answers_a_question(session.as_deref(), response) {
+                    return accepted();
+                }
+                rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    ErrorObject::new(
+                        INVALID_REQUEST,
+                        "Invalid Request: no request of mcpx's in this session awaits this response (unknown id, or answered already)",
+                    ),
+                )
+            }
         },
     }
 }
@@ -217,6 +221,12 @@ fn refused_session(refused: Refused) -> Response<Body> {
     )
 }
 
+/// Hands a client's response to the question of mcpx's that awaits it; only a session can have
+/// been asked one.
+fn answers_a_question(session: Option<&Session>, response: jsonrpc::Response) -> bool {
+    session.is_some_and(|session| session.client.answer(response))
+}
+
 /// A session's `notifications/cancelled` cancels the request it names (and so the upstream call)
 /// and withholds its reply; other notifications need nothing.
 fn on_notification(gateway: &Gateway, session: Option<&Session>, notification: &Notification) {
@@ -263,7 +273,14 @@ async fn batch(
             Ok(Message::Notification(notification)) => {
                 on_notification(&door.gateway, session.as_deref(), &notification)
             }
-            Ok(Message::Response(_)) => {}
+            Ok(Message::Response(response)) => {
+                // A batch has no place for a refusal of a response: the log says it.
+                if !answers_a_question(session.as_deref(), response) {
+                    tracing::info!(
+                        "ignored a response in a batch that no request of mcpx's awaits"
+                    );
+                }
+            }
         }
     }
     if exchange.expected() == 0 {

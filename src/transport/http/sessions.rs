@@ -4,7 +4,7 @@
 
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::Notification;
+use crate::jsonrpc::Outbound;
 use async_channel::Receiver;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +22,7 @@ pub struct Session {
     /// The gateway's view of it: negotiated revision, subscriptions.
     pub client: Arc<Client>,
     /// Notifications for the GET stream (bounded; see [`STREAM_QUEUE`]).
-    pub outbound: Receiver<Notification>,
+    pub outbound: Receiver<Outbound>,
     /// Fired when the session ends; its GET stream closes.
     pub ended: Cancel,
     stream_open: AtomicBool,
@@ -92,7 +92,7 @@ impl Sessions {
 
     /// A new gateway client for a session about to be minted (kept only if `initialize`
     /// succeeds: see [`Sessions::insert`]).
-    pub fn prepare(&self) -> Result<(Arc<Client>, Receiver<Notification>), Refused> {
+    pub fn prepare(&self) -> Result<(Arc<Client>, Receiver<Outbound>), Refused> {
         self.sweep();
         if self.lock().len() >= self.max {
             return Err(Refused::Full(self.max));
@@ -108,7 +108,7 @@ impl Sessions {
     pub fn insert(
         &self,
         client: Arc<Client>,
-        outbound: Receiver<Notification>,
+        outbound: Receiver<Outbound>,
     ) -> Result<Arc<Session>, Refused> {
         let mut bytes = [0u8; 16];
         if getrandom::fill(&mut bytes).is_err() {

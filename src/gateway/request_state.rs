@@ -1,0 +1,174 @@
+//! The `requestState` mcpx mints when a modern client's call waits on an upstream's question.
+//!
+//! It names the waiting call, the method and target it was for, and when it expires, and is signed
+//! with HMAC-SHA256 under a key made when mcpx starts: the client holds it between rounds but can
+//! neither forge one nor alter one (the specification requires integrity protection, since the
+//! state decides which call a retry resumes). States of mcpx's own start with [`PREFIX`]; any
+//! other `requestState` is a modern upstream's, passed through untouched.
+
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What every state of mcpx's own starts with.
+pub const PREFIX: &str = "mcpx1.";
+
+/// What a state says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    /// The waiting call's number.
+    pub call: u64,
+    /// The method the client called.
+    pub method: String,
+    /// Its tool or prompt name, or resource URI, as the client named it.
+    pub target: String,
+    /// Milliseconds since the Unix epoch after which the state is refused.
+    pub expires_ms: u64,
+}
+
+/// Mints and checks states under one secret key.
+pub struct Signer {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Signer { .. }")
+    }
+}
+
+impl Signer {
+    /// A signer with a fresh random key, or `None` when the system has no randomness to give.
+    pub fn new() -> Option<Signer> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).ok()?;
+        Some(Signer { key })
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // HMAC takes a key of any length, so this cannot fail.
+        Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC accepts any key length")
+    }
+
+    /// The state for `claims`.
+    pub fn sign(&self, claims: &Claims) -> String {
+        let payload = json!({
+            "call": claims.call,
+            "method": claims.method,
+            "target": claims.target,
+            "exp": claims.expires_ms,
+        })
+        .to_string();
+        let mut mac = self.mac();
+        mac.update(payload.as_bytes());
+        let tag = mac.finalize().into_bytes();
+        format!(
+            "{PREFIX}{}.{}",
+            URL_SAFE_NO_PAD.encode(payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// What a state of mcpx's says, if it is intact and not expired at `now`.
+    pub fn verify(&self, state: &str, now: SystemTime) -> Result<Claims, ErrorObject> {
+        let tampered = || {
+            ErrorObject::new(
+                INVALID_PARAMS,
+                "Invalid params: requestState failed its integrity check; call again without it",
+            )
+        };
+        let (payload, tag) = state
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split_once('.'))
+            .ok_or_else(tampered)?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| tampered())?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| tampered())?;
+        let mut mac = self.mac();
+        mac.update(&payload);
+        // Constant-time comparison: timing tells a forger nothing.
+        mac.verify_slice(&tag).map_err(|_| tampered())?;
+        let payload: Value = serde_json::from_slice(&payload).map_err(|_| tampered())?;
+        let claims = Claims {
+            call: payload["call"].as_u64().ok_or_else(tampered)?,
+            method: payload["method"].as_str().ok_or_else(tampered)?.to_owned(),
+            target: payload["target"].as_str().ok_or_else(tampered)?.to_owned(),
+            expires_ms: payload["exp"].as_u64().ok_or_else(tampered)?,
+        };
+        if millis(now) > claims.expires_ms {
+            return Err(ErrorObject::new(
+                INVALID_PARAMS,
+                "Invalid params: requestState expired; call again without it",
+            ));
+        }
+        Ok(claims)
+    }
+}
+
+/// `now + wait` as the milliseconds a claim carries.
+pub fn expiry(now: SystemTime, wait: Duration) -> u64 {
+    millis(now + wait)
+}
+
+fn millis(time: SystemTime) -> u64 {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod v2026_07_28 {
+    mod request_state {
+        use crate::gateway::request_state::{expiry, Claims, Signer, PREFIX};
+        use std::time::{Duration, SystemTime};
+
+        fn claims() -> Claims {
+            Claims {
+                call: 7,
+                method: "tools/call".into(),
+                target: "fixture__ask".into(),
+                expires_ms: expiry(SystemTime::now(), Duration::from_secs(60)),
+            }
+        }
+
+        #[test]
+        fn a_state_verifies_under_its_key_only() {
+            let signer = Signer::new().unwrap();
+            let state = signer.sign(&claims());
+            assert!(state.starts_with(PREFIX));
+            assert_eq!(signer.verify(&state, SystemTime::now()).unwrap(), claims());
+            let other = Signer::new().unwrap();
+            assert!(other.verify(&state, SystemTime::now()).is_err());
+        }
+
+        #[test]
+        fn a_tampered_state_is_refused_with_invalid_params() {
+            let signer = Signer::new().unwrap();
+            let state = signer.sign(&claims());
+            // Flip each character of the payload and the tag in turn.
+            for at in PREFIX.len()..state.len() {
+                let mut bytes = state.clone().into_bytes();
+                bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+                let tampered = String::from_utf8(bytes).unwrap();
+                if tampered == state {
+                    continue;
+                }
+                let error = signer.verify(&tampered, SystemTime::now()).unwrap_err();
+                assert_eq!(error.code, -32602, "{tampered}");
+            }
+            assert!(signer.verify("mcpx1.", SystemTime::now()).is_err());
+            assert!(signer.verify("", SystemTime::now()).is_err());
+        }
+
+        #[test]
+        fn an_expired_state_is_refused() {
+            let signer = Signer::new().unwrap();
+            let state = signer.sign(&claims());
+            let later = SystemTime::now() + Duration::from_secs(61);
+            let error = signer.verify(&state, later).unwrap_err();
+            assert!(error.message.contains("expired"), "{}", error.message);
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! Multi-round calls for modern clients: a legacy upstream's question, mid-call, becomes an
+//! `InputRequiredResult`, and the client's retry with `inputResponses` resumes the same call.
+//!
+//! 2026-07-28 has no server-to-client requests. So when a legacy upstream asks for sampling,
+//! elicitation or roots during a `tools/call`, `prompts/get` or `resources/read`, the upstream
+//! call is parked (still running, its question unanswered) and the client gets the question in
+//! `inputRequests` with a signed `requestState` ([`super::request_state`]) naming the parked call.
+//! The retry hands the answers to the upstream and waits on the same call again: for its result,
+//! or its next question. A parked call nobody resumes is cancelled upstream when its state
+//! expires; a state is good for one retry. A modern upstream's own `InputRequiredResult` needs
+//! none of this: it passes through, and the retry goes back to the upstream by name.
+
+use super::request_state::{self, Claims, Signer};
+use super::RequestContext;
+use crate::cancel::Cancel;
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY};
+use crate::limit::Held;
+use crate::upstream::asks::Ask;
+use crate::upstream::{Caller, Connection, ProgressSink};
+use async_channel::{Receiver, Sender};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime};
+
+/// The methods whose result may be an `InputRequiredResult`.
+pub const INPUT_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
+/// An upstream call the gateway makes for a client, as often as input rounds need.
+pub(super) struct UpstreamCall {
+    /// The upstream.
+    pub connection: Connection,
+    /// The method, as the upstream sees it.
+    pub method: String,
+    /// The params, as the upstream sees them.
+    pub params: Value,
+    /// Where its progress goes.
+    pub progress: Option<ProgressSink>,
+    /// Its place under the upstream's `maxInFlight`, held while it runs or waits.
+    pub place: Held,
+}
+
+impl UpstreamCall {
+    /// The call as a future owning all it needs (it may outlive the client request that started
+    /// it), cancelled by `cancel`; the server's questions arrive on `asks`.
+    pub fn run(
+        &self,
+        cancel: Cancel,
+        asks: Sender<Ask>,
+    ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
+        let (connection, method) = (self.connection.clone(), self.method.clone());
+        let params = self.params.clone();
+        let caller = Caller {
+            progress: self.progress.clone(),
+            asks: Some(asks),
+        };
+        async move {
+            connection
+                .request(&method, Some(params), &cancel, caller)
+                .await
+        }
+    }
+}
+
+/// Whether `params` carry a `requestState` of mcpx's own.
+pub fn carries_own_state(params: Option<&Value>) -> bool {
+    own_state(params).is_some()
+}
+
+fn own_state(params: Option<&Value>) -> Option<&str> {
+    params
+        .and_then(|p| p.get("requestState"))
+        .and_then(Value::as_str)
+        .filter(|state| state.starts_with(request_state::PREFIX))
+}
+
+/// The calls waiting for a modern client's input.
+#[derive(Debug)]
+pub struct Rounds {
+    parked: Mutex<HashMap<u64, Parked>>,
+    next: AtomicU64,
+    /// `None` when the system gave no randomness for a key: then no call is parked.
+    signer: Option<Signer>,
+    /// How long a parked call waits for its retry.
+    wait: Duration,
+}
+
+/// An upstream call waiting for the client's input.
+struct Parked {
+    /// The upstream call, running on its own; `None` once it finished.
+    call: Option<smol::Task<Result<Value, ErrorObject>>>,
+    /// Cancels the upstream call.
+    cancel: Cancel,
+    /// The server's further questions.
+    asks: Receiver<Ask>,
+    /// Questions sent to the client and not answered yet, by their `inputRequests` key.
+    open: BTreeMap<String, Ask>,
+    asked: u64,
+    method: String,
+    target: String,
+    _place: Held,
+}
+
+impl std::fmt::Debug for Parked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parked")
+            .field("method", &self.method)
+            .field("target", &self.target)
+            .field("open", &self.open.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Parked {
+    /// However a parked call is let go (expired, cancelled, superseded), the upstream is told:
+    /// the task runs on to send its cancellation rather than being dropped mid-call.
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        if let Some(call) = self.call.take() {
+            call.detach();
+        }
+    }
+}
+
+/// What waiting on a call produced.
+enum Next {
+    Finished(Result<Value, ErrorObject>),
+    Asked(Ask),
+    Cancelled,
+}
+
+impl Rounds {
+    /// Parked calls wait `wait` for their retry.
+    pub fn new(wait: Duration) -> Arc<Rounds> {
+        Arc::new(Rounds {
+            parked: Mutex::default(),
+            next: AtomicU64::new(1),
+            signer: Signer::new(),
+            wait,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Parked>> {
+        self.parked.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many calls wait for input.
+    pub fn waiting(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Runs `call` for a modern client that declared `capabilities`: its result, or an
+    /// `InputRequiredResult` when the upstream asks something mid-call.
+    pub(super) async fn start(
+        self: &Arc<Self>,
+        call: UpstreamCall,
+        method: &str,
+        target: String,
+        capabilities: &Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let cancel = Cancel::new();
+        let (asks_tx, asks) = async_channel::unbounded();
+        let task = smol::spawn(call.run(cancel.clone(), asks_tx));
+        let parked = Parked {
+            call: Some(task),
+            cancel,
+            asks,
+            open: BTreeMap::new(),
+            asked: 0,
+            method: method.to_owned(),
+            target,
+            _place: call.place,
+        };
+        self.drive(parked, capabilities, ctx).await
+    }
+
+    /// A retry carrying mcpx's `requestState`: the answers go to the waiting upstream call,
+    /// which is then waited on again.
+    pub(super) async fn resume(
+        self: &Arc<Self>,
+        method: &str,
+        target: &str,
+        params: Option<&Value>,
+        capabilities: &Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let state = own_state(params).unwrap_or_default();
+        let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
+        let claims = signer.verify(state, SystemTime::now())?;
+        if claims.method != method || claims.target != target {
+            return Err(ErrorObject::new(
+                crate::jsonrpc::INVALID_PARAMS,
+                format!(
+                    "Invalid params: this requestState belongs to {} {}, not {method} {target}",
+                    claims.method, claims.target
+                ),
+            ));
+        }
+        let mut parked = self.lock().remove(&claims.call).ok_or_else(|| {
+            ErrorObject::new(
+                crate::jsonrpc::INVALID_PARAMS,
+                "Invalid params: this requestState was used already, or its call ended; call again without it",
+            )
+        })?;
+        let responses = params
+            .and_then(|p| p.get("inputResponses"))
+            .and_then(Value::as_object);
+        let answered: Vec<String> = parked
+            .open
+            .keys()
+            .filter(|key| {
+                responses
+                    .and_then(|r| r.get(*key))
+                    .is_some_and(Value::is_object)
+            })
+            .cloned()
+            .collect();
+        for key in answered {
+            if let (Some(ask), Some(response)) = (
+                parked.open.remove(&key),
+                responses.and_then(|r| r.get(&key)),
+            ) {
+                ask.answer(Ok(response.clone()));
+            }
+        }
+        if !parked.open.is_empty() {
+            // Some answers are missing: ask for them again rather than fail (the specification's
+            // SHOULD).
+            return self.park(parked);
+        }
+        self.drive(parked, capabilities, ctx).await
+    }
+
+    /// Waits on a call until it finishes, asks, or the client cancels.
+    async fn drive(
+        self: &Arc<Self>,
+        mut parked: Parked,
+        capabilities: &Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let mut asked = Vec::new();
+        loop {
+            let next = match parked.call.as_mut() {
+                None => Next::Finished(Err(ErrorObject::new(INTERNAL_ERROR, "the call ended"))),
+                Some(call) => {
+                    let finished = async { Next::Finished(call.await) };
+                    let ask = async {
+                        match parked.asks.recv().await {
+                            Ok(ask) => Next::Asked(ask),
+                            // Only the finished call closes it; its result is next.
+                            Err(_) => smol::future::pending().await,
+                        }
+                    };
+                    let cancelled = async {
+                        ctx.cancel.cancelled().await;
+                        Next::Cancelled
+                    };
+                    smol::future::or(finished, smol::future::or(ask, cancelled)).await
+                }
+            };
+            match next {
+                Next::Finished(outcome) => {
+                    parked.call = None;
+                    return outcome;
+                }
+                Next::Cancelled => {
+                    return Err(ErrorObject::new(INTERNAL_ERROR, "Request cancelled"));
+                }
+                Next::Asked(ask) if !INPUT_METHODS.contains(&parked.method.as_str()) => {
+                    // Only three methods may return InputRequiredResult: here the question
+                    // cannot reach the client, and the upstream learns so at once.
+                    let error = ErrorObject::new(
+                        METHOD_NOT_FOUND,
+                        format!(
+                            "{} cannot reach a 2026-07-28 client during {}",
+                            ask.method, parked.method
+                        ),
+                    );
+                    ask.answer(Err(error));
+                }
+                Next::Asked(ask) => {
+                    asked.push(ask);
+                    // Questions asked together go out together.
+                    while let Ok(more) = parked.asks.try_recv() {
+                        asked.push(more);
+                    }
+                    if let Some(refused) = asked.iter().find(|a| !a.allowed_by(capabilities)) {
+                        let needed = refused.required_capability();
+                        return Err(ErrorObject::new(
+                            MISSING_CLIENT_CAPABILITY,
+                            format!(
+                                "Missing required client capability: the upstream asks for {}, which this request's clientCapabilities do not declare",
+                                refused.method
+                            ),
+                        )
+                        .with_data(json!({ "requiredCapabilities": needed })));
+                    }
+                    for ask in asked.drain(..) {
+                        parked.asked += 1;
+                        let key = format!("{}-{}", kind(&ask.method), parked.asked);
+                        parked.open.insert(key, ask);
+                    }
+                    return self.park(parked);
+                }
+            }
+        }
+    }
+
+    /// Parks a call whose questions are open; the `InputRequiredResult` that asks them.
+    fn park(self: &Arc<Self>, parked: Parked) -> Result<Value, ErrorObject> {
+        let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let state = signer.sign(&Claims {
+            call: number,
+            method: parked.method.clone(),
+            target: parked.target.clone(),
+            expires_ms: request_state::expiry(SystemTime::now(), self.wait),
+        });
+        let requests: Map<String, Value> = parked
+            .open
+            .iter()
+            .map(|(key, ask)| (key.clone(), ask.input_request()))
+            .collect();
+        self.lock().insert(number, parked);
+        let rounds: Weak<Rounds> = Arc::downgrade(self);
+        let wait = self.wait;
+        smol::spawn(async move {
+            smol::Timer::after(wait).await;
+            if let Some(rounds) = rounds.upgrade() {
+                if let Some(expired) = rounds.lock().remove(&number) {
+                    tracing::info!(
+                        "a {} of {} waited {wait:?} for the client's input; cancelled",
+                        expired.method,
+                        expired.target
+                    );
+                }
+            }
+        })
+        .detach();
+        Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": state,
+        }))
+    }
+}
+
+/// A short name for a question's kind, for its `inputRequests` key.
+fn kind(method: &str) -> &str {
+    match method {
+        "sampling/createMessage" => "sampling",
+        "elicitation/create" => "elicitation",
+        _ => "roots",
+    }
+}
+
+fn no_randomness() -> ErrorObject {
+    ErrorObject::new(
+        INTERNAL_ERROR,
+        "the system's random source failed at start, so mcpx cannot protect a requestState",
+    )
+}

@@ -1,0 +1,186 @@
+//! Requests an upstream server makes of its client in the middle of a call: sampling
+//! (`sampling/createMessage`), elicitation (`elicitation/create`) and `roots/list`.
+//!
+//! mcpx is that client. Each such request becomes an [`Ask`] handed to the call it belongs to
+//! (the gateway carries it to the real client in whatever way the client's era allows), and the
+//! server is answered under its own id with what the client said. Ids the server chose never
+//! reach a client, so ids from different upstreams cannot collide.
+
+use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
+use async_channel::{Receiver, Sender};
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+/// The methods a server may ask of its client mid-call.
+pub const METHODS: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
+
+/// One request an upstream made of the client, waiting for its answer.
+#[derive(Debug)]
+pub struct Ask {
+    /// `sampling/createMessage`, `elicitation/create` or `roots/list`.
+    pub method: String,
+    /// Its params, as the server sent them.
+    pub params: Value,
+    reply: Sender<Result<Value, ErrorObject>>,
+}
+
+impl Ask {
+    /// An ask and the receiver its answer arrives on.
+    pub fn new(method: &str, params: Value) -> (Ask, Receiver<Result<Value, ErrorObject>>) {
+        let (reply, answer) = async_channel::bounded(1);
+        let ask = Ask {
+            method: method.to_owned(),
+            params,
+            reply,
+        };
+        (ask, answer)
+    }
+
+    /// Answers the server. Dropping an ask unanswered answers it with an error instead.
+    pub fn answer(self, outcome: Result<Value, ErrorObject>) {
+        let _ = self.reply.try_send(outcome);
+    }
+
+    /// The ask as an `InputRequest` of 2026-07-28: `{method, params}`, no id.
+    pub fn input_request(&self) -> Value {
+        json!({"method": self.method, "params": self.params})
+    }
+
+    /// The client capability it needs, as a `ClientCapabilities` object.
+    pub fn required_capability(&self) -> Value {
+        match self.method.as_str() {
+            "sampling/createMessage" if self.params.get("tools").is_some() => {
+                json!({"sampling": {"tools": {}}})
+            }
+            "sampling/createMessage" => json!({"sampling": {}}),
+            "elicitation/create" if self.params["mode"] == "url" => {
+                json!({"elicitation": {"url": {}}})
+            }
+            "elicitation/create" => json!({"elicitation": {"form": {}}}),
+            _ => json!({"roots": {}}),
+        }
+    }
+
+    /// Whether a client that declared `capabilities` can take it. An empty `elicitation` object
+    /// means form mode only, as the specification says.
+    pub fn allowed_by(&self, capabilities: &Value) -> bool {
+        let needed = self.required_capability();
+        let Some((feature, detail)) = needed.as_object().and_then(|n| n.iter().next()) else {
+            return false;
+        };
+        let Some(declared) = capabilities.get(feature).filter(|d| d.is_object()) else {
+            return false;
+        };
+        let form_by_default = feature == "elicitation"
+            && detail.get("form").is_some()
+            && declared.as_object().is_some_and(|d| d.is_empty());
+        form_by_default
+            || detail
+                .as_object()
+                .into_iter()
+                .flatten()
+                .all(|(sub, _)| declared.get(sub).is_some())
+    }
+}
+
+/// The calls in flight to one upstream that can take its asks, oldest first.
+#[derive(Debug, Default)]
+pub struct Askers(Mutex<Vec<(i64, Sender<Ask>)>>);
+
+impl Askers {
+    /// Records that the call with mcpx's id `id` takes asks on `sink`.
+    pub fn enter(&self, id: i64, sink: Sender<Ask>) {
+        self.lock().push((id, sink));
+    }
+
+    /// Forgets the call `id` (it ended).
+    pub fn leave(&self, id: i64) {
+        self.lock().retain(|(call, _)| *call != id);
+    }
+
+    /// Where asks made during the call `id` go.
+    pub fn of(&self, id: i64) -> Option<Sender<Ask>> {
+        let askers = self.lock();
+        askers
+            .iter()
+            .find(|(call, _)| *call == id)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Where an ask tied to no call goes: stdio (and a legacy GET stream) cannot say which call a
+    /// server request belongs to, so it goes to the newest call still in flight, which is the
+    /// one a server asking "before it can go on" is most likely working on.
+    pub fn newest(&self) -> Option<Sender<Ask>> {
+        let askers = self.lock();
+        askers
+            .iter()
+            .rev()
+            .find(|(_, sink)| !sink.is_closed())
+            .map(|(_, sink)| sink.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(i64, Sender<Ask>)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The answer to a request a server sent mcpx: `ping` at once; an ask through `asker`, the call
+/// it belongs to (an error at once when there is none); anything else method-not-found.
+pub async fn answer(request: Request, asker: Option<Sender<Ask>>, server: &str) -> Response {
+    let Request { id, method, params } = request;
+    if method == "ping" {
+        return Response::result(id, json!({}));
+    }
+    if !METHODS.contains(&method.as_str()) {
+        let error = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
+        return Response::error(Some(id), error);
+    }
+    let (ask, answer) = Ask::new(&method, params.unwrap_or_else(|| json!({})));
+    let sent = match asker {
+        Some(asker) => asker.try_send(ask).is_ok(),
+        None => false,
+    };
+    if !sent {
+        let error = ErrorObject::new(
+            METHOD_NOT_FOUND,
+            format!("{method} reaches a client only during a call from that client, and upstream {server:?} has none in flight"),
+        );
+        return Response::error(Some(id), error);
+    }
+    let outcome = answer.recv().await.unwrap_or_else(|_| {
+        Err(ErrorObject::new(
+            METHOD_NOT_FOUND,
+            format!("the client cannot answer {method} (it did not declare the capability, or the call ended)"),
+        ))
+    });
+    Response {
+        id: Some(id),
+        outcome,
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod asks {
+        use crate::upstream::asks::Ask;
+        use serde_json::json;
+
+        #[test]
+        fn each_ask_needs_the_capability_of_its_kind() {
+            let (form, _) = Ask::new("elicitation/create", json!({"message": "m"}));
+            assert!(form.allowed_by(&json!({"elicitation": {}})));
+            assert!(form.allowed_by(&json!({"elicitation": {"form": {}}})));
+            assert!(!form.allowed_by(&json!({"elicitation": {"url": {}}})));
+            assert!(!form.allowed_by(&json!({"sampling": {}})));
+            let (url, _) = Ask::new("elicitation/create", json!({"mode": "url"}));
+            assert!(!url.allowed_by(&json!({"elicitation": {}})));
+            assert!(url.allowed_by(&json!({"elicitation": {"url": {}}})));
+            let (sample, _) = Ask::new("sampling/createMessage", json!({"messages": []}));
+            assert!(sample.allowed_by(&json!({"sampling": {}})));
+            assert_eq!(sample.required_capability(), json!({"sampling": {}}));
+            let (roots, _) = Ask::new("roots/list", json!({}));
+            assert!(roots.allowed_by(&json!({"roots": {"listChanged": true}})));
+            assert!(!roots.allowed_by(&json!({})));
+        }
+    }
+}
