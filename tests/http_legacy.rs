@@ -12,50 +12,9 @@ fn daemon() -> Daemon {
     Daemon::start(&fixture_config(""), "")
 }
 
-/// POSTs a legacy message with an optional session and version header.
-fn post(d: &Daemon, session: Option<&str>, version: Option<&str>, body: &Value) -> Reply {
-    let mut headers: Vec<(&str, &[u8])> = vec![
-        ("Accept", b"application/json, text/event-stream"),
-        ("Content-Type", b"application/json"),
-    ];
-    if let Some(session) = session {
-        headers.push(("Mcp-Session-Id", session.as_bytes()));
-    }
-    if let Some(version) = version {
-        headers.push(("MCP-Protocol-Version", version.as_bytes()));
-    }
-    d.post(&headers, body.to_string().as_bytes())
-}
-
-fn request(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// Initializes at `revision`; returns the session id.
+/// Initializes at `revision` declaring no client capabilities; returns the session id.
 fn initialize(d: &Daemon, revision: &str) -> String {
-    let reply = post(
-        d,
-        None,
-        None,
-        &request(
-            0,
-            "initialize",
-            json!({"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-        ),
-    );
-    assert_eq!(reply.status, 200);
-    assert_result(revision, "initialize", &reply.json());
-    let id = reply
-        .header("mcp-session-id")
-        .expect("no session minted")
-        .to_owned();
-    post(
-        d,
-        Some(&id),
-        Some(revision),
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    id
+    initialize_session(d, revision, json!({}))
 }
 
 /// Sends a raw GET for a session's stream.

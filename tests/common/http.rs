@@ -178,6 +178,53 @@ impl Drop for Daemon {
     }
 }
 
+/// POSTs a legacy message with an optional session and version header.
+pub fn post(d: &Daemon, session: Option<&str>, version: Option<&str>, body: &Value) -> Reply {
+    let mut headers: Vec<(&str, &[u8])> = vec![
+        ("Accept", b"application/json, text/event-stream"),
+        ("Content-Type", b"application/json"),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session.as_bytes()));
+    }
+    if let Some(version) = version {
+        headers.push(("MCP-Protocol-Version", version.as_bytes()));
+    }
+    d.post(&headers, body.to_string().as_bytes())
+}
+
+/// A JSON-RPC request without the modern envelope.
+pub fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// Initializes a legacy session at `revision` declaring `capabilities`; returns its id.
+pub fn initialize_session(d: &Daemon, revision: &str, capabilities: Value) -> String {
+    let reply = post(
+        d,
+        None,
+        None,
+        &request(
+            0,
+            "initialize",
+            json!({"protocolVersion": revision, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
+        ),
+    );
+    assert_eq!(reply.status, 200);
+    super::assert_result(revision, "initialize", &reply.json());
+    let id = reply
+        .header("mcp-session-id")
+        .expect("no session minted")
+        .to_owned();
+    post(
+        d,
+        Some(&id),
+        Some(revision),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    id
+}
+
 /// A 2026-07-28 request's headers and body, every mirrored header right.
 pub fn modern_request(id: i64, method: &str, params: Value) -> (Vec<(String, String)>, Value) {
     let params = super::modern(params);

@@ -282,10 +282,17 @@ impl Drop for Serve {
     }
 }
 
-/// `params` with a valid 2026-07-28 envelope added.
+/// `params` with a valid 2026-07-28 envelope added (declaring no capabilities, unless the
+/// params already declare some).
 pub fn modern(mut params: Value) -> Value {
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let meta = &mut params["_meta"];
+    if meta
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .is_none()
+    {
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    }
     params
 }
 

@@ -1,13 +1,16 @@
 //! A small MCP server for mcpx's tests, not shipped. It speaks the legacy revisions (or, with
 //! `--modern-only`, only 2026-07-28) over stdio, and has tools that echo, sleep until cancelled,
-//! report progress, fail, crash, change the tool list and return content kinds some revisions lack.
+//! report progress, fail, crash, change the tool list, return content kinds some revisions lack,
+//! and ask the client for input (elicitation, sampling, roots): as requests of their own in the
+//! legacy revisions, as an `InputRequiredResult` in 2026-07-28.
 //! What it observes (a cancellation, say) it reports on stderr, which mcpx copies to its log.
 
 mod conformance;
 
 use serde_json::{json, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +23,9 @@ struct Server {
     generated_tools: usize,
     /// Serve the catalog the official conformance suite expects, beside the fixture's own.
     conformance: bool,
+    /// The fixture's own requests to its client, waiting for their responses, by id.
+    awaiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+    next_question: std::sync::atomic::AtomicU64,
 }
 
 impl Server {
@@ -32,6 +38,37 @@ impl Server {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{line}").unwrap();
         stdout.flush().unwrap();
+    }
+
+    /// Asks the client (legacy revisions) during the call `call`: sends a request of the
+    /// fixture's own and waits for the response; `Err` carries the error object the client
+    /// answered with, or says that the call was cancelled meanwhile.
+    fn ask(&self, call: &str, method: &str, params: Value) -> Result<Value, Value> {
+        let n = self
+            .next_question
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("fixture-q{n}");
+        let (tx, rx) = mpsc::channel();
+        self.awaiting.lock().unwrap().insert(id.clone(), tx);
+        eprintln!("fixture: asking {method} as {id}");
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let until = Instant::now() + Duration::from_secs(30);
+        let response = loop {
+            if let Ok(response) = rx.recv_timeout(Duration::from_millis(5)) {
+                break response;
+            }
+            if self.cancelled.lock().unwrap().remove(call) {
+                eprintln!("fixture: cancelled request {call} while asking");
+                break json!({"error": {"code": -1, "message": "cancelled"}});
+            }
+            if Instant::now() > until {
+                break json!({"error": {"code": -1, "message": "no answer"}});
+            }
+        };
+        match response.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(response["result"].clone()),
+        }
     }
 
     fn reply(&self, id: &Value, result: Result<Value, (i64, &str)>) {
@@ -59,6 +96,10 @@ impl Server {
             json!({"name": "touch", "description": "Announces resources/updated for fixture://hello.", "inputSchema": {"type": "object"}}),
             json!({"name": "kinds", "description": "Returns text, audio and a resource link.", "inputSchema": {"type": "object"},
                 "title": "Content kinds", "outputSchema": {"type": "object"}, "icons": [], "execution": {"taskSupport": "forbidden"}}),
+            json!({"name": "ask", "description": "Asks the user their name (elicitation) and greets them.", "inputSchema": {"type": "object"}}),
+            json!({"name": "sample", "description": "Asks the client's model a question (sampling) and returns its answer.", "inputSchema": {"type": "object"}}),
+            json!({"name": "roots", "description": "Lists the client's roots.", "inputSchema": {"type": "object"}}),
+            json!({"name": "ask_twice", "description": "Asks for a name, then a colour, one after the other.", "inputSchema": {"type": "object"}}),
         ];
         if *self.extra_tool.lock().unwrap() {
             tools.push(json!({"name": "extra", "description": "Added at run time.", "inputSchema": {"type": "object"}}));
@@ -145,17 +186,100 @@ impl Server {
                 {"type": "resource_link", "uri": "fixture://hello", "name": "hello"}
             ], "structuredContent": {"ok": true}})),
             "extra" if *self.extra_tool.lock().unwrap() => text("extra".into()),
+            "ask" | "sample" | "roots" | "ask_twice" => self.ask_tool(&key, name, params),
             _ => Err((-32602, "Unknown tool")),
         };
         self.reply(id, result);
     }
 
+    /// The tools that need the client's input. Legacy: each question is a request to the client,
+    /// and the answers come back mid-call. Modern: the first call returns the questions in an
+    /// `InputRequiredResult`; the retry carries `inputResponses` and the `requestState` echoed.
+    fn ask_tool(
+        &self,
+        call: &str,
+        name: &str,
+        params: &Value,
+    ) -> Result<Value, (i64, &'static str)> {
+        let questions: Vec<(&str, &str, Value)> = match name {
+            "ask" => vec![(
+                "name",
+                "elicitation/create",
+                name_question("What is your name?"),
+            )],
+            "sample" => vec![(
+                "capital",
+                "sampling/createMessage",
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}], "maxTokens": 20}),
+            )],
+            "roots" => vec![("roots", "roots/list", json!({}))],
+            _ => vec![
+                (
+                    "name",
+                    "elicitation/create",
+                    name_question("What is your name?"),
+                ),
+                (
+                    "colour",
+                    "elicitation/create",
+                    name_question("What is your favourite colour?"),
+                ),
+            ],
+        };
+        let mut answers: Vec<Value> = Vec::new();
+        if self.modern_only {
+            // The state carries the answers so far; a retry may answer the next question.
+            answers = params["requestState"]
+                .as_str()
+                .and_then(|state| serde_json::from_str(state).ok())
+                .unwrap_or_default();
+            if let Some((key, _, _)) = questions.get(answers.len()) {
+                if let Some(answer) = params["inputResponses"].get(*key) {
+                    answers.push(answer.clone());
+                }
+            }
+            if let Some((key, method, question)) = questions.get(answers.len()) {
+                return Ok(json!({"resultType": "input_required",
+                    "inputRequests": {*key: {"method": method, "params": question}},
+                    "requestState": Value::Array(answers).to_string()}));
+            }
+        } else {
+            for (_, method, question) in questions {
+                match self.ask(call, method, question) {
+                    Ok(answer) => answers.push(answer),
+                    Err(error) => {
+                        let said = format!("the client could not answer: {error}");
+                        return Ok(
+                            json!({"content": [{"type": "text", "text": said}], "isError": true}),
+                        );
+                    }
+                }
+            }
+        }
+        let said = answers
+            .iter()
+            .map(describe_answer)
+            .collect::<Vec<_>>()
+            .join("; ");
+        Ok(json!({"content": [{"type": "text", "text": said}], "isError": false}))
+    }
+
     fn handle(self: &Arc<Self>, message: Value) {
         let method = message["method"].as_str().unwrap_or_default().to_owned();
         let id = message.get("id").cloned();
+        if message.get("method").is_none() {
+            // A response to one of the fixture's own questions.
+            let key = id.as_ref().and_then(Value::as_str).unwrap_or_default();
+            match self.awaiting.lock().unwrap().remove(key) {
+                Some(waiter) => drop(waiter.send(message)),
+                None => eprintln!("fixture: a response to no question: {message}"),
+            }
+            return;
+        }
         let params = message.get("params").cloned().unwrap_or(json!({}));
         let Some(id) = id else {
             if method == "notifications/cancelled" {
+                eprintln!("fixture: told to cancel request {}", params["requestId"]);
                 self.cancelled
                     .lock()
                     .unwrap()
@@ -255,6 +379,30 @@ impl Server {
         };
         self.reply(&id, result);
     }
+}
+
+/// An elicitation asking for one string, `name`.
+fn name_question(message: &str) -> Value {
+    json!({"message": message, "requestedSchema": {"type": "object",
+        "properties": {"name": {"type": "string"}}, "required": ["name"]}})
+}
+
+/// What an answer said, in a few words the tests can look for.
+fn describe_answer(answer: &Value) -> String {
+    if let Some(action) = answer["action"].as_str() {
+        return format!(
+            "{action}: {}",
+            answer["content"]["name"].as_str().unwrap_or_default()
+        );
+    }
+    if let Some(roots) = answer["roots"].as_array() {
+        let uris: Vec<&str> = roots.iter().filter_map(|r| r["uri"].as_str()).collect();
+        return format!("roots: {}", uris.join(", "));
+    }
+    format!(
+        "sampled: {}",
+        answer["content"]["text"].as_str().unwrap_or_default()
+    )
 }
 
 fn main() {
