@@ -23,6 +23,8 @@ struct Server {
     generated_tools: usize,
     /// Serve the catalog the official conformance suite expects, beside the fixture's own.
     conformance: bool,
+    /// Serve only the suite's multi-round tools and prompt, at 2026-07-28.
+    rounds: bool,
     /// The fixture's own requests to its client, waiting for their responses, by id.
     awaiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_question: std::sync::atomic::AtomicU64,
@@ -81,6 +83,9 @@ impl Server {
     }
 
     fn tools(&self) -> Vec<Value> {
+        if self.rounds {
+            return conformance::round_tools();
+        }
         let mut tools = vec![
             json!({"name": "echo", "description": "Echoes its text back.", "inputSchema": {"type": "object",
                 "properties": {"text": {"type": "string"}, "region": {"type": "string", "x-mcp-header": "Region"}},
@@ -118,8 +123,14 @@ impl Server {
         let name = params["name"].as_str().unwrap_or_default();
         let args = &params["arguments"];
         let key = id.to_string();
+        if self.rounds {
+            let result = conformance::round(name, params).unwrap_or(Err((-32602, "Unknown tool")));
+            return self.reply(id, result);
+        }
         if self.conformance {
-            if let Some(result) = conformance::call(name, params, &|message| self.send(message)) {
+            let send = |message| self.send(message);
+            let ask = |method: &str, question| self.ask(&key, method, question);
+            if let Some(result) = conformance::call(name, params, &send, &ask) {
                 return self.reply(id, result);
             }
         }
@@ -311,6 +322,14 @@ impl Server {
                 std::thread::spawn(move || server.call(&id, &params));
                 return;
             }
+            "prompts/list" if self.rounds => Ok(json!({"prompts": conformance::round_prompts()})),
+            "prompts/get" if self.rounds => {
+                let name = params["name"].as_str().unwrap_or_default();
+                conformance::round(name, &params).unwrap_or(Err((-32602, "Unknown prompt")))
+            }
+            "resources/list" | "resources/templates/list" if self.rounds => {
+                Ok(json!({"resources": [], "resourceTemplates": []}))
+            }
             "prompts/list" => {
                 let mut prompts = vec![json!({"name": "greet", "description": "Greets someone.",
                     "arguments": [{"name": "who", "required": true, "title": "Who"}]})];
@@ -415,7 +434,10 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     let server = Arc::new(Server {
-        modern_only: args.iter().any(|a| a == "--modern-only"),
+        modern_only: args
+            .iter()
+            .any(|a| a == "--modern-only" || a == "--conformance-rounds"),
+        rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
         generated_tools,
         ..Server::default()
