@@ -655,3 +655,39 @@ mod every_revision {
         }
     }
 }
+
+mod v2026_07_28 {
+    mod admin {
+        use super::super::*;
+
+        /// A call waiting between rounds is visible as such, and leaves no trace once its state
+        /// expires: nothing in flight, nothing awaiting input.
+        #[test]
+        fn a_call_awaiting_input_is_shown_and_leaves_nothing_behind_when_it_expires() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let config = format!(
+                "[admin]\nsocket = {:?}\n[transport]\ninputTimeout = \"500ms\"\n{}",
+                socket.display().to_string(),
+                fixture_config("")
+            );
+            let d = Daemon::start(&config, "");
+            let params = json!({"name": "fixture__ask", "arguments": {},
+                "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+            let reply = d.modern(1, "tools/call", params);
+            assert_eq!(reply.json()["result"]["resultType"], "input_required");
+            let parked = snapshot(&socket);
+            assert_eq!(parked.awaiting_input, 1);
+            assert!(parked.requests.is_empty(), "{:?}", parked.requests);
+            let status = std::process::Command::new(mcpx_bin())
+                .args(["status", "--socket"])
+                .arg(&socket)
+                .output()
+                .unwrap();
+            assert!(String::from_utf8_lossy(&status.stdout)
+                .contains("awaiting client input (2026-07-28 calls between rounds): 1"));
+            snapshot_where(&socket, |s| s.awaiting_input == 0);
+            assert!(d.log_shows("fixture: told to cancel request"));
+        }
+    }
+}

@@ -244,6 +244,11 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
         "totals: answered {}, cancelled {}, failed {}",
         t.answered, t.cancelled, t.failed
     );
+    let _ = writeln!(
+        text,
+        "awaiting client input (2026-07-28 calls between rounds): {}",
+        snapshot.awaiting_input
+    );
     text
 }
 
