@@ -66,6 +66,33 @@ fn answer_on_stdio(
     }
 }
 
+/// `mcpx serve` with a 2025-11-25 client that declared every capability.
+fn serve_asking_everything(config: &str) -> Serve {
+    let mut mcpx = Serve::start(config);
+    mcpx.send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": all_capabilities(),
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    mcpx.response(0);
+    mcpx
+}
+
+/// Calls `tool` (id 1) in a legacy session; the reply's event stream, read as it arrives.
+fn call_in_session(d: &Daemon, session: &str, tool: &str) -> (EventReader, String) {
+    let call = request(1, "tools/call", json!({"name": tool, "arguments": {}}));
+    let stream = d.send_post(
+        &[
+            ("Accept", b"application/json, text/event-stream"),
+            ("Content-Type", b"application/json"),
+            ("Mcp-Session-Id", session.as_bytes()),
+            ("MCP-Protocol-Version", b"2025-11-25"),
+        ],
+        call.to_string().as_bytes(),
+    );
+    EventReader::open(stream)
+}
+
 /// A modern client's rounds: retries with each `InputRequiredResult`'s answers until a complete
 /// result; returns the input required results seen and the final response.
 fn rounds(
@@ -104,13 +131,7 @@ mod v2025_11_25 {
         /// goes back to the upstream under its own.
         #[test]
         fn an_elicitation_reaches_the_client_under_an_id_of_mcpx_and_the_answer_returns() {
-            let mut mcpx = Serve::start(&upstream(false, ""));
-            mcpx.send(
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": all_capabilities(),
-                "clientInfo": {"name": "t", "version": "1"}}}),
-            );
-            mcpx.response(0);
+            let mut mcpx = serve_asking_everything(&upstream(false, ""));
             mcpx.request(
                 1,
                 "tools/call",
@@ -130,13 +151,7 @@ mod v2025_11_25 {
 
         #[test]
         fn sampling_and_roots_reach_the_client_too() {
-            let mut mcpx = Serve::start(&upstream(false, ""));
-            mcpx.send(
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": all_capabilities(),
-                "clientInfo": {"name": "t", "version": "1"}}}),
-            );
-            mcpx.response(0);
+            let mut mcpx = serve_asking_everything(&upstream(false, ""));
             mcpx.request(
                 1,
                 "tools/call",
@@ -193,13 +208,7 @@ mod v2025_11_25 {
         /// round after another, and the call is retried with the answers.
         #[test]
         fn a_modern_upstreams_input_rounds_become_questions_for_a_legacy_client() {
-            let mut mcpx = Serve::start(&upstream(true, ""));
-            mcpx.send(
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": all_capabilities(),
-                "clientInfo": {"name": "t", "version": "1"}}}),
-            );
-            mcpx.response(0);
+            let mut mcpx = serve_asking_everything(&upstream(true, ""));
             mcpx.request(
                 1,
                 "tools/call",
@@ -218,13 +227,7 @@ mod v2025_11_25 {
         /// question is withdrawn (a late answer then answers nothing).
         #[test]
         fn a_client_that_never_answers_times_out_and_nothing_is_left_waiting() {
-            let mut mcpx = Serve::start(&upstream(false, "timeout = \"400ms\"\n"));
-            mcpx.send(
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": all_capabilities(),
-                "clientInfo": {"name": "t", "version": "1"}}}),
-            );
-            mcpx.response(0);
+            let mut mcpx = serve_asking_everything(&upstream(false, "timeout = \"400ms\"\n"));
             mcpx.request(
                 1,
                 "tools/call",
@@ -255,21 +258,7 @@ mod v2025_11_25 {
         fn a_question_rides_the_posts_stream_and_the_answer_is_a_post_of_its_own() {
             let d = Daemon::start(&upstream(false, ""), "");
             let session = initialize_session(&d, "2025-11-25", all_capabilities());
-            let call = request(
-                1,
-                "tools/call",
-                json!({"name": "fixture__ask", "arguments": {}}),
-            );
-            let stream = d.send_post(
-                &[
-                    ("Accept", b"application/json, text/event-stream"),
-                    ("Content-Type", b"application/json"),
-                    ("Mcp-Session-Id", session.as_bytes()),
-                    ("MCP-Protocol-Version", b"2025-11-25"),
-                ],
-                call.to_string().as_bytes(),
-            );
-            let (mut events, head) = EventReader::open(stream);
+            let (mut events, head) = call_in_session(&d, &session, "fixture__ask");
             assert!(head.contains("text/event-stream"), "{head}");
             let question = events.next_event().expect("no question on the stream");
             assert_eq!(question["method"], "elicitation/create");
@@ -289,21 +278,7 @@ mod v2025_11_25 {
         fn a_modern_upstreams_input_rounds_reach_a_legacy_session() {
             let d = Daemon::start(&upstream(true, ""), "");
             let session = initialize_session(&d, "2025-11-25", all_capabilities());
-            let call = request(
-                1,
-                "tools/call",
-                json!({"name": "fixture__roots", "arguments": {}}),
-            );
-            let stream = d.send_post(
-                &[
-                    ("Accept", b"application/json, text/event-stream"),
-                    ("Content-Type", b"application/json"),
-                    ("Mcp-Session-Id", session.as_bytes()),
-                    ("MCP-Protocol-Version", b"2025-11-25"),
-                ],
-                call.to_string().as_bytes(),
-            );
-            let (mut events, _) = EventReader::open(stream);
+            let (mut events, _) = call_in_session(&d, &session, "fixture__roots");
             let question = events.next_event().unwrap();
             assert_eq!(question["method"], "roots/list");
             let roots = json!({"roots": [{"uri": "file:///src", "name": "src"}]});
