@@ -112,7 +112,12 @@ impl Catalog {
         let mut tool_servers = HashMap::new();
         let mut prompt_servers = HashMap::new();
         for source in sources {
-            for tool in &source.listing.tools {
+            for tool in source
+                .listing
+                .tools
+                .iter()
+                .filter(|t| named(t, source, "tool"))
+            {
                 // HTTP clients must drop a tool whose header annotations are invalid, and mcpx is
                 // such a client of its upstreams; the catalog is one for every transport.
                 let header_params = match mcpheaders::header_params(&tool["inputSchema"]) {
@@ -129,7 +134,12 @@ impl Catalog {
                 catalog.tool_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.tools.push(exposed.2);
             }
-            for prompt in &source.listing.prompts {
+            for prompt in source
+                .listing
+                .prompts
+                .iter()
+                .filter(|p| named(p, source, "prompt"))
+            {
                 let exposed = rename(prompt, source, &mut prompt_servers, "prompt")?;
                 catalog.prompt_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.prompts.push(exposed.2);
@@ -236,6 +246,19 @@ impl Catalog {
     }
 }
 
+/// Whether a listed tool or prompt has a name: anything else (a string, a number, an object
+/// without one) could never be called, so it is left out with a warning.
+fn named(item: &Value, source: &Source<'_>, what: &str) -> bool {
+    let named = item.get("name").is_some_and(Value::is_string);
+    if !named {
+        tracing::warn!(
+            server = source.server,
+            "dropped a {what} without a name: {item}"
+        );
+    }
+    named
+}
+
 /// Renames one tool or prompt; returns (exposed name, route, exposed definition).
 fn rename(
     item: &Value,
@@ -320,6 +343,26 @@ mod every_revision {
                     .collect(),
                 ..Listing::default()
             }
+        }
+
+        /// A server's list is not trusted to hold objects: what has no name is left out, and the
+        /// rest is served.
+        #[test]
+        fn listed_items_without_a_name_are_left_out() {
+            let mut odd = listing(&["echo"]);
+            odd.tools
+                .extend([json!("x"), json!(5), json!(null), json!({"name": 1})]);
+            odd.prompts.extend([json!([]), json!({"name": "p"})]);
+            let catalog = Catalog::build(&[Source {
+                server: "a",
+                prefix: "a",
+                owner: Owner::Upstream(0),
+                listing: &odd,
+            }])
+            .unwrap();
+            let tools = catalog.page("tools/list", None).unwrap();
+            assert_eq!(tools["tools"].as_array().unwrap().len(), 1);
+            assert!(catalog.prompt("a__p").is_some());
         }
 
         #[test]

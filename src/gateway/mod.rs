@@ -812,19 +812,46 @@ fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
 }
 
 /// The client's params as an upstream should see them: the modern envelope and the progress
-/// token are the upstream connection's own business, so they are removed here.
+/// token are the upstream connection's own business, so they are removed here, and a `_meta`
+/// that is not an object (no schema allows one) is dropped rather than passed on.
 fn forwardable(params: Option<&Value>) -> Value {
     let mut params = params
         .cloned()
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
-    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-        meta.retain(|key, _| {
-            key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
-        });
-        if meta.is_empty() {
-            params.as_object_mut().map(|p| p.remove("_meta"));
+    let keep_meta = match params.get_mut("_meta") {
+        Some(Value::Object(meta)) => {
+            meta.retain(|key, _| {
+                key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
+            });
+            !meta.is_empty()
         }
+        Some(_) => false,
+        None => true,
+    };
+    if !keep_meta {
+        params.as_object_mut().map(|p| p.remove("_meta"));
     }
     params
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod gateway {
+        use crate::gateway::forwardable;
+        use serde_json::json;
+
+        /// The gateway writes into a forwarded `_meta` (the client's capabilities, for a modern
+        /// upstream), so whatever a client sent there must leave an object or nothing.
+        #[test]
+        fn forwarded_params_carry_an_object_meta_or_none() {
+            for meta in [json!(5), json!("x"), json!([]), json!(null), json!({})] {
+                let forwarded = forwardable(Some(&json!({"name": "t", "_meta": meta})));
+                assert!(forwarded.get("_meta").is_none(), "{forwarded}");
+            }
+            let kept = forwardable(Some(&json!({"_meta": {"progressToken": 1, "trace": "t",
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}})));
+            assert_eq!(kept["_meta"], json!({"trace": "t"}));
+        }
+    }
 }
