@@ -305,6 +305,19 @@ mod every_revision {
                 .contains("exited"));
         }
 
+        /// With no configuration at all, the built-in server answers a round trip in every era.
+        #[test]
+        fn the_builtin_echo_answers_with_no_upstream_in_both_eras() {
+            let mut mcpx = Serve::start("");
+            let echo = json!({"name": "mcpx__echo", "arguments": {"text": "round trip"}});
+            let modern_echo = mcpx.call(1, "tools/call", modern(echo.clone()));
+            assert_eq!(modern_echo["result"]["content"][0]["text"], "round trip");
+            assert_result("2026-07-28", "tools/call", &modern_echo);
+            mcpx.initialize("2025-11-25");
+            let legacy_echo = mcpx.call(2, "tools/call", echo);
+            assert_eq!(legacy_echo["result"]["content"][0]["text"], "round trip");
+        }
+
         #[test]
         fn a_server_that_fails_to_start_is_reported_and_the_others_serve() {
             let mut mcpx = Serve::start(&fixture_config(

@@ -1,6 +1,7 @@
 //! The built-in `mcpx` server: read-only tools about the gateway itself, so that the first run
-//! (with no configuration) shows something real, and a failing upstream can be diagnosed from
-//! inside an editor.
+//! (with no configuration) shows something real, a failing upstream can be diagnosed from inside
+//! an editor, and a client's round trip through mcpx can be checked (and measured) with no
+//! upstream behind it.
 
 use super::Listing;
 use crate::admin::protocol::UpstreamView;
@@ -19,6 +20,12 @@ pub fn listing() -> Listing {
                 "annotations": read_only,
             }),
             json!({
+                "name": "echo",
+                "description": "Returns its text unchanged: a round trip through mcpx with no upstream behind it, to check a client's connection.",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+                "annotations": read_only,
+            }),
+            json!({
                 "name": "about",
                 "description": "Reports the mcpx version, the configuration file in use and the MCP protocol revisions served.",
                 "inputSchema": {"type": "object", "properties": {}},
@@ -30,9 +37,21 @@ pub fn listing() -> Listing {
 }
 
 /// Runs a built-in tool; `tool` is a name from [`listing`].
-pub fn call(tool: &str, upstreams: &[UpstreamView], config_path: Option<&str>) -> Value {
+pub fn call(
+    tool: &str,
+    arguments: Option<&Value>,
+    upstreams: impl FnOnce() -> Vec<UpstreamView>,
+    config_path: Option<&str>,
+) -> Value {
+    if tool == "echo" {
+        let text = arguments
+            .and_then(|a| a.get("text"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return json!({ "content": [{"type": "text", "text": text}], "isError": false });
+    }
     let report = match tool {
-        "upstreams" => json!({ "upstreams": upstreams }),
+        "upstreams" => json!({ "upstreams": upstreams() }),
         _ => json!({
             "version": env!("CARGO_PKG_VERSION"),
             "config": config_path.unwrap_or("(none: built-in defaults)"),

@@ -367,7 +367,8 @@ impl Gateway {
                 if route.owner == Owner::Builtin {
                     return Ok(builtin::call(
                         &route.name,
-                        &self.summaries(),
+                        field("arguments"),
+                        || self.summaries(),
                         self.config_path.as_deref(),
                     ));
                 }
