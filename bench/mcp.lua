@@ -1,24 +1,35 @@
--- wrk script: one 2026-07-28 request, every mirrored header right. Set BENCH_METHOD to
--- "tools/call" (echo through the fixture upstream) or "server/discover" (the daemon alone).
+-- wrk script: one MCP request, repeated. Environment:
+--   BENCH_METHOD   tools/call (default), tools/list or server/discover
+--   BENCH_TOOL     the tool tools/call names (default echo)
+--   BENCH_ERA      modern (default: 2026-07-28, every mirrored header right) or legacy (2025-11-25)
+--   BENCH_SESSION  a legacy session's Mcp-Session-Id (legacy only; none means sessionless)
 local method = os.getenv("BENCH_METHOD") or "tools/call"
-local meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+local tool = os.getenv("BENCH_TOOL") or "echo"
+local modern = (os.getenv("BENCH_ERA") or "modern") == "modern"
+local session = os.getenv("BENCH_SESSION")
+local fields = {}
+if method == "tools/call" then
+  table.insert(fields, '"name":"' .. tool .. '","arguments":{"text":"hello"}')
+end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
-wrk.headers["Mcp-Method"] = method
-if method == "tools/call" then
-  wrk.headers["Mcp-Name"] = "fixture__echo"
-  wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fixture__echo","arguments":{"text":"hello"},' .. meta .. '}}'
+if modern then
+  table.insert(fields, '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}')
+  wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
+  wrk.headers["Mcp-Method"] = method
+  if method == "tools/call" then wrk.headers["Mcp-Name"] = tool end
 else
-  wrk.body = '{"jsonrpc":"2.0","id":1,"method":"' .. method .. '","params":{' .. meta .. '}}'
+  wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+  if session and session ~= "" then wrk.headers["Mcp-Session-Id"] = session end
 end
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"' .. method .. '","params":{' .. table.concat(fields, ",") .. '}}'
 
--- Count non-200 answers: a fast error is not a result.
+-- Count answers that are not a 200 with a result: a fast error is not a result.
 local bad = 0
 response = function(status, headers, body)
-  if status ~= 200 then bad = bad + 1 end
+  if status ~= 200 or not string.find(body, '"result"', 1, true) then bad = bad + 1 end
 end
 done = function(summary, latency, requests)
-  io.write(string.format("non-200: %d\n", bad))
+  io.write(string.format("bad: %d\n", bad))
 end

@@ -314,8 +314,9 @@ impl Gateway {
             (Era::Modern, "resources/subscribe") => Err(not_found(method)),
             (_, m) if CATALOG_METHODS.contains(&m) => {
                 self.ready.wait().await;
-                self.catalog_method(client, method, params, revision, ctx)
-                    .await
+                // Boxed so that the request task stays small for what waits long in it (a
+                // listen stream holds its task for as long as it is open).
+                Box::pin(self.catalog_method(client, method, params, revision, ctx)).await
             }
             _ => Err(not_found(method)),
         }?;

@@ -234,26 +234,34 @@ impl Connection {
 }
 
 /// Owns the output: one frame per line, notifications (and requests) before any response
-/// queued after them.
+/// queued after them. Frames that are ready together go out in one write and one flush: a flush
+/// per line would cost a thread hand-off each (stdout is blocking I/O behind `Unblock`).
 async fn write_frames(
     mut output: impl AsyncWrite + Unpin,
     outbound: Receiver<Outbound>,
     frames: Receiver<Value>,
 ) {
     use smol::stream::StreamExt;
+    let pending = |o: &Receiver<Outbound>, f: &Receiver<Value>| !o.is_empty() || !f.is_empty();
     // `or` polls the notifications first: a request's progress, queued before its response, is
     // written before it.
     let mut outgoing = std::pin::pin!(smol::stream::or(
-        outbound.map(|message| message.to_value()),
-        frames
+        outbound.clone().map(|message| message.to_value()),
+        frames.clone()
     ));
+    let mut batch = Vec::new();
     while let Some(frame) = outgoing.next().await {
-        let mut line = frame.to_string();
-        line.push('\n');
-        if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut batch, &frame);
+        batch.push(b'\n');
+        if pending(&outbound, &frames) && batch.len() < 64 * 1024 {
+            continue;
+        }
+        if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
             tracing::warn!("stdout is closed; stopping");
             break;
         }
+        batch.clear();
     }
 }
 

@@ -89,9 +89,11 @@ impl Connection {
         cancel: &crate::cancel::Cancel,
         caller: Caller,
     ) -> Result<Value, crate::jsonrpc::ErrorObject> {
+        // Boxed: an HTTP exchange's state is kilobytes, and every future that awaits a request
+        // (a listen stream's, held for hours) would otherwise carry that much inline.
         match self {
-            Connection::Stdio(c) => c.request(method, params, cancel, caller).await,
-            Connection::Http(c) => c.request(method, params, cancel, caller).await,
+            Connection::Stdio(c) => Box::pin(c.request(method, params, cancel, caller)).await,
+            Connection::Http(c) => Box::pin(c.request(method, params, cancel, caller)).await,
         }
     }
 

@@ -118,10 +118,22 @@ impl StdioUpstream {
             era_choice: server.era,
         });
         smol::spawn(async move {
+            // Lines queued together go out in one write: a syscall per line would dominate a
+            // busy upstream.
+            let mut batch = String::new();
             while let Ok(line) = outgoing.recv().await {
-                if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                batch.push_str(&line);
+                while let Ok(more) = outgoing.try_recv() {
+                    batch.push_str(&more);
+                    if batch.len() >= 64 * 1024 {
+                        break;
+                    }
+                }
+                if stdin.write_all(batch.as_bytes()).await.is_err() || stdin.flush().await.is_err()
+                {
                     break;
                 }
+                batch.clear();
             }
         })
         .detach();

@@ -2,7 +2,7 @@
 //! against, and the upstream mcpx fronts in the gateway scenarios. Stateless Streamable HTTP with
 //! JSON responses (rmcp's fastest mode), or stdio.
 //!
-//! Usage: rmcp-echo http ADDRESS | rmcp-echo stdio [TOOLS]
+//! Usage: rmcp-echo http ADDRESS [TOOLS] | rmcp-echo stdio [TOOLS]
 //! (TOOLS: how many extra tools to list, for the large-catalog scenario.)
 
 use rmcp::model::{
@@ -74,25 +74,30 @@ impl ServerHandler for Echo {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let extra = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(0);
     match args.get(1).map(String::as_str) {
         Some("stdio") => {
+            let extra = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(0);
             let service = Echo::new(extra).serve(rmcp::transport::stdio()).await?;
             service.waiting().await?;
         }
         Some("http") => {
             let address = args.get(2).map_or("127.0.0.1:7801", String::as_str);
+            let extra = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(0);
             let config = StreamableHttpServerConfig::default()
                 .with_json_response(true)
                 .with_legacy_session_mode(false);
             let service: StreamableHttpService<Echo, LocalSessionManager> =
-                StreamableHttpService::new(|| Ok(Echo::new(0)), Default::default(), config);
+                StreamableHttpService::new(
+                    move || Ok(Echo::new(extra)),
+                    Default::default(),
+                    config,
+                );
             let router = axum::Router::new().nest_service("/mcp", service);
             let listener = tokio::net::TcpListener::bind(address).await?;
             axum::serve(listener, router).await?;
         }
         _ => {
-            eprintln!("usage: rmcp-echo http ADDRESS | rmcp-echo stdio [TOOLS]");
+            eprintln!("usage: rmcp-echo http ADDRESS [TOOLS] | rmcp-echo stdio [TOOLS]");
             std::process::exit(2);
         }
     }
