@@ -587,6 +587,29 @@ mod v2026_07_28 {
             );
         }
 
+        /// Hyper reads on while a response streams, so a client that closes an event stream
+        /// midway is noticed at once, not at the next keep-alive.
+        #[test]
+        fn closing_an_event_stream_midway_cancels_the_upstream_call() {
+            let d = daemon();
+            let (headers, body) = modern_request(
+                101,
+                "tools/call",
+                json!({"name": "fixture__progress", "arguments": {"steps": 100, "delayMs": 50},
+                    "_meta": {"progressToken": "p"}}),
+            );
+            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let (mut events, _) = EventReader::open(stream);
+            let first = events.next_event().expect("no progress");
+            assert_eq!(first["method"], "notifications/progress");
+            drop(events);
+            assert!(
+                d.log_shows("fixture: told to cancel request"),
+                "the upstream never heard:\n{}",
+                d.stderr()
+            );
+        }
+
         #[test]
         fn a_foreign_origin_is_403_with_an_id_less_error_on_every_method() {
             let d = Daemon::start(

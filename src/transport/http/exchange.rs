@@ -6,14 +6,13 @@
 //! the requests' lives to the HTTP exchange (for a modern or sessionless request, the client
 //! going away cancels; in a legacy session it does not).
 
-use super::{json_response, sse, watch_disconnect, Body};
+use super::{json_response, sse, Body};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{Outbound, Request, Response};
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use serde_json::Value;
-use smol::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,11 +73,11 @@ impl Exchange {
     }
 
     /// Makes the client's disconnect cancel the request: the rule for modern and sessionless
-    /// requests, where no `notifications/cancelled` could ever reach it.
-    pub(super) fn cancel_on_disconnect(&mut self, cancel: Cancel, socket: &TcpStream) {
-        let on_drop = cancel.on_drop();
-        let watcher = smol::spawn(watch_disconnect(socket.clone(), cancel));
-        self.hold((on_drop, watcher));
+    /// requests, where no `notifications/cancelled` could ever reach it. hyper reads on while a
+    /// request is answered (and while its event stream is written), so a client that closes is
+    /// noticed at once: hyper drops the exchange, and the guard held here fires.
+    pub(super) fn cancel_on_disconnect(&mut self, cancel: Cancel) {
+        self.hold(cancel.on_drop());
     }
 
     /// Keeps `value` alive for as long as the exchange.

@@ -16,7 +16,6 @@ use crate::jsonrpc::{
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::Value;
-use smol::net::TcpStream;
 use std::sync::Arc;
 
 /// `Mcp-Session-Id`, lowercase as `http` stores names.
@@ -78,12 +77,7 @@ fn revision_of(
         .unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION))
 }
 
-pub(super) async fn post(
-    door: &FrontDoor,
-    headers: &HeaderMap,
-    body: Value,
-    socket: TcpStream,
-) -> Response<Body> {
+pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> Response<Body> {
     let session = match named_session(door, headers) {
         Named::Refusal(response) => return response,
         Named::Live(session) => Some(session),
@@ -107,7 +101,7 @@ pub(super) async fn post(
         }
         Value::Array(elements) => {
             let messages = elements.into_iter().map(jsonrpc::parse_message).collect();
-            batch(door, session, revision, messages, socket).await
+            batch(door, session, revision, messages).await
         }
         single => match jsonrpc::parse_message(single) {
             Err(rejection) => json_response(StatusCode::BAD_REQUEST, &rejection.to_value()),
@@ -119,7 +113,7 @@ pub(super) async fn post(
                 let client = serving_client(door, session.as_ref(), revision, &mut exchange);
                 let cancel = exchange.start(&door.gateway, &client, request);
                 if session.is_none() {
-                    exchange.cancel_on_disconnect(cancel, &socket);
+                    exchange.cancel_on_disconnect(cancel);
                 }
                 exchange
                     .reply(false, |_| StatusCode::OK, door.options.sse_keep_alive)
@@ -250,7 +244,6 @@ async fn batch(
     session: Option<Arc<Session>>,
     revision: Revision,
     messages: Vec<Result<Message, Box<jsonrpc::Response>>>,
-    socket: TcpStream,
 ) -> Response<Body> {
     let mut exchange = Exchange::new();
     let client = serving_client(door, session.as_ref(), revision, &mut exchange);
@@ -267,7 +260,7 @@ async fn batch(
             Ok(Message::Request(request)) => {
                 let cancel = exchange.start(&door.gateway, &client, request);
                 if session.is_none() {
-                    exchange.cancel_on_disconnect(cancel, &socket);
+                    exchange.cancel_on_disconnect(cancel);
                 }
             }
             Ok(Message::Notification(notification)) => {

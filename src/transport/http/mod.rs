@@ -3,9 +3,9 @@
 //!
 //! The connection machinery here knows nothing of MCP: it checks the `Origin` ([`origin`]),
 //! bounds and reads the body, decides which era wrote it, and hands it to the era's handler
-//! ([`modern`]); statuses come from [`status`]. Each request is watched for its client vanishing
-//! (a one-byte `peek` on a clone of the socket, which consumes nothing), because for a modern
-//! request closing the stream *is* the cancellation.
+//! ([`modern`]); statuses come from [`status`]. For a modern request closing the stream *is* the
+//! cancellation: hyper keeps reading while it answers, notices the client closing, and drops the
+//! request's exchange, whose guard cancels it ([`exchange`]).
 
 mod exchange;
 mod legacy;
@@ -177,7 +177,6 @@ async fn serve_connection(
     shutdown: Cancel,
     admitted: Option<Held>,
 ) {
-    let socket = stream.clone();
     let HttpOptions {
         read_timeout,
         max_headers,
@@ -186,12 +185,12 @@ async fn serve_connection(
     } = door.options;
     let over_capacity = admitted.is_none();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        let (door, socket) = (Arc::clone(&door), socket.clone());
+        let door = Arc::clone(&door);
         async move {
             Ok::<_, Infallible>(if over_capacity {
                 door.too_many_connections()
             } else {
-                door.respond(request, socket).await
+                door.respond(request).await
             })
         }
     });
@@ -250,7 +249,7 @@ impl FrontDoor {
         refusal
     }
 
-    async fn respond(&self, request: Request<Incoming>, socket: TcpStream) -> Response<Body> {
+    async fn respond(&self, request: Request<Incoming>) -> Response<Body> {
         if request.uri().path() != "/mcp" {
             return plain(StatusCode::NOT_FOUND, "mcpx serves MCP at /mcp\n");
         }
@@ -278,7 +277,7 @@ impl FrontDoor {
             );
         }
         match *request.method() {
-            Method::POST => self.post(request, socket).await,
+            Method::POST => self.post(request).await,
             Method::GET => legacy::get(self, request.headers()).await,
             Method::DELETE => legacy::delete(self, request.headers()),
             _ => legacy::method_not_allowed(
@@ -287,7 +286,7 @@ impl FrontDoor {
         }
     }
 
-    async fn post(&self, request: Request<Incoming>, socket: TcpStream) -> Response<Body> {
+    async fn post(&self, request: Request<Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let limit = self.options.max_message_bytes;
         let declared = parts
@@ -333,9 +332,9 @@ impl FrontDoor {
             }
         };
         if is_modern(&parts.headers, &body) {
-            modern::post(self, &parts.headers, body, socket).await
+            modern::post(self, &parts.headers, body).await
         } else {
-            legacy::post(self, &parts.headers, body, socket).await
+            legacy::post(self, &parts.headers, body).await
         }
     }
 }
@@ -407,15 +406,4 @@ fn accepted() -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::new()).boxed());
     *response.status_mut() = StatusCode::ACCEPTED;
     response
-}
-
-/// Fires `cancel` when the client closes its end of the connection.
-async fn watch_disconnect(socket: TcpStream, cancel: Cancel) {
-    let mut byte = [0u8; 1];
-    match socket.peek(&mut byte).await {
-        Ok(0) | Err(_) => cancel.cancel(),
-        // The client is sending more (a pipelined request): it is there, and nothing more can
-        // be learned without consuming its bytes.
-        Ok(_) => {}
-    }
 }

@@ -11,17 +11,11 @@ use crate::mcpheaders;
 use crate::protocol::envelope;
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
-use smol::net::TcpStream;
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 
-pub(super) async fn post(
-    door: &FrontDoor,
-    headers: &HeaderMap,
-    body: Value,
-    socket: TcpStream,
-) -> Response<Body> {
+pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> Response<Body> {
     if body.is_array() {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -47,7 +41,7 @@ pub(super) async fn post(
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
                 return json_response(status::modern_status(&refusal), &refusal.to_value());
             }
-            run(door, request, socket).await
+            run(door, request).await
         }
         // No header is required on a notification, but any it sends must agree with it.
         Message::Notification(notification) => match check_notification_headers(headers, &notification) {
@@ -177,10 +171,10 @@ fn check_notification_headers(
 }
 
 /// Runs a request under the lifetime of its HTTP exchange: closing the stream cancels it.
-async fn run(door: &FrontDoor, request: Request, socket: TcpStream) -> Response<Body> {
+async fn run(door: &FrontDoor, request: Request) -> Response<Body> {
     let mut exchange = Exchange::new();
     let cancel = exchange.start(&door.gateway, &door.modern, request);
-    exchange.cancel_on_disconnect(cancel, &socket);
+    exchange.cancel_on_disconnect(cancel);
     exchange
         .reply(false, status::modern_status, door.options.sse_keep_alive)
         .await
