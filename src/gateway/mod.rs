@@ -35,6 +35,7 @@ use rounds::{Rounds, UpstreamCall};
 use serde_json::{json, Map, Value};
 use smol::lock::OnceCell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -211,43 +212,48 @@ impl Gateway {
         Response::result(request.id.clone(), result)
     }
 
-    /// Starts a request under its own cancellation, entered in the registry: the task yields
-    /// its response, or `None` once it was cancelled (then nothing may be written for it). Its
-    /// request-scoped messages go to `outbound`.
-    pub fn start_request(
+    /// Begins a request under its own cancellation, entered in the registry at once (so that a
+    /// cancellation can name it before it runs); the caller runs the returned future, in a task
+    /// of its own, which yields the response, or `None` once it was cancelled (then nothing may
+    /// be written for it). Its request-scoped messages go to `outbound`.
+    pub fn begin_request(
         self: &Arc<Self>,
         client: &Arc<Client>,
         request: Request,
         outbound: Sender<Outbound>,
-    ) -> (Cancel, smol::Task<Option<Response>>) {
+    ) -> (
+        Cancel,
+        impl Future<Output = Option<Response>> + Send + 'static,
+    ) {
         let cancel = Cancel::new();
-        let place = match client.admit() {
-            Ok(place) => place,
-            Err(refusal) => {
-                let refused = Response::error(Some(request.id), refusal);
-                return (cancel, smol::spawn(async move { Some(refused) }));
-            }
-        };
-        let params = request.params.as_ref();
-        let target = params
-            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let guard = self.registry.begin(
-            client.session,
-            request.id.clone(),
-            &request.method,
-            target,
-            cancel.clone(),
-        );
-        let context = RequestContext {
-            cancel: cancel.clone(),
-            outbound,
-            progress_seen: guard.progress_counter(),
-        };
+        let admitted = client.admit().map(|place| {
+            let target = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let guard = self.registry.begin(
+                client.session,
+                request.id.clone(),
+                &request.method,
+                target,
+                cancel.clone(),
+            );
+            (place, guard)
+        });
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
-        let task = smol::spawn(async move {
-            let _place = place;
+        let context_cancel = cancel.clone();
+        let run = async move {
+            let (_place, guard) = match admitted {
+                Ok(admitted) => admitted,
+                Err(refusal) => return Some(Response::error(Some(request.id), refusal)),
+            };
+            let context = RequestContext {
+                cancel: context_cancel,
+                outbound,
+                progress_seen: guard.progress_counter(),
+            };
             let cancel = &context.cancel;
             let response = cancel
                 .run(gateway.handle(&client, request, &context))
@@ -259,8 +265,8 @@ impl Gateway {
                 Outcome::Cancelled
             });
             response
-        });
-        (cancel, task)
+        };
+        (cancel, run)
     }
 
     /// Answers one request (not `initialize`, which transports run in line through

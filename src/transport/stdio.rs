@@ -19,6 +19,7 @@ use smol::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
 };
 use smol::Task;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -131,10 +132,10 @@ impl Connection {
                 self.send(&self.gateway.initialize(&self.client, &request))
             }
             Ok(Frame::Single(Message::Request(request))) => {
-                let task = self.start(request);
+                let run = self.start(request);
                 let frames = self.frames.clone();
                 smol::spawn(async move {
-                    if let Some(response) = task.await {
+                    if let Some(response) = run.await {
                         let _ = frames.send(response.to_value()).await;
                     }
                 })
@@ -168,17 +169,17 @@ impl Connection {
         }
     }
 
-    /// Starts a request under its own cancellation; the task yields its response, or `None` if
-    /// it was cancelled (then nothing may be written for it).
-    fn start(&self, request: Request) -> Task<Option<Response>> {
-        let (_, task) = self
+    /// Begins a request under its own cancellation; the future (run in a task of the caller's)
+    /// yields its response, or `None` if it was cancelled (then nothing may be written for it).
+    fn start(&self, request: Request) -> impl Future<Output = Option<Response>> + Send + 'static {
+        let (_, run) = self
             .gateway
-            .start_request(&self.client, request, self.outbound.clone());
+            .begin_request(&self.client, request, self.outbound.clone());
         let alive = self.alive.clone();
-        smol::spawn(async move {
+        async move {
             let _alive = alive;
-            task.await
-        })
+            run.await
+        }
     }
 
     /// Batches exist only in 2025-03-26: the connection's negotiated revision decides, or
@@ -213,7 +214,7 @@ impl Connection {
                     );
                     replies.push(smol::spawn(async move { Some(refusal) }));
                 }
-                Ok(Message::Request(request)) => replies.push(self.start(request)),
+                Ok(Message::Request(request)) => replies.push(smol::spawn(self.start(request))),
             }
         }
         let frames = self.frames.clone();

@@ -51,10 +51,10 @@ impl Exchange {
         request: Request,
     ) -> Cancel {
         let place = self.next_place();
-        let (cancel, task) = gateway.start_request(client, request, self.outbound_tx.clone());
+        let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone());
         let answers = self.answers_tx.clone();
         smol::spawn(async move {
-            let _ = answers.send((place, task.await)).await;
+            let _ = answers.send((place, run.await)).await;
         })
         .detach();
         cancel
