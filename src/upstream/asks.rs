@@ -98,15 +98,6 @@ impl Askers {
         self.lock().retain(|(call, _)| *call != id);
     }
 
-    /// Where asks made during the call `id` go.
-    pub fn of(&self, id: i64) -> Option<Sender<Ask>> {
-        let askers = self.lock();
-        askers
-            .iter()
-            .find(|(call, _)| *call == id)
-            .map(|(_, s)| s.clone())
-    }
-
     /// Where an ask tied to no call goes: stdio (and a legacy GET stream) cannot say which call a
     /// server request belongs to, so it goes to the newest call still in flight, which is the
     /// one a server asking "before it can go on" is most likely working on.
