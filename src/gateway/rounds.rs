@@ -89,8 +89,8 @@ pub struct Rounds {
 
 /// An upstream call waiting for the client's input.
 struct Parked {
-    /// The upstream call, running on its own; `None` once it finished.
-    call: Option<smol::Task<Result<Value, ErrorObject>>>,
+    /// The upstream call; `None` once it finished.
+    call: Option<Running>,
     /// Cancels the upstream call.
     cancel: Cancel,
     /// The server's further questions.
@@ -115,11 +115,46 @@ impl std::fmt::Debug for Parked {
 
 impl Drop for Parked {
     /// However a parked call is let go (expired, cancelled, superseded), the upstream is told:
-    /// the task runs on to send its cancellation rather than being dropped mid-call.
+    /// the call runs on to send its cancellation rather than being dropped mid-call.
     fn drop(&mut self) {
         self.cancel.cancel();
-        if let Some(call) = self.call.take() {
-            call.detach();
+        match self.call.take() {
+            Some(Running::Here(call)) => smol::spawn(call).detach(),
+            Some(Running::Away(task)) => task.detach(),
+            None => {}
+        }
+    }
+}
+
+type Reply = Result<Value, ErrorObject>;
+
+/// Where an upstream call runs: in the client request's own task while that waits on it (no
+/// task of its own on the hot path), in a task of its own once it is parked between rounds.
+enum Running {
+    Here(std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>),
+    Away(smol::Task<Reply>),
+}
+
+impl Running {
+    /// Lets the call run on without the request that was driving it.
+    fn detach_from_request(self) -> Running {
+        match self {
+            Running::Here(call) => Running::Away(smol::spawn(call)),
+            away => away,
+        }
+    }
+}
+
+impl Future for Running {
+    type Output = Reply;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Reply> {
+        match &mut *self {
+            Running::Here(call) => call.as_mut().poll(cx),
+            Running::Away(task) => std::pin::Pin::new(task).poll(cx),
         }
     }
 }
@@ -163,9 +198,9 @@ impl Rounds {
     ) -> Result<Value, ErrorObject> {
         let cancel = Cancel::new();
         let (asks_tx, asks) = async_channel::unbounded();
-        let task = smol::spawn(call.run(cancel.clone(), asks_tx));
+        let running = Running::Here(Box::pin(call.run(cancel.clone(), asks_tx)));
         let parked = Parked {
-            call: Some(task),
+            call: Some(running),
             cancel,
             asks,
             open: BTreeMap::new(),
@@ -310,7 +345,8 @@ impl Rounds {
     }
 
     /// Parks a call whose questions are open; the `InputRequiredResult` that asks them.
-    fn park(self: &Arc<Self>, parked: Parked) -> Result<Value, ErrorObject> {
+    fn park(self: &Arc<Self>, mut parked: Parked) -> Result<Value, ErrorObject> {
+        parked.call = parked.call.take().map(Running::detach_from_request);
         let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let state = signer.sign(&Claims {
