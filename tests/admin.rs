@@ -360,16 +360,9 @@ mod every_revision {
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap();
-            let deadline = Instant::now() + PATIENCE;
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break status;
-                }
-                if Instant::now() > deadline {
-                    child.kill().unwrap();
-                    panic!("the daemon kept running without its admin socket");
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            let Some(status) = wait_exit(&mut child, PATIENCE) else {
+                child.kill().unwrap();
+                panic!("the daemon kept running without its admin socket");
             };
             assert!(!status.success());
             let mut stderr = String::new();

@@ -76,7 +76,6 @@ mod packaging {
     pub mod daemon {
         use super::super::*;
         use std::os::unix::net::UnixDatagram;
-        use std::time::Duration;
 
         /// As systemd runs the unit: a notify socket in the environment; READY=1 arrives once the
         /// daemon accepts connections, STOPPING=1 and a clean exit follow SIGTERM.
@@ -110,17 +109,7 @@ mod packaging {
                 .unwrap();
             let n = socket.recv(&mut message).expect("no STOPPING=1 arrived");
             assert!(String::from_utf8_lossy(&message[..n]).contains("STOPPING=1"));
-            let deadline = std::time::Instant::now() + PATIENCE;
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break status;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the daemon did not stop"
-                );
-                std::thread::sleep(Duration::from_millis(10));
-            };
+            let status = wait_exit(&mut child, PATIENCE).expect("the daemon did not stop");
             assert!(status.success());
         }
     }

@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
 
 /// A running `mcpx daemon` on a free loopback port.
 pub struct Daemon {
@@ -95,15 +94,9 @@ impl Daemon {
             .args([&format!("-{signal}"), &self.child.id().to_string()])
             .status()
             .unwrap();
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                self.log.finish();
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
+        let status = super::wait_exit(&mut self.child, PATIENCE)?;
+        self.log.finish();
+        Some(status)
     }
 
     /// POSTs `body` to /mcp with exactly these headers (plus Host, Content-Length, Connection).
