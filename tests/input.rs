@@ -123,6 +123,31 @@ fn rounds(
     (seen, response)
 }
 
+mod v2025_03_26 {
+    mod http {
+        use super::super::*;
+
+        /// A batch may carry responses: each is delivered to the question waiting for it, and a
+        /// batch of only responses is 202.
+        #[test]
+        fn a_response_in_a_batch_answers_the_question_it_names() {
+            let d = Daemon::start(&upstream(false, ""), "");
+            let session = initialize_session(&d, "2025-03-26", json!({"roots": {}}));
+            let (mut events, _) = call_in_session(&d, &session, "fixture__roots");
+            let question = events.next_event().expect("no question on the stream");
+            assert_eq!(question["method"], "roots/list");
+            let roots = json!({"roots": [{"uri": "file:///batch", "name": "batch"}]});
+            let batch = json!([{"jsonrpc": "2.0", "id": question["id"], "result": roots}]);
+            assert_eq!(
+                post(&d, Some(&session), Some("2025-03-26"), &batch).status,
+                202
+            );
+            let response = events.next_event().expect("no result on the stream");
+            assert_eq!(text_of(&response), "roots: file:///batch");
+        }
+    }
+}
+
 mod v2025_11_25 {
     mod stdio {
         use super::super::*;

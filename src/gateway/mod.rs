@@ -479,12 +479,17 @@ impl Gateway {
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let target = original
-            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let capabilities = match revision.era() {
+        // Only what a call needs is worked out: a legacy call to a legacy upstream needs neither.
+        let target = || {
+            original
+                .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        // What the client can answer: declared per request in the modern era, at `initialize`
+        // in the legacy one.
+        let capabilities = || match revision.era() {
             Era::Modern => original
                 .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
                 .cloned()
@@ -494,7 +499,7 @@ impl Gateway {
         if revision.era() == Era::Modern && rounds::carries_own_state(original) {
             return self
                 .rounds
-                .resume(method, &target, original, &capabilities, ctx)
+                .resume(method, &target(), original, &capabilities(), ctx)
                 .await;
         }
         let (upstream, connection) = self.connection(owner)?;
@@ -510,7 +515,7 @@ impl Gateway {
         })?;
         if upstream.is_modern() {
             // A modern upstream asks only for what the client can give.
-            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities.clone();
+            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities();
         }
         let progress = original
             .and_then(|p| p.get("_meta"))
@@ -532,7 +537,7 @@ impl Gateway {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
             Era::Modern => {
                 self.rounds
-                    .start(call, method, target, &capabilities, ctx)
+                    .start(call, method, target(), &capabilities(), ctx)
                     .await
             }
         }
