@@ -91,7 +91,7 @@ pub struct UpstreamView {
     pub prompts: usize,
     /// Catalog sizes.
     pub resources: usize,
-    /// How often it was restarted.
+    /// How often mcpx started it again (after a crash, or when asked), served or not.
     pub restarts: u64,
 }
 

@@ -125,6 +125,7 @@ pub(super) struct Upstream {
     pub(super) listing: Mutex<Listing>,
     /// Counts starts; an event from an older start is about a process that is gone.
     generation: AtomicU64,
+    /// Counts starts after the first (after a crash, or asked for), whether they served or not.
     restarts: AtomicU64,
     backoff: Mutex<Backoff>,
     /// Fired when the upstream is removed by a reload: supervision stops reviving it.
@@ -495,8 +496,8 @@ impl Gateway {
                     return;
                 }
                 let previous = lock(&upstream.listing).clone();
+                upstream.restarts.fetch_add(1, Ordering::Relaxed);
                 if self.start_upstream(&upstream).await {
-                    upstream.restarts.fetch_add(1, Ordering::Relaxed);
                     let kinds = previous.differences(&lock(&upstream.listing));
                     self.publish_catalog(&upstream, previous, &kinds);
                     return;
@@ -523,7 +524,12 @@ impl Gateway {
                 "that upstream was removed from the configuration",
             )
         })?;
-        let connection = lock(&upstream.connection).clone().filter(|c| c.is_alive());
+        // Installed before its handshake (so a stop can reach it), but nobody else's request
+        // goes to a server before it has been initialized and listed.
+        let ready = *lock(&upstream.state) == UpstreamState::Ready;
+        let connection = lock(&upstream.connection)
+            .clone()
+            .filter(|c| ready && c.is_alive());
         match connection {
             Some(connection) => Ok((upstream, connection)),
             None => Err(ErrorObject::new(
@@ -568,8 +574,8 @@ impl Gateway {
             old.shutdown(STOP_GRACE).await;
         }
         let previous = lock(&upstream.listing).clone();
-        self.start_upstream(&upstream).await;
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
+        self.start_upstream(&upstream).await;
         let kinds = previous.differences(&lock(&upstream.listing));
         self.publish_catalog(&upstream, previous, &kinds);
         Ok(format!(
