@@ -50,11 +50,14 @@ pub fn run(cli: Cli) -> ExitCode {
         path.map(|p| p.display().to_string()),
         std::env::current_exe().ok(),
     );
-    let outcome = smol::block_on(async {
+    // The work runs on the executor's threads and this one only waits (`future::block_on` parks
+    // it without driving the reactor): were it to hold the reactor, as `smol::block_on` does,
+    // every socket event would wake a worker from here, one cross-thread hop per event.
+    let outcome = smol::future::block_on(smol::spawn(async move {
         let outcome = execute(cli.command, &config, Arc::clone(&gateway)).await;
         gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
         outcome
-    });
+    }));
     match outcome {
         Ok(code) => code,
         Err(message) => {

@@ -27,7 +27,8 @@ use hyper::client::conn::http1::SendRequest;
 use serde_json::{json, Value};
 use smol::net::TcpStream;
 use std::collections::HashMap;
-use std::pin::Pin;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 type Reply = Result<Value, ErrorObject>;
 type Sender1 = SendRequest<Full<Bytes>>;
+type Driver = hyper::client::conn::http1::Connection<smol_hyper::rt::FuturesIo<Io>, Full<Bytes>>;
 
 /// How long connecting and the handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -113,7 +115,7 @@ pub struct HttpUpstream {
     era: Mutex<Era>,
     era_choice: UpstreamEra,
     session: Mutex<Option<String>>,
-    pool: Mutex<Vec<Sender1>>,
+    pool: Mutex<Vec<Link>>,
     next_id: AtomicI64,
     timeout: Duration,
     events: Sender<Event>,
@@ -417,12 +419,8 @@ impl HttpUpstream {
                 HeaderValue::try_from(session).map_err(|e| e.to_string())?,
             );
         }
-        let mut sender = self.sender().await?;
         let request = self.build(Method::POST, message.to_string(), headers)?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| format!("the request failed: {e}"))?;
+        let (mut link, response) = self.send(request).await?;
         let status = response.status();
         if let Some(session) = response
             .headers()
@@ -438,7 +436,7 @@ impl HttpUpstream {
             .is_some_and(|v| v.starts_with("text/event-stream"));
         let mut body = response.into_body();
         if status == StatusCode::ACCEPTED {
-            self.recycle(sender);
+            self.recycle(link);
             return Ok(Answer::Accepted);
         }
         if status == StatusCode::NOT_FOUND
@@ -452,12 +450,12 @@ impl HttpUpstream {
             return Ok(Answer::SessionGone);
         }
         if !is_stream {
-            let bytes = Limited::new(body, MAX_UPSTREAM_MESSAGE)
-                .collect()
+            let bytes = link
+                .drive(async |_| Limited::new(body, MAX_UPSTREAM_MESSAGE).collect().await)
                 .await
                 .map_err(|e| format!("reading the response failed: {e}"))?
                 .to_bytes();
-            self.recycle(sender);
+            self.recycle(link);
             let value: Value = serde_json::from_slice(&bytes)
                 .map_err(|_| format!("HTTP {status} with a body that is not JSON-RPC"))?;
             let messages = match value {
@@ -471,25 +469,54 @@ impl HttpUpstream {
             }
             return Err(format!("HTTP {status} without the answer to request {id}"));
         }
-        let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
-            for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event) {
-                    if let Some(reply) = self.receive(message, id, caller) {
-                        // The stream ends with the answer; the connection may serve again.
-                        self.recycle(sender);
-                        return Ok(Answer::Reply(reply));
+        let reply = link
+            .drive(async |_| {
+                let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
+                while let Some(frame) = body.frame().await {
+                    let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    for event in events.push(&data).map_err(|e| e.to_string())? {
+                        if let Ok(message) = serde_json::from_str::<Value>(&event) {
+                            if let Some(reply) = self.receive(message, id, caller) {
+                                return Ok(reply);
+                            }
+                        }
                     }
                 }
+                Err(format!(
+                    "the event stream ended without the answer to request {id}"
+                ))
+            })
+            .await?;
+        // The stream ends with the answer; the connection may serve again.
+        self.recycle(link);
+        Ok(Answer::Reply(reply))
+    }
+
+    /// Sends `request` on a ready connection. One the server closed while it idled in the pool
+    /// gives the request back unsent, and it goes again on a new connection.
+    async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<(Link, http::Response<hyper::body::Incoming>), String> {
+        let mut link = self.link().await?;
+        let mut sending = link
+            .drive(async |sender| sender.try_send_request(request).await)
+            .await;
+        if let Err(returned) = &mut sending {
+            if let Some(request) = returned.take_message() {
+                link = connect(&self.uri).await?;
+                sending = link
+                    .drive(async |sender| sender.try_send_request(request).await)
+                    .await;
             }
         }
-        Err(format!(
-            "the event stream ended without the answer to request {id}"
-        ))
+        match sending {
+            Ok(response) => Ok((link, response)),
+            Err(e) => Err(format!("the request failed: {}", e.into_error())),
+        }
     }
 
     /// Handles one message from the server on the stream of the call `id` (0 for the session's
@@ -663,7 +690,7 @@ impl HttpUpstream {
             http::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        let mut sender = connect(&self.uri).await?;
+        let mut sender = connect(&self.uri).await?.detach();
         let mut request = self.build(Method::GET, String::new(), headers)?;
         request.headers_mut().remove(http::header::CONTENT_TYPE);
         let response = sender
@@ -706,27 +733,26 @@ impl HttpUpstream {
     }
 
     /// A ready connection from the pool, or a new one.
-    async fn sender(&self) -> Result<Sender1, String> {
+    async fn link(&self) -> Result<Link, String> {
         loop {
             let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match pooled {
-                Some(mut sender) if !sender.is_closed() => {
-                    if sender.ready().await.is_ok() {
-                        return Ok(sender);
+                Some(mut link) => {
+                    if link.ready().await {
+                        return Ok(link);
                     }
                 }
-                Some(_) => {}
                 None => return connect(&self.uri).await,
             }
         }
     }
 
-    fn recycle(&self, sender: Sender1) {
-        if !sender.is_closed() {
+    fn recycle(&self, link: Link) {
+        if link.is_open() {
             self.pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(sender);
+                .push(link);
         }
     }
 
@@ -743,7 +769,7 @@ impl HttpUpstream {
                 headers.insert("mcp-session-id", value);
             }
             let delete = async {
-                let mut sender = connect(&self.uri).await?;
+                let mut sender = connect(&self.uri).await?.detach();
                 let request = self.build(Method::DELETE, String::new(), headers)?;
                 sender
                     .send_request(request)
@@ -788,7 +814,7 @@ impl Detached {
                 HeaderValue::try_from(session.as_str()).map_err(|e| e.to_string())?,
             );
         }
-        let mut sender = connect(&self.uri).await?;
+        let mut sender = connect(&self.uri).await?.detach();
         let request = build_request(
             &self.uri,
             &self.headers,
@@ -830,8 +856,60 @@ fn build_request(
     Ok(request)
 }
 
-/// Opens an HTTP/1.1 connection (TLS for https) and drives it on the executor.
-async fn connect(uri: &Uri) -> Result<Sender1, String> {
+/// One kept-alive HTTP/1.1 connection, driven by the task whose request it carries and unpolled
+/// while it idles in the pool. hyper's usual design drives each connection in a task of its own,
+/// which hands every request, response and body frame across tasks (and, on a busy machine,
+/// threads): that cost most of the remote hop's latency.
+struct Link {
+    sender: Sender1,
+    /// `None` once the connection ended.
+    driver: Option<Driver>,
+}
+
+impl Link {
+    /// Runs `work` (given the link's sender) while driving the connection in this same task.
+    async fn drive<T>(&mut self, work: impl AsyncFnOnce(&mut Sender1) -> T) -> T {
+        let Link { sender, driver } = self;
+        let mut work = pin!(work(sender));
+        poll_fn(move |cx| loop {
+            if let Poll::Ready(out) = work.as_mut().poll(cx) {
+                return Poll::Ready(out);
+            }
+            match driver.as_mut().map(|d| Pin::new(d).poll(cx)) {
+                // The connection ended: the work hears of it when polled again.
+                Some(Poll::Ready(_)) => *driver = None,
+                _ => return Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// Whether it can carry a request (the server may have closed it while it idled).
+    async fn ready(&mut self) -> bool {
+        self.is_open()
+            && self
+                .drive(async |sender| sender.ready().await.is_ok())
+                .await
+    }
+
+    fn is_open(&self) -> bool {
+        self.driver.is_some() && !self.sender.is_closed()
+    }
+
+    /// Hands the connection to a task of its own: for a long stream, or a one-off request.
+    fn detach(self) -> Sender1 {
+        if let Some(driver) = self.driver {
+            smol::spawn(async move {
+                let _ = driver.await;
+            })
+            .detach();
+        }
+        self.sender
+    }
+}
+
+/// Opens an HTTP/1.1 connection (TLS for https).
+async fn connect(uri: &Uri) -> Result<Link, String> {
     let host = uri
         .host()
         .unwrap_or_default()
@@ -856,15 +934,14 @@ async fn connect(uri: &Uri) -> Result<Sender1, String> {
         } else {
             Io::Plain(tcp)
         };
-        let (sender, connection) =
+        let (sender, driver) =
             hyper::client::conn::http1::handshake(smol_hyper::rt::FuturesIo::new(io))
                 .await
                 .map_err(|e| format!("HTTP with {host}: {e}"))?;
-        smol::spawn(async move {
-            let _ = connection.await;
+        Ok(Link {
+            sender,
+            driver: Some(driver),
         })
-        .detach();
-        Ok(sender)
     };
     smol::future::or(connecting, async {
         smol::Timer::after(CONNECT_TIMEOUT).await;

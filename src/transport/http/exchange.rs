@@ -13,16 +13,24 @@ use crate::jsonrpc::{Outbound, Request, Response};
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+
+type Answer = (usize, Option<Response>);
+type Run = Pin<Box<dyn Future<Output = Option<Response>> + Send>>;
 
 /// What a POST's answers need while they are being produced.
 pub(super) struct Exchange {
     outbound_tx: Sender<Outbound>,
     outbound: Receiver<Outbound>,
     /// Each answer with its request's place in the POST, so a JSON array keeps the batch's order.
-    answers_tx: Sender<(usize, Option<Response>)>,
-    answers: Receiver<(usize, Option<Response>)>,
+    answers_tx: Sender<Answer>,
+    answers: Receiver<Answer>,
+    /// The POST's first request, run in the POST's own task: most POSTs carry one request, and
+    /// its answer then needs no task or channel of its own.
+    inline: Inline,
     expected: usize,
     /// Held until the last byte is written or the client is gone, then dropped: disconnect
     /// watchers, cancel-on-drop guards, a sessionless request's client.
@@ -38,6 +46,7 @@ impl Exchange {
             outbound,
             answers_tx,
             answers,
+            inline: Inline::default(),
             expected: 0,
             lifetime: Vec::new(),
         }
@@ -52,11 +61,18 @@ impl Exchange {
     ) -> Cancel {
         let place = self.next_place();
         let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone());
-        let answers = self.answers_tx.clone();
-        smol::spawn(async move {
-            let _ = answers.send((place, run.await)).await;
-        })
-        .detach();
+        if place == 0 {
+            self.inline = Inline {
+                run: Some(Box::pin(run)),
+                answers: Some(self.answers_tx.clone()),
+            };
+        } else {
+            let answers = self.answers_tx.clone();
+            smol::spawn(async move {
+                let _ = answers.send((place, run.await)).await;
+            })
+            .detach();
+        }
         cancel
     }
 
@@ -103,6 +119,7 @@ impl Exchange {
             outbound,
             answers_tx,
             answers,
+            mut inline,
             expected,
             lifetime,
         } = self;
@@ -115,7 +132,7 @@ impl Exchange {
             }
             // Other messages are polled first: one queued before an answer must precede it.
             let next = smol::future::or(async { Err(next_message(&outbound).await) }, async {
-                Ok(next_answer(&answers).await)
+                Ok(next_answer(&mut inline, &answers).await)
             })
             .await;
             match next {
@@ -158,10 +175,13 @@ impl Exchange {
             while delivered < expected {
                 let next = smol::future::or(
                     async { Some(Err(next_message(&outbound).await)) },
-                    smol::future::or(async { Some(Ok(next_answer(&answers).await)) }, async {
-                        smol::Timer::after(keep_alive).await;
-                        None
-                    }),
+                    smol::future::or(
+                        async { Some(Ok(next_answer(&mut inline, &answers).await)) },
+                        async {
+                            smol::Timer::after(keep_alive).await;
+                            None
+                        },
+                    ),
                 )
                 .await;
                 let written = match next {
@@ -196,7 +216,41 @@ async fn next_message(outbound: &Receiver<Outbound>) -> Outbound {
     }
 }
 
-/// The next finished request's answer (`None` when it was cancelled, or every sender is gone).
-async fn next_answer(answers: &Receiver<(usize, Option<Response>)>) -> (usize, Option<Response>) {
-    answers.recv().await.unwrap_or((usize::MAX, None))
+/// The next finished request's answer (`None` when it was cancelled, or every sender is gone):
+/// the inline request's, run here meanwhile, or another's from the channel.
+async fn next_answer(inline: &mut Inline, answers: &Receiver<Answer>) -> Answer {
+    let from_others = async { answers.recv().await.unwrap_or((usize::MAX, None)) };
+    let Some(run) = inline.run.as_mut() else {
+        return from_others.await;
+    };
+    let first = smol::future::or(async { Ok(run.await) }, async { Err(from_others.await) }).await;
+    match first {
+        Ok(answer) => {
+            // Finished: nothing is left for its drop to carry on.
+            inline.run = None;
+            inline.answers = None;
+            (0, answer)
+        }
+        Err(other) => other,
+    }
+}
+
+/// The request run in the POST's own task. Should the POST's task stop waiting for it (the
+/// answer becomes an event stream, or the client is gone), it finishes in a task of its own, and
+/// its answer goes where the others' go.
+#[derive(Default)]
+struct Inline {
+    run: Option<Run>,
+    answers: Option<Sender<Answer>>,
+}
+
+impl Drop for Inline {
+    fn drop(&mut self) {
+        if let (Some(run), Some(answers)) = (self.run.take(), self.answers.take()) {
+            smol::spawn(async move {
+                let _ = answers.send((0, run.await)).await;
+            })
+            .detach();
+        }
+    }
 }
