@@ -144,6 +144,32 @@ mod every_revision {
         }
 
         #[test]
+        fn a_pooled_connection_the_remote_server_closed_is_replaced_not_failed() {
+            for era in ["legacy", "2026-07-28"] {
+                // The remote daemon closes a kept-alive connection that idles past its
+                // readTimeout, as servers and proxies in front of them do.
+                let remote = Daemon::start(&fixture_config(""), "readTimeout = \"200ms\"");
+                let mut mcpx = Serve::start(&format!(
+                    "[servers.remote]\nurl = \"http://{}/mcp\"\nera = \"{era}\"\n",
+                    remote.addr
+                ));
+                mcpx.initialize("2025-11-25");
+                for (id, text) in [(1, "before"), (2, "after"), (3, "again")] {
+                    let reply = mcpx.call(
+                        id,
+                        "tools/call",
+                        json!({"name": "remote__fixture__echo", "arguments": {"text": text}}),
+                    );
+                    assert_eq!(
+                        reply["result"]["content"][0]["text"], text,
+                        "{era}: {reply}"
+                    );
+                    std::thread::sleep(Duration::from_millis(600));
+                }
+            }
+        }
+
+        #[test]
         fn cancelling_reaches_the_remote_servers_upstream_in_both_eras() {
             for era in ["legacy", "2026-07-28"] {
                 let (remote, mut mcpx) = through_remote(era, "");
