@@ -4,6 +4,7 @@
 //! written straight back (-32700 for unreadable JSON, -32600 for JSON that is not a message, with the
 //! request's id whenever it could be read). Nothing here panics on input.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 use std::fmt;
 
@@ -50,6 +51,15 @@ impl Id {
         match self {
             Id::Number(n) => Value::from(*n),
             Id::String(s) => Value::from(s.clone()),
+        }
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Number(n) => serializer.serialize_i64(*n),
+            Id::String(s) => serializer.serialize_str(s),
         }
     }
 }
@@ -134,6 +144,21 @@ impl Request {
             message["params"] = params.clone();
         }
         message
+    }
+}
+
+/// Written straight out (`serde_json::to_string`), with no intermediate `Value` and no copy of
+/// the params: the form a request to an upstream takes on every call.
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut message = serializer.serialize_map(None)?;
+        message.serialize_entry("jsonrpc", "2.0")?;
+        message.serialize_entry("id", &self.id)?;
+        message.serialize_entry("method", &self.method)?;
+        if let Some(params) = &self.params {
+            message.serialize_entry("params", params)?;
+        }
+        message.end()
     }
 }
 
@@ -343,6 +368,26 @@ mod every_revision {
             assert_eq!(err.id, None);
             assert_eq!(err.error_code(), Some(PARSE_ERROR));
             assert_eq!(err.to_value()["id"], Value::Null);
+        }
+
+        #[test]
+        fn a_request_written_straight_out_is_the_message_it_stands_for() {
+            for (id, params) in [
+                (
+                    Id::Number(7),
+                    Some(json!({"name": "t", "arguments": {"b": 1, "a": [true]}})),
+                ),
+                (Id::String("x\"y".into()), None),
+            ] {
+                let request = Request {
+                    id,
+                    method: "tools/call".into(),
+                    params,
+                };
+                let written: Value =
+                    serde_json::from_str(&serde_json::to_string(&request).unwrap()).unwrap();
+                assert_eq!(written, request.to_value());
+            }
         }
 
         #[test]

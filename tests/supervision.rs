@@ -55,8 +55,9 @@ mod every_revision {
                 json!({"name": "fixture__crash", "arguments": {}}),
             );
             assert_eq!(crashed["error"]["code"], -32603);
+            // At once: not after the upstream's timeout (five minutes), with room for a loaded machine.
             assert!(
-                started.elapsed() < Duration::from_secs(1),
+                started.elapsed() < Duration::from_secs(3),
                 "the caller waited {:?}",
                 started.elapsed()
             );

@@ -238,10 +238,10 @@ impl StdioUpstream {
             return Err(self.gone());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let token = format!("mcpx-{id}");
-        if let Some(sink) = caller.progress {
+        let token = caller.progress.map(|sink| {
             // The server sees a token of mcpx's own, unique across all callers, and its progress
             // goes back under the caller's token.
+            let token = format!("mcpx-{id}");
             let params = params.get_or_insert_with(|| json!({}));
             if let Some(map) = params.as_object_mut() {
                 map.entry("_meta").or_insert_with(|| json!({}))["progressToken"] = json!(token);
@@ -250,7 +250,8 @@ impl StdioUpstream {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(token.clone(), sink);
-        }
+            token
+        });
         if let Some(asks) = caller.asks {
             self.askers.enter(id, asks);
         }
@@ -272,10 +273,12 @@ impl StdioUpstream {
             None
         })
         .await;
-        self.progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&token);
+        if let Some(token) = token {
+            self.progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&token);
+        }
         self.askers.leave(id);
         match reply {
             Some(Ok(reply)) => reply,
@@ -345,12 +348,10 @@ impl StdioUpstream {
     }
 
     fn send(&self, request: &Request) {
-        let mut message =
-            json!({"jsonrpc": "2.0", "id": request.id.to_value(), "method": request.method});
-        if let Some(params) = &request.params {
-            message["params"] = params.clone();
+        if let Ok(mut line) = serde_json::to_string(request) {
+            line.push('\n');
+            let _ = self.lines.try_send(line);
         }
-        let _ = self.lines.try_send(line(&message));
     }
 
     fn gone(&self) -> ErrorObject {
