@@ -5,7 +5,7 @@
 //! request's id whenever it could be read). Nothing here panics on input.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt;
 
 /// Parse error: the bytes are not JSON.
@@ -102,11 +102,7 @@ impl ErrorObject {
 
     /// The error as the JSON object that goes in a response.
     pub fn to_value(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
+        as_value(self)
     }
 
     /// Reads an error object; a malformed one becomes an internal error saying so.
@@ -138,17 +134,13 @@ pub struct Request {
 impl Request {
     /// The request as a JSON-RPC message.
     pub fn to_value(&self) -> Value {
-        let mut message =
-            json!({ "jsonrpc": "2.0", "id": self.id.to_value(), "method": self.method });
-        if let Some(params) = &self.params {
-            message["params"] = params.clone();
-        }
-        message
+        as_value(self)
     }
 }
 
-/// Written straight out (`serde_json::to_string`), with no intermediate `Value` and no copy of
-/// the params: the form a request to an upstream takes on every call.
+/// The messages are written straight out (`serde_json::to_writer`), with no intermediate `Value`
+/// and no copy of their params or result: the form every request to an upstream and every
+/// response to a client takes.
 impl Serialize for Request {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut message = serializer.serialize_map(None)?;
@@ -175,9 +167,15 @@ pub enum Outbound {
 impl Outbound {
     /// The message as JSON-RPC.
     pub fn to_value(&self) -> Value {
+        as_value(self)
+    }
+}
+
+impl Serialize for Outbound {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Outbound::Notification(notification) => notification.to_value(),
-            Outbound::Request(request) => request.to_value(),
+            Outbound::Notification(notification) => notification.serialize(serializer),
+            Outbound::Request(request) => request.serialize(serializer),
         }
     }
 }
@@ -208,11 +206,19 @@ impl Notification {
 
     /// The notification as a JSON-RPC message.
     pub fn to_value(&self) -> Value {
-        let mut message = json!({ "jsonrpc": "2.0", "method": self.method });
+        as_value(self)
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut message = serializer.serialize_map(None)?;
+        message.serialize_entry("jsonrpc", "2.0")?;
+        message.serialize_entry("method", &self.method)?;
         if let Some(params) = &self.params {
-            message["params"] = params.clone();
+            message.serialize_entry("params", params)?;
         }
-        message
+        message.end()
     }
 }
 
@@ -244,17 +250,45 @@ impl Response {
 
     /// The response as a JSON-RPC message.
     pub fn to_value(&self) -> Value {
-        let id = self.id.as_ref().map_or(Value::Null, Id::to_value);
-        match &self.outcome {
-            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-            Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }),
-        }
+        as_value(self)
     }
 
     /// The error code, if this is an error response.
     pub fn error_code(&self) -> Option<i64> {
         self.outcome.as_ref().err().map(|e| e.code)
     }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut message = serializer.serialize_map(None)?;
+        message.serialize_entry("jsonrpc", "2.0")?;
+        message.serialize_entry("id", &self.id)?;
+        match &self.outcome {
+            Ok(result) => message.serialize_entry("result", result)?,
+            Err(error) => message.serialize_entry("error", error)?,
+        }
+        message.end()
+    }
+}
+
+impl Serialize for ErrorObject {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut error = serializer.serialize_map(None)?;
+        error.serialize_entry("code", &self.code)?;
+        error.serialize_entry("message", &self.message)?;
+        if let Some(data) = &self.data {
+            error.serialize_entry("data", data)?;
+        }
+        error.end()
+    }
+}
+
+/// A message as a `Value` tree. The messages serialize themselves (that is their one written
+/// form: a response goes out with no copy of its result); this is for code that inspects them.
+fn as_value(message: &impl Serialize) -> Value {
+    // Serializing into a `Value` fails only for maps with keys that are not strings: none here.
+    serde_json::to_value(message).unwrap_or(Value::Null)
 }
 
 /// One JSON-RPC message of any kind.

@@ -27,7 +27,7 @@ pub(super) async fn for_legacy_client(
 ) -> Result<Value, ErrorObject> {
     for _ in 0..MAX_ROUNDS {
         let result = run_carrying_asks(client, &call, ctx).await?;
-        if result.get("resultType") != Some(&json!("input_required")) {
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
             return Ok(result);
         }
         let responses = ask_each(client, &result, ctx).await?;

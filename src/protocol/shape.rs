@@ -300,7 +300,7 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
     if !result.is_object() {
         result = json!({});
     }
-    let input_required = result.get("resultType") == Some(&json!("input_required"));
+    let input_required = result.get("resultType").and_then(Value::as_str) == Some("input_required");
     match method {
         // Only a modern client is ever given one; its content is the questions, not a result.
         _ if input_required && revision >= V2026_07_28 => {

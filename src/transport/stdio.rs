@@ -14,7 +14,6 @@ use crate::jsonrpc::{
 };
 use crate::protocol::{envelope, Era, Revision};
 use async_channel::{Receiver, Sender};
-use serde_json::Value;
 use smol::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
 };
@@ -47,7 +46,7 @@ pub async fn serve(
     options: StdioOptions,
 ) {
     let (outbound, outbound_rx) = async_channel::unbounded::<Outbound>();
-    let (frames, frames_rx) = async_channel::unbounded::<Value>();
+    let (frames, frames_rx) = async_channel::unbounded::<Written>();
     let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
     let client = gateway.open_client("stdio", outbound.clone());
     // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
@@ -64,7 +63,7 @@ pub async fn serve(
     loop {
         match read_line(&mut input, &mut buf, options.max_message_bytes).await {
             Read::Eof => break,
-            Read::TooLong => connection.send(&Response::error(
+            Read::TooLong => connection.send(Response::error(
                 None,
                 ErrorObject::new(
                     INVALID_REQUEST,
@@ -112,31 +111,31 @@ struct Connection {
     client: Arc<Client>,
     /// Notifications and mcpx's own requests to the client.
     outbound: Sender<Outbound>,
-    frames: Sender<Value>,
+    frames: Sender<Written>,
     alive: Sender<()>,
 }
 
 impl Connection {
-    fn send(&self, response: &Response) {
-        let _ = self.frames.try_send(response.to_value());
+    fn send(&self, response: Response) {
+        let _ = self.frames.try_send(Written::Response(response));
     }
 
     fn receive(&self, line: &[u8]) {
         match jsonrpc::parse_frame(line) {
-            Err(error) => self.send(&error),
+            Err(error) => self.send(*error),
             Ok(Frame::Single(Message::Notification(n))) => self.on_notification(n),
             Ok(Frame::Single(Message::Request(request)))
                 if request.method == "initialize"
                     && envelope::era_of(request.params.as_ref()) == Era::Legacy =>
             {
-                self.send(&self.gateway.initialize(&self.client, &request))
+                self.send(self.gateway.initialize(&self.client, &request))
             }
             Ok(Frame::Single(Message::Request(request))) => {
                 let run = self.start(request);
                 let frames = self.frames.clone();
                 smol::spawn(async move {
                     if let Some(response) = run.await {
-                        let _ = frames.send(response.to_value()).await;
+                        let _ = frames.send(Written::Response(response)).await;
                     }
                 })
                 .detach();
@@ -190,7 +189,7 @@ impl Connection {
             .revision()
             .unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION);
         if !revision.allows_batches() {
-            return self.send(&Response::error(
+            return self.send(Response::error(
                 None,
                 ErrorObject::new(
                     INVALID_REQUEST,
@@ -223,15 +222,28 @@ impl Connection {
             let _alive = alive;
             let mut answers = Vec::new();
             for reply in replies {
-                answers.extend(reply.await.map(|r| r.to_value()));
+                answers.extend(reply.await);
             }
             // A batch of notifications (or of requests all cancelled) gets nothing back.
             if !answers.is_empty() {
-                let _ = frames.send(Value::Array(answers)).await;
+                let _ = frames.send(Written::Batch(answers)).await;
             }
         })
         .detach();
     }
+}
+
+/// One line of output, written straight from the message (a result is never copied into a
+/// `Value` to be sent).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Written {
+    /// A notification, or a request of mcpx's own.
+    Outbound(Outbound),
+    /// The answer to one request.
+    Response(Response),
+    /// The answers to a batch, as one array.
+    Batch(Vec<Response>),
 }
 
 /// Owns the output: one frame per line, notifications (and requests) before any response
@@ -240,14 +252,14 @@ impl Connection {
 async fn write_frames(
     mut output: impl AsyncWrite + Unpin,
     outbound: Receiver<Outbound>,
-    frames: Receiver<Value>,
+    frames: Receiver<Written>,
 ) {
     use smol::stream::StreamExt;
-    let pending = |o: &Receiver<Outbound>, f: &Receiver<Value>| !o.is_empty() || !f.is_empty();
+    let pending = |o: &Receiver<Outbound>, f: &Receiver<Written>| !o.is_empty() || !f.is_empty();
     // `or` polls the notifications first: a request's progress, queued before its response, is
     // written before it.
     let mut outgoing = std::pin::pin!(smol::stream::or(
-        outbound.clone().map(|message| message.to_value()),
+        outbound.clone().map(Written::Outbound),
         frames.clone()
     ));
     let mut batch = Vec::new();

@@ -12,7 +12,6 @@ use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{Outbound, Request, Response};
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
-use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -25,12 +24,12 @@ type Run = Pin<Box<dyn Future<Output = Option<Response>> + Send>>;
 pub(super) struct Exchange {
     outbound_tx: Sender<Outbound>,
     outbound: Receiver<Outbound>,
-    /// Each answer with its request's place in the POST, so a JSON array keeps the batch's order.
-    answers_tx: Sender<Answer>,
-    answers: Receiver<Answer>,
     /// The POST's first request, run in the POST's own task: most POSTs carry one request, and
     /// its answer then needs no task or channel of its own.
     inline: Inline,
+    /// The other answers, each with its request's place in the POST (so a JSON array keeps the
+    /// batch's order); made when a POST first has more than one.
+    others: Option<(Sender<Answer>, Receiver<Answer>)>,
     expected: usize,
     /// Held until the last byte is written or the client is gone, then dropped: disconnect
     /// watchers, cancel-on-drop guards, a sessionless request's client.
@@ -40,13 +39,11 @@ pub(super) struct Exchange {
 impl Exchange {
     pub(super) fn new() -> Self {
         let (outbound_tx, outbound) = async_channel::unbounded();
-        let (answers_tx, answers) = async_channel::unbounded();
         Exchange {
             outbound_tx,
             outbound,
-            answers_tx,
-            answers,
             inline: Inline::default(),
+            others: None,
             expected: 0,
             lifetime: Vec::new(),
         }
@@ -61,13 +58,13 @@ impl Exchange {
     ) -> Cancel {
         let place = self.next_place();
         let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone());
-        if place == 0 {
+        if self.inline.run.is_none() && self.others.is_none() {
             self.inline = Inline {
+                place,
                 run: Some(Box::pin(run)),
-                answers: Some(self.answers_tx.clone()),
             };
         } else {
-            let answers = self.answers_tx.clone();
+            let answers = self.others_tx();
             smol::spawn(async move {
                 let _ = answers.send((place, run.await)).await;
             })
@@ -79,7 +76,15 @@ impl Exchange {
     /// Adds an answer known at once (an element refused while parsing a batch).
     pub(super) fn answer_now(&mut self, response: Response) {
         let place = self.next_place();
-        let _ = self.answers_tx.try_send((place, Some(response)));
+        let _ = self.others_tx().try_send((place, Some(response)));
+    }
+
+    /// Where answers other than the inline request's go.
+    fn others_tx(&mut self) -> Sender<Answer> {
+        self.others
+            .get_or_insert_with(async_channel::unbounded)
+            .0
+            .clone()
     }
 
     /// The place of the next request in the POST.
@@ -117,14 +122,14 @@ impl Exchange {
         let Exchange {
             outbound_tx,
             outbound,
-            answers_tx,
-            answers,
             mut inline,
+            others,
             expected,
             lifetime,
         } = self;
         // Only the running requests may keep these channels open now.
-        drop((outbound_tx, answers_tx));
+        drop(outbound_tx);
+        let answers = others.map(|(_, answers)| answers);
         let mut ready = Vec::new();
         let first_message = loop {
             if ready.len() == expected {
@@ -132,7 +137,7 @@ impl Exchange {
             }
             // Other messages are polled first: one queued before an answer must precede it.
             let next = smol::future::or(async { Err(next_message(&outbound).await) }, async {
-                Ok(next_answer(&mut inline, &answers).await)
+                Ok(next_answer(&mut inline, answers.as_ref()).await)
             })
             .await;
             match next {
@@ -151,11 +156,8 @@ impl Exchange {
                     // shape that carries no response.
                     sse::stream().0
                 }
-                (false, [single]) => json_response(status(single), &single.to_value()),
-                _ => json_response(
-                    StatusCode::OK,
-                    &Value::Array(answered.iter().map(Response::to_value).collect()),
-                ),
+                (false, [single]) => json_response(status(single), single),
+                _ => json_response(StatusCode::OK, &answered),
             };
         };
         let (response, events) = sse::stream();
@@ -164,11 +166,11 @@ impl Exchange {
             let mut delivered = ready.len();
             let mut pending_answers: Vec<Response> =
                 ready.into_iter().filter_map(|(_, a)| a).collect();
-            if !events.message(&first_message.to_value()).await {
+            if !events.message(&first_message).await {
                 return;
             }
             for answer in pending_answers.drain(..) {
-                if !events.message(&answer.to_value()).await {
+                if !events.message(&answer).await {
                     return;
                 }
             }
@@ -176,7 +178,7 @@ impl Exchange {
                 let next = smol::future::or(
                     async { Some(Err(next_message(&outbound).await)) },
                     smol::future::or(
-                        async { Some(Ok(next_answer(&mut inline, &answers).await)) },
+                        async { Some(Ok(next_answer(&mut inline, answers.as_ref()).await)) },
                         async {
                             smol::Timer::after(keep_alive).await;
                             None
@@ -185,11 +187,11 @@ impl Exchange {
                 )
                 .await;
                 let written = match next {
-                    Some(Err(message)) => events.message(&message.to_value()).await,
+                    Some(Err(message)) => events.message(&message).await,
                     Some(Ok((_, answer))) => {
                         delivered += 1;
                         match answer {
-                            Some(answer) => events.message(&answer.to_value()).await,
+                            Some(answer) => events.message(&answer).await,
                             None => true,
                         }
                     }
@@ -216,10 +218,23 @@ async fn next_message(outbound: &Receiver<Outbound>) -> Outbound {
     }
 }
 
-/// The next finished request's answer (`None` when it was cancelled, or every sender is gone):
-/// the inline request's, run here meanwhile, or another's from the channel.
-async fn next_answer(inline: &mut Inline, answers: &Receiver<Answer>) -> Answer {
-    let from_others = async { answers.recv().await.unwrap_or((usize::MAX, None)) };
+/// The next finished request's answer (`None` when it was cancelled): the inline request's, run
+/// here meanwhile, or another's from the channel.
+async fn next_answer(inline: &mut Inline, others: Option<&Receiver<Answer>>) -> Answer {
+    let inline_runs = inline.run.is_some();
+    let from_others = async {
+        match others.map(Receiver::recv) {
+            Some(received) => match received.await {
+                Ok(answer) => answer,
+                Err(_) if inline_runs => smol::future::pending().await,
+                // Every sender gone with an answer still expected (its task died): counted
+                // as one with nothing to say, so the exchange still ends.
+                Err(_) => (usize::MAX, None),
+            },
+            None if inline_runs => smol::future::pending().await,
+            None => (usize::MAX, None),
+        }
+    };
     let Some(run) = inline.run.as_mut() else {
         return from_others.await;
     };
@@ -228,29 +243,25 @@ async fn next_answer(inline: &mut Inline, answers: &Receiver<Answer>) -> Answer 
         Ok(answer) => {
             // Finished: nothing is left for its drop to carry on.
             inline.run = None;
-            inline.answers = None;
-            (0, answer)
+            (inline.place, answer)
         }
         Err(other) => other,
     }
 }
 
-/// The request run in the POST's own task. Should the POST's task stop waiting for it (the
-/// answer becomes an event stream, or the client is gone), it finishes in a task of its own, and
-/// its answer goes where the others' go.
+/// The request run in the POST's own task. Should the POST stop waiting for it (the client is
+/// gone), it finishes in a task of its own, unread: a request in a legacy session outlives its
+/// client's disconnect, and one that must not is cancelled by the exchange's lifetime.
 #[derive(Default)]
 struct Inline {
+    place: usize,
     run: Option<Run>,
-    answers: Option<Sender<Answer>>,
 }
 
 impl Drop for Inline {
     fn drop(&mut self) {
-        if let (Some(run), Some(answers)) = (self.run.take(), self.answers.take()) {
-            smol::spawn(async move {
-                let _ = answers.send((0, run.await)).await;
-            })
-            .detach();
+        if let Some(run) = self.run.take() {
+            smol::spawn(run).detach();
         }
     }
 }

@@ -104,7 +104,7 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
             batch(door, session, revision, messages).await
         }
         single => match jsonrpc::parse_message(single) {
-            Err(rejection) => json_response(StatusCode::BAD_REQUEST, &rejection.to_value()),
+            Err(rejection) => json_response(StatusCode::BAD_REQUEST, &rejection),
             Ok(Message::Request(request)) if request.method == "initialize" => {
                 initialize(door, session.is_some(), request)
             }
@@ -181,7 +181,7 @@ fn initialize(door: &FrontDoor, in_session: bool, request: Request) -> Response<
         );
         return json_response(
             StatusCode::BAD_REQUEST,
-            &jsonrpc::Response::error(Some(request.id), error).to_value(),
+            &jsonrpc::Response::error(Some(request.id), error),
         );
     }
     let (client, outbound) = match door.sessions.prepare() {
@@ -191,13 +191,13 @@ fn initialize(door: &FrontDoor, in_session: bool, request: Request) -> Response<
     let answer = door.gateway.initialize(&client, &request);
     if answer.outcome.is_err() {
         door.gateway.close_client(&client);
-        return json_response(StatusCode::OK, &answer.to_value());
+        return json_response(StatusCode::OK, &answer);
     }
     let session = match door.sessions.insert(client, outbound) {
         Ok(session) => session,
         Err(refused) => return refused_session(refused),
     };
-    let mut response = json_response(StatusCode::OK, &answer.to_value());
+    let mut response = json_response(StatusCode::OK, &answer);
     if let Ok(id) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, id);
     }
@@ -332,7 +332,7 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
             let delivered = match next {
                 Some(Some(notification)) => {
                     registered.sent();
-                    events.try_message(&notification.to_value())
+                    events.try_message(&notification)
                 }
                 Some(None) => break,
                 None => events.keep_alive().await,

@@ -386,8 +386,10 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 }
 
 /// A JSON response.
-fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+    // Written straight from the message: a result is never copied into a `Value` to be sent.
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -398,7 +400,7 @@ fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
 
 /// An id-less JSON-RPC error with an explicit status.
 fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Body> {
-    json_response(status, &RpcResponse::error(None, error).to_value())
+    json_response(status, &RpcResponse::error(None, error))
 }
 
 /// 202 with no body: a notification was accepted.

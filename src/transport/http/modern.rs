@@ -27,19 +27,19 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
     }
     let message = match jsonrpc::parse_message(body) {
         Ok(message) => message,
-        Err(rejection) => return json_response(StatusCode::BAD_REQUEST, &rejection.to_value()),
+        Err(rejection) => return json_response(StatusCode::BAD_REQUEST, &rejection),
     };
     match message {
         Message::Request(request) => {
             if let Err(why) = check_request_headers(door, headers, &request).await {
                 let error = ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {why}"));
-                return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error).to_value());
+                return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error));
             }
             // The header made this request modern, so its body must carry the envelope: one
             // that does not is refused, never served as legacy.
             if let Err(error) = envelope::check(request.params.as_ref()) {
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
-                return json_response(status::modern_status(&refusal), &refusal.to_value());
+                return json_response(status::modern_status(&refusal), &refusal);
             }
             run(door, request).await
         }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use serde_json::Value;
+use serde::Serialize;
 use smol::stream::StreamExt;
 use std::convert::Infallible;
 
@@ -19,19 +19,14 @@ pub struct EventSender {
 
 impl EventSender {
     /// Sends one message as an event; false once the client is gone.
-    pub async fn message(&self, message: &Value) -> bool {
-        self.tx
-            .send(Bytes::from(format!("event: message\ndata: {message}\n\n")))
-            .await
-            .is_ok()
+    pub async fn message(&self, message: &impl Serialize) -> bool {
+        self.tx.send(event(message)).await.is_ok()
     }
 
     /// Queues one message without waiting; false if the client is gone or so far behind that
     /// its queue is full (a slow consumer is dropped, not buffered for forever).
-    pub fn try_message(&self, message: &Value) -> bool {
-        let sent = self
-            .tx
-            .try_send(Bytes::from(format!("event: message\ndata: {message}\n\n")));
+    pub fn try_message(&self, message: &impl Serialize) -> bool {
+        let sent = self.tx.try_send(event(message));
         if let Err(async_channel::TrySendError::Full(_)) = sent {
             tracing::warn!("closing an event stream whose client stopped reading");
         }
@@ -63,6 +58,16 @@ pub fn stream() -> (Response<Body>, EventSender) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     (response, EventSender { tx })
+}
+
+/// One `message` event, the message written straight into it (JSON has no raw newlines, so one
+/// `data:` line carries it).
+fn event(message: &impl Serialize) -> Bytes {
+    let mut event = b"event: message\ndata: ".to_vec();
+    // Writing into a Vec cannot fail, and the messages have string keys only.
+    let _ = serde_json::to_writer(&mut event, message);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
 }
 
 #[cfg(test)]
