@@ -1,45 +1,52 @@
 //! A cancellation signal that many tasks can wait on and anyone holding it can fire.
 //!
-//! It is an `async-channel` that never carries a message: firing closes it, and every waiter's
-//! `recv` then returns at once. Closing is idempotent, so firing twice is harmless.
+//! A flag and an [`Event`]: firing sets the flag and wakes every waiter; firing twice is
+//! harmless. Every request makes one, so it costs one allocation, plus the event's list only if
+//! somebody waits (a channel, the obvious alternative, costs several, and more when dropped).
 
-use async_channel::{Receiver, Sender};
+use event_listener::Event;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A cloneable cancellation signal.
-#[derive(Debug, Clone)]
-pub struct Cancel {
-    tx: Sender<()>,
-    rx: Receiver<()>,
-}
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<Signal>);
 
-impl Default for Cancel {
-    fn default() -> Self {
-        Cancel::new()
-    }
+#[derive(Debug, Default)]
+struct Signal {
+    fired: AtomicBool,
+    waiters: Event,
 }
 
 impl Cancel {
     /// A signal that has not fired.
     pub fn new() -> Self {
-        let (tx, rx) = async_channel::bounded(1);
-        Cancel { tx, rx }
+        Cancel::default()
     }
 
     /// Fires the signal; every waiter wakes.
     pub fn cancel(&self) {
-        self.tx.close();
+        if !self.0.fired.swap(true, Ordering::AcqRel) {
+            self.0.waiters.notify(usize::MAX);
+        }
     }
 
     /// Whether the signal has fired.
     pub fn is_cancelled(&self) -> bool {
-        self.tx.is_closed()
+        self.0.fired.load(Ordering::Acquire)
     }
 
     /// Completes once the signal fires.
     pub async fn cancelled(&self) {
-        // Nothing is ever sent, so `recv` only returns when the channel closes.
-        let _ = self.rx.recv().await;
+        while !self.is_cancelled() {
+            let listener = self.0.waiters.listen();
+            // Fired between the check and the listening: the notification was missed.
+            if self.is_cancelled() {
+                return;
+            }
+            listener.await;
+        }
     }
 
     /// A guard that fires the signal when dropped: ties a request to the lifetime of whatever
@@ -84,6 +91,17 @@ mod every_revision {
                 let outcome = cancel.run(smol::future::pending::<()>()).await;
                 assert_eq!(outcome, None);
                 assert!(cancel.is_cancelled());
+            });
+        }
+
+        #[test]
+        fn a_fired_signal_stays_fired_and_firing_again_is_harmless() {
+            smol::block_on(async {
+                let cancel = Cancel::new();
+                cancel.cancel();
+                cancel.cancel();
+                cancel.cancelled().await;
+                assert!(cancel.clone().is_cancelled());
             });
         }
     }
