@@ -143,15 +143,32 @@ impl Request {
 /// response to a client takes.
 impl Serialize for Request {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut message = serializer.serialize_map(None)?;
-        message.serialize_entry("jsonrpc", "2.0")?;
-        message.serialize_entry("id", &self.id)?;
-        message.serialize_entry("method", &self.method)?;
-        if let Some(params) = &self.params {
-            message.serialize_entry("params", params)?;
-        }
-        message.end()
+        serialize_call(
+            serializer,
+            Some(&self.id),
+            &self.method,
+            self.params.as_ref(),
+        )
     }
+}
+
+/// A request (with its id) or a notification (without one).
+fn serialize_call<S: Serializer>(
+    serializer: S,
+    id: Option<&Id>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<S::Ok, S::Error> {
+    let mut message = serializer.serialize_map(None)?;
+    message.serialize_entry("jsonrpc", "2.0")?;
+    if let Some(id) = id {
+        message.serialize_entry("id", id)?;
+    }
+    message.serialize_entry("method", method)?;
+    if let Some(params) = params {
+        message.serialize_entry("params", params)?;
+    }
+    message.end()
 }
 
 /// What a server sends a client besides responses: notifications, and (in the legacy revisions)
@@ -212,13 +229,7 @@ impl Notification {
 
 impl Serialize for Notification {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut message = serializer.serialize_map(None)?;
-        message.serialize_entry("jsonrpc", "2.0")?;
-        message.serialize_entry("method", &self.method)?;
-        if let Some(params) = &self.params {
-            message.serialize_entry("params", params)?;
-        }
-        message.end()
+        serialize_call(serializer, None, &self.method, self.params.as_ref())
     }
 }
 
