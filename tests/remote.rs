@@ -144,6 +144,30 @@ mod every_revision {
         }
 
         #[test]
+        fn progress_read_together_with_the_answer_still_goes_before_it() {
+            // An HTTP front door over an HTTP upstream: the remote's progress and its answer
+            // come back in one event stream, often in one read, with no pause between them.
+            let remote = Daemon::start(&fixture_config(""), "");
+            let mcpx = Daemon::start(
+                &format!("[servers.remote]\nurl = \"http://{}/mcp\"\n", remote.addr),
+                "",
+            );
+            for round in 0..20 {
+                let call = request(
+                    round,
+                    "tools/call",
+                    json!({"name": "remote__fixture__progress", "arguments": {"steps": 3},
+                        "_meta": {"progressToken": "p"}}),
+                );
+                let reply = post(&mcpx, None, None, &call);
+                assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+                let events = reply.events();
+                let kinds: Vec<bool> = events.iter().map(|e| e.get("id").is_some()).collect();
+                assert_eq!(kinds, [false, false, false, true], "{events:?}");
+            }
+        }
+
+        #[test]
         fn a_pooled_connection_the_remote_server_closed_is_replaced_not_failed() {
             for era in ["legacy", "2026-07-28"] {
                 // The remote daemon closes a kept-alive connection that idles past its

@@ -133,7 +133,9 @@ impl Exchange {
         let mut ready = Vec::new();
         let first_message = loop {
             if ready.len() == expected {
-                break None;
+                // The inline request may queue a message (an upstream's progress read with its
+                // answer) in the very poll that finishes it: that message still goes first.
+                break outbound.try_recv().ok();
             }
             // Other messages are polled first: one queued before an answer must precede it.
             let next = smol::future::or(async { Err(next_message(&outbound).await) }, async {
@@ -168,6 +170,12 @@ impl Exchange {
                 ready.into_iter().filter_map(|(_, a)| a).collect();
             if !events.message(&first_message).await {
                 return;
+            }
+            // Whatever else was queued before those answers were taken goes before them too.
+            while let Ok(message) = outbound.try_recv() {
+                if !events.message(&message).await {
+                    return;
+                }
             }
             for answer in pending_answers.drain(..) {
                 if !events.message(&answer).await {
