@@ -490,7 +490,9 @@ impl HttpUpstream {
                 ))
             })
             .await?;
-        // The stream ends with the answer; the connection may serve again.
+        // The stream ends with the answer, and the connection may serve again; one whose server
+        // kept the stream open is closed by dropping the body, before anyone else can take it.
+        drop(body);
         self.recycle(link);
         Ok(Answer::Reply(reply))
     }

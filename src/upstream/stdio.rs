@@ -318,7 +318,7 @@ impl StdioUpstream {
             method: method.to_owned(),
             params,
         };
-        let _ = self.lines.try_send(line(&notification.to_value()));
+        let _ = self.lines.try_send(line(&notification));
     }
 
     /// Shuts the server down the way MCP's stdio transport says: close its stdin, give it `grace`
@@ -348,10 +348,7 @@ impl StdioUpstream {
     }
 
     fn send(&self, request: &Request) {
-        if let Ok(mut line) = serde_json::to_string(request) {
-            line.push('\n');
-            let _ = self.lines.try_send(line);
-        }
+        let _ = self.lines.try_send(line(request));
     }
 
     fn gone(&self) -> ErrorObject {
@@ -467,7 +464,7 @@ impl StdioUpstream {
         let asker = self.askers.newest();
         smol::spawn(async move {
             let response = asks::answer(request, asker, &name).await;
-            let _ = lines.try_send(line(&response.to_value()));
+            let _ = lines.try_send(line(&response));
         })
         .detach();
     }
@@ -522,8 +519,10 @@ fn token_key(token: &Value) -> String {
         .map_or_else(|| token.to_string(), str::to_owned)
 }
 
-fn line(message: &Value) -> String {
-    let mut line = message.to_string();
+/// One message as a line for the server's stdin, written straight from the message.
+fn line(message: &impl serde::Serialize) -> String {
+    // Serializing a message with string keys cannot fail.
+    let mut line = serde_json::to_string(message).unwrap_or_default();
     line.push('\n');
     line
 }
