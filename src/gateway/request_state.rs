@@ -136,9 +136,10 @@ mod v2026_07_28 {
         #[test]
         fn a_state_verifies_under_its_key_only() {
             let signer = Signer::new().unwrap();
-            let state = signer.sign(&claims());
+            let signed = claims();
+            let state = signer.sign(&signed);
             assert!(state.starts_with(PREFIX));
-            assert_eq!(signer.verify(&state, SystemTime::now()).unwrap(), claims());
+            assert_eq!(signer.verify(&state, SystemTime::now()).unwrap(), signed);
             let other = Signer::new().unwrap();
             assert!(other.verify(&state, SystemTime::now()).is_err());
         }
