@@ -450,6 +450,29 @@ mod v2025_11_25 {
             );
         }
 
+        /// A client that drops its GET stream (a network blip, a restart) may open a new one at
+        /// once: the old one is noticed gone as it closes, not at a keep-alive (out of reach here).
+        #[test]
+        fn a_get_stream_the_client_closed_can_be_opened_again_at_once() {
+            let d = Daemon::start(&fixture_config("[transport]\nsseKeepAlive = \"10m\"\n"), "");
+            let session = initialize(&d, "2025-11-25");
+            let (first, head) = open_stream(&d, &session);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            drop(first);
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let (_second, head) = open_stream(&d, &session);
+                if head.starts_with("HTTP/1.1 200") {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "still refused: {head}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+
         #[test]
         fn the_stream_carries_list_changed_resources_updated_and_keep_alive_comments() {
             let d = Daemon::start(

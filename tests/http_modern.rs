@@ -610,6 +610,28 @@ mod v2026_07_28 {
             );
         }
 
+        /// A stream with nothing to write (one progress, then a long wait upstream) notices its
+        /// client leaving as it happens, not at a keep-alive (set out of reach here).
+        #[test]
+        fn closing_an_idle_event_stream_cancels_the_upstream_call_at_once() {
+            let d = Daemon::start(&fixture_config("[transport]\nsseKeepAlive = \"10m\"\n"), "");
+            let (headers, body) = modern_request(
+                102,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}, "_meta": {"progressToken": "p"}}),
+            );
+            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let (mut events, _) = EventReader::open(stream);
+            let first = events.next_event().expect("no progress");
+            assert_eq!(first["params"]["message"], "sleeping");
+            drop(events);
+            assert!(
+                d.log_shows("fixture: told to cancel request"),
+                "the upstream never heard:\n{}",
+                d.stderr()
+            );
+        }
+
         #[test]
         fn a_foreign_origin_is_403_with_an_id_less_error_on_every_method() {
             let d = Daemon::start(

@@ -184,29 +184,37 @@ impl Exchange {
             }
             while delivered < expected {
                 let next = smol::future::or(
-                    async { Some(Err(next_message(&outbound).await)) },
+                    async { Next::Message(next_message(&outbound).await) },
                     smol::future::or(
-                        async { Some(Ok(next_answer(&mut inline, answers.as_ref()).await)) },
-                        async {
-                            smol::Timer::after(keep_alive).await;
-                            None
-                        },
+                        async { Next::Answer(next_answer(&mut inline, answers.as_ref()).await.1) },
+                        smol::future::or(
+                            async {
+                                smol::Timer::after(keep_alive).await;
+                                Next::KeepAlive
+                            },
+                            async {
+                                events.gone().await;
+                                Next::ClientGone
+                            },
+                        ),
                     ),
                 )
                 .await;
                 let written = match next {
-                    Some(Err(message)) => events.message(&message).await,
-                    Some(Ok((_, answer))) => {
+                    Next::Message(message) => events.message(&message).await,
+                    Next::Answer(answer) => {
                         delivered += 1;
                         match answer {
                             Some(answer) => events.message(&answer).await,
                             None => true,
                         }
                     }
-                    None => events.keep_alive().await,
+                    Next::KeepAlive => events.keep_alive().await,
+                    Next::ClientGone => false,
                 };
                 // A client that is gone cannot be written to; dropping the lifetime cancels
-                // whatever its requests still do, where that is the rule.
+                // whatever its requests still do, where that is the rule (at once: the stream's
+                // end is noticed as it happens, not at the next write).
                 if !written {
                     return;
                 }
@@ -215,6 +223,18 @@ impl Exchange {
         .detach();
         response
     }
+}
+
+/// What an event stream does next.
+enum Next {
+    /// Writes a message that is not an answer.
+    Message(Outbound),
+    /// Writes a request's answer (`None`: it was cancelled, nothing to write).
+    Answer(Option<Response>),
+    /// Writes a keep-alive comment.
+    KeepAlive,
+    /// Stops: the client closed the stream.
+    ClientGone,
 }
 
 /// The next message other than an answer; a closed channel has nothing more to say, so this then

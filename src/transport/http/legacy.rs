@@ -319,7 +319,9 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
                 async { Some(session.outbound.recv().await.ok()) },
                 smol::future::or(
                     async {
-                        session.ended.cancelled().await;
+                        // The session ended, or the client closed the stream: noticed as it
+                        // happens, so the session can open a new one at once.
+                        smol::future::or(session.ended.cancelled(), events.gone()).await;
                         Some(None)
                     },
                     async {

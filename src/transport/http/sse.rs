@@ -33,6 +33,12 @@ impl EventSender {
         sent.is_ok()
     }
 
+    /// Completes when the client is gone (hyper dropped the response body): a stream with nothing
+    /// to write would otherwise notice only at its next keep-alive.
+    pub async fn gone(&self) {
+        self.tx.closed().await
+    }
+
     /// Sends a keep-alive comment; false once the client is gone.
     pub async fn keep_alive(&self) -> bool {
         self.tx
