@@ -42,9 +42,21 @@ async def main(revision: str, transport: str, target: list[str]) -> None:
 
         await client.call_tool("fixture__progress", {"steps": 2}, progress_callback=on_progress)
         report["progress"] = len(progress)
-        # Long enough for the call to reach the upstream even on a loaded machine.
-        with anyio.move_on_after(1.0):
-            await client.call_tool("fixture__sleep", {})
+        # The upstream reports progress once the call has reached it: cancel only then, so the
+        # cancellation has a call upstream to reach, however loaded the machine.
+        reached = anyio.Event()
+
+        async def on_sleeping(value, total, message) -> None:
+            reached.set()
+
+        async def sleep_until_cancelled() -> None:
+            await client.call_tool("fixture__sleep", {}, progress_callback=on_sleeping)
+
+        async with anyio.create_task_group() as sleeping:
+            sleeping.start_soon(sleep_until_cancelled)
+            with anyio.move_on_after(10):
+                await reached.wait()
+            sleeping.cancel_scope.cancel()
         report["cancelled"] = True
         if modern:
             async with client.listen(tools_list_changed=True) as subscription:

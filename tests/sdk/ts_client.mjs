@@ -44,9 +44,14 @@ let progress = 0;
 await callTool(client, { name: "fixture__progress", arguments: { steps: 2, delayMs: 50 } }, { onprogress: () => progress++ });
 report.progress = progress;
 const abort = new AbortController();
-const sleeping = callTool(client, { name: "fixture__sleep", arguments: {} }, { signal: abort.signal }).catch(() => "cancelled");
-// Long enough for the call to reach the upstream even on a loaded machine.
-await new Promise((resolve) => setTimeout(resolve, 1000));
+// The upstream reports progress once the call has reached it: cancel only then, so the
+// cancellation has a call upstream to reach, however loaded the machine.
+let reached;
+const reachedUpstream = new Promise((resolve) => { reached = resolve; });
+const sleeping = callTool(client, { name: "fixture__sleep", arguments: {} }, { signal: abort.signal, onprogress: () => reached() }).catch(() => "cancelled");
+let giveUp;
+await Promise.race([reachedUpstream, new Promise((resolve) => { giveUp = setTimeout(resolve, 10000); })]);
+clearTimeout(giveUp);
 abort.abort();
 report.cancelled = (await sleeping) === "cancelled";
 // Give the session's GET stream a moment to open before the change is announced.

@@ -139,8 +139,14 @@ impl Server {
         let result = match name {
             "echo" => text(args["text"].as_str().unwrap_or_default().to_owned()),
             "sleep" => {
-                // Tests wait for this line before they cancel, so the call is known to be here.
+                // Tests wait for this line before they cancel, so the call is known to be here;
+                // a client that asked for progress hears it too, and can wait for that instead.
                 eprintln!("fixture: sleeping request {key}");
+                let token = &params["_meta"]["progressToken"];
+                if !token.is_null() {
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": 0, "message": "sleeping"}}));
+                }
                 let until = args["ms"]
                     .as_u64()
                     .map(|ms| Instant::now() + Duration::from_millis(ms));

@@ -122,11 +122,18 @@ async fn main() -> anyhow::Result<()> {
     report["progress"] = json!(handler.progress.load(Ordering::Relaxed));
     let sleeping =
         ClientRequest::CallToolRequest(CallToolRequest::new(call("fixture__sleep", json!({}))));
+    let heard_before = handler.progress.load(Ordering::Relaxed);
     let handle = client
         .send_cancellable_request(sleeping, PeerRequestOptions::no_options())
         .await?;
-    // Long enough for the call to reach the upstream even on a loaded machine.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // The upstream reports progress once the call has reached it: cancel only then, so the
+    // cancellation has a call upstream to reach, however loaded the machine.
+    let reached = async {
+        while handler.progress.load(Ordering::Relaxed) == heard_before {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), reached).await;
     handle.cancel(Some("matrix test".into())).await?;
     report["cancelled"] = json!(true);
     let heard = if modern {
