@@ -591,45 +591,39 @@ mod v2026_07_28 {
         /// midway is noticed at once, not at the next keep-alive.
         #[test]
         fn closing_an_event_stream_midway_cancels_the_upstream_call() {
-            let d = daemon();
-            let (headers, body) = modern_request(
-                101,
-                "tools/call",
+            let first = close_after_the_first_event(
+                &daemon(),
                 json!({"name": "fixture__progress", "arguments": {"steps": 100, "delayMs": 50},
                     "_meta": {"progressToken": "p"}}),
             );
-            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
-            let (mut events, _) = EventReader::open(stream);
-            let first = events.next_event().expect("no progress");
             assert_eq!(first["method"], "notifications/progress");
-            drop(events);
-            assert!(
-                d.log_shows("fixture: told to cancel request"),
-                "the upstream never heard:\n{}",
-                d.stderr()
-            );
         }
 
         /// A stream with nothing to write (one progress, then a long wait upstream) notices its
         /// client leaving as it happens, not at a keep-alive (set out of reach here).
         #[test]
         fn closing_an_idle_event_stream_cancels_the_upstream_call_at_once() {
-            let d = Daemon::start(&fixture_config("[transport]\nsseKeepAlive = \"10m\"\n"), "");
-            let (headers, body) = modern_request(
-                102,
-                "tools/call",
+            let first = close_after_the_first_event(
+                &Daemon::start(&fixture_config("[transport]\nsseKeepAlive = \"10m\"\n"), ""),
                 json!({"name": "fixture__sleep", "arguments": {}, "_meta": {"progressToken": "p"}}),
             );
+            assert_eq!(first["params"]["message"], "sleeping");
+        }
+
+        /// Calls a tool, reads the first event of its stream, closes the stream, and checks the
+        /// upstream was told to cancel; returns that first event.
+        fn close_after_the_first_event(d: &Daemon, params: Value) -> Value {
+            let (headers, body) = modern_request(101, "tools/call", params);
             let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
             let (mut events, _) = EventReader::open(stream);
-            let first = events.next_event().expect("no progress");
-            assert_eq!(first["params"]["message"], "sleeping");
+            let first = events.next_event().expect("no first event");
             drop(events);
             assert!(
                 d.log_shows("fixture: told to cancel request"),
                 "the upstream never heard:\n{}",
                 d.stderr()
             );
+            first
         }
 
         #[test]
