@@ -12,6 +12,7 @@ use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{Outbound, Request, Response};
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
+use smol::future::FutureExt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -183,23 +184,18 @@ impl Exchange {
                 }
             }
             while delivered < expected {
-                let next = smol::future::or(
-                    async { Next::Message(next_message(&outbound).await) },
-                    smol::future::or(
-                        async { Next::Answer(next_answer(&mut inline, answers.as_ref()).await.1) },
-                        smol::future::or(
-                            async {
-                                smol::Timer::after(keep_alive).await;
-                                Next::KeepAlive
-                            },
-                            async {
-                                events.gone().await;
-                                Next::ClientGone
-                            },
-                        ),
-                    ),
-                )
-                .await;
+                // In this order of precedence: a request's messages go before its answer.
+                let next = async { Next::Message(next_message(&outbound).await) }
+                    .or(async { Next::Answer(next_answer(&mut inline, answers.as_ref()).await.1) })
+                    .or(async {
+                        smol::Timer::after(keep_alive).await;
+                        Next::KeepAlive
+                    })
+                    .or(async {
+                        events.gone().await;
+                        Next::ClientGone
+                    })
+                    .await;
                 let written = match next {
                     Next::Message(message) => events.message(&message).await,
                     Next::Answer(answer) => {
@@ -238,7 +234,7 @@ enum Next {
 }
 
 /// The next message other than an answer; a closed channel has nothing more to say, so this then
-/// waits forever and an answer (or the keep-alive timer) wins.
+/// waits forever and something else wins.
 async fn next_message(outbound: &Receiver<Outbound>) -> Outbound {
     match outbound.recv().await {
         Ok(message) => message,
