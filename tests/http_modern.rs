@@ -753,7 +753,7 @@ mod v2026_07_28 {
                 "{}/tests/sdk/python_modern_client.py",
                 env!("CARGO_MANIFEST_DIR")
             );
-            let out = std::process::Command::new("python3")
+            let out = std::process::Command::new(crate::common::deps::python())
                 .arg(script)
                 .arg(format!("http://{}/mcp", d.addr))
                 .output()

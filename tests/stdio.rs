@@ -426,7 +426,10 @@ mod every_revision {
 
         #[test]
         fn a_real_published_server_answers_through_mcpx() {
-            let mut mcpx = Serve::start("[servers.time]\ncommand = \"mcp-server-time\"\n");
+            let mut mcpx = Serve::start(&format!(
+                "[servers.time]\ncommand = {:?}\n",
+                deps::mcp_server_time()
+            ));
             mcpx.initialize("2025-06-18");
             let list = mcpx.call(1, "tools/list", json!({}));
             assert!(

