@@ -19,6 +19,7 @@ pub mod gateway;
 pub mod import;
 pub mod jsonrpc;
 pub mod limit;
+pub mod lines;
 pub mod mcpheaders;
 pub mod protocol;
 pub mod registry;

@@ -18,6 +18,52 @@ fn mcpx(config: &str, args: &[&str]) -> Output {
 }
 
 mod every_revision {
+    pub mod config {
+        use super::super::*;
+
+        #[test]
+        fn a_cap_of_zero_stops_mcpx_naming_the_file_line_and_key() {
+            for (text, key, line) in [
+                ("[daemon]\nmaxConnections = 0\n", "daemon.maxConnections", 2),
+                (
+                    "\n[transport]\nmaxSessions = 0\n",
+                    "transport.maxSessions",
+                    3,
+                ),
+                (
+                    "[transport]\nmaxMessageBytes = 0\n",
+                    "transport.maxMessageBytes",
+                    2,
+                ),
+                (
+                    "[servers.a]\ncommand = \"x\"\nmaxInFlight = 0\n",
+                    "servers.a.maxInFlight",
+                    3,
+                ),
+            ] {
+                let mut file = tempfile::NamedTempFile::new().unwrap();
+                file.write_all(text.as_bytes()).unwrap();
+                for args in [&["serve"][..], &["daemon"], &["tools"]] {
+                    let out = Command::new(mcpx_bin())
+                        .arg("--config")
+                        .arg(file.path())
+                        .args(args)
+                        .stdin(std::process::Stdio::null())
+                        .output()
+                        .unwrap();
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    assert_eq!(out.status.code(), Some(2), "{text} {args:?}: {stderr}");
+                    let place = format!("{}:{line}:", file.path().display());
+                    assert!(
+                        stderr.contains(&place) && stderr.contains(key),
+                        "{text} {args:?}: {stderr}"
+                    );
+                    assert!(out.stdout.is_empty(), "{text} {args:?}");
+                }
+            }
+        }
+    }
+
     pub mod cli {
         use super::super::*;
 

@@ -14,7 +14,10 @@ mod every_revision {
         #[test]
         fn the_official_server_suite_passes_outside_its_baselines() {
             let out = Command::new("bash")
-                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/run"))
+                .arg(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/conformance/run"
+                ))
                 .env("MCPX_NODE", deps::node())
                 .env("MCPX_CONFORMANCE_SUITE", deps::conformance_suite())
                 .output()

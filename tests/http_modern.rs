@@ -150,6 +150,28 @@ mod v2026_07_28 {
         }
 
         #[test]
+        fn an_unknown_revision_in_the_header_is_32022_even_when_the_body_has_no_meta() {
+            let d = daemon();
+            let body = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {}});
+            let reply = d.post(
+                &[
+                    ("MCP-Protocol-Version", b"2099-01-01"),
+                    ("Mcp-Method", b"tools/list"),
+                ],
+                body.to_string().as_bytes(),
+            );
+            assert_eq!(reply.status, 400);
+            let body = reply.json();
+            assert_eq!(body["id"], 6);
+            assert_eq!(body["error"]["code"], -32022, "{body}");
+            assert_eq!(body["error"]["data"]["requested"], "2099-01-01");
+            let supported = body["error"]["data"]["supported"].as_array().unwrap();
+            assert!(supported.contains(&json!("2026-07-28")), "{body}");
+            assert!(supported.contains(&json!("2024-11-05")), "{body}");
+            assert_schema("2026-07-28", "UnsupportedProtocolVersionError", &body);
+        }
+
+        #[test]
         fn a_protocol_version_header_different_from_meta_is_a_header_mismatch() {
             let d = daemon();
             assert_header_mismatch(

@@ -125,7 +125,7 @@ mod every_revision {
                 later.iter().all(|frame| frame.get("id").is_none()),
                 "a second answer or a stray response reached the client: {later:?}"
             );
-            assert!(mcpx.log_shows("ignored a line that is not JSON-RPC"));
+            assert!(mcpx.log_shows("bytes that is not JSON-RPC: this line is not JSON"));
             let echo = mcpx.call(
                 2,
                 "tools/call",
@@ -234,6 +234,64 @@ mod every_revision {
                 .unwrap()
                 .to_owned();
             assert!(state.starts_with("failed: initialize failed"), "{state}");
+        }
+    }
+
+    pub mod limits {
+        use super::super::*;
+
+        /// An upstream that writes a 400 MB answer (its id last) and a 400 MB stderr line: mcpx
+        /// holds neither, the call fails at once with the reason, and both upstreams still serve.
+        #[test]
+        fn an_upstream_flooding_stdout_and_stderr_keeps_mcpx_memory_flat_and_fails_its_call_at_once(
+        ) {
+            let config = format!(
+                "{}[servers.healthy]\ncommand = {:?}\n",
+                fixture_config(""),
+                fixture_bin()
+            );
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            let warm = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "healthy__echo", "arguments": {"text": "warm"}}),
+            );
+            assert_eq!(warm["result"]["content"][0]["text"], "warm");
+            let baseline = rss(mcpx.pid());
+            let flood: u64 = 400 << 20;
+            mcpx.request(
+                2,
+                "tools/call",
+                json!({"name": "fixture__flood", "arguments": {"bytes": flood}}),
+            );
+            let mut peak = baseline;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let answer = loop {
+                assert!(Instant::now() < deadline, "no answer to the flooding call");
+                peak = peak.max(rss(mcpx.pid()));
+                match mcpx.next_line(Duration::from_millis(20)) {
+                    Some(message) if message["id"] == 2 => break message,
+                    _ => {}
+                }
+            };
+            assert_eq!(answer["error"]["code"], -32603, "{answer}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains("transport.maxMessageBytes"), "{message}");
+            assert!(
+                peak < baseline + (64 << 20),
+                "mcpx grew from {baseline} to {peak} bytes"
+            );
+            assert!(mcpx.log_shows(&format!("[cut: {} bytes]", flood + 15)));
+            assert!(mcpx.log_shows("over transport.maxMessageBytes (4194304)"));
+            for (id, server) in [(3, "healthy"), (4, "fixture")] {
+                let echo = mcpx.call(
+                    id,
+                    "tools/call",
+                    json!({"name": format!("{server}__echo"), "arguments": {"text": server}}),
+                );
+                assert_eq!(echo["result"]["content"][0]["text"], server, "{echo}");
+            }
         }
     }
 

@@ -70,6 +70,8 @@ pub struct Gateway {
     launcher: Option<std::path::PathBuf>,
     /// `transport.maxInFlightPerClient`.
     max_in_flight_per_client: usize,
+    /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
+    max_message_bytes: usize,
     /// Modern clients' calls waiting for their input.
     rounds: Arc<Rounds>,
 }
@@ -113,6 +115,7 @@ impl Gateway {
             events: std::sync::OnceLock::new(),
             launcher,
             max_in_flight_per_client: config.transport.max_in_flight_per_client,
+            max_message_bytes: config.transport.max_message_bytes,
             rounds: Rounds::new(config.transport.input_timeout),
         })
     }

@@ -287,6 +287,7 @@ impl Gateway {
                     generation,
                     &config,
                     self.launcher.as_deref(),
+                    self.max_message_bytes,
                     events,
                 )?),
                 crate::config::Launch::Http(_) => Connection::Http(HttpUpstream::new(

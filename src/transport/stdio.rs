@@ -12,11 +12,10 @@ use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Outbound, Request, Response,
     INVALID_REQUEST,
 };
+use crate::lines::{self, Read};
 use crate::protocol::{envelope, Era, Revision};
 use async_channel::{Receiver, Sender};
-use smol::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-};
+use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use smol::Task;
 use std::future::Future;
 use std::sync::Arc;
@@ -29,13 +28,6 @@ pub struct StdioOptions {
     pub drain: Duration,
     /// The longest line accepted; a longer one is answered with -32600 and skipped.
     pub max_message_bytes: usize,
-}
-
-/// What the reader produced.
-enum Read {
-    Line(Vec<u8>),
-    TooLong,
-    Eof,
 }
 
 /// Serves one client on `input` and `output` until `input` ends and the drain is over.
@@ -61,9 +53,9 @@ pub async fn serve(
     let mut input = BufReader::new(input);
     let mut buf = Vec::new();
     loop {
-        match read_line(&mut input, &mut buf, options.max_message_bytes).await {
+        match lines::read_line(&mut input, &mut buf, options.max_message_bytes, |_| {}).await {
             Read::Eof => break,
-            Read::TooLong => connection.send(Response::error(
+            Read::TooLong { .. } => connection.send(Response::error(
                 None,
                 ErrorObject::new(
                     INVALID_REQUEST,
@@ -73,8 +65,8 @@ pub async fn serve(
                     ),
                 ),
             )),
-            Read::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
-            Read::Line(line) => connection.receive(&line),
+            Read::Line if buf.iter().all(u8::is_ascii_whitespace) => {}
+            Read::Line => connection.receive(&buf),
         }
     }
     // EOF: listens complete now; other requests get the drain period, then are cancelled.
@@ -275,36 +267,5 @@ async fn write_frames(
             break;
         }
         batch.clear();
-    }
-}
-
-/// Reads one line of at most `max` bytes (without its newline); a longer one is skipped whole.
-async fn read_line(input: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> Read {
-    buf.clear();
-    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
-    match input.take(limit).read_until(b'\n', buf).await {
-        Ok(0) => return Read::Eof,
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!("reading stdin failed: {e}");
-            return Read::Eof;
-        }
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-        return Read::Line(std::mem::take(buf));
-    }
-    if buf.len() <= max {
-        // The last line, without a newline before EOF.
-        return Read::Line(std::mem::take(buf));
-    }
-    // Too long: skip the rest of it without holding it in memory.
-    loop {
-        buf.clear();
-        match input.take(64 * 1024).read_until(b'\n', buf).await {
-            Ok(0) | Err(_) => return Read::TooLong,
-            Ok(_) if buf.last() == Some(&b'\n') => return Read::TooLong,
-            Ok(_) => {}
-        }
     }
 }

@@ -13,11 +13,12 @@ use crate::environment;
 use crate::jsonrpc::{
     self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR,
 };
+use crate::lines::{self, IdScanner};
 use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
 use async_channel::Sender;
 use serde_json::{json, Value};
-use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use smol::io::{AsyncWriteExt, BufReader};
 use smol::process::{Child, Command, Stdio};
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
@@ -25,6 +26,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The longest stderr line logged (and the most of a stdout line that is not JSON-RPC); the rest
+/// of a longer one is cut.
+pub const MAX_STDERR_LINE: usize = 4096;
 
 /// How long a server may take to answer the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,12 +56,16 @@ pub struct StdioUpstream {
     era_choice: UpstreamEra,
     /// Fired when the server's stderr ends, so shutdown can wait until its last words are logged.
     stderr_closed: Cancel,
+    /// `transport.maxMessageBytes`: a longer line on stdout is read past, never held.
+    max_message_bytes: usize,
     child: Mutex<Option<Child>>,
 }
 
 impl StdioUpstream {
     /// Spawns the server and starts its reader, writer and stderr tasks. Events go to `events`
-    /// tagged with `index` and `generation`.
+    /// tagged with `index` and `generation`. A stdout line longer than `max_message_bytes` is
+    /// read past, and a stderr line is cut at [`MAX_STDERR_LINE`], so the server cannot make
+    /// mcpx hold more than that.
     ///
     /// The server runs in a process group of its own, so that stopping it also stops what it
     /// started (an `npx` wrapper's node, say). With a `launcher` (the mcpx binary), it is started
@@ -68,6 +77,7 @@ impl StdioUpstream {
         generation: u64,
         server: &Server,
         launcher: Option<&Path>,
+        max_message_bytes: usize,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let program = server.command.as_deref().unwrap_or_default();
@@ -116,6 +126,7 @@ impl StdioUpstream {
             child: Mutex::new(Some(child)),
             timeout: server.timeout(),
             era_choice: server.era,
+            max_message_bytes,
         });
         smol::spawn(async move {
             // Lines queued together go out in one write: a syscall per line would dominate a
@@ -140,9 +151,20 @@ impl StdioUpstream {
         let tag = name.to_owned();
         let stderr_closed = upstream.stderr_closed.clone();
         smol::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Some(Ok(line)) = smol::stream::StreamExt::next(&mut lines).await {
-                tracing::info!(target: "upstream", server = %tag, "{line}");
+            let mut stderr = BufReader::new(stderr);
+            let mut line = Vec::new();
+            loop {
+                let cut =
+                    match lines::read_line(&mut stderr, &mut line, MAX_STDERR_LINE, |_| {}).await {
+                        lines::Read::Eof => break,
+                        lines::Read::Line => String::new(),
+                        lines::Read::TooLong { length } => {
+                            line.truncate(MAX_STDERR_LINE);
+                            format!(" [cut: {length} bytes]")
+                        }
+                    };
+                let text = String::from_utf8_lossy(&line);
+                tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
             }
             stderr_closed.cancel();
         })
@@ -367,11 +389,17 @@ impl StdioUpstream {
     ) -> String {
         let mut buf = Vec::new();
         loop {
-            buf.clear();
-            match stdout.read_until(b'\n', &mut buf).await {
-                Ok(0) => return "its stdout closed".into(),
-                Err(e) => return format!("reading its stdout failed: {e}"),
-                Ok(_) => {}
+            let mut answered = IdScanner::default();
+            let read = lines::read_line(&mut stdout, &mut buf, self.max_message_bytes, |piece| {
+                answered.feed(piece)
+            });
+            match read.await {
+                lines::Read::Eof => return "its stdout closed".into(),
+                lines::Read::TooLong { length } => {
+                    self.refuse_oversized(length, answered.id());
+                    continue;
+                }
+                lines::Read::Line => {}
             }
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -384,9 +412,30 @@ impl StdioUpstream {
                     }
                 }
                 Err(_) => {
-                    tracing::warn!(server = %self.name, "ignored a line that is not JSON-RPC: {}", String::from_utf8_lossy(&buf).trim_end())
+                    let shown = String::from_utf8_lossy(&buf[..buf.len().min(MAX_STDERR_LINE)]);
+                    tracing::warn!(server = %self.name, "ignored a line of {} bytes that is not JSON-RPC: {}", buf.len(), shown.trim_end())
                 }
             }
+        }
+    }
+
+    /// A message too long to take: logged with its size, and the request it answers (if its id
+    /// could be read) fails at once rather than at its timeout.
+    fn refuse_oversized(&self, length: u64, id: Option<&Id>) {
+        let cap = self.max_message_bytes;
+        tracing::warn!(server = %self.name, "discarded a message of {length} bytes, over transport.maxMessageBytes ({cap})");
+        let Some(Id::Number(id)) = id else { return };
+        let waiter = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        if let Some(waiter) = waiter {
+            let error = ErrorObject::new(
+                INTERNAL_ERROR,
+                format!("upstream {:?} answered with {length} bytes, more than transport.maxMessageBytes ({cap})", self.name),
+            );
+            let _ = waiter.try_send(Err(error));
         }
     }
 

@@ -24,7 +24,8 @@ fn ensure(lock: &Path, stamp: &Path, fingerprint: &str, install: impl FnOnce()) 
     let _guard = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
     fs::create_dir_all(lock.parent().unwrap()).unwrap();
     let lock = File::create(lock).unwrap();
-    lock.lock().expect("cannot lock the test dependencies");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .expect("cannot lock the test dependencies");
     if fs::read_to_string(stamp).ok().as_deref() != Some(fingerprint) {
         let _ = fs::remove_file(stamp);
         install();
@@ -62,7 +63,13 @@ fn venv() -> PathBuf {
             run(
                 "mcp-server-time and the Python SDK (PyPI)",
                 Command::new(venv.join("bin/python"))
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                    ])
                     .arg("-r")
                     .arg(&requirements),
             );

@@ -106,6 +106,17 @@ impl Log {
     }
 }
 
+/// The resident memory of process `pid`, in bytes.
+pub fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
 /// A running `mcpx serve`.
 pub struct Serve {
     child: Child,
@@ -258,6 +269,10 @@ impl Serve {
         let status = wait_exit(&mut self.child, within)?;
         self.log.finish();
         Some(status)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn stderr(&self) -> String {

@@ -8,7 +8,7 @@ use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, HEADER_MISMATCH, INVALID_REQUEST,
 };
 use crate::mcpheaders;
-use crate::protocol::envelope;
+use crate::protocol::{envelope, Revision};
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 
@@ -36,7 +36,19 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
                 return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error));
             }
             // The header made this request modern, so its body must carry the envelope: one
-            // that does not is refused, never served as legacy.
+            // that does not is refused, never served as legacy. When the header names a
+            // revision mcpx does not implement, that is said first (-32022 with the supported
+            // list), since it tells a newer client what to fall back to.
+            let unknown_revision = envelope::declared_version(request.params.as_ref())
+                .is_none()
+                .then(|| header_text(headers, PROTOCOL_VERSION_HEADER))
+                .flatten()
+                .filter(|version| Revision::parse(version).is_none());
+            if let Some(version) = unknown_revision {
+                let error = envelope::unsupported_version(&version, Revision::all_strings());
+                let refusal = jsonrpc::Response::error(Some(request.id), error);
+                return json_response(status::modern_status(&refusal), &refusal);
+            }
             if let Err(error) = envelope::check(request.params.as_ref()) {
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
                 return json_response(status::modern_status(&refusal), &refusal);
@@ -72,6 +84,12 @@ fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h [u8]>, St
         ));
     }
     Ok(Some(bytes))
+}
+
+/// A header's one value as text, if it has one that a header may carry.
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    let bytes = single(headers, name).ok()??;
+    Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// A header that must equal a body string, compared after decoding the Base64 form when

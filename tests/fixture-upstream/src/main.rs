@@ -105,6 +105,8 @@ impl Server {
             json!({"name": "sample", "description": "Asks the client's model a question (sampling) and returns its answer.", "inputSchema": {"type": "object"}}),
             json!({"name": "roots", "description": "Lists the client's roots.", "inputSchema": {"type": "object"}}),
             json!({"name": "ask_twice", "description": "Asks for a name, then a colour, one after the other.", "inputSchema": {"type": "object"}}),
+            json!({"name": "flood", "description": "Writes a stderr line and an answer of `bytes` bytes each (the answer's id last, as the TypeScript SDK writes it).",
+                "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}}),
         ];
         if *self.extra_tool.lock().unwrap() {
             tools.push(json!({"name": "extra", "description": "Added at run time.", "inputSchema": {"type": "object"}}));
@@ -182,6 +184,7 @@ impl Server {
                 Ok(json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}))
             }
             "crash" => std::process::exit(3),
+            "flood" => return self.flood(id, args["bytes"].as_u64().unwrap_or(0)),
             "misbehave" => {
                 self.send_line("this line is not JSON");
                 self.send(json!({"jsonrpc": "2.0", "id": "no-such-request", "result": {}}));
@@ -207,6 +210,31 @@ impl Server {
             _ => Err((-32602, "Unknown tool")),
         };
         self.reply(id, result);
+    }
+
+    /// Writes a stderr line of `bytes` bytes, then an answer to `id` as long, a MiB at a time, so
+    /// the fixture never holds it whole either.
+    fn flood(&self, id: &Value, bytes: u64) {
+        let chunk = vec![b'a'; 1 << 20];
+        let write_run = |out: &mut dyn Write| {
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(chunk.len() as u64) as usize;
+                out.write_all(&chunk[..n]).unwrap();
+                left -= n as u64;
+            }
+        };
+        let mut stderr = std::io::stderr().lock();
+        write!(stderr, "fixture: flood ").unwrap();
+        write_run(&mut stderr);
+        writeln!(stderr).unwrap();
+        drop(stderr);
+        let _guard = self.out.lock().unwrap();
+        let mut out = std::io::stdout().lock();
+        write!(out, r#"{{"result":{{"content":[{{"type":"text","text":""#).unwrap();
+        write_run(&mut out);
+        writeln!(out, r#""}}]}},"jsonrpc":"2.0","id":{id}}}"#).unwrap();
+        out.flush().unwrap();
     }
 
     /// The tools that need the client's input. Legacy: each question is a request to the client,
