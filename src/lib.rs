@@ -23,5 +23,7 @@ pub mod lines;
 pub mod mcpheaders;
 pub mod protocol;
 pub mod registry;
+pub mod sync;
 pub mod transport;
 pub mod upstream;
+pub mod view;

@@ -6,10 +6,11 @@
 //! request can vanish uncounted. Every change wakes [`Registry::changed`] listeners, which is how
 //! the admin socket's `watch` stays live without polling.
 
-use crate::admin::protocol::{RequestView, SessionView, StreamView, Totals};
 use crate::cancel::Cancel;
 use crate::jsonrpc::Id;
 use crate::protocol::Revision;
+use crate::sync::lock;
+use crate::view::{RequestView, SessionView, StreamView, Totals};
 use event_listener::{Event, EventListener};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -93,9 +94,7 @@ impl Registry {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // Every update is a single insert, remove or field write, so a poisoned lock still
-        // holds consistent data.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Runs `update` on the state and wakes the watchers.

@@ -3,7 +3,10 @@
 //! console and the daemon cannot disagree about a field.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+/// The state the console reads, defined beside the registry that fills it; re-exported here so
+/// that the console keeps one import path for the whole protocol.
+pub use crate::view::{RequestView, SessionView, Snapshot, StreamView, Totals, UpstreamView};
 
 /// What a console asks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,125 +51,4 @@ pub enum Reply {
         /// Why.
         message: String,
     },
-}
-
-/// The live state of one mcpx process.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Snapshot {
-    /// The process id.
-    pub pid: u32,
-    /// The mcpx version.
-    pub version: String,
-    /// Each configured upstream.
-    pub upstreams: Vec<UpstreamView>,
-    /// Client sessions: each stdio process, each legacy HTTP session, modern HTTP as one.
-    pub sessions: Vec<SessionView>,
-    /// Open legacy GET streams and modern listen streams.
-    pub streams: Vec<StreamView>,
-    /// Requests in flight.
-    pub requests: Vec<RequestView>,
-    /// How requests ended since start.
-    pub totals: Totals,
-    /// 2026-07-28 calls parked until their client retries with the input an upstream asked for.
-    #[serde(default)]
-    pub awaiting_input: usize,
-}
-
-/// One upstream server.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UpstreamView {
-    /// Its configured name.
-    pub name: String,
-    /// starting, ready, failed: …, exited: …
-    pub state: String,
-    /// The revision mcpx speaks to it.
-    pub revision: Option<String>,
-    /// Its `serverInfo`.
-    pub server_info: Value,
-    /// Catalog sizes.
-    pub tools: usize,
-    /// Catalog sizes.
-    pub prompts: usize,
-    /// Catalog sizes.
-    pub resources: usize,
-    /// How often mcpx started it again (after a crash, or when asked), served or not.
-    pub restarts: u64,
-}
-
-/// One client session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionView {
-    /// Its registry key.
-    pub key: u64,
-    /// stdio, http (modern), http-session (legacy), cli.
-    pub transport: String,
-    /// A legacy HTTP session's `Mcp-Session-Id`.
-    pub id: Option<String>,
-    /// The `clientInfo` it sent at `initialize`.
-    pub client: Option<Value>,
-    /// The revision negotiated at `initialize`.
-    pub revision: Option<String>,
-    /// Milliseconds since it opened.
-    pub age_ms: u64,
-    /// Milliseconds since its last request.
-    pub idle_ms: u64,
-    /// Resource URIs it is subscribed to.
-    pub subscriptions: Vec<String>,
-}
-
-/// One open event stream.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StreamView {
-    /// The session it belongs to.
-    pub session: u64,
-    /// get (legacy) or listen (2026-07-28).
-    pub kind: String,
-    /// A listen stream's subscription id.
-    pub subscription: Option<Value>,
-    /// What it opted into (a listen's list kinds and URIs).
-    pub filter: Vec<String>,
-    /// Milliseconds since it opened.
-    pub age_ms: u64,
-    /// Events sent on it.
-    pub events: u64,
-}
-
-/// One request in flight.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RequestView {
-    /// Its registry key: what `cancel` takes.
-    pub key: u64,
-    /// The session it came on.
-    pub session: u64,
-    /// The front door: stdio, http, http-session.
-    pub transport: String,
-    /// Its JSON-RPC id.
-    pub id: Value,
-    /// Its method.
-    pub method: String,
-    /// The tool, prompt or resource it names.
-    pub target: Option<String>,
-    /// The upstream that answers it.
-    pub upstream: Option<String>,
-    /// Milliseconds since it started.
-    pub age_ms: u64,
-    /// Progress notifications passed back so far.
-    pub progress: u64,
-}
-
-/// How requests ended since start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Totals {
-    /// A result or an error was sent.
-    pub answered: u64,
-    /// Cancelled by the client, the transport or the admin.
-    pub cancelled: u64,
-    /// Could not be answered.
-    pub failed: u64,
 }

@@ -4,8 +4,8 @@
 //! upstream behind it.
 
 use super::Listing;
-use crate::admin::protocol::UpstreamView;
 use crate::protocol::Revision;
+use crate::view::UpstreamView;
 use serde_json::{json, Value};
 
 /// The built-in server's catalog.

@@ -9,6 +9,7 @@ use crate::limit::{Held, Limit};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
 use crate::protocol::Revision;
 use crate::registry::SessionKey;
+use crate::sync::lock;
 use crate::upstream::ListKind;
 use async_channel::Sender;
 use serde_json::{json, Value};
@@ -105,7 +106,7 @@ impl Client {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// The revision negotiated by `initialize`, if any.

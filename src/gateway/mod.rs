@@ -18,7 +18,6 @@ mod upstreams;
 pub use catalog::{Catalog, Listing, Owner, Route};
 pub use client::{Client, Listen};
 
-use crate::admin::protocol::Snapshot;
 use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::jsonrpc::{
@@ -29,7 +28,9 @@ use crate::limit::Limit;
 use crate::protocol::envelope::{self, SUBSCRIPTION_ID};
 use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry};
+use crate::sync::{lock, read};
 use crate::upstream::{Caller, Event, ListKind, ProgressSink};
+use crate::view::Snapshot;
 use async_channel::Sender;
 use rounds::{Rounds, UpstreamCall};
 use serde_json::{json, Map, Value};
@@ -37,7 +38,7 @@ use smol::lock::OnceCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// What a transport gives the core along with each request.
 #[derive(Debug, Clone)]
@@ -74,12 +75,6 @@ pub struct Gateway {
     max_message_bytes: usize,
     /// Modern clients' calls waiting for their input.
     rounds: Arc<Rounds>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section here is a single read or write, so a poisoned lock holds
-    // consistent data.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The methods every era answers from the merged catalog.
@@ -121,7 +116,7 @@ impl Gateway {
     }
 
     fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&read(&self.catalog))
     }
 
     fn clients(&self) -> Vec<Arc<Client>> {

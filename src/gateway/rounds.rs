@@ -15,6 +15,7 @@ use super::RequestContext;
 use crate::cancel::Cancel;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY};
 use crate::limit::Held;
+use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::{Caller, Connection, ProgressSink};
 use async_channel::{Receiver, Sender};
@@ -178,7 +179,7 @@ impl Rounds {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Parked>> {
-        self.parked.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.parked)
     }
 
     /// How many calls wait for input.

@@ -7,17 +7,18 @@
 //! damped to the longest backoff and its tools are withdrawn until it comes back. A reload swaps
 //! the set of servers: added ones start, removed ones stop, changed ones restart.
 
-use super::{catalog, lock, Catalog, Gateway, Listing, Owner};
-use crate::admin::protocol::UpstreamView;
+use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Config, Server, UpstreamEra, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::limit::Limit;
 use crate::protocol::Era;
+use crate::sync::{lock, read, write};
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::stdio::StdioUpstream;
 use crate::upstream::{Caller, Connection, Handshake};
 use crate::upstream::{Event, ListKind};
+use crate::view::UpstreamView;
 use async_channel::Receiver;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -191,7 +192,7 @@ impl Upstreams {
             .iter()
             .map(|(name, server)| upstreams.make(name, server))
             .collect();
-        *upstreams.list.write().unwrap_or_else(|p| p.into_inner()) = list;
+        *write(&upstreams.list) = list;
         upstreams
     }
 
@@ -217,7 +218,7 @@ impl Upstreams {
     }
 
     pub(super) fn all(&self) -> Vec<Arc<Upstream>> {
-        self.list.read().unwrap_or_else(|p| p.into_inner()).clone()
+        read(&self.list).clone()
     }
 
     pub(super) fn get(&self, id: usize) -> Option<Arc<Upstream>> {
@@ -253,7 +254,7 @@ impl Gateway {
             start.await;
         }
         let catalog = self.build_catalog()?;
-        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+        *write(&self.catalog) = Arc::new(catalog);
         let _ = self.ready.set(()).await;
         let gateway = Arc::clone(self);
         smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
@@ -439,9 +440,7 @@ impl Gateway {
     fn publish_catalog(&self, upstream: &Upstream, previous: Listing, kinds: &[ListKind]) {
         self.registry.notify_changed();
         match self.build_catalog() {
-            Ok(catalog) => {
-                *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog)
-            }
+            Ok(catalog) => *write(&self.catalog) = Arc::new(catalog),
             Err(reason) => {
                 tracing::error!(server = %upstream.name, "ignored a catalog change: {reason}");
                 *lock(&upstream.listing) = previous;
@@ -612,11 +611,7 @@ impl Gateway {
         let mut next: Vec<Arc<Upstream>> = keep.iter().chain(&arriving).cloned().collect();
         next.sort_by(|a, b| a.name.cmp(&b.name));
         let before = self.catalog();
-        *self
-            .upstreams
-            .list
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = next;
+        *write(&self.upstreams.list) = next;
         for upstream in &leaving {
             upstream.removed.cancel();
             let connection = lock(&upstream.connection).take();
@@ -641,7 +636,7 @@ impl Gateway {
         match self.build_catalog() {
             Ok(catalog) => {
                 let kinds = before.differences(&catalog);
-                *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+                *write(&self.catalog) = Arc::new(catalog);
                 self.announce(&kinds);
             }
             Err(reason) => {

@@ -7,6 +7,7 @@
 //! reach a client, so ids from different upstreams cannot collide.
 
 use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
+use crate::sync::lock;
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use std::sync::Mutex;
@@ -111,7 +112,7 @@ impl Askers {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(i64, Sender<Ask>)>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0)
     }
 }
 

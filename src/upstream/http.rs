@@ -19,6 +19,7 @@ use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response, INT
 use crate::mcpheaders::{self, HeaderParam};
 use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
+use crate::sync::lock;
 use async_channel::Sender;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -190,7 +191,7 @@ impl HttpUpstream {
     }
 
     fn is_modern(&self) -> bool {
-        *self.era.lock().unwrap_or_else(|p| p.into_inner()) == Era::Modern
+        *lock(&self.era) == Era::Modern
     }
 
     /// Handshakes in the configured era; in `auto`, `server/discover` first and `initialize` when
@@ -198,7 +199,7 @@ impl HttpUpstream {
     pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
         let handshake = async {
             if self.era_choice != UpstreamEra::Legacy {
-                *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
+                *lock(&self.era) = Era::Modern;
                 match self
                     .call("server/discover", None, &Cancel::new(), Caller::default())
                     .await
@@ -207,7 +208,7 @@ impl HttpUpstream {
                     Err(e) if self.era_choice == UpstreamEra::Modern => {
                         return Err(format!("server/discover failed: {}", e.message))
                     }
-                    Err(_) => *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Legacy,
+                    Err(_) => *lock(&self.era) = Era::Legacy,
                 }
             }
             self.initialize().await
@@ -223,7 +224,7 @@ impl HttpUpstream {
 
     /// The legacy handshake: a new session.
     async fn initialize(&self) -> Result<Handshake, String> {
-        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&self.session) = None;
         let params = json!({
             "protocolVersion": Revision::LATEST_LEGACY.as_str(),
             "capabilities": super::CLIENT_CAPABILITIES.clone(),
@@ -389,11 +390,7 @@ impl HttpUpstream {
             name: self.name.clone(),
             uri: self.uri.clone(),
             headers: self.headers.clone(),
-            session: self
-                .session
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
+            session: lock(&self.session).clone(),
         }
     }
 
@@ -408,12 +405,7 @@ impl HttpUpstream {
         let mut headers = HeaderMap::new();
         if self.is_modern() {
             self.mirror_headers(method, message, &mut headers);
-        } else if let Some(session) = self
-            .session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        } else if let Some(session) = lock(&self.session).clone() {
             headers.insert(
                 "mcp-session-id",
                 HeaderValue::try_from(session).map_err(|e| e.to_string())?,
@@ -427,7 +419,7 @@ impl HttpUpstream {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.to_owned());
+            *lock(&self.session) = Some(session.to_owned());
         }
         let is_stream = response
             .headers()
@@ -439,14 +431,7 @@ impl HttpUpstream {
             self.recycle(link);
             return Ok(Answer::Accepted);
         }
-        if status == StatusCode::NOT_FOUND
-            && !self.is_modern()
-            && self
-                .session
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_some()
-        {
+        if status == StatusCode::NOT_FOUND && !self.is_modern() && lock(&self.session).is_some() {
             return Ok(Answer::SessionGone);
         }
         if !is_stream {
@@ -604,10 +589,7 @@ impl HttpUpstream {
         }
         if method == "tools/call" {
             let tool = params["name"].as_str().unwrap_or_default();
-            let annotated = self
-                .header_params
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
+            let annotated = lock(&self.header_params)
                 .get(tool)
                 .cloned()
                 .unwrap_or_default();
@@ -629,7 +611,7 @@ impl HttpUpstream {
 
     /// Records the `x-mcp-header` annotations of the tools a `tools/list` page listed.
     fn learn_header_params(&self, result: &Value) {
-        let mut known = self.header_params.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = lock(&self.header_params);
         for tool in result["tools"].as_array().into_iter().flatten() {
             if let (Some(name), Ok(params)) = (
                 tool["name"].as_str(),
@@ -678,12 +660,7 @@ impl HttpUpstream {
     /// The legacy session's GET stream, read until it ends.
     async fn listen_legacy(&self) -> Result<(), String> {
         let mut headers = HeaderMap::new();
-        let session = self
-            .session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or("no session")?;
+        let session = lock(&self.session).clone().ok_or("no session")?;
         headers.insert(
             "mcp-session-id",
             HeaderValue::try_from(session).map_err(|e| e.to_string())?,
@@ -737,7 +714,7 @@ impl HttpUpstream {
     /// A ready connection from the pool, or a new one.
     async fn link(&self) -> Result<Link, String> {
         loop {
-            let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let pooled = lock(&self.pool).pop();
             match pooled {
                 Some(mut link) => {
                     if link.ready().await {
@@ -751,20 +728,13 @@ impl HttpUpstream {
 
     fn recycle(&self, link: Link) {
         if link.is_open() {
-            self.pool
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(link);
+            lock(&self.pool).push(link);
         }
     }
 
     /// Ends a legacy session politely, then stops.
     pub async fn shutdown(&self, grace: Duration) {
-        let session = self
-            .session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let session = lock(&self.session).clone();
         if let (false, Some(session)) = (self.is_modern(), session) {
             let mut headers = HeaderMap::new();
             if let Ok(value) = HeaderValue::try_from(session) {
@@ -791,7 +761,7 @@ impl HttpUpstream {
     /// Stops following the server; requests in flight end with their connections.
     pub fn stop(&self) {
         self.closed.cancel();
-        self.pool.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        lock(&self.pool).clear();
     }
 
     /// Whether it has not been stopped (a remote server's health shows in its answers).

@@ -16,6 +16,7 @@ use crate::jsonrpc::{
 use crate::lines::{self, IdScanner};
 use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
+use crate::sync::lock;
 use async_channel::Sender;
 use serde_json::{json, Value};
 use smol::io::{AsyncWriteExt, BufReader};
@@ -225,7 +226,7 @@ impl StdioUpstream {
 
     /// The modern handshake: `server/discover` at 2026-07-28.
     async fn discover(&self) -> Result<Handshake, String> {
-        *self.era.lock().unwrap_or_else(|p| p.into_inner()) = Era::Modern;
+        *lock(&self.era) = Era::Modern;
         let discovered =
             with_timeout(self.request("server/discover", None, &Cancel::new(), Caller::default()))
                 .await?
@@ -242,7 +243,7 @@ impl StdioUpstream {
         cancel: &Cancel,
         caller: Caller,
     ) -> Reply {
-        let params = match *self.era.lock().unwrap_or_else(|p| p.into_inner()) {
+        let params = match *lock(&self.era) {
             Era::Modern => Some(envelope::wrap(params)),
             Era::Legacy => params,
         };
@@ -268,20 +269,14 @@ impl StdioUpstream {
             if let Some(map) = params.as_object_mut() {
                 map.entry("_meta").or_insert_with(|| json!({}))["progressToken"] = json!(token);
             }
-            self.progress
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(token.clone(), sink);
+            lock(&self.progress).insert(token.clone(), sink);
             token
         });
         if let Some(asks) = caller.asks {
             self.askers.enter(id, asks);
         }
         let (tx, rx) = async_channel::bounded(1);
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, tx);
+        lock(&self.pending).insert(id, tx);
         self.send(&Request {
             id: Id::Number(id),
             method: method.to_owned(),
@@ -296,20 +291,14 @@ impl StdioUpstream {
         })
         .await;
         if let Some(token) = token {
-            self.progress
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&token);
+            lock(&self.progress).remove(&token);
         }
         self.askers.leave(id);
         match reply {
             Some(Ok(reply)) => reply,
             Some(Err(_)) => Err(self.gone()),
             None => {
-                self.pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                lock(&self.pending).remove(&id);
                 let (reason, error) = if timed_out.is_cancelled() {
                     let why = format!(
                         "upstream {:?} did not answer within {:?}",
@@ -364,7 +353,7 @@ impl StdioUpstream {
         if let Some(group) = rustix::process::Pid::from_raw(self.process_group as i32) {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
-        if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(mut child) = lock(&self.child).take() {
             let _ = child.kill();
         }
     }
@@ -425,11 +414,7 @@ impl StdioUpstream {
         let cap = self.max_message_bytes;
         tracing::warn!(server = %self.name, "discarded a message of {length} bytes, over transport.maxMessageBytes ({cap})");
         let Some(Id::Number(id)) = id else { return };
-        let waiter = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        let waiter = lock(&self.pending).remove(id);
         if let Some(waiter) = waiter {
             let error = ErrorObject::new(
                 INTERNAL_ERROR,
@@ -445,11 +430,7 @@ impl StdioUpstream {
                 id: Some(Id::Number(id)),
                 outcome,
             }) => {
-                let waiter = self
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                let waiter = lock(&self.pending).remove(&id);
                 if let Some(waiter) = waiter {
                     let _ = waiter.try_send(outcome);
                 }
@@ -479,12 +460,7 @@ impl StdioUpstream {
                     .get("progressToken")
                     .map(token_key)
                     .unwrap_or_default();
-                let sink = self
-                    .progress
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&token)
-                    .cloned();
+                let sink = lock(&self.progress).get(&token).cloned();
                 if let Some(sink) = sink {
                     sink.forward(params);
                 }
@@ -524,12 +500,7 @@ impl StdioUpstream {
             INTERNAL_ERROR,
             format!("upstream {:?} exited: {reason}", self.name),
         );
-        for (_, waiter) in self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-        {
+        for (_, waiter) in lock(&self.pending).drain() {
             let _ = waiter.try_send(Err(error.clone()));
         }
     }

@@ -5,6 +5,7 @@
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::Outbound;
+use crate::sync::lock;
 use async_channel::Receiver;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,18 +43,12 @@ impl Session {
     }
 
     fn touch(&self) {
-        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *lock(&self.last_used) = Instant::now();
     }
 
     /// Idle: no request for `timeout`, and no GET stream open (a listening client is not idle).
     fn is_idle(&self, timeout: Duration) -> bool {
-        !self.stream_open.load(Ordering::Acquire)
-            && self
-                .last_used
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .elapsed()
-                >= timeout
+        !self.stream_open.load(Ordering::Acquire) && lock(&self.last_used).elapsed() >= timeout
     }
 }
 
@@ -87,7 +82,7 @@ impl Sessions {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.table)
     }
 
     /// A new gateway client for a session about to be minted (kept only if `initialize`
