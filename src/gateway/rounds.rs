@@ -17,6 +17,7 @@ use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIE
 use crate::limit::Held;
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
+use crate::upstream::failure::Failure;
 use crate::upstream::{Caller, Connection, ProgressSink};
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Map, Value};
@@ -303,7 +304,7 @@ impl Rounds {
                     return outcome;
                 }
                 Next::Cancelled => {
-                    return Err(ErrorObject::new(INTERNAL_ERROR, "Request cancelled"));
+                    return Err(Failure::Cancelled.into());
                 }
                 Next::Asked(ask) if !INPUT_METHODS.contains(&parked.method.as_str()) => {
                     // Only three methods may return InputRequiredResult: here the question

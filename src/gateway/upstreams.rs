@@ -10,10 +10,11 @@
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Config, Server, UpstreamEra, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
-use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::jsonrpc::ErrorObject;
 use crate::limit::Limit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
+use crate::upstream::failure::Failure;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::stdio::StdioUpstream;
 use crate::upstream::{Caller, Connection, Handshake};
@@ -513,16 +514,10 @@ impl Gateway {
         owner: Owner,
     ) -> Result<(Arc<Upstream>, Connection), ErrorObject> {
         let Owner::Upstream(id) = owner else {
-            return Err(ErrorObject::new(
-                INTERNAL_ERROR,
-                "the built-in server has no connection",
-            ));
+            return Err(Failure::Refused("the built-in server has no connection".into()).into());
         };
         let upstream = self.upstreams.get(id).ok_or_else(|| {
-            ErrorObject::new(
-                INTERNAL_ERROR,
-                "that upstream was removed from the configuration",
-            )
+            Failure::Refused("that upstream was removed from the configuration".into())
         })?;
         // Installed before its handshake (so a stop can reach it), but nobody else's request
         // goes to a server before it has been initialized and listed.
@@ -532,14 +527,12 @@ impl Gateway {
             .filter(|c| ready && c.is_alive());
         match connection {
             Some(connection) => Ok((upstream, connection)),
-            None => Err(ErrorObject::new(
-                INTERNAL_ERROR,
-                format!(
-                    "upstream {:?} is not serving ({})",
-                    upstream.name,
-                    lock(&upstream.state).describe()
-                ),
-            )),
+            None => Err(Failure::Refused(format!(
+                "upstream {:?} is not serving ({})",
+                upstream.name,
+                lock(&upstream.state).describe()
+            ))
+            .into()),
         }
     }
 

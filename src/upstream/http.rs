@@ -11,11 +11,12 @@
 
 use super::asks::{self, Askers};
 use super::event_stream::EventStream;
+use super::failure::Failure;
 use super::{Caller, Event, Handshake, ListKind};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
-use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response, INTERNAL_ERROR};
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
@@ -296,60 +297,44 @@ impl HttpUpstream {
             match answer {
                 Some(Ok(Answer::Reply(reply))) => return reply,
                 Some(Ok(Answer::Accepted)) => {
-                    return Err(ErrorObject::new(
-                        INTERNAL_ERROR,
-                        format!(
-                            "upstream {:?} accepted a request without answering it",
-                            self.name
-                        ),
-                    ))
+                    return Err(Failure::gone(
+                        &self.name,
+                        "accepted a request without answering it",
+                    )
+                    .into())
                 }
                 Some(Ok(Answer::SessionGone)) if attempt == 0 && method != "initialize" => {
                     tracing::info!(server = %self.name, "the upstream forgot its session; initializing again");
                     if let Err(e) = Box::pin(self.initialize()).await {
-                        return Err(ErrorObject::new(
-                            INTERNAL_ERROR,
-                            format!("upstream {:?}: {e}", self.name),
-                        ));
+                        return Err(Failure::gone(&self.name, format!("failed: {e}")).into());
                     }
                 }
-                Some(Ok(Answer::SessionGone)) => {
-                    return Err(ErrorObject::new(
-                        INTERNAL_ERROR,
-                        format!("upstream {:?} lost its session", self.name),
-                    ))
-                }
+                Some(Ok(Answer::SessionGone)) => break,
                 Some(Err(e)) => {
-                    return Err(ErrorObject::new(
-                        INTERNAL_ERROR,
-                        format!("upstream {:?}: {e}", self.name),
-                    ))
+                    return Err(Failure::gone(&self.name, format!("failed: {e}")).into())
                 }
                 None => {
+                    let failure = if timed_out.is_cancelled() {
+                        Failure::Timeout {
+                            server: self.name.clone(),
+                            after: self.timeout,
+                        }
+                    } else {
+                        Failure::Cancelled
+                    };
                     // A modern request's stream was closed by dropping it; a legacy one is told.
                     if !self.is_modern() {
+                        let reason = failure.reason_for_upstream();
                         self.notify(
                             "notifications/cancelled",
-                            Some(json!({"requestId": id, "reason": "cancelled by the client"})),
+                            Some(json!({"requestId": id, "reason": reason})),
                         );
                     }
-                    return Err(match timed_out.is_cancelled() {
-                        true => ErrorObject::new(
-                            INTERNAL_ERROR,
-                            format!(
-                                "upstream {:?} did not answer within {:?}",
-                                self.name, self.timeout
-                            ),
-                        ),
-                        false => ErrorObject::new(INTERNAL_ERROR, "Request cancelled"),
-                    });
+                    return Err(failure.into());
                 }
             }
         }
-        Err(ErrorObject::new(
-            INTERNAL_ERROR,
-            format!("upstream {:?} lost its session", self.name),
-        ))
+        Err(Failure::gone(&self.name, "lost its session").into())
     }
 
     /// The JSON-RPC message, with the modern envelope when the server is modern.

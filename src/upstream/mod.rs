@@ -6,6 +6,7 @@
 
 pub mod asks;
 pub mod event_stream;
+pub mod failure;
 pub mod http;
 pub mod stdio;
 

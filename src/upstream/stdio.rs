@@ -6,13 +6,12 @@
 //! caller waits on a dead upstream.
 
 use super::asks::{self, Askers};
+use super::failure::Failure;
 use super::{Caller, Event, Handshake, ListKind, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
-use crate::jsonrpc::{
-    self, ErrorObject, Frame, Id, Message, Notification, Request, Response, INTERNAL_ERROR,
-};
+use crate::jsonrpc::{self, ErrorObject, Frame, Id, Message, Notification, Request, Response};
 use crate::lines::{self, IdScanner};
 use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
@@ -299,26 +298,20 @@ impl StdioUpstream {
             Some(Err(_)) => Err(self.gone()),
             None => {
                 lock(&self.pending).remove(&id);
-                let (reason, error) = if timed_out.is_cancelled() {
-                    let why = format!(
-                        "upstream {:?} did not answer within {:?}",
-                        self.name, self.timeout
-                    );
-                    (
-                        "mcpx timed out waiting",
-                        ErrorObject::new(INTERNAL_ERROR, why),
-                    )
+                let failure = if timed_out.is_cancelled() {
+                    Failure::Timeout {
+                        server: self.name.clone(),
+                        after: self.timeout,
+                    }
                 } else {
-                    (
-                        "cancelled by the client",
-                        ErrorObject::new(INTERNAL_ERROR, "Request cancelled"),
-                    )
+                    Failure::Cancelled
                 };
+                let reason = failure.reason_for_upstream();
                 self.notify(
                     "notifications/cancelled",
                     Some(json!({"requestId": id, "reason": reason})),
                 );
-                Err(error)
+                Err(failure.into())
             }
         }
     }
@@ -363,10 +356,7 @@ impl StdioUpstream {
     }
 
     fn gone(&self) -> ErrorObject {
-        ErrorObject::new(
-            INTERNAL_ERROR,
-            format!("upstream {:?} exited before answering", self.name),
-        )
+        Failure::gone(&self.name, "exited before answering").into()
     }
 
     /// Reads the server's stdout until it ends; returns why it ended.
@@ -416,11 +406,10 @@ impl StdioUpstream {
         let Some(Id::Number(id)) = id else { return };
         let waiter = lock(&self.pending).remove(id);
         if let Some(waiter) = waiter {
-            let error = ErrorObject::new(
-                INTERNAL_ERROR,
-                format!("upstream {:?} answered with {length} bytes, more than transport.maxMessageBytes ({cap})", self.name),
+            let why = format!(
+                "answered with {length} bytes, more than transport.maxMessageBytes ({cap})"
             );
-            let _ = waiter.try_send(Err(error));
+            let _ = waiter.try_send(Err(Failure::gone(&self.name, why).into()));
         }
     }
 
@@ -496,10 +485,7 @@ impl StdioUpstream {
 
     fn fail_pending(&self, reason: &str) {
         self.exited.cancel();
-        let error = ErrorObject::new(
-            INTERNAL_ERROR,
-            format!("upstream {:?} exited: {reason}", self.name),
-        );
+        let error = ErrorObject::from(Failure::gone(&self.name, format!("exited: {reason}")));
         for (_, waiter) in lock(&self.pending).drain() {
             let _ = waiter.try_send(Err(error.clone()));
         }

@@ -1,0 +1,86 @@
+//! Why a call to an upstream got no answer of the server's own. Both wires (stdio, HTTP) and the
+//! gateway name the same few failures, so they are one type, and each is told to the client in
+//! one wording; a server's own JSON-RPC error is not a failure of mcpx's and passes unchanged.
+
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use std::time::Duration;
+
+/// A call that got no answer from its server.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Failure {
+    /// The client cancelled it.
+    #[error("Request cancelled")]
+    Cancelled,
+    /// No answer within the server's `timeout`.
+    #[error("upstream {server:?} did not answer within {after:?}")]
+    Timeout {
+        /// The server's configured name.
+        server: String,
+        /// Its `timeout`.
+        after: Duration,
+    },
+    /// The server is gone: its process exited, or its connection could not be used.
+    #[error("upstream {server:?} {why}")]
+    Gone {
+        /// The server's configured name.
+        server: String,
+        /// What happened, as a clause: "exited before answering", "lost its session".
+        why: String,
+    },
+    /// mcpx would not send it: the server is not serving, or a cap is reached.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl Failure {
+    /// The server `server` is gone for the reason `why` (a clause that follows its name).
+    pub fn gone(server: &str, why: impl Into<String>) -> Failure {
+        Failure::Gone {
+            server: server.to_owned(),
+            why: why.into(),
+        }
+    }
+
+    /// What the upstream is told when mcpx stops waiting (`notifications/cancelled`'s reason).
+    pub fn reason_for_upstream(&self) -> &'static str {
+        match self {
+            Failure::Timeout { .. } => "mcpx timed out waiting",
+            _ => "cancelled by the client",
+        }
+    }
+}
+
+impl From<Failure> for ErrorObject {
+    fn from(failure: Failure) -> ErrorObject {
+        ErrorObject::new(INTERNAL_ERROR, failure.to_string())
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod upstream {
+        use super::super::Failure;
+        use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+        use std::time::Duration;
+
+        #[test]
+        fn each_failure_is_an_internal_error_worded_for_the_client() {
+            let timeout = Failure::Timeout {
+                server: "t".into(),
+                after: Duration::from_secs(5),
+            };
+            assert_eq!(timeout.reason_for_upstream(), "mcpx timed out waiting");
+            let error = ErrorObject::from(timeout);
+            assert_eq!(error.code, INTERNAL_ERROR);
+            assert_eq!(error.message, "upstream \"t\" did not answer within 5s");
+            assert_eq!(
+                ErrorObject::from(Failure::Cancelled).message,
+                "Request cancelled"
+            );
+            assert_eq!(
+                ErrorObject::from(Failure::gone("t", "lost its session")).message,
+                "upstream \"t\" lost its session"
+            );
+        }
+    }
+}
