@@ -1,0 +1,279 @@
+//! The console's state: which view, which row, what is being typed or confirmed, and what the
+//! keys do to it. Drawing it is in [`draw`].
+
+mod draw;
+
+use crate::feed::{running_sockets, watch, Feed};
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind};
+use mcpx::admin::protocol::{Command, Reply, Snapshot};
+use ratatui::widgets::TableState;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+/// The four views.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    Upstreams,
+    Sessions,
+    Streams,
+    Requests,
+}
+
+const VIEWS: [View; 4] = [
+    View::Upstreams,
+    View::Sessions,
+    View::Streams,
+    View::Requests,
+];
+
+impl View {
+    fn title(self) -> &'static str {
+        match self {
+            View::Upstreams => "1 Upstreams",
+            View::Sessions => "2 Sessions",
+            View::Streams => "3 Streams",
+            View::Requests => "4 Requests",
+        }
+    }
+}
+
+/// A command waiting for y/n.
+struct Pending {
+    question: String,
+    command: Command,
+}
+
+pub struct App {
+    socket: PathBuf,
+    feed: Receiver<Feed>,
+    snapshot: Option<Snapshot>,
+    connection: String,
+    view: View,
+    table: TableState,
+    detail: bool,
+    help: bool,
+    filter: Option<String>,
+    typing_filter: bool,
+    pending: Option<Pending>,
+    status: String,
+    /// The running mcpx processes' sockets, while the picker (`p`) is open, and the selection.
+    picker: Option<(Vec<PathBuf>, usize)>,
+    /// Where `p` looks for running mcpx processes.
+    daemon_socket: PathBuf,
+}
+
+impl App {
+    pub fn new(socket: PathBuf, daemon_socket: PathBuf) -> Self {
+        App {
+            picker: None,
+            daemon_socket,
+            feed: Self::attach(&socket),
+            connection: format!("connecting to {}", socket.display()),
+            socket,
+            snapshot: None,
+            view: View::Requests,
+            table: TableState::default().with_selected(Some(0)),
+            detail: false,
+            help: false,
+            filter: None,
+            typing_filter: false,
+            pending: None,
+            status: "? for help".into(),
+        }
+    }
+
+    /// Starts watching `socket`; the previous watch ends when its channel's receiver is dropped.
+    fn attach(socket: &Path) -> Receiver<Feed> {
+        let (tx, feed) = mpsc::channel();
+        let watched = socket.to_owned();
+        std::thread::spawn(move || watch(watched, tx));
+        feed
+    }
+
+    /// Keys while the picker is open: move, Enter attaches, Esc closes.
+    fn on_picker_key(&mut self, key: KeyEvent) {
+        let Some((sockets, selected)) = &mut self.picker else {
+            return;
+        };
+        match key.code {
+            KeyCode::Down | KeyCode::Char('j') => {
+                *selected = (*selected + 1).min(sockets.len().saturating_sub(1))
+            }
+            KeyCode::Up | KeyCode::Char('k') => *selected = selected.saturating_sub(1),
+            KeyCode::Enter => {
+                if let Some(socket) = sockets.get(*selected).cloned() {
+                    self.feed = Self::attach(&socket);
+                    self.connection = format!("connecting to {}", socket.display());
+                    self.snapshot = None;
+                    self.socket = socket;
+                }
+                self.picker = None;
+            }
+            _ => self.picker = None,
+        }
+    }
+
+    pub fn run(mut self, terminal: &mut ratatui::DefaultTerminal) -> std::io::Result<()> {
+        loop {
+            while let Ok(feed) = self.feed.try_recv() {
+                match feed {
+                    Feed::Snapshot(snapshot) => {
+                        self.connection = format!(
+                            "mcpx {} (pid {}) at {}",
+                            snapshot.version,
+                            snapshot.pid,
+                            self.socket.display()
+                        );
+                        self.snapshot = Some(*snapshot);
+                    }
+                    Feed::Disconnected(why) => {
+                        self.connection = format!(
+                            "disconnected ({why}); reconnecting to {}",
+                            self.socket.display()
+                        )
+                    }
+                }
+            }
+            terminal.draw(|frame| self.draw(frame))?;
+            if event::poll(Duration::from_millis(100))? {
+                if let Event::Key(key) = event::read()? {
+                    if key.kind == KeyEventKind::Press && !self.on_key(key) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles a key; false means quit.
+    fn on_key(&mut self, key: KeyEvent) -> bool {
+        if self.picker.is_some() {
+            self.on_picker_key(key);
+            return true;
+        }
+        if let Some(pending) = self.pending.take() {
+            if matches!(key.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
+                self.status = match mcpx::admin::ask(&self.socket, &pending.command) {
+                    Ok(Reply::Done { message }) => message,
+                    Ok(Reply::Error { message }) => format!("refused: {message}"),
+                    Ok(_) => "unexpected reply".into(),
+                    Err(e) => format!("failed: {e}"),
+                };
+            } else {
+                self.status = format!("did not {}", pending.question);
+            }
+            return true;
+        }
+        if self.typing_filter {
+            let filter = self.filter.get_or_insert_with(String::new);
+            match key.code {
+                KeyCode::Enter => self.typing_filter = false,
+                KeyCode::Esc => {
+                    self.filter = None;
+                    self.typing_filter = false;
+                }
+                KeyCode::Backspace => {
+                    filter.pop();
+                }
+                KeyCode::Char(c) => filter.push(c),
+                _ => {}
+            }
+            return true;
+        }
+        if self.help {
+            self.help = false;
+            return true;
+        }
+        let rows = self.rows().len();
+        match key.code {
+            KeyCode::Char('q') => return false,
+            KeyCode::Char('p') => {
+                let running = running_sockets(&self.daemon_socket);
+                let current = running.iter().position(|s| *s == self.socket).unwrap_or(0);
+                self.picker = Some((running, current));
+            }
+            KeyCode::Char('?') => self.help = true,
+            KeyCode::Down | KeyCode::Char('j') => self
+                .table
+                .select(Some((self.selected() + 1).min(rows.saturating_sub(1)))),
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.table.select(Some(self.selected().saturating_sub(1)))
+            }
+            KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.switch(1),
+            KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => self.switch(VIEWS.len() - 1),
+            KeyCode::Char(c @ '1'..='4') => self.set_view(VIEWS[c as usize - '1' as usize]),
+            KeyCode::Enter => self.detail = !self.detail,
+            KeyCode::Esc => {
+                self.detail = false;
+                self.filter = None;
+            }
+            KeyCode::Char('/') => {
+                self.typing_filter = true;
+                self.filter = Some(String::new());
+            }
+            KeyCode::Char('c') => self.ask_about(View::Requests),
+            KeyCode::Char('d') => self.ask_about(View::Sessions),
+            KeyCode::Char('r') => self.ask_about(View::Upstreams),
+            _ => {}
+        }
+        true
+    }
+
+    fn selected(&self) -> usize {
+        self.table.selected().unwrap_or(0)
+    }
+
+    fn switch(&mut self, by: usize) {
+        let index = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
+        self.set_view(VIEWS[(index + by) % VIEWS.len()]);
+    }
+
+    fn set_view(&mut self, view: View) {
+        self.view = view;
+        self.table.select(Some(0));
+        self.detail = false;
+    }
+
+    /// Prepares the command for the selected row, if the view is the one it acts on.
+    fn ask_about(&mut self, view: View) {
+        if self.view != view {
+            self.status = format!("switch to {} first", view.title());
+            return;
+        }
+        let Some(row) = self.rows().into_iter().nth(self.selected()) else {
+            self.status = "nothing selected".into();
+            return;
+        };
+        let (question, command) = match view {
+            View::Requests => (
+                format!("cancel request #{}", row.key),
+                Command::Cancel { request: row.key },
+            ),
+            View::Sessions => match row.name.clone() {
+                Some(id) => (format!("end session {id}"), Command::EndSession { id }),
+                None => {
+                    self.status = "only legacy HTTP sessions can be ended".into();
+                    return;
+                }
+            },
+            _ => {
+                let name = row.name.clone().unwrap_or_default();
+                (
+                    format!("restart upstream {name}"),
+                    Command::RestartUpstream { name },
+                )
+            }
+        };
+        self.status = format!("{question}? (y/n)");
+        self.pending = Some(Pending { question, command });
+    }
+}
+
+/// One table row and what the detail pane shows for it.
+struct ViewRow {
+    key: u64,
+    name: Option<String>,
+    cells: Vec<String>,
+    detail: String,
+}

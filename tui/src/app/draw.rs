@@ -1,0 +1,256 @@
+//! Drawing the console: the tabs, the current view's table, the detail pane, the help and the
+//! picker, from the state in [`super::App`].
+
+use super::{App, View, ViewRow, VIEWS};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style, Stylize};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Clear, Paragraph, Row, Table, Tabs, Wrap};
+use ratatui::Frame;
+
+impl App {
+    /// The rows of the current view, filtered.
+    pub(super) fn rows(&self) -> Vec<ViewRow> {
+        let Some(snapshot) = &self.snapshot else {
+            return Vec::new();
+        };
+        let seconds = |ms: u64| format!("{:.1}s", ms as f64 / 1000.0);
+        let rows: Vec<ViewRow> = match self.view {
+            View::Upstreams => snapshot
+                .upstreams
+                .iter()
+                .enumerate()
+                .map(|(i, u)| ViewRow {
+                    key: i as u64,
+                    name: Some(u.name.clone()),
+                    cells: vec![
+                        u.name.clone(),
+                        u.state.clone(),
+                        u.revision.clone().unwrap_or_default(),
+                        format!("{}/{}/{}", u.tools, u.prompts, u.resources),
+                        u.restarts.to_string(),
+                    ],
+                    detail: serde_json::to_string_pretty(u).unwrap_or_default(),
+                })
+                .collect(),
+            View::Sessions => snapshot
+                .sessions
+                .iter()
+                .map(|s| ViewRow {
+                    key: s.key,
+                    name: s.id.clone(),
+                    cells: vec![
+                        format!("#{}", s.key),
+                        s.transport.clone(),
+                        s.client
+                            .as_ref()
+                            .and_then(|c| c["name"].as_str())
+                            .unwrap_or("-")
+                            .to_owned(),
+                        s.revision.clone().unwrap_or_default(),
+                        seconds(s.idle_ms),
+                        s.id.clone().unwrap_or_default(),
+                    ],
+                    detail: serde_json::to_string_pretty(s).unwrap_or_default(),
+                })
+                .collect(),
+            View::Streams => snapshot
+                .streams
+                .iter()
+                .map(|s| ViewRow {
+                    key: s.session,
+                    name: None,
+                    cells: vec![
+                        format!("#{}", s.session),
+                        s.kind.clone(),
+                        s.events.to_string(),
+                        seconds(s.age_ms),
+                        s.filter.join(" "),
+                    ],
+                    detail: serde_json::to_string_pretty(s).unwrap_or_default(),
+                })
+                .collect(),
+            View::Requests => snapshot
+                .requests
+                .iter()
+                .map(|r| ViewRow {
+                    key: r.key,
+                    name: None,
+                    cells: vec![
+                        format!("#{}", r.key),
+                        r.transport.clone(),
+                        r.method.clone(),
+                        r.target.clone().unwrap_or_default(),
+                        r.upstream.clone().unwrap_or_default(),
+                        seconds(r.age_ms),
+                        r.progress.to_string(),
+                    ],
+                    detail: serde_json::to_string_pretty(r).unwrap_or_default(),
+                })
+                .collect(),
+        };
+        match &self.filter {
+            Some(filter) if !filter.is_empty() => rows
+                .into_iter()
+                .filter(|r| r.cells.iter().any(|c| c.contains(filter.as_str())))
+                .collect(),
+            _ => rows,
+        }
+    }
+
+    pub(super) fn draw(&mut self, frame: &mut Frame) {
+        let [top, tabs, body, bottom] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        frame.render_widget(Line::from(self.connection.clone()).bold(), top);
+        let selected = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
+        let counts = self.snapshot.as_ref().map_or([0; 4], |s| {
+            [
+                s.upstreams.len(),
+                s.sessions.len(),
+                s.streams.len(),
+                s.requests.len(),
+            ]
+        });
+        let titles: Vec<String> = VIEWS
+            .iter()
+            .zip(counts)
+            .map(|(v, n)| format!("{} ({n})", v.title()))
+            .collect();
+        frame.render_widget(Tabs::new(titles).select(selected), tabs);
+        let rows = self.rows();
+        if self.selected() >= rows.len() && !rows.is_empty() {
+            self.table.select(Some(rows.len() - 1));
+        }
+        let (table_area, detail_area) = if self.detail {
+            let [left, right] =
+                Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                    .areas(body);
+            (left, Some(right))
+        } else {
+            (body, None)
+        };
+        let (header, widths): (Vec<&str>, Vec<Constraint>) = match self.view {
+            View::Upstreams => (
+                vec!["NAME", "STATE", "REVISION", "T/P/R", "RESTARTS"],
+                vec![
+                    Constraint::Length(18),
+                    Constraint::Min(10),
+                    Constraint::Length(11),
+                    Constraint::Length(10),
+                    Constraint::Length(8),
+                ],
+            ),
+            View::Sessions => (
+                vec!["SESSION", "TRANSPORT", "CLIENT", "REVISION", "IDLE", "ID"],
+                vec![
+                    Constraint::Length(8),
+                    Constraint::Length(13),
+                    Constraint::Length(16),
+                    Constraint::Length(11),
+                    Constraint::Length(8),
+                    Constraint::Min(10),
+                ],
+            ),
+            View::Streams => (
+                vec!["SESSION", "KIND", "EVENTS", "AGE", "FILTER"],
+                vec![
+                    Constraint::Length(8),
+                    Constraint::Length(7),
+                    Constraint::Length(7),
+                    Constraint::Length(8),
+                    Constraint::Min(10),
+                ],
+            ),
+            View::Requests => (
+                vec![
+                    "REQUEST", "DOOR", "METHOD", "TARGET", "UPSTREAM", "AGE", "PROGRESS",
+                ],
+                vec![
+                    Constraint::Length(8),
+                    Constraint::Length(13),
+                    Constraint::Length(15),
+                    Constraint::Min(12),
+                    Constraint::Length(12),
+                    Constraint::Length(8),
+                    Constraint::Length(8),
+                ],
+            ),
+        };
+        let title = match &self.filter {
+            Some(filter) => format!(" {} — filter: {filter} ", self.view.title()),
+            None => format!(" {} ", self.view.title()),
+        };
+        let table = Table::new(rows.iter().map(|r| Row::new(r.cells.clone())), widths)
+            .header(Row::new(header).style(Style::new().add_modifier(Modifier::BOLD)))
+            .block(Block::bordered().title(title))
+            .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+        frame.render_stateful_widget(table, table_area, &mut self.table);
+        if let Some(area) = detail_area {
+            let detail = rows
+                .get(self.selected())
+                .map_or(String::new(), |r| r.detail.clone());
+            frame.render_widget(
+                Paragraph::new(detail)
+                    .wrap(Wrap { trim: false })
+                    .block(Block::bordered().title(" detail ")),
+                area,
+            );
+        }
+        frame.render_widget(Line::from(self.status.clone()), bottom);
+        if let Some((sockets, selected)) = &self.picker {
+            let area = centered(frame.area(), 80, sockets.len() as u16 + 4);
+            frame.render_widget(Clear, area);
+            let lines: Vec<Line> = match sockets.is_empty() {
+                true => vec![Line::from("no running mcpx found")],
+                false => sockets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let marker = if i == *selected { "> " } else { "  " };
+                        Line::from(format!("{marker}{}", s.display()))
+                    })
+                    .collect(),
+            };
+            frame.render_widget(
+                Paragraph::new(lines)
+                    .block(Block::bordered().title(" running mcpx (Enter attaches, Esc closes) ")),
+                area,
+            );
+        }
+        if self.help {
+            let area = centered(frame.area(), 60, 14);
+            frame.render_widget(Clear, area);
+            frame.render_widget(
+                Paragraph::new(HELP).block(Block::bordered().title(" keys ")),
+                area,
+            );
+        }
+    }
+}
+
+const HELP: &str = "1-4, Tab, h/l  switch view\n\
+j/k, arrows    move\n\
+Enter          detail pane\n\
+/              filter (Enter keeps, Esc clears)\n\
+c              cancel the selected request\n\
+p              pick another running mcpx\n\
+d              end the selected HTTP session\n\
+r              restart the selected upstream\n\
+q              quit\n\
+(any key closes this help)";
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    )
+}

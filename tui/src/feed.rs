@@ -1,0 +1,66 @@
+//! The console's view of the socket: a thread that holds a `watch` on it and reports each
+//! snapshot, and the list of running mcpx processes' sockets.
+
+use mcpx::admin::protocol::{Command, Reply, Snapshot};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+/// Admin sockets that answer, in the directory of the daemon's: the daemon's and each
+/// `mcpx serve` process's.
+pub fn running_sockets(daemon_socket: &Path) -> Vec<PathBuf> {
+    let Some(dir) = daemon_socket.parent() else {
+        return Vec::new();
+    };
+    let mut sockets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension().is_some_and(|e| e == "sock") && UnixStream::connect(path).is_ok()
+        })
+        .collect();
+    sockets.sort_by_key(|path| path != daemon_socket);
+    sockets
+}
+
+/// What the watching thread reports.
+pub enum Feed {
+    /// A new state.
+    Snapshot(Box<Snapshot>),
+    /// The watch broke, and why; it tries again in a second.
+    Disconnected(String),
+}
+
+/// Holds a `watch` on the socket, reconnecting once a second while mcpx is away.
+pub fn watch(socket: PathBuf, feed: Sender<Feed>) {
+    loop {
+        let outcome = (|| -> std::io::Result<()> {
+            let mut stream = UnixStream::connect(&socket)?;
+            let mut line = serde_json::to_vec(&Command::Watch)?;
+            line.push(b'\n');
+            stream.write_all(&line)?;
+            for line in BufReader::new(stream).lines() {
+                match serde_json::from_str::<Reply>(&line?) {
+                    // A failed send means the drawing loop has ended, and the watch with it.
+                    Ok(Reply::Snapshot(snapshot)) => feed
+                        .send(Feed::Snapshot(Box::new(snapshot)))
+                        .map_err(|_| std::io::Error::other("the console has quit"))?,
+                    Ok(Reply::Error { message }) => return Err(std::io::Error::other(message)),
+                    _ => {}
+                }
+            }
+            Err(std::io::Error::other("mcpx closed the connection"))
+        })();
+        let why = outcome
+            .err()
+            .map_or_else(|| "stopped".to_owned(), |e| e.to_string());
+        if feed.send(Feed::Disconnected(why)).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
