@@ -1,26 +1,20 @@
-//! The gateway's upstreams: their lifecycle, kept in one place.
+//! The gateway's upstreams: what it knows of each configured server.
 //!
-//! Each configured server is an [`Upstream`] with a stable id (what the catalog routes to), its
-//! live connection, its state and its last listing. A server that exits is revived by
-//! supervision: restarted after an exponential, jittered backoff, its catalog re-listed and
-//! diffed so clients hear `list_changed` only when something changed; one that keeps crashing is
-//! damped to the longest backoff and its tools are withdrawn until it comes back. A reload swaps
-//! the set of servers: added ones start, removed ones stop, changed ones restart.
+//! Each is an [`Upstream`] with a stable id (what the catalog routes to), its live connection,
+//! its state, its backoff and its last listing; callers reach its connection only while it
+//! serves. Starting and reviving them is [`super::supervision`]; swapping the set is
+//! [`super::reload`].
 
-use super::{catalog, Catalog, Gateway, Listing, Owner};
+use super::{Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Config, Server, UpstreamEra, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
+use crate::config::{Config, Server, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
 use crate::jsonrpc::ErrorObject;
 use crate::limit::Limit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
 use crate::upstream::failure::Failure;
-use crate::upstream::http::HttpUpstream;
-use crate::upstream::stdio::StdioUpstream;
-use crate::upstream::{Caller, Connection, Handshake};
-use crate::upstream::{Event, ListKind};
+use crate::upstream::{Connection, Handshake};
 use crate::view::UpstreamView;
-use async_channel::Receiver;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -36,7 +30,7 @@ const CRASH_WINDOW: Duration = Duration::from_secs(60);
 /// This many exits within the window is a crash loop.
 const CRASH_LOOP: usize = 5;
 /// How long an upstream gets to exit once its stdin closes, at a restart or removal.
-const STOP_GRACE: Duration = Duration::from_millis(500);
+pub(super) const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// Where an upstream stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +51,7 @@ pub enum UpstreamState {
 }
 
 impl UpstreamState {
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             UpstreamState::Starting => "starting".into(),
             UpstreamState::Ready => "ready".into(),
@@ -80,14 +74,14 @@ impl UpstreamState {
 
 /// Restart pacing for one upstream.
 #[derive(Debug, Default)]
-struct Backoff {
+pub(super) struct Backoff {
     failures_in_a_row: u32,
     recent_exits: VecDeque<Instant>,
 }
 
 impl Backoff {
     /// Records a failure; returns the delay before the next start and whether it is looping.
-    fn failed(&mut self) -> (Duration, bool) {
+    pub(super) fn failed(&mut self) -> (Duration, bool) {
         let now = Instant::now();
         self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
         self.recent_exits.push_back(now);
@@ -109,7 +103,7 @@ impl Backoff {
         (delay.mul_f64(0.8 + fastrand::f64() * 0.4), looping)
     }
 
-    fn succeeded(&mut self) {
+    pub(super) fn succeeded(&mut self) {
         self.failures_in_a_row = 0;
     }
 }
@@ -121,30 +115,21 @@ pub(super) struct Upstream {
     pub(super) id: usize,
     pub(super) name: String,
     pub(super) config: Server,
-    state: Mutex<UpstreamState>,
+    pub(super) state: Mutex<UpstreamState>,
     pub(super) handshake: Mutex<Option<Handshake>>,
-    connection: Mutex<Option<Connection>>,
+    pub(super) connection: Mutex<Option<Connection>>,
     pub(super) listing: Mutex<Listing>,
     /// Counts starts; an event from an older start is about a process that is gone.
-    generation: AtomicU64,
+    pub(super) generation: AtomicU64,
     /// Counts starts after the first (after a crash, or asked for), whether they served or not.
-    restarts: AtomicU64,
-    backoff: Mutex<Backoff>,
+    pub(super) restarts: AtomicU64,
+    pub(super) backoff: Mutex<Backoff>,
     /// Fired when the upstream is removed by a reload: supervision stops reviving it.
-    removed: Cancel,
+    pub(super) removed: Cancel,
     /// Whether a supervision loop is already reviving it (there must be one at most).
-    reviving: AtomicBool,
+    pub(super) reviving: AtomicBool,
     /// Its requests in flight, against `maxInFlight`.
     pub(super) in_flight: Arc<Limit>,
-}
-
-/// Clears a flag when dropped, however the task holding it ends.
-struct ClearOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for ClearOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
 }
 
 impl Upstream {
@@ -181,7 +166,7 @@ impl Upstream {
 /// The configured upstreams, in configuration (name) order.
 #[derive(Debug, Default)]
 pub(super) struct Upstreams {
-    list: RwLock<Vec<Arc<Upstream>>>,
+    pub(super) list: RwLock<Vec<Arc<Upstream>>>,
     next_id: AtomicUsize,
 }
 
@@ -197,7 +182,7 @@ impl Upstreams {
         upstreams
     }
 
-    fn make(&self, name: &str, config: &Server) -> Arc<Upstream> {
+    pub(super) fn make(&self, name: &str, config: &Server) -> Arc<Upstream> {
         Arc::new(Upstream {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             name: name.to_owned(),
@@ -226,288 +211,12 @@ impl Upstreams {
         self.all().into_iter().find(|u| u.id == id)
     }
 
-    fn by_name(&self, name: &str) -> Option<Arc<Upstream>> {
+    pub(super) fn by_name(&self, name: &str) -> Option<Arc<Upstream>> {
         self.all().into_iter().find(|u| u.name == name)
     }
 }
 
 impl Gateway {
-    /// Starts every upstream concurrently and builds the merged catalog. A server that fails is
-    /// logged, reported and revived by supervision while the others serve; only a name
-    /// collision stops mcpx, because it would route calls to the wrong server.
-    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
-        let (events_tx, events_rx) = async_channel::unbounded();
-        let _ = self.events.set(events_tx);
-        let starts: Vec<_> = self
-            .upstreams
-            .all()
-            .into_iter()
-            .map(|upstream| {
-                let gateway = Arc::clone(self);
-                smol::spawn(async move {
-                    if !gateway.start_upstream(&upstream).await {
-                        gateway.revive(upstream);
-                    }
-                })
-            })
-            .collect();
-        for start in starts {
-            start.await;
-        }
-        let catalog = self.build_catalog()?;
-        *write(&self.catalog) = Arc::new(catalog);
-        let _ = self.ready.set(()).await;
-        let gateway = Arc::clone(self);
-        smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
-        Ok(())
-    }
-
-    /// Starts (or starts again) one upstream: spawn, handshake, list. True if it serves.
-    async fn start_upstream(&self, upstream: &Arc<Upstream>) -> bool {
-        let Some(events) = self.events.get().cloned() else {
-            return false;
-        };
-        let generation = upstream.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        *lock(&upstream.state) = UpstreamState::Starting;
-        self.registry.notify_changed();
-        // Probe once: a restart speaks the era the first handshake found, so a server that exits
-        // on the wrong first request is not killed by every restart's probe.
-        let mut config = upstream.config.clone();
-        if config.era == UpstreamEra::Auto {
-            config.era = lock(&upstream.handshake)
-                .as_ref()
-                .map_or(UpstreamEra::Auto, |h| match h.revision.era() {
-                    Era::Modern => UpstreamEra::Modern,
-                    Era::Legacy => UpstreamEra::Legacy,
-                });
-        }
-        let outcome = async {
-            let connection = match config.launch() {
-                crate::config::Launch::Stdio(_) => Connection::Stdio(StdioUpstream::spawn(
-                    &upstream.name,
-                    upstream.id,
-                    generation,
-                    &config,
-                    self.launcher.as_deref(),
-                    self.max_message_bytes,
-                    events,
-                )?),
-                crate::config::Launch::Http(_) => Connection::Http(HttpUpstream::new(
-                    &upstream.name,
-                    upstream.id,
-                    &config,
-                    events,
-                )?),
-            };
-            *lock(&upstream.connection) = Some(connection.clone());
-            let handshake = connection.handshake().await?;
-            let listing = list_everything(&connection, &handshake.capabilities).await?;
-            Ok::<_, String>((handshake, listing))
-        }
-        .await;
-        let serving = match outcome {
-            Ok((handshake, listing)) => {
-                tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
-                *lock(&upstream.handshake) = Some(handshake);
-                *lock(&upstream.listing) = listing;
-                *lock(&upstream.state) = UpstreamState::Ready;
-                lock(&upstream.backoff).succeeded();
-                true
-            }
-            Err(reason) => {
-                tracing::error!(server = %upstream.name, "upstream failed to start: {reason}");
-                if let Some(connection) = lock(&upstream.connection).take() {
-                    connection.stop();
-                }
-                *lock(&upstream.state) = UpstreamState::Down {
-                    reason,
-                    next: Instant::now(),
-                    crash_looping: false,
-                };
-                false
-            }
-        };
-        self.registry.notify_changed();
-        serving
-    }
-
-    pub(super) fn build_catalog(&self) -> Result<Catalog, String> {
-        let builtin = super::builtin::listing();
-        let upstreams = self.upstreams.all();
-        let listings: Vec<Listing> = upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
-        let mut sources = vec![catalog::Source {
-            server: BUILTIN_SERVER,
-            prefix: BUILTIN_SERVER,
-            owner: Owner::Builtin,
-            listing: &builtin,
-        }];
-        sources.extend(
-            upstreams
-                .iter()
-                .zip(&listings)
-                .map(|(u, listing)| catalog::Source {
-                    server: &u.name,
-                    prefix: u.config.prefix(&u.name),
-                    owner: Owner::Upstream(u.id),
-                    listing,
-                }),
-        );
-        Catalog::build(&sources)
-    }
-
-    /// Acts on what upstreams report, for as long as any upstream may report anything.
-    async fn follow_events(self: Arc<Self>, events: Receiver<Event>) {
-        while let Ok(event) = events.recv().await {
-            match event {
-                Event::ListChanged { upstream, kind } => {
-                    if let Some(upstream) = self.upstreams.get(upstream) {
-                        self.relist(&upstream, kind).await;
-                    }
-                }
-                Event::ResourceUpdated { uri } => {
-                    for client in self.clients() {
-                        client.resource_updated(&uri);
-                    }
-                }
-                Event::Exited {
-                    upstream,
-                    generation,
-                    reason,
-                } => {
-                    let Some(upstream) = self.upstreams.get(upstream) else {
-                        continue;
-                    };
-                    // Only a serving upstream's exit is news here: a failed start is revived by
-                    // whoever started it, and an earlier start's process was replaced already.
-                    let serving = *lock(&upstream.state) == UpstreamState::Ready;
-                    if serving
-                        && upstream.generation.load(Ordering::Acquire) == generation
-                        && !upstream.removed.is_cancelled()
-                    {
-                        lock(&upstream.connection).take();
-                        *lock(&upstream.state) = UpstreamState::Down {
-                            reason: format!("exited: {reason}"),
-                            next: Instant::now(),
-                            crash_looping: false,
-                        };
-                        Arc::clone(&self).revive(upstream);
-                    }
-                }
-            }
-        }
-    }
-
-    async fn relist(&self, upstream: &Upstream, kind: ListKind) {
-        let Some(connection) = lock(&upstream.connection).clone() else {
-            return;
-        };
-        let cancel = Cancel::new();
-        let mut fresh = lock(&upstream.listing).clone();
-        let listed = match kind {
-            ListKind::Tools => list_all(&connection, "tools/list", "tools", &cancel)
-                .await
-                .map(|t| fresh.tools = t),
-            ListKind::Prompts => list_all(&connection, "prompts/list", "prompts", &cancel)
-                .await
-                .map(|p| fresh.prompts = p),
-            ListKind::Resources => {
-                match list_all(&connection, "resources/list", "resources", &cancel).await {
-                    Ok(resources) => {
-                        fresh.resources = resources;
-                        fresh.templates = list_all(
-                            &connection,
-                            "resources/templates/list",
-                            "resourceTemplates",
-                            &cancel,
-                        )
-                        .await
-                        .unwrap_or_default();
-                        Ok(())
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-        };
-        if let Err(reason) = listed {
-            return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}");
-        }
-        let previous = std::mem::replace(&mut *lock(&upstream.listing), fresh);
-        self.publish_catalog(upstream, previous, &[kind]);
-    }
-
-    /// Rebuilds the catalog after `upstream`'s listing changed, and tells clients about `kinds`.
-    /// A change that would collide with another server's names is refused (logged) and the old
-    /// listing kept.
-    fn publish_catalog(&self, upstream: &Upstream, previous: Listing, kinds: &[ListKind]) {
-        self.registry.notify_changed();
-        match self.build_catalog() {
-            Ok(catalog) => *write(&self.catalog) = Arc::new(catalog),
-            Err(reason) => {
-                tracing::error!(server = %upstream.name, "ignored a catalog change: {reason}");
-                *lock(&upstream.listing) = previous;
-                return;
-            }
-        }
-        self.announce(kinds);
-    }
-
-    fn announce(&self, kinds: &[ListKind]) {
-        for client in self.clients() {
-            for kind in kinds {
-                client.list_changed(*kind);
-            }
-        }
-    }
-
-    /// Supervision: starts a down upstream again after its backoff, until it serves or is
-    /// removed. Its in-flight calls already failed when its process ended.
-    fn revive(self: Arc<Self>, upstream: Arc<Upstream>) {
-        if upstream.reviving.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        smol::spawn(async move {
-            let _done = ClearOnDrop(&upstream.reviving);
-            loop {
-                let (delay, looping) = lock(&upstream.backoff).failed();
-                if let UpstreamState::Down { next, crash_looping, .. } = &mut *lock(&upstream.state) {
-                    *next = Instant::now() + delay;
-                    *crash_looping = looping;
-                }
-                if looping {
-                    let withdrawn = std::mem::take(&mut *lock(&upstream.listing));
-                    let kinds = withdrawn.differences(&Listing::default());
-                    if !kinds.is_empty() {
-                        tracing::warn!(server = %upstream.name, "crash loop: its tools are withdrawn until it stays up");
-                        self.publish_catalog(&upstream, withdrawn, &kinds);
-                    }
-                }
-                self.registry.notify_changed();
-                let removed = smol::future::or(
-                    async {
-                        upstream.removed.cancelled().await;
-                        true
-                    },
-                    async {
-                        smol::Timer::after(delay).await;
-                        false
-                    },
-                )
-                .await;
-                if removed {
-                    return;
-                }
-                let previous = lock(&upstream.listing).clone();
-                upstream.restarts.fetch_add(1, Ordering::Relaxed);
-                if self.start_upstream(&upstream).await {
-                    let kinds = previous.differences(&lock(&upstream.listing));
-                    self.publish_catalog(&upstream, previous, &kinds);
-                    return;
-                }
-            }
-        })
-        .detach();
-    }
-
     /// The live connection of an upstream, or the error its callers get.
     pub(super) fn connection(
         &self,
@@ -552,189 +261,6 @@ impl Gateway {
                 .unwrap_or_default(),
         }
     }
-
-    /// Stops an upstream and starts it again; clients hear `list_changed` for what changed.
-    pub async fn restart_upstream(&self, name: &str) -> Result<String, String> {
-        let upstream = self
-            .upstreams
-            .by_name(name)
-            .ok_or_else(|| format!("no upstream is named {name:?}"))?;
-        if self.events.get().is_none() {
-            return Err("mcpx is still starting its upstreams".into());
-        }
-        let old = lock(&upstream.connection).take();
-        if let Some(old) = old {
-            old.shutdown(STOP_GRACE).await;
-        }
-        let previous = lock(&upstream.listing).clone();
-        upstream.restarts.fetch_add(1, Ordering::Relaxed);
-        self.start_upstream(&upstream).await;
-        let kinds = previous.differences(&lock(&upstream.listing));
-        self.publish_catalog(&upstream, previous, &kinds);
-        Ok(format!(
-            "{name} restarted: {}",
-            lock(&upstream.state).describe()
-        ))
-    }
-
-    /// Applies a new configuration's `[servers]`: removed servers stop (their calls in flight
-    /// fail), added ones start, changed ones restart; unchanged ones keep running untouched.
-    /// Clients hear `list_changed` for what changed. Other sections need a restart of mcpx.
-    pub async fn reload(self: &Arc<Self>, config: &Config) -> Result<String, String> {
-        if self.events.get().is_none() {
-            return Err("mcpx is still starting its upstreams".into());
-        }
-        let current = self.upstreams.all();
-        let keep: Vec<Arc<Upstream>> = current
-            .iter()
-            .filter(|u| config.servers.get(&u.name) == Some(&u.config))
-            .cloned()
-            .collect();
-        let leaving: Vec<Arc<Upstream>> = current
-            .iter()
-            .filter(|u| !keep.iter().any(|k| k.id == u.id))
-            .cloned()
-            .collect();
-        let arriving: Vec<Arc<Upstream>> = config
-            .servers
-            .iter()
-            .filter(|(name, _)| !keep.iter().any(|k| &k.name == *name))
-            .map(|(name, server)| self.upstreams.make(name, server))
-            .collect();
-        let mut next: Vec<Arc<Upstream>> = keep.iter().chain(&arriving).cloned().collect();
-        next.sort_by(|a, b| a.name.cmp(&b.name));
-        let before = self.catalog();
-        *write(&self.upstreams.list) = next;
-        for upstream in &leaving {
-            upstream.removed.cancel();
-            let connection = lock(&upstream.connection).take();
-            if let Some(connection) = connection {
-                connection.shutdown(STOP_GRACE).await;
-            }
-        }
-        let starts: Vec<_> = arriving
-            .iter()
-            .map(|upstream| {
-                let (gateway, upstream) = (Arc::clone(self), Arc::clone(upstream));
-                smol::spawn(async move {
-                    if !gateway.start_upstream(&upstream).await {
-                        gateway.revive(upstream);
-                    }
-                })
-            })
-            .collect();
-        for start in starts {
-            start.await;
-        }
-        match self.build_catalog() {
-            Ok(catalog) => {
-                let kinds = before.differences(&catalog);
-                *write(&self.catalog) = Arc::new(catalog);
-                self.announce(&kinds);
-            }
-            Err(reason) => {
-                tracing::error!("after the reload: {reason}; the colliding names are not served")
-            }
-        }
-        self.registry.notify_changed();
-        let names = |list: &[Arc<Upstream>]| {
-            list.iter()
-                .map(|u| u.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let message = format!(
-            "reloaded: started [{}], stopped [{}], unchanged [{}]",
-            names(&arriving),
-            names(&leaving),
-            names(&keep)
-        );
-        tracing::info!("{message}");
-        Ok(message)
-    }
-
-    /// Re-reads the configuration file mcpx started with (or the default one) and applies it; a
-    /// file with errors is refused with its file, line and key, and the running one stays.
-    pub async fn reload_from_disk(self: &Arc<Self>) -> Result<String, String> {
-        let path = self.config_path.as_deref().map(std::path::Path::new);
-        let (config, _) = Config::load(path).map_err(|e| e.to_string())?;
-        self.reload(&config).await
-    }
-
-    /// Shuts every upstream down together: each gets `grace` to exit on its own once its stdin
-    /// closes (so cancellations just sent still land), then is killed.
-    pub async fn shutdown(&self, grace: Duration) {
-        let upstreams = self.upstreams.all();
-        for upstream in &upstreams {
-            upstream.removed.cancel();
-        }
-        let stopping: Vec<_> = upstreams
-            .iter()
-            .filter_map(|u| lock(&u.connection).take())
-            .map(|c| smol::spawn(async move { c.shutdown(grace).await }))
-            .collect();
-        for stop in stopping {
-            stop.await;
-        }
-    }
-}
-
-/// Lists everything a server declares, following its pagination.
-async fn list_everything(connection: &Connection, capabilities: &Value) -> Result<Listing, String> {
-    let cancel = Cancel::new();
-    let declared = |key: &str| capabilities.get(key).is_some_and(|v| !v.is_null());
-    let mut listing = Listing::default();
-    if declared("tools") {
-        listing.tools = list_all(connection, "tools/list", "tools", &cancel).await?;
-    }
-    if declared("prompts") {
-        listing.prompts = list_all(connection, "prompts/list", "prompts", &cancel).await?;
-    }
-    if declared("resources") {
-        listing.resources = list_all(connection, "resources/list", "resources", &cancel).await?;
-        // Templates are optional even for a server with resources.
-        listing.templates = list_all(
-            connection,
-            "resources/templates/list",
-            "resourceTemplates",
-            &cancel,
-        )
-        .await
-        .unwrap_or_default();
-    }
-    Ok(listing)
-}
-
-/// The most pages mcpx follows, so that a server whose cursors loop cannot hang it.
-const MAX_PAGES: usize = 1000;
-
-async fn list_all(
-    connection: &Connection,
-    method: &str,
-    key: &str,
-    cancel: &Cancel,
-) -> Result<Vec<Value>, String> {
-    let mut items = Vec::new();
-    let mut cursor: Option<Value> = None;
-    for _ in 0..MAX_PAGES {
-        let params = cursor.take().map(|c| json!({ "cursor": c }));
-        let page = connection
-            .request(method, params, cancel, Caller::default())
-            .await
-            .map_err(|e| format!("{method} failed: {}", e.message))?;
-        items.extend(
-            page.get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .cloned(),
-        );
-        match page.get("nextCursor") {
-            Some(next) if !next.is_null() => cursor = Some(next.clone()),
-            _ => return Ok(items),
-        }
-    }
-    Err(format!("{method} returned more than {MAX_PAGES} pages"))
 }
 
 #[cfg(test)]

@@ -1,0 +1,82 @@
+//! Hot reload: the configuration's `[servers]` applied to a running gateway. Unchanged servers
+//! keep running untouched, removed ones stop, new ones start, and clients hear `list_changed`
+//! only for what actually changed.
+
+use super::upstreams::{Upstream, STOP_GRACE};
+use super::Gateway;
+use crate::config::Config;
+use crate::sync::{lock, write};
+use std::sync::Arc;
+
+impl Gateway {
+    /// Applies a new configuration's `[servers]`: removed servers stop (their calls in flight
+    /// fail), added ones start, changed ones restart; unchanged ones keep running untouched.
+    /// Clients hear `list_changed` for what changed. Other sections need a restart of mcpx.
+    pub async fn reload(self: &Arc<Self>, config: &Config) -> Result<String, String> {
+        if self.events.get().is_none() {
+            return Err("mcpx is still starting its upstreams".into());
+        }
+        let current = self.upstreams.all();
+        let keep: Vec<Arc<Upstream>> = current
+            .iter()
+            .filter(|u| config.servers.get(&u.name) == Some(&u.config))
+            .cloned()
+            .collect();
+        let leaving: Vec<Arc<Upstream>> = current
+            .iter()
+            .filter(|u| !keep.iter().any(|k| k.id == u.id))
+            .cloned()
+            .collect();
+        let arriving: Vec<Arc<Upstream>> = config
+            .servers
+            .iter()
+            .filter(|(name, _)| !keep.iter().any(|k| &k.name == *name))
+            .map(|(name, server)| self.upstreams.make(name, server))
+            .collect();
+        let mut next: Vec<Arc<Upstream>> = keep.iter().chain(&arriving).cloned().collect();
+        next.sort_by(|a, b| a.name.cmp(&b.name));
+        let before = self.catalog();
+        *write(&self.upstreams.list) = next;
+        for upstream in &leaving {
+            upstream.removed.cancel();
+            let connection = lock(&upstream.connection).take();
+            if let Some(connection) = connection {
+                connection.shutdown(STOP_GRACE).await;
+            }
+        }
+        self.start_all(arriving.clone()).await;
+        match self.build_catalog() {
+            Ok(catalog) => {
+                let kinds = before.differences(&catalog);
+                *write(&self.catalog) = Arc::new(catalog);
+                self.announce(&kinds);
+            }
+            Err(reason) => {
+                tracing::error!("after the reload: {reason}; the colliding names are not served")
+            }
+        }
+        self.registry.notify_changed();
+        let names = |list: &[Arc<Upstream>]| {
+            list.iter()
+                .map(|u| u.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let message = format!(
+            "reloaded: started [{}], stopped [{}], unchanged [{}]",
+            names(&arriving),
+            names(&leaving),
+            names(&keep)
+        );
+        tracing::info!("{message}");
+        Ok(message)
+    }
+
+    /// Re-reads the configuration file mcpx started with (or the default one) and applies it; a
+    /// file with errors is refused with its file, line and key, and the running one stays.
+    pub async fn reload_from_disk(self: &Arc<Self>) -> Result<String, String> {
+        let path = self.config_path.as_deref().map(std::path::Path::new);
+        let (config, _) = Config::load(path).map_err(|e| e.to_string())?;
+        self.reload(&config).await
+    }
+}

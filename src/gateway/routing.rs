@@ -1,0 +1,313 @@
+//! The catalog methods: lists answered from the merged catalog, and calls, reads and completions
+//! routed to the upstream that owns the name or URI they carry, with the caller's progress and
+//! the upstream's questions carried between them.
+
+use super::rounds::{self, UpstreamCall};
+use super::{builtin, relay, Client, Gateway, Owner, RequestContext};
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
+use crate::protocol::{envelope, Era, Revision};
+use crate::upstream::failure::Failure;
+use crate::upstream::ProgressSink;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+impl Gateway {
+    /// Answers a catalog method: a page of a list, or a call routed to its upstream.
+    pub(super) async fn catalog_method(
+        &self,
+        client: &Arc<Client>,
+        method: &str,
+        params: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        match method {
+            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+                let cursor = params.and_then(|p| p.get("cursor"));
+                self.catalog().page(method, cursor)
+            }
+            "tools/call" | "prompts/get" => {
+                self.call_named(client, method, params, revision, ctx).await
+            }
+            "resources/read" => self.read_resource(client, params, revision, ctx).await,
+            "resources/subscribe" => {
+                let uri = uri_of(params);
+                let owner = self.resource_owner(uri, revision)?;
+                self.subscribe(client, owner, uri).await
+            }
+            _ => self.complete(client, params, revision, ctx).await,
+        }
+    }
+
+    /// `tools/call` and `prompts/get`: the merged name is mapped back to its server's own.
+    async fn call_named(
+        &self,
+        client: &Arc<Client>,
+        method: &str,
+        params: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let catalog = self.catalog();
+        let name = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let (route, what) = match method {
+            "tools/call" => (catalog.tool(name), "tool"),
+            _ => (catalog.prompt(name), "prompt"),
+        };
+        let route = route
+            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
+        if route.owner == Owner::Builtin {
+            return Ok(builtin::call(
+                &route.name,
+                params.and_then(|p| p.get("arguments")),
+                || self.summaries(),
+                self.config_path.as_deref(),
+            ));
+        }
+        let mut forwarded = forwardable(params);
+        forwarded["name"] = json!(route.name);
+        self.forward(
+            client,
+            route.owner,
+            method,
+            forwarded,
+            params,
+            revision,
+            ctx,
+        )
+        .await
+    }
+
+    /// `resources/read`, routed by URI (then by template).
+    async fn read_resource(
+        &self,
+        client: &Arc<Client>,
+        params: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let uri = uri_of(params);
+        let owner = self.resource_owner(uri, revision)?;
+        let method = "resources/read";
+        self.forward(
+            client,
+            owner,
+            method,
+            forwardable(params),
+            params,
+            revision,
+            ctx,
+        )
+        .await
+        .map_err(|e| match e.code {
+            // The retired code never reaches a modern client.
+            RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
+                resource_not_found(uri, revision)
+            }
+            _ => e,
+        })
+    }
+
+    fn resource_owner(&self, uri: &str, revision: Revision) -> Result<Owner, ErrorObject> {
+        self.catalog()
+            .resource_owner(uri)
+            .ok_or_else(|| resource_not_found(uri, revision))
+    }
+
+    /// `completion/complete`: routed by what its reference names, a prompt or a resource.
+    async fn complete(
+        &self,
+        client: &Arc<Client>,
+        params: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let catalog = self.catalog();
+        let reference = params
+            .and_then(|p| p.get("ref"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let field = |key: &str| {
+            reference
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let mut forwarded = forwardable(params);
+        let owner = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = field("name");
+                let route = catalog.prompt(name).ok_or_else(|| {
+                    ErrorObject::new(INVALID_PARAMS, format!("Unknown prompt: {name}"))
+                })?;
+                forwarded["ref"]["name"] = json!(route.name);
+                route.owner
+            }
+            Some("ref/resource") => {
+                let uri = field("uri");
+                catalog
+                    .template_owner(uri)
+                    .or_else(|| catalog.resource_owner(uri))
+                    .ok_or_else(|| {
+                        ErrorObject::new(
+                            INVALID_PARAMS,
+                            format!("Unknown resource reference: {uri}"),
+                        )
+                    })?
+            }
+            _ => {
+                return Err(ErrorObject::new(
+                    INVALID_PARAMS,
+                    "Invalid params: ref must be ref/prompt or ref/resource",
+                ))
+            }
+        };
+        if owner == Owner::Builtin {
+            return Ok(json!({"completion": {"values": [], "hasMore": false}}));
+        }
+        let method = "completion/complete";
+        self.forward(client, owner, method, forwarded, params, revision, ctx)
+            .await
+    }
+
+    /// Sends a request to the upstream that owns it, with the caller's progress routed back and
+    /// the upstream's questions carried to the client in the client's era ([`relay`] for legacy
+    /// clients, [`rounds`] for modern ones).
+    #[allow(clippy::too_many_arguments)]
+    async fn forward(
+        &self,
+        client: &Arc<Client>,
+        owner: Owner,
+        method: &str,
+        mut forwarded: Value,
+        original: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        // Only what a call needs is worked out: a legacy call to a legacy upstream needs neither.
+        let target = || {
+            original
+                .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        // What the client can answer: declared per request in the modern era, at `initialize`
+        // in the legacy one.
+        let capabilities = || match revision.era() {
+            Era::Modern => original
+                .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            Era::Legacy => client.capabilities(),
+        };
+        if revision.era() == Era::Modern && rounds::carries_own_state(original) {
+            return self
+                .rounds
+                .resume(method, &target(), original, &capabilities(), ctx)
+                .await;
+        }
+        let (upstream, connection) = self.connection(owner)?;
+        let place = upstream.in_flight.take().ok_or_else(|| {
+            Failure::Refused(format!(
+                "upstream {:?} already has its {} requests in flight; retry shortly",
+                upstream.name,
+                upstream.in_flight.describe()
+            ))
+        })?;
+        if upstream.is_modern() {
+            // A modern upstream asks only for what the client can give.
+            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities();
+        }
+        let progress = original
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .map(|token| ProgressSink {
+                token: token.clone(),
+                revision,
+                tx: ctx.outbound.clone(),
+                seen: Arc::clone(&ctx.progress_seen),
+            });
+        let call = UpstreamCall {
+            connection,
+            method: method.to_owned(),
+            params: forwarded,
+            progress,
+            place,
+        };
+        match revision.era() {
+            Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
+            Era::Modern => {
+                self.rounds
+                    .start(call, method, target(), &capabilities(), ctx)
+                    .await
+            }
+        }
+    }
+}
+
+/// Resource not found: -32002 in the legacy revisions, -32602 in the modern one.
+/// The `uri` a request names, or "".
+fn uri_of(params: Option<&Value>) -> &str {
+    params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
+    let code = if revision.era() == Era::Modern {
+        INVALID_PARAMS
+    } else {
+        RESOURCE_NOT_FOUND_LEGACY
+    };
+    ErrorObject::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}
+
+/// The client's params as an upstream should see them: the modern envelope and the progress
+/// token are the upstream connection's own business, so they are removed here, and a `_meta`
+/// that is not an object (no schema allows one) is dropped rather than passed on.
+fn forwardable(params: Option<&Value>) -> Value {
+    let mut params = params
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let keep_meta = match params.get_mut("_meta") {
+        Some(Value::Object(meta)) => {
+            meta.retain(|key, _| {
+                key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
+            });
+            !meta.is_empty()
+        }
+        Some(_) => false,
+        None => true,
+    };
+    if !keep_meta {
+        params.as_object_mut().map(|p| p.remove("_meta"));
+    }
+    params
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod gateway {
+        use crate::gateway::routing::forwardable;
+        use serde_json::json;
+
+        /// The gateway writes into a forwarded `_meta` (the client's capabilities, for a modern
+        /// upstream), so whatever a client sent there must leave an object or nothing.
+        #[test]
+        fn forwarded_params_carry_an_object_meta_or_none() {
+            for meta in [json!(5), json!("x"), json!([]), json!(null), json!({})] {
+                let forwarded = forwardable(Some(&json!({"name": "t", "_meta": meta})));
+                assert!(forwarded.get("_meta").is_none(), "{forwarded}");
+            }
+            let kept = forwardable(Some(&json!({"_meta": {"progressToken": 1, "trace": "t",
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}})));
+            assert_eq!(kept["_meta"], json!({"trace": "t"}));
+        }
+    }
+}

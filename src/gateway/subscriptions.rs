@@ -1,0 +1,217 @@
+//! Subscriptions: a client's `resources/subscribe` (legacy) held against the upstream that owns
+//! the resource, counted across clients so the upstream is asked once and released by the last,
+//! and a modern client's `subscriptions/listen` stream, open until its client goes.
+
+use super::{client, Client, Gateway, Listen, Owner, RequestContext};
+use crate::cancel::Cancel;
+use crate::jsonrpc::{ErrorObject, Id, Request, INVALID_PARAMS};
+use crate::protocol::envelope::SUBSCRIPTION_ID;
+use crate::sync::lock;
+use crate::upstream::{Caller, ListKind};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+impl Gateway {
+    pub(super) async fn subscribe(
+        &self,
+        client: &Client,
+        owner: Owner,
+        uri: &str,
+    ) -> Result<Value, ErrorObject> {
+        if client.subscribe(uri) {
+            self.hold_upstream_subscription(owner, uri).await;
+        }
+        Ok(json!({}))
+    }
+
+    pub(super) fn unsubscribe(
+        &self,
+        client: &Client,
+        params: Option<&Value>,
+    ) -> Result<Value, ErrorObject> {
+        let uri = params
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if client.unsubscribe(uri) {
+            self.release_upstream_subscription(uri);
+        }
+        Ok(json!({}))
+    }
+
+    /// Subscribes the owning upstream to `uri` when the first client asks for it (a modern
+    /// upstream has no `resources/subscribe`).
+    async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
+        let first = {
+            let mut held = lock(&self.upstream_subscriptions);
+            let count = held.entry(uri.to_owned()).or_insert(0);
+            *count += 1;
+            *count == 1
+        };
+        let Ok((upstream, connection)) = self.connection(owner) else {
+            return;
+        };
+        if first && upstream.supports_subscribe() && !upstream.is_modern() {
+            let params = Some(json!({"uri": uri}));
+            if let Err(e) = connection
+                .request(
+                    "resources/subscribe",
+                    params,
+                    &Cancel::new(),
+                    Caller::default(),
+                )
+                .await
+            {
+                tracing::warn!(server = %upstream.name, "resources/subscribe {uri} failed: {}", e.message);
+            }
+        }
+    }
+
+    /// Unsubscribes the owning upstream from `uri` when its last client lets go.
+    pub(super) fn release_upstream_subscription(&self, uri: &str) {
+        let mut held = lock(&self.upstream_subscriptions);
+        let Some(count) = held.get_mut(uri) else {
+            return;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return;
+        }
+        held.remove(uri);
+        let Some(owner) = self.catalog().resource_owner(uri) else {
+            return;
+        };
+        let Ok((upstream, connection)) = self.connection(owner) else {
+            return;
+        };
+        if upstream.supports_subscribe() && !upstream.is_modern() {
+            let params = Some(json!({"uri": uri}));
+            smol::spawn(async move {
+                connection
+                    .request(
+                        "resources/unsubscribe",
+                        params,
+                        &Cancel::new(),
+                        Caller::default(),
+                    )
+                    .await
+            })
+            .detach();
+        }
+    }
+
+    /// A modern listen: acknowledged first, then tagged notifications until the client cancels
+    /// it (no reply then) or the transport ends (then the completing result).
+    pub(super) async fn listen(
+        &self,
+        client: &Arc<Client>,
+        request: &Request,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let filter = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("notifications"))
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                ErrorObject::new(
+                    INVALID_PARAMS,
+                    "Invalid params: subscriptions/listen needs a notifications object",
+                )
+            })?;
+        let mut honoured = Map::new();
+        let mut lists = Vec::new();
+        for (key, kind) in [
+            ("toolsListChanged", ListKind::Tools),
+            ("promptsListChanged", ListKind::Prompts),
+            ("resourcesListChanged", ListKind::Resources),
+        ] {
+            if filter.get(key) == Some(&json!(true)) {
+                honoured.insert(key.into(), json!(true));
+                lists.push(kind);
+            }
+        }
+        self.ready.wait().await;
+        let catalog = self.catalog();
+        let mut resources = Vec::new();
+        for uri in filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if let Some(owner) = catalog.resource_owner(uri) {
+                self.hold_upstream_subscription(owner, uri).await;
+                resources.push(uri.to_owned());
+            }
+        }
+        if !resources.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(resources));
+        }
+        let ack = client::tagged(
+            "notifications/subscriptions/acknowledged",
+            json!({ "notifications": honoured }),
+            &request.id,
+        );
+        let _ = ctx.outbound.send(ack.into()).await;
+        let filter = lists
+            .iter()
+            .map(|k| k.notification().to_owned())
+            .chain(resources.iter().cloned())
+            .collect();
+        let registered = self.registry.open_stream(
+            client.session,
+            "listen",
+            Some(request.id.to_value()),
+            filter,
+        );
+        registered.sent();
+        let _open = OpenListen::new(
+            self,
+            client,
+            Listen {
+                id: request.id.clone(),
+                lists,
+                resources,
+                tx: ctx.outbound.clone(),
+                sent: registered.counter(),
+            },
+        );
+        // Whichever comes first: the client cancels (the transport withholds any reply) or the
+        // transport closes (the listen completes on purpose, with the result that says so).
+        smol::future::or(ctx.cancel.cancelled(), client.closing.cancelled()).await;
+        Ok(json!({"resultType": "complete", "_meta": { SUBSCRIPTION_ID: request.id.to_value() }}))
+    }
+}
+
+/// Keeps a listen registered on its client while the listen request runs, and undoes its
+/// subscriptions however it ends (completed, or dropped by a cancelling transport).
+struct OpenListen<'a> {
+    gateway: &'a Gateway,
+    client: &'a Client,
+    id: Id,
+    resources: Vec<String>,
+}
+
+impl<'a> OpenListen<'a> {
+    fn new(gateway: &'a Gateway, client: &'a Client, listen: Listen) -> Self {
+        let (id, resources) = (listen.id.clone(), listen.resources.clone());
+        client.add_listen(listen);
+        OpenListen {
+            gateway,
+            client,
+            id,
+            resources,
+        }
+    }
+}
+
+impl Drop for OpenListen<'_> {
+    fn drop(&mut self) {
+        self.client.remove_listen(&self.id);
+        for uri in &self.resources {
+            self.gateway.release_upstream_subscription(uri);
+        }
+    }
+}
