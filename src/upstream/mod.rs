@@ -5,6 +5,7 @@
 //! [`ProgressSink`], and reports the server's own notifications to the gateway as [`Event`]s.
 
 pub mod asks;
+pub mod client;
 pub mod event_stream;
 pub mod failure;
 pub mod http;

@@ -6,15 +6,16 @@
 //! caller waits on a dead upstream.
 
 use super::asks::{self, Askers};
+use super::client::{self, FirstTry, Wire};
 use super::failure::Failure;
-use super::{Caller, Event, Handshake, ListKind, ProgressSink};
+use super::{Caller, Event, Handshake, ProgressSink};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
 use crate::jsonrpc::{self, ErrorObject, Frame, Id, Message, Notification, Request, Response};
 use crate::lines::{self, IdScanner};
 use crate::protocol::envelope;
-use crate::protocol::{Era, Revision};
+use crate::protocol::Era;
 use crate::sync::lock;
 use async_channel::Sender;
 use serde_json::{json, Value};
@@ -30,9 +31,6 @@ use std::time::Duration;
 /// The longest stderr line logged (and the most of a stdout line that is not JSON-RPC); the rest
 /// of a longer one is cut.
 pub const MAX_STDERR_LINE: usize = 4096;
-
-/// How long a server may take to answer the handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Reply = Result<Value, ErrorObject>;
 
@@ -59,6 +57,21 @@ pub struct StdioUpstream {
     /// `transport.maxMessageBytes`: a longer line on stdout is read past, never held.
     max_message_bytes: usize,
     child: Mutex<Option<Child>>,
+}
+
+impl Wire for StdioUpstream {
+    fn set_era(&self, era: Era) {
+        *lock(&self.era) = era;
+    }
+
+    async fn send(&self, method: &str, params: Option<Value>) -> Reply {
+        self.request(method, params, &Cancel::new(), Caller::default())
+            .await
+    }
+
+    fn initialized(&self) {
+        self.notify("notifications/initialized", None);
+    }
 }
 
 impl StdioUpstream {
@@ -188,49 +201,10 @@ impl StdioUpstream {
         Ok(upstream)
     }
 
-    /// Handshakes: `initialize` at the newest legacy revision, or, when the server answers with a
-    /// modern error, `server/discover` at 2026-07-28.
+    /// Handshakes in the configured era, `initialize` first in `auto` (see
+    /// [`client`](super::client) for why).
     pub async fn handshake(&self) -> Result<Handshake, String> {
-        if self.era_choice == UpstreamEra::Modern {
-            return self.discover().await;
-        }
-        let initialize = json!({
-            "protocolVersion": Revision::LATEST_LEGACY.as_str(),
-            "capabilities": super::CLIENT_CAPABILITIES.clone(),
-            "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
-        });
-        let cancel = Cancel::new();
-        let answer = with_timeout(self.request_raw(
-            "initialize",
-            Some(initialize),
-            &cancel,
-            Caller::default(),
-        ))
-        .await?;
-        match answer {
-            Ok(result) => {
-                let handshake = Handshake::from_initialize(&result)?;
-                self.notify("notifications/initialized", None);
-                Ok(handshake)
-            }
-            Err(error) if self.era_choice == UpstreamEra::Auto && speaks_modern(&error) => {
-                self.discover().await
-            }
-            Err(error) => Err(format!(
-                "initialize failed: {} ({})",
-                error.message, error.code
-            )),
-        }
-    }
-
-    /// The modern handshake: `server/discover` at 2026-07-28.
-    async fn discover(&self) -> Result<Handshake, String> {
-        *lock(&self.era) = Era::Modern;
-        let discovered =
-            with_timeout(self.request("server/discover", None, &Cancel::new(), Caller::default()))
-                .await?
-                .map_err(|e| format!("server/discover failed: {}", e.message))?;
-        Ok(Handshake::from_discover(&discovered))
+        client::handshake(self, self.era_choice, FirstTry::Initialize).await
     }
 
     /// Sends a request in the server's era and waits for its answer, unless `cancel` fires first
@@ -261,13 +235,8 @@ impl StdioUpstream {
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let token = caller.progress.map(|sink| {
-            // The server sees a token of mcpx's own, unique across all callers, and its progress
-            // goes back under the caller's token.
-            let token = format!("mcpx-{id}");
-            let params = params.get_or_insert_with(|| json!({}));
-            if let Some(map) = params.as_object_mut() {
-                map.entry("_meta").or_insert_with(|| json!({}))["progressToken"] = json!(token);
-            }
+            let token = client::progress_token(id);
+            client::put_progress_token(&mut params, &token);
             lock(&self.progress).insert(token.clone(), sink);
             token
         });
@@ -434,39 +403,17 @@ impl StdioUpstream {
 
     async fn on_notification(&self, n: Notification, index: usize, events: &Sender<Event>) {
         let params = n.params.unwrap_or(Value::Null);
-        if let Some(kind) = ListKind::from_notification(&n.method) {
-            let _ = events
-                .send(Event::ListChanged {
-                    upstream: index,
-                    kind,
-                })
-                .await;
-            return;
-        }
-        match n.method.as_str() {
-            "notifications/progress" => {
-                let token = params
-                    .get("progressToken")
-                    .map(token_key)
-                    .unwrap_or_default();
-                let sink = lock(&self.progress).get(&token).cloned();
-                if let Some(sink) = sink {
-                    sink.forward(params);
-                }
+        if n.method == "notifications/progress" {
+            let token = params
+                .get("progressToken")
+                .map(token_key)
+                .unwrap_or_default();
+            let sink = lock(&self.progress).get(&token).cloned();
+            if let Some(sink) = sink {
+                sink.forward(params);
             }
-            "notifications/resources/updated" => {
-                if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                    let _ = events
-                        .send(Event::ResourceUpdated {
-                            uri: uri.to_owned(),
-                        })
-                        .await;
-                }
-            }
-            "notifications/message" => {
-                tracing::info!(target: "upstream", server = %self.name, "log: {params}")
-            }
-            _ => {}
+        } else if let Some(event) = client::event_of(&self.name, index, &n.method, &params) {
+            let _ = events.send(event).await;
         }
     }
 
@@ -505,20 +452,6 @@ impl Drop for StdioUpstream {
 
 /// A server that refuses `initialize` in a way only a modern server would: -32022, or an error
 /// whose `data.supported` lists a modern revision.
-fn speaks_modern(error: &ErrorObject) -> bool {
-    let supported = error
-        .data
-        .as_ref()
-        .and_then(|d| d.get("supported"))
-        .and_then(Value::as_array);
-    let lists_modern = supported.is_some_and(|list| {
-        list.iter()
-            .filter_map(Value::as_str)
-            .any(Revision::date_is_modern)
-    });
-    error.code == jsonrpc::UNSUPPORTED_PROTOCOL_VERSION || lists_modern
-}
-
 fn token_key(token: &Value) -> String {
     token
         .as_str()
@@ -531,14 +464,4 @@ fn line(message: &impl serde::Serialize) -> String {
     let mut line = serde_json::to_string(message).unwrap_or_default();
     line.push('\n');
     line
-}
-
-async fn with_timeout<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
-    use smol::future::FutureExt;
-    async { Ok(work.await) }
-        .or(async {
-            smol::Timer::after(HANDSHAKE_TIMEOUT).await;
-            Err(format!("no answer within {HANDSHAKE_TIMEOUT:?}"))
-        })
-        .await
 }

@@ -9,10 +9,13 @@
 //! `Mcp-Param-*` from the tools' `x-mcp-header` annotations; closing the request's stream cancels
 //! it, and a `subscriptions/listen` stream carries their notifications.
 
+mod connection;
+
 use super::asks::{self, Askers};
+use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::failure::Failure;
-use super::{Caller, Event, Handshake, ListKind};
+use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
@@ -22,102 +25,32 @@ use crate::protocol::envelope;
 use crate::protocol::{Era, Revision};
 use crate::sync::lock;
 use async_channel::Sender;
-use bytes::Bytes;
+use connection::Pool;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1::SendRequest;
+use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
-use smol::net::TcpStream;
 use std::collections::HashMap;
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 type Reply = Result<Value, ErrorObject>;
-type Sender1 = SendRequest<Full<Bytes>>;
-type Driver = hyper::client::conn::http1::Connection<smol_hyper::rt::FuturesIo<Io>, Full<Bytes>>;
-
-/// How long connecting and the handshake may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest message (a JSON body, or one event) taken from a remote server: room for big
 /// results such as images, but a bound, so a broken or hostile server cannot exhaust memory.
 const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
 
-/// A connection to the server: plain TCP or TLS.
-enum Io {
-    Plain(TcpStream),
-    Tls(Box<futures_rustls::client::TlsStream<TcpStream>>),
-}
-
-impl smol::io::AsyncRead for Io {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl smol::io::AsyncWrite for Io {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_flush(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_close(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
-        }
-    }
-}
-
-fn tls_config() -> Arc<futures_rustls::rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<futures_rustls::rustls::ClientConfig>> = OnceLock::new();
-    Arc::clone(CONFIG.get_or_init(|| {
-        let roots = futures_rustls::rustls::RootCertStore::from_iter(
-            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
-        );
-        let provider = Arc::new(futures_rustls::rustls::crypto::ring::default_provider());
-        let config = futures_rustls::rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map(|b| b.with_root_certificates(roots).with_no_client_auth());
-        // The ring provider supports the default versions; a failure here is a build defect.
-        Arc::new(config.unwrap_or_else(|e| panic!("rustls configuration: {e}")))
-    }))
-}
-
 /// A remote upstream.
 pub struct HttpUpstream {
     name: String,
     index: usize,
-    uri: Uri,
-    headers: HeaderMap,
     era: Mutex<Era>,
     era_choice: UpstreamEra,
     session: Mutex<Option<String>>,
-    pool: Mutex<Vec<Link>>,
+    /// Connections to the endpoint, with the configured headers.
+    pool: Arc<Pool>,
     next_id: AtomicI64,
     timeout: Duration,
     events: Sender<Event>,
@@ -133,7 +66,7 @@ impl std::fmt::Debug for HttpUpstream {
         // Headers may hold secrets: never printed.
         f.debug_struct("HttpUpstream")
             .field("name", &self.name)
-            .field("uri", &self.uri)
+            .field("uri", self.pool.uri())
             .finish_non_exhaustive()
     }
 }
@@ -146,6 +79,25 @@ enum Answer {
     Reply(Reply),
     /// The server no longer knows the session (404): initialize again.
     SessionGone,
+}
+
+impl Wire for HttpUpstream {
+    fn set_era(&self, era: Era) {
+        *lock(&self.era) = era;
+        if era == Era::Legacy {
+            // A new legacy handshake starts a new session.
+            *lock(&self.session) = None;
+        }
+    }
+
+    async fn send(&self, method: &str, params: Option<Value>) -> Reply {
+        self.call(method, params, &Cancel::new(), Caller::default())
+            .await
+    }
+
+    fn initialized(&self) {
+        self.notify("notifications/initialized", None);
+    }
 }
 
 impl HttpUpstream {
@@ -176,12 +128,10 @@ impl HttpUpstream {
         Ok(Arc::new(HttpUpstream {
             name: name.to_owned(),
             index,
-            uri,
-            headers,
             era: Mutex::new(Era::Legacy),
             era_choice: server.era,
             session: Mutex::default(),
-            pool: Mutex::default(),
+            pool: Arc::new(Pool::new(uri, headers)),
             next_id: AtomicI64::new(1),
             timeout: server.timeout(),
             events,
@@ -195,54 +145,20 @@ impl HttpUpstream {
         *lock(&self.era) == Era::Modern
     }
 
-    /// Handshakes in the configured era; in `auto`, `server/discover` first and `initialize` when
-    /// the server does not answer it as a modern server would.
+    /// Handshakes in the configured era, `server/discover` first in `auto` (see
+    /// [`client`](super::client) for why), then follows the server's notifications.
     pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
-        let handshake = async {
-            if self.era_choice != UpstreamEra::Legacy {
-                *lock(&self.era) = Era::Modern;
-                match self
-                    .call("server/discover", None, &Cancel::new(), Caller::default())
-                    .await
-                {
-                    Ok(discovered) => return Ok(Handshake::from_discover(&discovered)),
-                    Err(e) if self.era_choice == UpstreamEra::Modern => {
-                        return Err(format!("server/discover failed: {}", e.message))
-                    }
-                    Err(_) => *lock(&self.era) = Era::Legacy,
-                }
-            }
-            self.initialize().await
-        };
-        let handshake = smol::future::or(handshake, async {
-            smol::Timer::after(CONNECT_TIMEOUT).await;
-            Err(format!("no answer within {CONNECT_TIMEOUT:?}"))
-        })
-        .await?;
+        let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
         self.follow_notifications(&handshake.capabilities);
         Ok(handshake)
     }
 
-    /// The legacy handshake: a new session.
-    async fn initialize(&self) -> Result<Handshake, String> {
-        *lock(&self.session) = None;
-        let params = json!({
-            "protocolVersion": Revision::LATEST_LEGACY.as_str(),
-            "capabilities": super::CLIENT_CAPABILITIES.clone(),
-            "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
-        });
-        let result = self
-            .call(
-                "initialize",
-                Some(params),
-                &Cancel::new(),
-                Caller::default(),
-            )
-            .await
-            .map_err(|e| format!("initialize failed: {}", e.message))?;
-        let handshake = Handshake::from_initialize(&result)?;
-        self.notify("notifications/initialized", None);
-        Ok(handshake)
+    /// A new legacy session, once the server forgot the old one. A trait object, since the
+    /// handshake sends through [`HttpUpstream::call`], which calls this.
+    fn initialize_again(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Handshake, String>> + Send + '_>> {
+        Box::pin(client::initialize(self))
     }
 
     /// Sends a request and waits for its answer, unless `cancel` fires or the timeout passes
@@ -272,16 +188,13 @@ impl HttpUpstream {
     ) -> Reply {
         for attempt in 0..2 {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let mut message = self.message(id, method, params.clone());
+            let mut params = params.clone();
             if caller.progress.is_some() {
                 // The server reports progress on this request's own stream, under a token of
                 // mcpx's; the sink puts the caller's back.
-                let token = json!(format!("mcpx-{id}"));
-                match message.get_mut("params") {
-                    Some(params) => params["_meta"]["progressToken"] = token,
-                    None => message["params"] = json!({"_meta": {"progressToken": token}}),
-                }
+                client::put_progress_token(&mut params, &client::progress_token(id));
             }
+            let message = self.message(id, method, params);
             if let Some(asks) = &caller.asks {
                 self.askers.enter(id, asks.clone());
             }
@@ -305,7 +218,7 @@ impl HttpUpstream {
                 }
                 Some(Ok(Answer::SessionGone)) if attempt == 0 && method != "initialize" => {
                     tracing::info!(server = %self.name, "the upstream forgot its session; initializing again");
-                    if let Err(e) = Box::pin(self.initialize()).await {
+                    if let Err(e) = self.initialize_again().await {
                         return Err(Failure::gone(&self.name, format!("failed: {e}")).into());
                     }
                 }
@@ -373,8 +286,7 @@ impl HttpUpstream {
     fn detached(&self) -> Detached {
         Detached {
             name: self.name.clone(),
-            uri: self.uri.clone(),
-            headers: self.headers.clone(),
+            pool: Arc::clone(&self.pool),
             session: lock(&self.session).clone(),
         }
     }
@@ -396,8 +308,10 @@ impl HttpUpstream {
                 HeaderValue::try_from(session).map_err(|e| e.to_string())?,
             );
         }
-        let request = self.build(Method::POST, message.to_string(), headers)?;
-        let (mut link, response) = self.send(request).await?;
+        let request = self
+            .pool
+            .build(Method::POST, message.to_string(), headers)?;
+        let (mut link, response) = self.pool.send(request).await?;
         let status = response.status();
         if let Some(session) = response
             .headers()
@@ -413,7 +327,7 @@ impl HttpUpstream {
             .is_some_and(|v| v.starts_with("text/event-stream"));
         let mut body = response.into_body();
         if status == StatusCode::ACCEPTED {
-            self.recycle(link);
+            self.pool.recycle(link);
             return Ok(Answer::Accepted);
         }
         if status == StatusCode::NOT_FOUND && !self.is_modern() && lock(&self.session).is_some() {
@@ -425,7 +339,7 @@ impl HttpUpstream {
                 .await
                 .map_err(|e| format!("reading the response failed: {e}"))?
                 .to_bytes();
-            self.recycle(link);
+            self.pool.recycle(link);
             let value: Value = serde_json::from_slice(&bytes)
                 .map_err(|_| format!("HTTP {status} with a body that is not JSON-RPC"))?;
             let messages = match value {
@@ -463,32 +377,8 @@ impl HttpUpstream {
         // The stream ends with the answer, and the connection may serve again; one whose server
         // kept the stream open is closed by dropping the body, before anyone else can take it.
         drop(body);
-        self.recycle(link);
+        self.pool.recycle(link);
         Ok(Answer::Reply(reply))
-    }
-
-    /// Sends `request` on a ready connection. One the server closed while it idled in the pool
-    /// gives the request back unsent, and it goes again on a new connection.
-    async fn send(
-        &self,
-        request: http::Request<Full<Bytes>>,
-    ) -> Result<(Link, http::Response<hyper::body::Incoming>), String> {
-        let mut link = self.link().await?;
-        let mut sending = link
-            .drive(async |sender| sender.try_send_request(request).await)
-            .await;
-        if let Err(returned) = &mut sending {
-            if let Some(request) = returned.take_message() {
-                link = connect(&self.uri).await?;
-                sending = link
-                    .drive(async |sender| sender.try_send_request(request).await)
-                    .await;
-            }
-        }
-        match sending {
-            Ok(response) => Ok((link, response)),
-            Err(e) => Err(format!("the request failed: {}", e.into_error())),
-        }
     }
 
     /// Handles one message from the server on the stream of the call `id` (0 for the session's
@@ -509,8 +399,10 @@ impl HttpUpstream {
                     if let Some(sink) = &caller.progress {
                         sink.forward(params);
                     }
-                } else {
-                    self.report(&n.method, params);
+                } else if let Some(event) =
+                    client::event_of(&self.name, self.index, &n.method, &params)
+                {
+                    let _ = self.events.try_send(event);
                 }
                 None
             }
@@ -529,26 +421,6 @@ impl HttpUpstream {
             }
             _ => None,
         }
-    }
-
-    /// Passes the server's own notifications to the gateway.
-    fn report(&self, method: &str, params: Value) {
-        let event = match ListKind::from_notification(method) {
-            Some(kind) => Event::ListChanged {
-                upstream: self.index,
-                kind,
-            },
-            None if method == "notifications/resources/updated" => {
-                match params.get("uri").and_then(Value::as_str) {
-                    Some(uri) => Event::ResourceUpdated {
-                        uri: uri.to_owned(),
-                    },
-                    None => return,
-                }
-            }
-            None => return,
-        };
-        let _ = self.events.try_send(event);
     }
 
     /// The 2026-07-28 mirrored headers for a request.
@@ -654,8 +526,8 @@ impl HttpUpstream {
             http::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        let mut sender = connect(&self.uri).await?.detach();
-        let mut request = self.build(Method::GET, String::new(), headers)?;
+        let mut sender = self.pool.detached().await?;
+        let mut request = self.pool.build(Method::GET, String::new(), headers)?;
         request.headers_mut().remove(http::header::CONTENT_TYPE);
         let response = sender
             .send_request(request)
@@ -667,7 +539,7 @@ impl HttpUpstream {
         }
         if response.status() == StatusCode::NOT_FOUND {
             // The server forgot the session: a new one, whose stream the caller opens next.
-            return Box::pin(self.initialize()).await.map(drop);
+            return self.initialize_again().await.map(drop);
         }
         if !response.status().is_success() {
             return Err(format!("GET answered {}", response.status()));
@@ -687,36 +559,6 @@ impl HttpUpstream {
         Ok(())
     }
 
-    fn build(
-        &self,
-        method: Method,
-        body: String,
-        extra: HeaderMap,
-    ) -> Result<http::Request<Full<Bytes>>, String> {
-        build_request(&self.uri, &self.headers, method, body, extra)
-    }
-
-    /// A ready connection from the pool, or a new one.
-    async fn link(&self) -> Result<Link, String> {
-        loop {
-            let pooled = lock(&self.pool).pop();
-            match pooled {
-                Some(mut link) => {
-                    if link.ready().await {
-                        return Ok(link);
-                    }
-                }
-                None => return connect(&self.uri).await,
-            }
-        }
-    }
-
-    fn recycle(&self, link: Link) {
-        if link.is_open() {
-            lock(&self.pool).push(link);
-        }
-    }
-
     /// Ends a legacy session politely, then stops.
     pub async fn shutdown(&self, grace: Duration) {
         let session = lock(&self.session).clone();
@@ -726,8 +568,8 @@ impl HttpUpstream {
                 headers.insert("mcp-session-id", value);
             }
             let delete = async {
-                let mut sender = connect(&self.uri).await?.detach();
-                let request = self.build(Method::DELETE, String::new(), headers)?;
+                let mut sender = self.pool.detached().await?;
+                let request = self.pool.build(Method::DELETE, String::new(), headers)?;
                 sender
                     .send_request(request)
                     .await
@@ -746,7 +588,7 @@ impl HttpUpstream {
     /// Stops following the server; requests in flight end with their connections.
     pub fn stop(&self) {
         self.closed.cancel();
-        lock(&self.pool).clear();
+        self.pool.clear();
     }
 
     /// Whether it has not been stopped (a remote server's health shows in its answers).
@@ -758,8 +600,7 @@ impl HttpUpstream {
 /// What a background task needs to POST to the same server.
 struct Detached {
     name: String,
-    uri: Uri,
-    headers: HeaderMap,
+    pool: Arc<Pool>,
     session: Option<String>,
 }
 
@@ -771,14 +612,8 @@ impl Detached {
                 HeaderValue::try_from(session.as_str()).map_err(|e| e.to_string())?,
             );
         }
-        let mut sender = connect(&self.uri).await?.detach();
-        let request = build_request(
-            &self.uri,
-            &self.headers,
-            Method::POST,
-            message.to_string(),
-            extra,
-        )?;
+        let mut sender = self.pool.detached().await?;
+        let request = self.pool.build(Method::POST, message.to_string(), extra)?;
         let response = sender
             .send_request(request)
             .await
@@ -786,125 +621,4 @@ impl Detached {
         let _ = response.into_body().collect().await;
         Ok(())
     }
-}
-
-/// A request to the server's endpoint: its configured headers, then `extra`.
-fn build_request(
-    uri: &Uri,
-    headers: &HeaderMap,
-    method: Method,
-    body: String,
-    extra: HeaderMap,
-) -> Result<http::Request<Full<Bytes>>, String> {
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header(
-            http::header::HOST,
-            uri.authority().map_or("", |a| a.as_str()),
-        )
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json, text/event-stream")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
-    request.headers_mut().extend(headers.clone());
-    request.headers_mut().extend(extra);
-    Ok(request)
-}
-
-/// One kept-alive HTTP/1.1 connection, driven by the task whose request it carries and unpolled
-/// while it idles in the pool. hyper's usual design drives each connection in a task of its own,
-/// which hands every request, response and body frame across tasks (and, on a busy machine,
-/// threads): that cost most of the remote hop's latency.
-struct Link {
-    sender: Sender1,
-    /// `None` once the connection ended.
-    driver: Option<Driver>,
-}
-
-impl Link {
-    /// Runs `work` (given the link's sender) while driving the connection in this same task.
-    async fn drive<T>(&mut self, work: impl AsyncFnOnce(&mut Sender1) -> T) -> T {
-        let Link { sender, driver } = self;
-        let mut work = pin!(work(sender));
-        poll_fn(move |cx| loop {
-            if let Poll::Ready(out) = work.as_mut().poll(cx) {
-                return Poll::Ready(out);
-            }
-            match driver.as_mut().map(|d| Pin::new(d).poll(cx)) {
-                // The connection ended: the work hears of it when polled again.
-                Some(Poll::Ready(_)) => *driver = None,
-                _ => return Poll::Pending,
-            }
-        })
-        .await
-    }
-
-    /// Whether it can carry a request (the server may have closed it while it idled).
-    async fn ready(&mut self) -> bool {
-        self.is_open()
-            && self
-                .drive(async |sender| sender.ready().await.is_ok())
-                .await
-    }
-
-    fn is_open(&self) -> bool {
-        self.driver.is_some() && !self.sender.is_closed()
-    }
-
-    /// Hands the connection to a task of its own: for a long stream, or a one-off request.
-    fn detach(self) -> Sender1 {
-        if let Some(driver) = self.driver {
-            smol::spawn(async move {
-                let _ = driver.await;
-            })
-            .detach();
-        }
-        self.sender
-    }
-}
-
-/// Opens an HTTP/1.1 connection (TLS for https).
-async fn connect(uri: &Uri) -> Result<Link, String> {
-    let host = uri
-        .host()
-        .unwrap_or_default()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let tls = uri.scheme_str() == Some("https");
-    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-    let connecting = async {
-        let tcp = TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
-        let _ = tcp.set_nodelay(true);
-        let io = if tls {
-            let name = futures_rustls::rustls::pki_types::ServerName::try_from(host.clone())
-                .map_err(|e| format!("{host}: {e}"))?;
-            let stream = futures_rustls::TlsConnector::from(tls_config())
-                .connect(name, tcp)
-                .await
-                .map_err(|e| format!("TLS with {host}: {e}"))?;
-            Io::Tls(Box::new(stream))
-        } else {
-            Io::Plain(tcp)
-        };
-        let (sender, driver) =
-            hyper::client::conn::http1::handshake(smol_hyper::rt::FuturesIo::new(io))
-                .await
-                .map_err(|e| format!("HTTP with {host}: {e}"))?;
-        Ok(Link {
-            sender,
-            driver: Some(driver),
-        })
-    };
-    smol::future::or(connecting, async {
-        smol::Timer::after(CONNECT_TIMEOUT).await;
-        Err(format!(
-            "connecting to {host}:{port} took longer than {CONNECT_TIMEOUT:?}"
-        ))
-    })
-    .await
 }

@@ -1,0 +1,237 @@
+//! What mcpx does as the MCP client of an upstream, whatever the wire (a child's pipes in
+//! [`super::stdio`], HTTP in [`super::http`]): the handshake and the order its eras are tried in,
+//! the `initialize` it sends, the progress tokens it puts on requests, and what it makes of the
+//! server's own notifications.
+//!
+//! ## The handshake order, and why it differs by wire
+//!
+//! With `era = "auto"` mcpx must learn which era a server speaks without breaking it:
+//! - **stdio: `initialize` first**, then `server/discover` if the answer says the server is modern
+//!   (-32022, or a `supported` list naming a modern revision). A pipe carries one conversation,
+//!   and a legacy server may treat an unknown first request as fatal or never answer it, while
+//!   `initialize` is a request a modern server answers too (with -32022 and its versions).
+//! - **HTTP: `server/discover` first**, then `initialize` if that is refused. Each POST stands
+//!   alone, so a legacy server refuses `server/discover` (404, or -32601) and serves on; and a
+//!   server that speaks both eras is served statelessly instead of being handed a session.
+//!
+//! `era = "legacy"` and `era = "modern"` try their one handshake only.
+
+use super::{Event, Handshake, ListKind, CLIENT_CAPABILITIES};
+use crate::config::UpstreamEra;
+use crate::jsonrpc::{ErrorObject, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::protocol::{Era, Revision};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::time::Duration;
+
+/// How long a server may take to answer the whole handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+type Reply = Result<Value, ErrorObject>;
+
+/// Which handshake a wire tries first in `era = "auto"` (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstTry {
+    /// `initialize`, then `server/discover` if the server turns out modern: stdio.
+    Initialize,
+    /// `server/discover`, then `initialize` if it is refused: HTTP.
+    Discover,
+}
+
+/// What the handshake needs of a wire.
+pub trait Wire {
+    /// Speaks `era` from now on: a modern request carries the `_meta` envelope, and entering the
+    /// legacy era forgets any session the server gave before.
+    fn set_era(&self, era: Era);
+    /// Sends a request in the current era and waits for its answer.
+    fn send(&self, method: &str, params: Option<Value>) -> impl Future<Output = Reply> + Send;
+    /// Tells the server that `initialize` is done (`notifications/initialized`).
+    fn initialized(&self);
+}
+
+/// Handshakes with the server in the era `choice` allows, in the order `first` gives.
+pub async fn handshake(
+    wire: &impl Wire,
+    choice: UpstreamEra,
+    first: FirstTry,
+) -> Result<Handshake, String> {
+    let work = async {
+        match (choice, first) {
+            (UpstreamEra::Modern, _) => discover(wire).await,
+            (UpstreamEra::Legacy, _) => initialize(wire).await,
+            (UpstreamEra::Auto, FirstTry::Initialize) => match try_initialize(wire).await {
+                Err(Refusal::Answered(error)) if speaks_modern(&error) => discover(wire).await,
+                outcome => outcome.map_err(Refusal::into_reason),
+            },
+            (UpstreamEra::Auto, FirstTry::Discover) => match discover(wire).await {
+                Ok(handshake) => Ok(handshake),
+                Err(_) => initialize(wire).await,
+            },
+        }
+    };
+    smol::future::or(work, async {
+        smol::Timer::after(HANDSHAKE_TIMEOUT).await;
+        Err(format!("no answer within {HANDSHAKE_TIMEOUT:?}"))
+    })
+    .await
+}
+
+/// Why `initialize` did not give a handshake.
+enum Refusal {
+    /// The server answered with an error.
+    Answered(ErrorObject),
+    /// Its answer was not one mcpx can use.
+    Unusable(String),
+}
+
+impl Refusal {
+    fn into_reason(self) -> String {
+        match self {
+            Refusal::Answered(error) => {
+                format!("initialize failed: {} ({})", error.message, error.code)
+            }
+            Refusal::Unusable(why) => why,
+        }
+    }
+}
+
+/// The legacy handshake: `initialize` at the newest legacy revision, then `initialized`.
+pub async fn initialize(wire: &impl Wire) -> Result<Handshake, String> {
+    try_initialize(wire).await.map_err(Refusal::into_reason)
+}
+
+async fn try_initialize(wire: &impl Wire) -> Result<Handshake, Refusal> {
+    wire.set_era(Era::Legacy);
+    let params = json!({
+        "protocolVersion": Revision::LATEST_LEGACY.as_str(),
+        "capabilities": CLIENT_CAPABILITIES.clone(),
+        "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
+    });
+    let result = wire
+        .send("initialize", Some(params))
+        .await
+        .map_err(Refusal::Answered)?;
+    let handshake = Handshake::from_initialize(&result).map_err(Refusal::Unusable)?;
+    wire.initialized();
+    Ok(handshake)
+}
+
+/// The modern handshake: `server/discover` at 2026-07-28.
+async fn discover(wire: &impl Wire) -> Result<Handshake, String> {
+    wire.set_era(Era::Modern);
+    let discovered = wire
+        .send("server/discover", None)
+        .await
+        .map_err(|e| format!("server/discover failed: {}", e.message))?;
+    Ok(Handshake::from_discover(&discovered))
+}
+
+/// Whether a refused `initialize` says the server speaks the modern era.
+fn speaks_modern(error: &ErrorObject) -> bool {
+    let supported = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array);
+    let lists_modern = supported.is_some_and(|list| {
+        list.iter()
+            .filter_map(Value::as_str)
+            .any(Revision::date_is_modern)
+    });
+    error.code == UNSUPPORTED_PROTOCOL_VERSION || lists_modern
+}
+
+/// The progress token the server sees for mcpx's request `id`: mcpx's own, unique across every
+/// caller of the upstream; the caller's own token goes back on what the server reports.
+pub fn progress_token(id: i64) -> String {
+    format!("mcpx-{id}")
+}
+
+/// Puts `token` in a request's `params._meta.progressToken`, making room for it.
+pub fn put_progress_token(params: &mut Option<Value>, token: &str) {
+    let params = params.get_or_insert_with(|| json!({}));
+    if let Some(map) = params.as_object_mut() {
+        let meta = map.entry("_meta").or_insert_with(|| json!({}));
+        if !meta.is_object() {
+            *meta = json!({});
+        }
+        meta["progressToken"] = json!(token);
+    }
+}
+
+/// What the gateway makes of one of the server's own notifications (progress aside, which goes
+/// to the request it belongs to): catalogs that changed and resources that were updated become
+/// events; a log message is logged, tagged with the server's name; the rest are dropped.
+pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> Option<Event> {
+    if let Some(kind) = ListKind::from_notification(method) {
+        return Some(Event::ListChanged { upstream, kind });
+    }
+    match method {
+        "notifications/resources/updated" => {
+            let uri = params.get("uri").and_then(Value::as_str)?;
+            Some(Event::ResourceUpdated {
+                uri: uri.to_owned(),
+            })
+        }
+        "notifications/message" => {
+            tracing::info!(target: "upstream", server = %server, "log: {params}");
+            None
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod upstream {
+        use super::super::*;
+
+        #[test]
+        fn a_progress_token_replaces_any_meta_that_is_not_an_object() {
+            for mut params in [None, Some(json!({})), Some(json!({"_meta": 3}))] {
+                put_progress_token(&mut params, "mcpx-1");
+                assert_eq!(params.unwrap()["_meta"]["progressToken"], "mcpx-1");
+            }
+            let mut kept = Some(json!({"_meta": {"k": 1}, "name": "t"}));
+            put_progress_token(&mut kept, "mcpx-2");
+            assert_eq!(
+                kept.unwrap(),
+                json!({"_meta": {"k": 1, "progressToken": "mcpx-2"}, "name": "t"})
+            );
+        }
+
+        #[test]
+        fn list_changes_and_updates_are_events_and_log_messages_are_not() {
+            assert_eq!(
+                event_of("s", 2, "notifications/tools/list_changed", &json!({})),
+                Some(Event::ListChanged {
+                    upstream: 2,
+                    kind: ListKind::Tools
+                })
+            );
+            assert_eq!(
+                event_of(
+                    "s",
+                    2,
+                    "notifications/resources/updated",
+                    &json!({"uri": "u"})
+                ),
+                Some(Event::ResourceUpdated { uri: "u".into() })
+            );
+            assert_eq!(
+                event_of("s", 2, "notifications/message", &json!({"data": 1})),
+                None
+            );
+        }
+
+        #[test]
+        fn a_refused_initialize_is_modern_when_it_says_so() {
+            let unsupported = ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, "no");
+            assert!(speaks_modern(&unsupported));
+            let listing =
+                ErrorObject::new(-32602, "no").with_data(json!({"supported": ["2026-07-28"]}));
+            assert!(speaks_modern(&listing));
+            assert!(!speaks_modern(&ErrorObject::new(-32601, "no")));
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! HTTP/1.1 connections to one remote server, knowing nothing of MCP: TCP or TLS (rustls with
+//! the Mozilla roots), hyper's client on smol, requests built with the server's configured
+//! headers, and a pool of kept-alive connections that the request using one drives itself.
+
+use crate::sync::lock;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Uri};
+use http_body_util::Full;
+use hyper::client::conn::http1::SendRequest;
+use smol::net::TcpStream;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The sending half of a connection.
+pub type Sender = SendRequest<Full<Bytes>>;
+type Driver = hyper::client::conn::http1::Connection<smol_hyper::rt::FuturesIo<Io>, Full<Bytes>>;
+
+/// How long connecting and the handshake may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Kept-alive connections to one server's endpoint, and the requests built for it.
+pub struct Pool {
+    uri: Uri,
+    /// The configured headers (secrets among them: never printed).
+    headers: HeaderMap,
+    idle: Mutex<Vec<Link>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The headers may hold secrets: never printed.
+        f.debug_struct("Pool")
+            .field("uri", &self.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// A pool for the endpoint `uri`, whose requests carry `headers`.
+    pub fn new(uri: Uri, headers: HeaderMap) -> Pool {
+        Pool {
+            uri,
+            headers,
+            idle: Mutex::default(),
+        }
+    }
+
+    /// The endpoint.
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// A request to the endpoint: the configured headers, then `extra`.
+    pub fn build(
+        &self,
+        method: Method,
+        body: String,
+        extra: HeaderMap,
+    ) -> Result<http::Request<Full<Bytes>>, String> {
+        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(
+                http::header::HOST,
+                self.uri.authority().map_or("", |a| a.as_str()),
+            )
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        request.headers_mut().extend(self.headers.clone());
+        request.headers_mut().extend(extra);
+        Ok(request)
+    }
+
+    /// Sends `request` on a ready connection. One the server closed while it idled in the pool
+    /// gives the request back unsent, and it goes again on a new connection. The link comes
+    /// back with the response: its body is read by driving it, then it is recycled.
+    pub async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<(Link, http::Response<hyper::body::Incoming>), String> {
+        let mut link = self.link().await?;
+        let mut sending = link
+            .drive(async |sender| sender.try_send_request(request).await)
+            .await;
+        if let Err(returned) = &mut sending {
+            if let Some(request) = returned.take_message() {
+                link = connect(&self.uri).await?;
+                sending = link
+                    .drive(async |sender| sender.try_send_request(request).await)
+                    .await;
+            }
+        }
+        match sending {
+            Ok(response) => Ok((link, response)),
+            Err(e) => Err(format!("the request failed: {}", e.into_error())),
+        }
+    }
+
+    /// A connection of its own, driven in a task of its own: for a long stream, or a one-off
+    /// request from a background task.
+    pub async fn detached(&self) -> Result<Sender, String> {
+        Ok(connect(&self.uri).await?.detach())
+    }
+
+    /// A ready connection from the pool, or a new one.
+    async fn link(&self) -> Result<Link, String> {
+        loop {
+            let pooled = lock(&self.idle).pop();
+            match pooled {
+                Some(mut link) => {
+                    if link.ready().await {
+                        return Ok(link);
+                    }
+                }
+                None => return connect(&self.uri).await,
+            }
+        }
+    }
+
+    /// Puts a connection whose exchange is over back in the pool, if it is still open.
+    pub fn recycle(&self, link: Link) {
+        if link.is_open() {
+            lock(&self.idle).push(link);
+        }
+    }
+
+    /// Closes every idle connection.
+    pub fn clear(&self) {
+        lock(&self.idle).clear();
+    }
+}
+
+/// A connection to the server: plain TCP or TLS.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<futures_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl smol::io::AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl smol::io::AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_close(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
+        }
+    }
+}
+
+fn tls_config() -> Arc<futures_rustls::rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<futures_rustls::rustls::ClientConfig>> = OnceLock::new();
+    Arc::clone(CONFIG.get_or_init(|| {
+        let roots = futures_rustls::rustls::RootCertStore::from_iter(
+            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+        );
+        let provider = Arc::new(futures_rustls::rustls::crypto::ring::default_provider());
+        let config = futures_rustls::rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map(|b| b.with_root_certificates(roots).with_no_client_auth());
+        // The ring provider supports the default versions; a failure here is a build defect.
+        Arc::new(config.unwrap_or_else(|e| panic!("rustls configuration: {e}")))
+    }))
+}
+
+/// One kept-alive HTTP/1.1 connection, driven by the task whose request it carries and unpolled
+/// while it idles in the pool. hyper's usual design drives each connection in a task of its own,
+/// which hands every request, response and body frame across tasks (and, on a busy machine,
+/// threads): that cost most of the remote hop's latency.
+pub struct Link {
+    sender: Sender,
+    /// `None` once the connection ended.
+    driver: Option<Driver>,
+}
+
+impl Link {
+    /// Runs `work` (given the link's sender) while driving the connection in this same task.
+    pub async fn drive<T>(&mut self, work: impl AsyncFnOnce(&mut Sender) -> T) -> T {
+        let Link { sender, driver } = self;
+        let mut work = pin!(work(sender));
+        poll_fn(move |cx| loop {
+            if let Poll::Ready(out) = work.as_mut().poll(cx) {
+                return Poll::Ready(out);
+            }
+            match driver.as_mut().map(|d| Pin::new(d).poll(cx)) {
+                // The connection ended: the work hears of it when polled again.
+                Some(Poll::Ready(_)) => *driver = None,
+                _ => return Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// Whether it can carry a request (the server may have closed it while it idled).
+    async fn ready(&mut self) -> bool {
+        self.is_open()
+            && self
+                .drive(async |sender| sender.ready().await.is_ok())
+                .await
+    }
+
+    fn is_open(&self) -> bool {
+        self.driver.is_some() && !self.sender.is_closed()
+    }
+
+    /// Hands the connection to a task of its own: for a long stream, or a one-off request.
+    fn detach(self) -> Sender {
+        if let Some(driver) = self.driver {
+            smol::spawn(async move {
+                let _ = driver.await;
+            })
+            .detach();
+        }
+        self.sender
+    }
+}
+
+/// Opens an HTTP/1.1 connection (TLS for https).
+async fn connect(uri: &Uri) -> Result<Link, String> {
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let tls = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let connecting = async {
+        let tcp = TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let io = if tls {
+            let name = futures_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|e| format!("{host}: {e}"))?;
+            let stream = futures_rustls::TlsConnector::from(tls_config())
+                .connect(name, tcp)
+                .await
+                .map_err(|e| format!("TLS with {host}: {e}"))?;
+            Io::Tls(Box::new(stream))
+        } else {
+            Io::Plain(tcp)
+        };
+        let (sender, driver) =
+            hyper::client::conn::http1::handshake(smol_hyper::rt::FuturesIo::new(io))
+                .await
+                .map_err(|e| format!("HTTP with {host}: {e}"))?;
+        Ok(Link {
+            sender,
+            driver: Some(driver),
+        })
+    };
+    smol::future::or(connecting, async {
+        smol::Timer::after(CONNECT_TIMEOUT).await;
+        Err(format!(
+            "connecting to {host}:{port} took longer than {CONNECT_TIMEOUT:?}"
+        ))
+    })
+    .await
+}
