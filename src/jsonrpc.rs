@@ -331,6 +331,12 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Frame, Box<Response>> {
             ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")),
         ))
     })?;
+    frame(value)
+}
+
+/// Reads a frame from JSON already parsed: a batch (not empty), or one message. An error is the
+/// -32600 response to send back.
+pub fn frame(value: Value) -> Result<Frame, Box<Response>> {
     match value {
         Value::Array(elements) if elements.is_empty() => Err(Box::new(Response::error(
             None,

@@ -111,11 +111,11 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
 async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
     let outcome = match command {
         Command::Snapshot | Command::Watch => return Reply::Snapshot(gateway.snapshot()),
-        Command::Cancel { request } => match gateway.registry.cancel_key(request) {
+        Command::Cancel { request } => match gateway.cancel_request(request) {
             true => Ok(format!("request {request} cancelled")),
             false => Err(format!("no request {request} is in flight")),
         },
-        Command::EndSession { id } => match gateway.registry.end_session(&id) {
+        Command::EndSession { id } => match gateway.end_session(&id) {
             true => Ok(format!("session {id} ended")),
             false => Err(format!("no HTTP session {id}")),
         },
@@ -135,7 +135,7 @@ async fn watch(
     lines: &mut (impl smol::stream::Stream<Item = std::io::Result<String>> + Unpin),
 ) {
     loop {
-        let changed = gateway.registry.changed();
+        let changed = gateway.changed();
         if send(writer, &Reply::Snapshot(gateway.snapshot()))
             .await
             .is_err()

@@ -9,6 +9,7 @@
 mod builtin;
 mod catalog;
 mod client;
+mod inbound;
 pub mod naming;
 mod relay;
 mod reload;
@@ -21,6 +22,7 @@ mod upstreams;
 
 pub use catalog::{Catalog, Listing, Owner, Route};
 pub use client::{Client, Listen};
+pub use inbound::{is_legacy_initialize, Inbound};
 
 use crate::cancel::Cancel;
 use crate::config::Config;
@@ -28,11 +30,12 @@ use crate::jsonrpc::{ErrorObject, Outbound, Request, Response, INVALID_PARAMS, M
 use crate::limit::Limit;
 use crate::protocol::envelope;
 use crate::protocol::{shape, Era, Revision};
-use crate::registry::{Outcome, Registry};
+use crate::registry::{Outcome, Registry, StreamGuard};
 use crate::sync::{lock, read};
 use crate::upstream::Event;
 use crate::view::Snapshot;
 use async_channel::Sender;
+use event_listener::EventListener;
 use rounds::Rounds;
 use serde_json::{json, Value};
 use smol::lock::OnceCell;
@@ -61,8 +64,8 @@ pub struct Gateway {
     ready: OnceCell<()>,
     clients: Mutex<HashMap<u64, Arc<Client>>>,
     upstream_subscriptions: Mutex<HashMap<String, usize>>,
-    /// Live sessions and requests in flight.
-    pub registry: Arc<Registry>,
+    /// Live sessions and requests in flight: reached from outside only through the gateway.
+    registry: Arc<Registry>,
     server_info: Value,
     config_path: Option<String>,
     /// Where upstreams report, once started.
@@ -278,9 +281,7 @@ impl Gateway {
     ) -> Response {
         let id = request.id.clone();
         // A modern request for `initialize` is for a method 2026-07-28 removed: not found.
-        if request.method == "initialize"
-            && envelope::era_of(request.params.as_ref()) == Era::Legacy
-        {
+        if is_legacy_initialize(&request) {
             return self.initialize(client, &request);
         }
         let outcome = self.dispatch(client, request, ctx).await;
@@ -339,6 +340,43 @@ impl Gateway {
             },
             "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
         })
+    }
+
+    /// How many of `client`'s requests are still in flight.
+    pub fn in_flight(&self, client: &Client) -> usize {
+        self.registry.in_flight_count(client.session)
+    }
+
+    /// Cancels every request `client` has in flight (its transport is closing).
+    pub fn cancel_all(&self, client: &Client) {
+        self.registry.cancel_all(client.session);
+    }
+
+    /// Names `client`'s legacy HTTP session `id`; returns the signal that ends it, which the
+    /// admin socket can fire too.
+    pub fn name_session(&self, client: &Client, id: &str) -> Cancel {
+        self.registry.name_session(client.session, id)
+    }
+
+    /// Enters `client`'s GET stream in the live state; it leaves when the guard drops.
+    pub fn open_get_stream(&self, client: &Client) -> StreamGuard {
+        self.registry
+            .open_stream(client.session, "get", None, Vec::new())
+    }
+
+    /// Admin: cancels the request the snapshot lists under `key`, as its transport would.
+    pub fn cancel_request(&self, key: u64) -> bool {
+        self.registry.cancel_key(key)
+    }
+
+    /// Admin: ends the legacy session `id`. False if there is none.
+    pub fn end_session(&self, id: &str) -> bool {
+        self.registry.end_session(id)
+    }
+
+    /// Fires at the next change to the live state.
+    pub fn changed(&self) -> EventListener {
+        self.registry.changed()
     }
 
     /// The whole live state, for the admin socket.

@@ -147,12 +147,25 @@ impl Upstream {
             .is_some_and(|h| h.capabilities["resources"]["subscribe"] == json!(true))
     }
 
+    /// Its state as people read it. A server whose process just ended is still `Ready` until
+    /// supervision hears of it, but its calls already fail: it reads as exited at once.
+    fn describe_state(&self) -> String {
+        let state = lock(&self.state).clone();
+        let alive = lock(&self.connection)
+            .as_ref()
+            .is_some_and(Connection::is_alive);
+        match state {
+            UpstreamState::Ready if !alive => "exited; restarting".into(),
+            state => state.describe(),
+        }
+    }
+
     fn view(&self) -> UpstreamView {
         let handshake = lock(&self.handshake).clone();
         let listing = lock(&self.listing);
         UpstreamView {
             name: self.name.clone(),
-            state: lock(&self.state).describe(),
+            state: self.describe_state(),
             revision: handshake.as_ref().map(|h| h.revision.as_str().to_owned()),
             server_info: handshake.map(|h| h.server_info).unwrap_or(Value::Null),
             tools: listing.tools.len(),

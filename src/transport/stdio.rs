@@ -7,13 +7,9 @@
 //! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
 //! to answer, then are cancelled, and `serve` returns.
 
-use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{
-    self, ErrorObject, Frame, Id, Message, Notification, Outbound, Request, Response,
-    INVALID_REQUEST,
-};
+use crate::gateway::{Client, Gateway, Inbound};
+use crate::jsonrpc::{self, ErrorObject, Frame, Outbound, Request, Response, INVALID_REQUEST};
 use crate::lines::{self, Read};
-use crate::protocol::{envelope, Era, Revision};
 use async_channel::{Receiver, Sender};
 use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use smol::Task;
@@ -86,10 +82,10 @@ pub async fn serve(
     if !drained {
         tracing::info!(
             "stdin closed; cancelling {} request(s) still in flight after {:?}",
-            gateway.registry.in_flight_count(client.session),
+            gateway.in_flight(&client),
             options.drain
         );
-        gateway.registry.cancel_all(client.session);
+        gateway.cancel_all(&client);
         let _ = all_done.recv().await;
     }
     gateway.close_client(&client);
@@ -113,16 +109,26 @@ impl Connection {
     }
 
     fn receive(&self, line: &[u8]) {
-        match jsonrpc::parse_frame(line) {
-            Err(error) => self.send(*error),
-            Ok(Frame::Single(Message::Notification(n))) => self.on_notification(n),
-            Ok(Frame::Single(Message::Request(request)))
-                if request.method == "initialize"
-                    && envelope::era_of(request.params.as_ref()) == Era::Legacy =>
-            {
-                self.send(self.gateway.initialize(&self.client, &request))
-            }
-            Ok(Frame::Single(Message::Request(request))) => {
+        let frame = match jsonrpc::parse_frame(line) {
+            Ok(frame) => frame,
+            Err(rejection) => return self.send(*rejection),
+        };
+        let in_batch = matches!(frame, Frame::Batch(_));
+        match self
+            .gateway
+            .receive(Some(&self.client), self.client.revision(), frame)
+        {
+            Err(refusal) => self.send(Response::error(None, refusal)),
+            Ok(sorted) if in_batch => self.batch(sorted),
+            Ok(sorted) => sorted.into_iter().for_each(|inbound| self.single(inbound)),
+        }
+    }
+
+    /// A message alone: a request runs in a task of its own and its answer is written when it
+    /// comes; nothing else waits.
+    fn single(&self, inbound: Inbound) {
+        match inbound {
+            Inbound::Run(request) => {
                 let run = self.start(request);
                 let frames = self.frames.clone();
                 smol::spawn(async move {
@@ -132,31 +138,11 @@ impl Connection {
                 })
                 .detach();
             }
-            Ok(Frame::Single(Message::Response(response))) => self.on_response(response),
-            Ok(Frame::Batch(elements)) => self.batch(elements),
-        }
-    }
-
-    /// A response answers a question mcpx carried to the client for an upstream; one that
-    /// answers nothing (an unknown id, or one answered already) gets no reply, only a log line.
-    fn on_response(&self, response: Response) {
-        let id = response.id.clone();
-        if !self.client.answer(response) {
-            tracing::info!("ignored a response to no question of mcpx's: id {id:?}");
-        }
-    }
-
-    /// Notifications are never answered, not even an unknown one.
-    fn on_notification(&self, notification: Notification) {
-        if notification.method == "notifications/cancelled" {
-            let id = notification
-                .params
-                .as_ref()
-                .and_then(|p| p.get("requestId"))
-                .and_then(Id::from_value);
-            if let Some(id) = id {
-                self.gateway.registry.cancel(self.client.session, &id);
+            Inbound::Initialize(request) => {
+                self.send(self.gateway.initialize(&self.client, &request))
             }
+            Inbound::Answer(response) => self.send(response),
+            Inbound::Done | Inbound::Stray => {}
         }
     }
 
@@ -173,39 +159,20 @@ impl Connection {
         }
     }
 
-    /// Batches exist only in 2025-03-26: the connection's negotiated revision decides, or
-    /// 2025-03-26 before any `initialize`.
-    fn batch(&self, elements: Vec<Result<Message, Box<Response>>>) {
-        let revision = self
-            .client
-            .revision()
-            .unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION);
-        if !revision.allows_batches() {
-            return self.send(Response::error(
-                None,
-                ErrorObject::new(
-                    INVALID_REQUEST,
-                    format!("Invalid Request: MCP {revision} has no JSON-RPC batches"),
-                ),
-            ));
-        }
+    /// A batch's elements run concurrently, and their answers go back together, as one array
+    /// in the order of the elements.
+    fn batch(&self, elements: Vec<Inbound>) {
         let mut replies: Vec<Task<Option<Response>>> = Vec::new();
         for element in elements {
             match element {
-                Err(error) => replies.push(smol::spawn(async move { Some(*error) })),
-                Ok(Message::Notification(n)) => self.on_notification(n),
-                Ok(Message::Response(response)) => self.on_response(response),
-                Ok(Message::Request(request)) if request.method == "initialize" => {
-                    let refusal = Response::error(
-                        Some(request.id),
-                        ErrorObject::new(
-                            INVALID_REQUEST,
-                            "Invalid Request: initialize must not be part of a batch",
-                        ),
-                    );
-                    replies.push(smol::spawn(async move { Some(refusal) }));
+                // The core never puts `initialize` in a batch: it refuses it there.
+                Inbound::Run(request) | Inbound::Initialize(request) => {
+                    replies.push(smol::spawn(self.start(request)))
                 }
-                Ok(Message::Request(request)) => replies.push(smol::spawn(self.start(request))),
+                Inbound::Answer(response) => {
+                    replies.push(smol::spawn(async move { Some(response) }))
+                }
+                Inbound::Done | Inbound::Stray => {}
             }
         }
         let frames = self.frames.clone();

@@ -9,10 +9,8 @@
 use super::exchange::Exchange;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
-use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{
-    self, ErrorObject, Id, Message, Notification, Request, INTERNAL_ERROR, INVALID_REQUEST,
-};
+use crate::gateway::{Client, Gateway, Inbound};
+use crate::jsonrpc::{self, ErrorObject, Frame, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::Value;
@@ -87,55 +85,41 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
         Ok(revision) => revision,
         Err(response) => return *response,
     };
-    match body {
-        Value::Array(elements) if !revision.allows_batches() || elements.is_empty() => {
-            let why = if elements.is_empty() {
-                "an empty batch".to_owned()
-            } else {
-                format!("MCP {revision} has no JSON-RPC batches")
-            };
-            rpc_error(
-                StatusCode::BAD_REQUEST,
-                ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
-            )
+    let frame = match jsonrpc::frame(body) {
+        Ok(frame) => frame,
+        Err(rejection) => return json_response(StatusCode::BAD_REQUEST, &rejection),
+    };
+    let in_batch = matches!(frame, Frame::Batch(_));
+    let client = session.as_deref().map(|session| &*session.client);
+    let mut sorted = match door.gateway.receive(client, Some(revision), frame) {
+        Ok(sorted) => sorted,
+        Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal),
+    };
+    if in_batch {
+        return batch(door, session, revision, sorted).await;
+    }
+    match sorted.pop() {
+        Some(Inbound::Initialize(request)) => initialize(door, session.is_some(), request),
+        Some(Inbound::Run(request)) => {
+            let mut exchange = Exchange::new();
+            let client = serving_client(door, session.as_ref(), revision, &mut exchange);
+            let cancel = exchange.start(&door.gateway, &client, request);
+            if session.is_none() {
+                exchange.cancel_on_disconnect(cancel);
+            }
+            exchange
+                .reply(false, |_| StatusCode::OK, door.options.sse_keep_alive)
+                .await
         }
-        Value::Array(elements) => {
-            let messages = elements.into_iter().map(jsonrpc::parse_message).collect();
-            batch(door, session, revision, messages).await
-        }
-        single => match jsonrpc::parse_message(single) {
-            Err(rejection) => json_response(StatusCode::BAD_REQUEST, &rejection),
-            Ok(Message::Request(request)) if request.method == "initialize" => {
-                initialize(door, session.is_some(), request)
-            }
-            Ok(Message::Request(request)) => {
-                let mut exchange = Exchange::new();
-                let client = serving_client(door, session.as_ref(), revision, &mut exchange);
-                let cancel = exchange.start(&door.gateway, &client, request);
-                if session.is_none() {
-                    exchange.cancel_on_disconnect(cancel);
-                }
-                exchange
-                    .reply(false, |_| StatusCode::OK, door.options.sse_keep_alive)
-                    .await
-            }
-            Ok(Message::Notification(notification)) => {
-                on_notification(&door.gateway, session.as_deref(), &notification);
-                accepted()
-            }
-            Ok(Message::Response(response)) => {
-                if answers_a_question(session.as_deref(), response) {
-                    return accepted();
-                }
-                rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    ErrorObject::new(
-                        INVALID_REQUEST,
-                        "Invalid Request: no request of mcpx's in this session awaits this response (unknown id, or answered already)",
-                    ),
-                )
-            }
-        },
+        Some(Inbound::Answer(response)) => json_response(StatusCode::BAD_REQUEST, &response),
+        Some(Inbound::Stray) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorObject::new(
+                INVALID_REQUEST,
+                "Invalid Request: no request of mcpx's in this session awaits this response (unknown id, or answered already)",
+            ),
+        ),
+        Some(Inbound::Done) | None => accepted(),
     }
 }
 
@@ -215,65 +199,27 @@ fn refused_session(refused: Refused) -> Response<Body> {
     )
 }
 
-/// Hands a client's response to the question of mcpx's that awaits it; only a session can have
-/// been asked one.
-fn answers_a_question(session: Option<&Session>, response: jsonrpc::Response) -> bool {
-    session.is_some_and(|session| session.client.answer(response))
-}
-
-/// A session's `notifications/cancelled` cancels the request it names (and so the upstream call)
-/// and withholds its reply; other notifications need nothing.
-fn on_notification(gateway: &Gateway, session: Option<&Session>, notification: &Notification) {
-    if notification.method != "notifications/cancelled" {
-        return;
-    }
-    let id = notification
-        .params
-        .as_ref()
-        .and_then(|p| p.get("requestId"))
-        .and_then(Id::from_value);
-    if let (Some(session), Some(id)) = (session, id) {
-        gateway.registry.cancel(session.client.session, &id);
-    }
-}
-
 /// A 2025-03-26 batch: elements run concurrently; notifications and responses need no answer,
 /// so a batch of only those is 202; `initialize` is refused as its element and mints nothing.
 async fn batch(
     door: &FrontDoor,
     session: Option<Arc<Session>>,
     revision: Revision,
-    messages: Vec<Result<Message, Box<jsonrpc::Response>>>,
+    elements: Vec<Inbound>,
 ) -> Response<Body> {
     let mut exchange = Exchange::new();
     let client = serving_client(door, session.as_ref(), revision, &mut exchange);
-    for message in messages {
-        match message {
-            Err(rejection) => exchange.answer_now(*rejection),
-            Ok(Message::Request(request)) if request.method == "initialize" => {
-                let error = ErrorObject::new(
-                    INVALID_REQUEST,
-                    "Invalid Request: initialize must not be part of a batch",
-                );
-                exchange.answer_now(jsonrpc::Response::error(Some(request.id), error));
-            }
-            Ok(Message::Request(request)) => {
+    for element in elements {
+        match element {
+            Inbound::Answer(response) => exchange.answer_now(response),
+            // The core never puts `initialize` in a batch: it refuses it there.
+            Inbound::Run(request) | Inbound::Initialize(request) => {
                 let cancel = exchange.start(&door.gateway, &client, request);
                 if session.is_none() {
                     exchange.cancel_on_disconnect(cancel);
                 }
             }
-            Ok(Message::Notification(notification)) => {
-                on_notification(&door.gateway, session.as_deref(), &notification)
-            }
-            Ok(Message::Response(response)) => {
-                // A batch has no place for a refusal of a response: the log says it.
-                if !answers_a_question(session.as_deref(), response) {
-                    tracing::info!(
-                        "ignored a response in a batch that no request of mcpx's awaits"
-                    );
-                }
-            }
+            Inbound::Done | Inbound::Stray => {}
         }
     }
     if exchange.expected() == 0 {
@@ -309,10 +255,7 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
     while session.outbound.try_recv().is_ok() {}
     let (response, events) = sse::stream();
     let keep_alive = door.options.sse_keep_alive;
-    let registered =
-        door.gateway
-            .registry
-            .open_stream(session.client.session, "get", None, Vec::new());
+    let registered = door.gateway.open_get_stream(&session.client);
     smol::spawn(async move {
         loop {
             let next = smol::future::or(

@@ -155,7 +155,7 @@ pub async fn serve(
     })
     .await;
     if !finished {
-        door.gateway.registry.cancel_all(door.modern.session);
+        door.gateway.cancel_all(&door.modern);
         let cancelled_finish = async {
             let _ = all_done.recv().await;
         };

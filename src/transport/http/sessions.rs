@@ -112,7 +112,7 @@ impl Sessions {
         }
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         // The registry holds the signal that ends the session, so the admin can end it too.
-        let ended = self.gateway.registry.name_session(client.session, &id);
+        let ended = self.gateway.name_session(&client, &id);
         let session = Arc::new(Session {
             id: id.clone(),
             client,
