@@ -45,8 +45,8 @@ pub trait Wire {
     fn set_era(&self, era: Era);
     /// Sends a request in the current era and waits for its answer.
     fn send(&self, method: &str, params: Option<Value>) -> impl Future<Output = Reply> + Send;
-    /// Tells the server that `initialize` is done (`notifications/initialized`).
-    fn initialized(&self);
+    /// Sends a notification.
+    fn notify(&self, method: &str, params: Option<Value>);
 }
 
 /// Handshakes with the server in the era `choice` allows, in the order `first` gives.
@@ -112,7 +112,7 @@ async fn try_initialize(wire: &impl Wire) -> Result<Handshake, Refusal> {
         .await
         .map_err(Refusal::Answered)?;
     let handshake = Handshake::from_initialize(&result).map_err(Refusal::Unusable)?;
-    wire.initialized();
+    wire.notify("notifications/initialized", None);
     Ok(handshake)
 }
 

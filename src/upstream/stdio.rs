@@ -69,8 +69,8 @@ impl Wire for StdioUpstream {
             .await
     }
 
-    fn initialized(&self) {
-        self.notify("notifications/initialized", None);
+    fn notify(&self, method: &str, params: Option<Value>) {
+        Self::notify(self, method, params)
     }
 }
 
@@ -202,7 +202,7 @@ impl StdioUpstream {
     }
 
     /// Handshakes in the configured era, `initialize` first in `auto` (see
-    /// [`client`](super::client) for why).
+    /// [`super::client`] for why).
     pub async fn handshake(&self) -> Result<Handshake, String> {
         client::handshake(self, self.era_choice, FirstTry::Initialize).await
     }

@@ -1,7 +1,8 @@
 //! A remote upstream: an MCP server reached over Streamable HTTP, in its own era.
 //!
-//! Requests go out as POSTs on a small pool of kept-alive HTTP/1.1 connections (hyper's client on
-//! smol, TLS by rustls with the Mozilla roots). A response may be JSON or an event stream that
+//! Requests go out as POSTs on a small pool of kept-alive HTTP/1.1 connections (`connection`:
+//! hyper's client on smol, TLS by rustls with the Mozilla roots). The handshake and what the
+//! server's notifications mean are [`super::client`]'s. A response may be JSON or an event stream that
 //! carries the request's progress first. Legacy servers get `initialize`, their
 //! `Mcp-Session-Id` on every request (an expired session is re-initialized once, transparently),
 //! a GET stream for their notifications, and `notifications/cancelled` for cancellation. Modern
@@ -10,6 +11,7 @@
 //! it, and a `subscriptions/listen` stream carries their notifications.
 
 mod connection;
+mod headers;
 
 use super::asks::{self, Askers};
 use super::client::{self, FirstTry, Wire};
@@ -20,9 +22,9 @@ use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::environment;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
-use crate::mcpheaders::{self, HeaderParam};
+use crate::mcpheaders::HeaderParam;
 use crate::protocol::envelope;
-use crate::protocol::{Era, Revision};
+use crate::protocol::Era;
 use crate::sync::lock;
 use async_channel::Sender;
 use connection::Pool;
@@ -95,8 +97,8 @@ impl Wire for HttpUpstream {
             .await
     }
 
-    fn initialized(&self) {
-        self.notify("notifications/initialized", None);
+    fn notify(&self, method: &str, params: Option<Value>) {
+        Self::notify(self, method, params)
     }
 }
 
@@ -146,7 +148,7 @@ impl HttpUpstream {
     }
 
     /// Handshakes in the configured era, `server/discover` first in `auto` (see
-    /// [`client`](super::client) for why), then follows the server's notifications.
+    /// [`super::client`] for why), then follows the server's notifications.
     pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
         let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
         self.follow_notifications(&handshake.capabilities);
@@ -420,62 +422,6 @@ impl HttpUpstream {
                 None
             }
             _ => None,
-        }
-    }
-
-    /// The 2026-07-28 mirrored headers for a request.
-    fn mirror_headers(&self, method: &str, message: &Value, headers: &mut HeaderMap) {
-        let mut put = |name: &'static str, value: String| {
-            if let Ok(value) = HeaderValue::try_from(value) {
-                headers.insert(name, value);
-            }
-        };
-        put(
-            "mcp-protocol-version",
-            Revision::V2026_07_28.as_str().to_owned(),
-        );
-        put("mcp-method", method.to_owned());
-        let params = &message["params"];
-        let name = match method {
-            "tools/call" | "prompts/get" => params["name"].as_str(),
-            "resources/read" => params["uri"].as_str(),
-            _ => None,
-        };
-        if let Some(name) = name {
-            put("mcp-name", mcpheaders::encode(name));
-        }
-        if method == "tools/call" {
-            let tool = params["name"].as_str().unwrap_or_default();
-            let annotated = lock(&self.header_params)
-                .get(tool)
-                .cloned()
-                .unwrap_or_default();
-            for param in annotated {
-                if let Some(text) = param
-                    .value_in(&params["arguments"])
-                    .and_then(mcpheaders::param_text)
-                {
-                    if let (Ok(name), Ok(value)) = (
-                        HeaderName::try_from(param.header_name()),
-                        HeaderValue::try_from(mcpheaders::encode(&text)),
-                    ) {
-                        headers.insert(name, value);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Records the `x-mcp-header` annotations of the tools a `tools/list` page listed.
-    fn learn_header_params(&self, result: &Value) {
-        let mut known = lock(&self.header_params);
-        for tool in result["tools"].as_array().into_iter().flatten() {
-            if let (Some(name), Ok(params)) = (
-                tool["name"].as_str(),
-                mcpheaders::header_params(&tool["inputSchema"]),
-            ) {
-                known.insert(name.to_owned(), params);
-            }
         }
     }
 

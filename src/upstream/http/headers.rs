@@ -1,0 +1,68 @@
+//! The 2026-07-28 mirrored headers mcpx puts on its requests to a modern server: the protocol
+//! version, the method and the name, and `Mcp-Param-*` from the `x-mcp-header` annotations the
+//! server's tools declare, learnt from each `tools/list`.
+
+use super::HttpUpstream;
+use crate::mcpheaders;
+use crate::protocol::Revision;
+use crate::sync::lock;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+impl HttpUpstream {
+    /// The 2026-07-28 mirrored headers for a request.
+    pub(super) fn mirror_headers(&self, method: &str, message: &Value, headers: &mut HeaderMap) {
+        let mut put = |name: &'static str, value: String| {
+            if let Ok(value) = HeaderValue::try_from(value) {
+                headers.insert(name, value);
+            }
+        };
+        put(
+            "mcp-protocol-version",
+            Revision::V2026_07_28.as_str().to_owned(),
+        );
+        put("mcp-method", method.to_owned());
+        let params = &message["params"];
+        let name = match method {
+            "tools/call" | "prompts/get" => params["name"].as_str(),
+            "resources/read" => params["uri"].as_str(),
+            _ => None,
+        };
+        if let Some(name) = name {
+            put("mcp-name", mcpheaders::encode(name));
+        }
+        if method == "tools/call" {
+            let tool = params["name"].as_str().unwrap_or_default();
+            let annotated = lock(&self.header_params)
+                .get(tool)
+                .cloned()
+                .unwrap_or_default();
+            for param in annotated {
+                if let Some(text) = param
+                    .value_in(&params["arguments"])
+                    .and_then(mcpheaders::param_text)
+                {
+                    if let (Ok(name), Ok(value)) = (
+                        HeaderName::try_from(param.header_name()),
+                        HeaderValue::try_from(mcpheaders::encode(&text)),
+                    ) {
+                        headers.insert(name, value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the `x-mcp-header` annotations of the tools a `tools/list` page listed.
+    pub(super) fn learn_header_params(&self, result: &Value) {
+        let mut known = lock(&self.header_params);
+        for tool in result["tools"].as_array().into_iter().flatten() {
+            if let (Some(name), Ok(params)) = (
+                tool["name"].as_str(),
+                mcpheaders::header_params(&tool["inputSchema"]),
+            ) {
+                known.insert(name.to_owned(), params);
+            }
+        }
+    }
+}
