@@ -1,6 +1,6 @@
 //! What the live state looks like from outside: the views the registry and the gateway fill in
-//! and the admin socket sends (see [`crate::admin::protocol`]). A leaf: it imports nothing of
-//! mcpx, so the core and the console both depend on it and not on each other.
+//! and the admin socket sends (its protocol module re-exports them). A leaf: it imports nothing
+//! of mcpx, so the core and the console both depend on it and not on each other.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
