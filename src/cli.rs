@@ -60,6 +60,12 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
+    /// Log in to remote servers that need it, and list or forget those logins.
+    Auth {
+        /// What to do.
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// Ask the running daemon to re-read its configuration (as SIGHUP does): added servers
     /// start, removed ones stop, changed ones restart.
     Reload,
@@ -75,6 +81,24 @@ pub enum Command {
         /// The shell.
         #[arg(value_enum)]
         shell: Shell,
+    },
+}
+
+/// `mcpx auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthAction {
+    /// Log in to the server NAME in the browser ($BROWSER, else xdg-open; the URL is printed
+    /// too), store its tokens, and tell a running mcpx to use them.
+    Login {
+        /// The server's name in [servers].
+        name: String,
+    },
+    /// Each remote server's login: its authorization server, scopes and expiry (never a token).
+    Status,
+    /// Forget the server NAME's tokens, revoking them where its authorization server offers it.
+    Logout {
+        /// The server's name in [servers].
+        name: String,
     },
 }
 

@@ -23,6 +23,8 @@ pub struct Config {
     pub transport: Transport,
     /// The admin socket that `mcpx-tui` attaches to.
     pub admin: Admin,
+    /// Logins to remote servers.
+    pub auth: Auth,
     /// Upstream servers by name, in name order (so the merged catalog's order is stable).
     pub servers: BTreeMap<String, Server>,
 }
@@ -194,6 +196,29 @@ pub struct Server {
     /// Which era to speak to it: found out by probing, or fixed.
     #[serde(skip_serializing_if = "UpstreamEra::is_auto")]
     pub era: UpstreamEra,
+    /// Who mcpx is to its authorization server, when it needs a login (`url` servers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuth>,
+}
+
+/// `[servers.NAME.oauth]`: how mcpx identifies itself when the server needs a login. Without
+/// it, mcpx registers itself (RFC 7591) where the authorization server allows.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct OAuth {
+    /// A client id registered beforehand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client (`${VAR}` expands; never logged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The URL of mcpx's client metadata document, used as its client id where the
+    /// authorization server accepts one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for, instead of what the server's challenge or metadata say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
 }
 
 /// How many requests may be in flight to one upstream, unless `maxInFlight` says otherwise.
@@ -275,6 +300,30 @@ pub enum ConfigError {
         /// What is wrong and which key.
         message: String,
     },
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Auth {
+    /// The credentials file: tokens from `mcpx auth login`, mode 0600.
+    pub credentials: PathBuf,
+}
+
+impl Default for Auth {
+    fn default() -> Self {
+        let dirs = directories::ProjectDirs::from("", "", "mcpx");
+        let dir = dirs.as_ref().map(|d| {
+            d.state_dir()
+                .unwrap_or_else(|| d.data_local_dir())
+                .to_path_buf()
+        });
+        Auth {
+            credentials: dir
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("mcpx-{}", whoami())))
+                .join("credentials.json"),
+        }
+    }
 }
 
 /// The default configuration path, if the platform has a configuration directory.
@@ -367,8 +416,11 @@ impl Config {
                             .into(),
                     )
                 }
-                (Some(_), None) if !server.headers.is_empty() => {
-                    return fail("`headers` belong to a `url` server, not a `command` one".into())
+                (Some(_), None) if !server.headers.is_empty() || server.oauth.is_some() => {
+                    return fail(
+                        "`headers` and `oauth` belong to a `url` server, not a `command` one"
+                            .into(),
+                    )
                 }
                 _ => {}
             }
@@ -553,7 +605,7 @@ headers = { Authorization = "Bearer x" }
         /// Every key mcpx reads is documented in mcpx.toml(5).
         #[test]
         fn every_key_is_in_the_man_page() {
-            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n").unwrap();
+            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\noauth = { clientId = \"c\" }\n").unwrap();
             config.admin.socket = "/s".into();
             config.daemon.token = Some("t".into());
             let page =

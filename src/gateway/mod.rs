@@ -77,6 +77,8 @@ pub struct Gateway {
     max_in_flight_per_client: usize,
     /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
     max_message_bytes: usize,
+    /// `auth.credentials`: where remote servers' tokens are kept.
+    credentials: std::path::PathBuf,
     /// Modern clients' calls waiting for their input.
     rounds: Arc<Rounds>,
 }
@@ -115,6 +117,7 @@ impl Gateway {
             launcher,
             max_in_flight_per_client: config.transport.max_in_flight_per_client,
             max_message_bytes: config.transport.max_message_bytes,
+            credentials: config.auth.credentials.clone(),
             rounds: Rounds::new(config.transport.input_timeout),
         })
     }

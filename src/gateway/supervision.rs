@@ -7,6 +7,7 @@ use crate::cancel::Cancel;
 use crate::config::{UpstreamEra, BUILTIN_SERVER};
 use crate::protocol::Era;
 use crate::sync::{lock, write};
+use crate::upstream::auth::store::Store;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::stdio::StdioUpstream;
 use crate::upstream::{Caller, Connection, Event, ListKind};
@@ -84,6 +85,7 @@ impl Gateway {
                     &upstream.name,
                     upstream.id,
                     &config,
+                    Store::new(&self.credentials),
                     events,
                 )?),
             };
@@ -104,13 +106,18 @@ impl Gateway {
             }
             Err(reason) => {
                 tracing::error!(server = %upstream.name, "upstream failed to start: {reason}");
-                if let Some(connection) = lock(&upstream.connection).take() {
+                let connection = lock(&upstream.connection).take();
+                let needs_login = connection.as_ref().is_some_and(Connection::needs_login);
+                if let Some(connection) = connection {
                     connection.stop();
                 }
-                *lock(&upstream.state) = UpstreamState::Down {
-                    reason,
-                    next: Instant::now(),
-                    crash_looping: false,
+                *lock(&upstream.state) = match needs_login {
+                    true => UpstreamState::NeedsLogin { how: reason },
+                    false => UpstreamState::Down {
+                        reason,
+                        next: Instant::now(),
+                        crash_looping: false,
+                    },
                 };
                 false
             }

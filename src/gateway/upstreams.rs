@@ -39,6 +39,12 @@ pub enum UpstreamState {
     Starting,
     /// Serving.
     Ready,
+    /// A remote server that refuses mcpx until a person logs in; supervision keeps trying, so
+    /// the login's tokens are picked up without a restart.
+    NeedsLogin {
+        /// What to run.
+        how: String,
+    },
     /// Not serving; supervision starts it again at `next`.
     Down {
         /// Why it is down: its start failed, or its process exited.
@@ -55,6 +61,7 @@ impl UpstreamState {
         match self {
             UpstreamState::Starting => "starting".into(),
             UpstreamState::Ready => "ready".into(),
+            UpstreamState::NeedsLogin { how } => format!("needs-login: {how}"),
             UpstreamState::Down {
                 reason,
                 next,

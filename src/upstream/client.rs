@@ -47,6 +47,10 @@ pub trait Wire {
     fn send(&self, method: &str, params: Option<Value>) -> impl Future<Output = Reply> + Send;
     /// Sends a notification.
     fn notify(&self, method: &str, params: Option<Value>);
+    /// Whether the server's last refusal was of mcpx itself (it needs a login), not of a method.
+    fn needs_login(&self) -> bool {
+        false
+    }
 }
 
 /// Handshakes with the server in the era `choice` allows, in the order `first` gives.
@@ -65,6 +69,8 @@ pub async fn handshake(
             },
             (UpstreamEra::Auto, FirstTry::Discover) => match discover(wire).await {
                 Ok(handshake) => Ok(handshake),
+                // A refusal of mcpx itself (a login is needed) says nothing of the era.
+                Err(reason) if wire.needs_login() => Err(reason),
                 Err(_) => initialize(wire).await,
             },
         }

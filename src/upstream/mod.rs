@@ -5,6 +5,7 @@
 //! [`ProgressSink`], and reports the server's own notifications to the gateway as [`Event`]s.
 
 pub mod asks;
+pub mod auth;
 pub mod client;
 pub mod event_stream;
 pub mod failure;
@@ -112,6 +113,14 @@ impl Connection {
         match self {
             Connection::Stdio(c) => c.stop(),
             Connection::Http(c) => c.stop(),
+        }
+    }
+
+    /// Whether its last refusal was the server asking for a login.
+    pub fn needs_login(&self) -> bool {
+        match self {
+            Connection::Stdio(_) => false,
+            Connection::Http(c) => c.needs_login(),
         }
     }
 

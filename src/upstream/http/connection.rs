@@ -21,6 +21,62 @@ type Driver = hyper::client::conn::http1::Connection<smol_hyper::rt::FuturesIo<I
 /// How long connecting and the handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The most bytes [`fetch`] reads of a body: metadata and token responses are small.
+const MAX_FETCHED: usize = 1024 * 1024;
+
+/// What [`fetch`] brought back.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The status.
+    pub status: http::StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The whole body.
+    pub body: Bytes,
+}
+
+/// One request to `url` on a connection of its own, its body read whole: the authorization
+/// flow's metadata, registration and token requests, to servers other than the endpoint.
+/// Redirects are not followed.
+pub async fn fetch(
+    method: Method,
+    url: &str,
+    headers: HeaderMap,
+    body: Option<(&'static str, String)>,
+) -> Result<Fetched, String> {
+    use http_body_util::{BodyExt, Limited};
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    let pool = Pool::new(uri, headers);
+    let (content_type, body) = body.unwrap_or(("application/json", String::new()));
+    let mut request = pool.build(method, body, HeaderMap::new())?;
+    let value = http::HeaderValue::from_static(content_type);
+    request
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, value);
+    if !pool.headers.contains_key(http::header::ACCEPT) {
+        let json = http::HeaderValue::from_static("application/json");
+        request.headers_mut().insert(http::header::ACCEPT, json);
+    }
+    let mut sender = pool.detached().await?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let (parts, body) = response.into_parts();
+    let body = Limited::new(body, MAX_FETCHED)
+        .collect()
+        .await
+        .map_err(|e| format!("{url}: reading the answer failed: {e}"))?
+        .to_bytes();
+    Ok(Fetched {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    })
+}
+
 /// Kept-alive connections to one server's endpoint, and the requests built for it.
 pub struct Pool {
     uri: Uri,

@@ -10,10 +10,13 @@
 //! `Mcp-Param-*` from the tools' `x-mcp-header` annotations; closing the request's stream cancels
 //! it, and a `subscriptions/listen` stream carries their notifications.
 
-mod connection;
+pub(crate) mod connection;
 mod headers;
 
 use super::asks::{self, Askers};
+use super::auth::discovery::parse_challenge;
+use super::auth::store::Store;
+use super::auth::{Authorizer, NeedsLogin};
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::failure::Failure;
@@ -34,7 +37,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,6 +64,10 @@ pub struct HttpUpstream {
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// The calls in flight whose clients can take the server's own requests.
     askers: Askers,
+    /// The server's tokens, unless the configured headers carry an `Authorization` of their own.
+    auth: Option<Authorizer>,
+    /// The server's last refusal asked for a login.
+    needs_login: AtomicBool,
 }
 
 impl std::fmt::Debug for HttpUpstream {
@@ -81,6 +88,10 @@ enum Answer {
     Reply(Reply),
     /// The server no longer knows the session (404): initialize again.
     SessionGone,
+    /// The server refused the token sent (401), or asked for one.
+    Unauthorized(Option<String>),
+    /// The token lacks a scope the request needs (403 `insufficient_scope`): a login for more.
+    InsufficientScope(Option<String>),
 }
 
 impl Wire for HttpUpstream {
@@ -100,6 +111,10 @@ impl Wire for HttpUpstream {
     fn notify(&self, method: &str, params: Option<Value>) {
         Self::notify(self, method, params)
     }
+
+    fn needs_login(&self) -> bool {
+        Self::needs_login(self)
+    }
 }
 
 impl HttpUpstream {
@@ -108,6 +123,7 @@ impl HttpUpstream {
         name: &str,
         index: usize,
         server: &Server,
+        credentials: Store,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let url = server.url.as_deref().unwrap_or_default();
@@ -127,6 +143,7 @@ impl HttpUpstream {
             value.set_sensitive(true);
             headers.insert(header, value);
         }
+        let configured_authorization = headers.contains_key(http::header::AUTHORIZATION);
         Ok(Arc::new(HttpUpstream {
             name: name.to_owned(),
             index,
@@ -140,6 +157,8 @@ impl HttpUpstream {
             closed: Cancel::new(),
             header_params: Mutex::default(),
             askers: Askers::default(),
+            auth: (!configured_authorization).then(|| Authorizer::new(name, url, credentials)),
+            needs_login: AtomicBool::new(false),
         }))
     }
 
@@ -153,6 +172,43 @@ impl HttpUpstream {
         let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
         self.follow_notifications(&handshake.capabilities);
         Ok(handshake)
+    }
+
+    /// After the server refused `used`: a fresh token to retry with (once), or the login that
+    /// is needed, remembered for supervision to show.
+    async fn authorize_again(&self, used: Option<&str>, attempt: u32) -> Result<(), Failure> {
+        let Some(auth) = &self.auth else {
+            return Err(Failure::gone(&self.name, "refused mcpx (401)"));
+        };
+        let refreshed = match attempt {
+            0 => auth.refused(used).await.map(drop),
+            _ => Err(NeedsLogin::Login(self.name.clone())),
+        };
+        refreshed.map_err(|needed| {
+            self.needs_login.store(true, Ordering::Relaxed);
+            Failure::Refused(needed.to_string())
+        })
+    }
+
+    /// The server wants more scope than the token has: remembered for the next login (which
+    /// asks for it together with what was granted), and a login is needed.
+    fn step_up(&self, scope: Option<&str>) -> Failure {
+        if let (Some(auth), Some(scope)) = (&self.auth, scope) {
+            auth.wants_scope(scope);
+        }
+        self.needs_login.store(true, Ordering::Relaxed);
+        let needed = NeedsLogin::Login(self.name.clone());
+        match scope {
+            Some(scope) => {
+                Failure::Refused(format!("{needed} (the server asks for scope {scope:?})"))
+            }
+            None => Failure::Refused(needed.to_string()),
+        }
+    }
+
+    /// Whether the server's last refusal asked for a login.
+    pub fn needs_login(&self) -> bool {
+        self.needs_login.load(Ordering::Relaxed)
     }
 
     /// A new legacy session, once the server forgot the old one. A trait object, since the
@@ -225,6 +281,15 @@ impl HttpUpstream {
                     }
                 }
                 Some(Ok(Answer::SessionGone)) => break,
+                Some(Ok(Answer::InsufficientScope(scope))) => {
+                    return Err(self.step_up(scope.as_deref()).into())
+                }
+                Some(Ok(Answer::Unauthorized(used))) => {
+                    match self.authorize_again(used.as_deref(), attempt).await {
+                        Ok(()) => continue,
+                        Err(failure) => return Err(failure.into()),
+                    }
+                }
                 Some(Err(e)) => {
                     return Err(Failure::gone(&self.name, format!("failed: {e}")).into())
                 }
@@ -290,6 +355,7 @@ impl HttpUpstream {
             name: self.name.clone(),
             pool: Arc::clone(&self.pool),
             session: lock(&self.session).clone(),
+            token: self.auth.as_ref().and_then(Authorizer::current_token),
         }
     }
 
@@ -310,11 +376,30 @@ impl HttpUpstream {
                 HeaderValue::try_from(session).map_err(|e| e.to_string())?,
             );
         }
+        let token = match &self.auth {
+            Some(auth) => auth.token().await,
+            None => None,
+        };
+        bearer(&mut headers, token.as_deref())?;
         let request = self
             .pool
             .build(Method::POST, message.to_string(), headers)?;
         let (mut link, response) = self.pool.send(request).await?;
         let status = response.status();
+        if status == StatusCode::UNAUTHORIZED && self.auth.is_some() {
+            return Ok(Answer::Unauthorized(token));
+        }
+        if status == StatusCode::FORBIDDEN && self.auth.is_some() {
+            let challenge = response
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_challenge)
+                .filter(|c| c.error.as_deref() == Some("insufficient_scope"));
+            if let Some(challenge) = challenge {
+                return Ok(Answer::InsufficientScope(challenge.scope));
+            }
+        }
         if let Some(session) = response
             .headers()
             .get("mcp-session-id")
@@ -472,6 +557,13 @@ impl HttpUpstream {
             http::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
+        bearer(
+            &mut headers,
+            self.auth
+                .as_ref()
+                .and_then(Authorizer::current_token)
+                .as_deref(),
+        )?;
         let mut sender = self.pool.detached().await?;
         let mut request = self.pool.build(Method::GET, String::new(), headers)?;
         request.headers_mut().remove(http::header::CONTENT_TYPE);
@@ -548,6 +640,7 @@ struct Detached {
     name: String,
     pool: Arc<Pool>,
     session: Option<String>,
+    token: Option<String>,
 }
 
 impl Detached {
@@ -558,6 +651,7 @@ impl Detached {
                 HeaderValue::try_from(session.as_str()).map_err(|e| e.to_string())?,
             );
         }
+        bearer(&mut extra, self.token.as_deref())?;
         let mut sender = self.pool.detached().await?;
         let request = self.pool.build(Method::POST, message.to_string(), extra)?;
         let response = sender
@@ -567,4 +661,15 @@ impl Detached {
         let _ = response.into_body().collect().await;
         Ok(())
     }
+}
+
+/// Puts `Authorization: Bearer TOKEN` in `headers`, when there is a token.
+fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String> {
+    if let Some(token) = token {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| "the access token has bytes a header cannot carry".to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(http::header::AUTHORIZATION, value);
+    }
+    Ok(())
 }

@@ -2,7 +2,10 @@
 //!
 //! `serve` and `daemon` run a front door beside the upstreams' start-up with the admin socket
 //! open; `tools` and `call` run the gateway in-process; `status` and `reload` talk to a running
-//! mcpx over its admin socket; `import`, `completions` and `exec-upstream` need no gateway.
+//! mcpx over its admin socket; `auth` logs in to remote servers ([`auth`]); `import`,
+//! `completions` and `exec-upstream` need no gateway.
+
+mod auth;
 
 use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
@@ -43,6 +46,7 @@ pub fn run(cli: Cli) -> ExitCode {
             return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))
         }
         Command::Reload => return reload(&config.admin.socket),
+        Command::Auth { action } => return auth::run(action, &config),
         _ => {}
     }
     let gateway = Gateway::new(
@@ -143,11 +147,9 @@ async fn execute(
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Reload => {
-            // Reaches the daemon through its admin socket; handled before the gateway starts.
-            unreachable!("handled before the gateway starts")
-        }
-        Command::Import { .. }
+        Command::Reload
+        | Command::Auth { .. }
+        | Command::Import { .. }
         | Command::Completions { .. }
         | Command::Status { .. }
         | Command::ExecUpstream { .. } => {

@@ -1,0 +1,134 @@
+//! `mcpx auth login | status | logout`: a person's logins to remote servers, kept in the
+//! credentials file (`[auth] credentials`). A login tells a running mcpx at once, which restarts
+//! the server with the new tokens; without one, supervision's next try picks them up.
+
+use crate::admin::protocol::{Command as AdminCommand, Reply};
+use crate::cli::AuthAction;
+use crate::config::{Config, Server};
+use crate::upstream::auth::login::{self, open_in_browser};
+use crate::upstream::auth::store::{now_secs, Store};
+use crate::upstream::http::connection::fetch;
+use http::{HeaderMap, Method};
+use std::process::ExitCode;
+
+/// Runs one `mcpx auth` command.
+pub fn run(action: &AuthAction, config: &Config) -> ExitCode {
+    let store = Store::new(&config.auth.credentials);
+    let outcome = match action {
+        AuthAction::Login { name } => remote(config, name).and_then(|server| {
+            smol::block_on(log_in(name, server, &store))?;
+            tell_running_mcpx(config, name);
+            Ok(())
+        }),
+        AuthAction::Status => status(config, &store),
+        AuthAction::Logout { name } => smol::block_on(log_out(name, &store)),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpx auth: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The configured remote server `name`.
+fn remote<'c>(config: &'c Config, name: &str) -> Result<&'c Server, String> {
+    match config.servers.get(name) {
+        Some(server) if server.url.is_some() => Ok(server),
+        Some(_) => Err(format!(
+            "{name:?} is a command server: only `url` servers log in"
+        )),
+        None => Err(format!("no server {name:?} in [servers]")),
+    }
+}
+
+async fn log_in(name: &str, server: &Server, store: &Store) -> Result<(), String> {
+    let url = server.url.as_deref().unwrap_or_default();
+    let challenge = login::probe(url).await?;
+    let previous = store.get(name).filter(|c| c.server_url == url);
+    let credential =
+        login::login(name, server, &challenge, previous.as_ref(), open_in_browser).await?;
+    let scope = credential
+        .scope
+        .clone()
+        .unwrap_or_else(|| "no scope".into());
+    store.put(name, Some(credential))?;
+    eprintln!(
+        "Logged in to {name} ({scope}); tokens kept in {}",
+        store.path().display()
+    );
+    Ok(())
+}
+
+/// Asks a running mcpx (the daemon, by the admin socket) to start the server again now.
+fn tell_running_mcpx(config: &Config, name: &str) {
+    let restart = AdminCommand::RestartUpstream {
+        name: name.to_owned(),
+    };
+    match crate::admin::ask(&config.admin.socket, &restart) {
+        Ok(Reply::Done { .. }) => eprintln!("The running mcpx is using the new login."),
+        Ok(_) | Err(_) => {
+            eprintln!("No running mcpx to tell: it will use the login when it starts.")
+        }
+    }
+}
+
+fn status(config: &Config, store: &Store) -> Result<(), String> {
+    let credentials = store.load()?;
+    for (name, server) in &config.servers {
+        let Some(url) = &server.url else { continue };
+        let line = match credentials.get(name).filter(|c| &c.server_url == url) {
+            None => "not logged in".to_owned(),
+            Some(credential) => {
+                let expiry = match credential.expires_at {
+                    Some(at) if at <= now_secs() => "expired".to_owned(),
+                    Some(at) => format!("expires in {}s", at - now_secs()),
+                    None => "no expiry given".to_owned(),
+                };
+                let refresh = match credential.refresh_token {
+                    Some(_) => "refreshable",
+                    None => "not refreshable",
+                };
+                format!(
+                    "logged in at {} as client {}; scopes: {}; {expiry}, {refresh}",
+                    credential.issuer,
+                    credential.client_id,
+                    credential.scope.as_deref().unwrap_or("-")
+                )
+            }
+        };
+        println!("{name}: {line}");
+    }
+    Ok(())
+}
+
+async fn log_out(name: &str, store: &Store) -> Result<(), String> {
+    let Some(credential) = store.get(name) else {
+        return Err(format!("not logged in to {name:?}"));
+    };
+    if let Some(endpoint) = &credential.revocation_endpoint {
+        // RFC 7009: the refresh token first, since revoking it ends the access tokens too.
+        let token = credential
+            .refresh_token
+            .as_deref()
+            .unwrap_or(&credential.access_token);
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("token", token)
+            .append_pair("client_id", &credential.client_id);
+        let body = form.finish();
+        let revoked = fetch(
+            Method::POST,
+            endpoint,
+            HeaderMap::new(),
+            Some(("application/x-www-form-urlencoded", body)),
+        )
+        .await;
+        if let Err(e) = revoked {
+            eprintln!("(revoking at {endpoint} failed: {e}; forgetting the tokens anyway)");
+        }
+    }
+    store.put(name, None)?;
+    eprintln!("Logged out of {name}.");
+    Ok(())
+}

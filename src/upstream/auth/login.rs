@@ -1,0 +1,409 @@
+//! A login: the authorization code flow with PKCE, run once by a person (`mcpx auth login`).
+//!
+//! The server's challenge and metadata say where to go ([`super::discovery`]); mcpx identifies
+//! itself as configured (`[servers.NAME.oauth] clientId`), else by its client metadata document
+//! (`clientMetadataUrl`, where the authorization server takes one), else by registering itself
+//! (RFC 7591). The browser opens the authorization URL (`$BROWSER`, else `xdg-open`; the URL is
+//! printed too, for a session over SSH), the code comes back to a loopback redirect on a port
+//! chosen for this login (RFC 8252), its `state` and `iss` (RFC 9207) are checked, and the code is
+//! exchanged for tokens bound to the server by RFC 8707's `resource`.
+
+use super::discovery::{self, parse_challenge, AuthServer, Challenge, Discovered};
+use super::store::Credential;
+use super::token_request;
+use crate::config::Server;
+use crate::environment;
+use crate::upstream::http::connection::fetch;
+use base64::Engine;
+use http::{HeaderMap, Method};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use std::time::Duration;
+use url::Url;
+
+/// How long the person may take to log in.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What the server says when asked without a token: its challenge, if it refuses. Asked as
+/// mcpx's client asks, in both eras (a 2026-07-28 server refuses `initialize` as a bad request
+/// before it looks for a token, a legacy one refuses `server/discover`).
+pub async fn probe(server_url: &str) -> Result<Challenge, String> {
+    use crate::protocol::{envelope, Revision};
+    let modern = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+        "params": envelope::wrap(None)});
+    let legacy = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": Revision::LATEST_LEGACY.as_str(),
+        "capabilities": {}, "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}}});
+    let mut challenge = Challenge::default();
+    for (message, version) in [
+        (modern, Some(Revision::V2026_07_28.as_str())),
+        (legacy, None),
+    ] {
+        let mut headers = HeaderMap::new();
+        let accept = http::HeaderValue::from_static("application/json, text/event-stream");
+        headers.insert(http::header::ACCEPT, accept);
+        if let Some(version) = version {
+            headers.insert(
+                "mcp-protocol-version",
+                http::HeaderValue::from_static(version),
+            );
+            let method = http::HeaderValue::from_static("server/discover");
+            headers.insert("mcp-method", method);
+        }
+        let answer = fetch(
+            Method::POST,
+            server_url,
+            headers,
+            Some(("application/json", message.to_string())),
+        )
+        .await?;
+        let header = answer
+            .headers
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok());
+        tracing::debug!(status = %answer.status, ?header, "the server's answer without a token");
+        if let Some(found) = header.and_then(parse_challenge) {
+            challenge = found;
+            break;
+        }
+    }
+    Ok(challenge)
+}
+
+/// Logs in to the server `name`, opening `authorization URL`s with `open`; returns the tokens.
+/// `challenge` is what the server answered (its scope decides what is asked for).
+pub async fn login(
+    name: &str,
+    server: &Server,
+    challenge: &Challenge,
+    previous: Option<&Credential>,
+    open: impl Fn(&str),
+) -> Result<Credential, String> {
+    let server_url = server.url.as_deref().ok_or("only a `url` server logs in")?;
+    let discovered = discovery::discover(server_url, challenge).await?;
+    let auth = &discovered.auth;
+    if let Some(methods) = &auth.code_challenge_methods {
+        if !methods.iter().any(|m| m == "S256") {
+            return Err(format!(
+                "the authorization server {} does not offer PKCE with S256: refusing to log in",
+                auth.issuer
+            ));
+        }
+    }
+    let listener = smol::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen for the redirect: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let client = identify(name, server, auth, &redirect_uri).await?;
+    let verifier = random_token(32);
+    let state = random_token(16);
+    let scope = scope_to_ask(server, challenge, &discovered, previous);
+    let mut authorize = Url::parse(&auth.authorization_endpoint)
+        .map_err(|e| format!("authorization_endpoint: {e}"))?;
+    {
+        let mut query = authorize.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &client.client_id)
+            .append_pair("redirect_uri", &redirect_uri)
+            .append_pair("code_challenge", &challenge_of(&verifier))
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", &state)
+            .append_pair("resource", &discovered.resource);
+        if let Some(scope) = &scope {
+            query.append_pair("scope", scope);
+        }
+    }
+    open(authorize.as_str());
+    let callback = smol::future::or(wait_for_callback(&listener), async {
+        smol::Timer::after(LOGIN_TIMEOUT).await;
+        Err(format!("no login within {LOGIN_TIMEOUT:?}"))
+    })
+    .await?;
+    let code = check_callback(&callback, &state, auth)?;
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", redirect_uri.as_str()),
+        ("code_verifier", verifier.as_str()),
+        ("resource", discovered.resource.as_str()),
+    ];
+    let credential = Credential {
+        server_url: server_url.to_owned(),
+        issuer: auth.issuer.clone(),
+        token_endpoint: auth.token_endpoint.clone(),
+        revocation_endpoint: auth.revocation_endpoint.clone(),
+        resource: discovered.resource.clone(),
+        scope,
+        ..client
+    };
+    let answer = token_request(&credential, &form).await?;
+    Ok(answer.apply(credential))
+}
+
+/// What to ask for: the configured scopes, else the challenge's, else what the resource lists;
+/// with what an earlier login was granted and what the server asked for since (a step-up asks
+/// for the union); `offline_access` added where the authorization server offers it (for a
+/// refresh token).
+fn scope_to_ask(
+    server: &Server,
+    challenge: &Challenge,
+    discovered: &Discovered,
+    previous: Option<&Credential>,
+) -> Option<String> {
+    let configured = server.oauth.as_ref().and_then(|o| o.scopes.clone());
+    let mut scopes: Vec<String> = match (configured, &challenge.scope) {
+        (Some(scopes), _) => scopes,
+        (None, Some(scope)) => scope.split_whitespace().map(str::to_owned).collect(),
+        (None, None) => discovered.scopes_supported.clone(),
+    };
+    let earlier = previous
+        .filter(|p| p.issuer == discovered.auth.issuer)
+        .into_iter()
+        .flat_map(|p| [&p.scope, &p.wanted_scope])
+        .flatten()
+        .flat_map(|s| s.split_whitespace());
+    for scope in earlier {
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push(scope.to_owned());
+        }
+    }
+    let offered = discovered
+        .auth
+        .scopes_supported
+        .iter()
+        .any(|s| s == "offline_access");
+    if offered && !scopes.iter().any(|s| s == "offline_access") {
+        scopes.push("offline_access".into());
+    }
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
+/// The client mcpx is to this authorization server: pre-registered, a metadata document's URL,
+/// or registered now.
+async fn identify(
+    name: &str,
+    server: &Server,
+    auth: &AuthServer,
+    redirect_uri: &str,
+) -> Result<Credential, String> {
+    let oauth = server.oauth.clone().unwrap_or_default();
+    if let Some(client_id) = &oauth.client_id {
+        let client_secret = match &oauth.client_secret {
+            Some(secret) => Some(
+                environment::expand(secret)
+                    .map_err(|e| format!("servers.{name}.oauth.clientSecret: {e}"))?,
+            ),
+            None => None,
+        };
+        let method = match &client_secret {
+            None => "none",
+            // RFC 8414: basic is the default when the server lists nothing.
+            Some(_)
+                if auth.token_auth_methods.is_empty()
+                    || auth
+                        .token_auth_methods
+                        .iter()
+                        .any(|m| m == "client_secret_basic") =>
+            {
+                "client_secret_basic"
+            }
+            Some(_) => "client_secret_post",
+        };
+        return Ok(Credential {
+            client_id: client_id.clone(),
+            client_secret,
+            token_auth_method: method.into(),
+            ..Credential::default()
+        });
+    }
+    if let (Some(url), true) = (
+        &oauth.client_metadata_url,
+        auth.client_id_metadata_documents,
+    ) {
+        return Ok(Credential {
+            client_id: url.clone(),
+            token_auth_method: "none".into(),
+            ..Credential::default()
+        });
+    }
+    let Some(endpoint) = &auth.registration_endpoint else {
+        return Err(format!(
+            "the authorization server {} offers no client registration: set [servers.{name}.oauth] clientId",
+            auth.issuer
+        ));
+    };
+    let request = json!({
+        "client_name": "mcpx",
+        "application_type": "native",
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    });
+    let answer = fetch(
+        Method::POST,
+        endpoint,
+        HeaderMap::new(),
+        Some(("application/json", request.to_string())),
+    )
+    .await?;
+    let registered: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    if !answer.status.is_success() {
+        return Err(format!(
+            "registering at {endpoint} failed: {}",
+            answer.status
+        ));
+    }
+    let text = |key: &str| {
+        registered
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Ok(Credential {
+        client_id: text("client_id").ok_or("the registration answer has no client_id")?,
+        client_secret: text("client_secret"),
+        token_auth_method: text("token_endpoint_auth_method").unwrap_or_else(|| "none".into()),
+        ..Credential::default()
+    })
+}
+
+/// `bytes` random bytes, base64url without padding.
+fn random_token(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    // Without the system's randomness no secret can be made; a login cannot go on without one.
+    getrandom::fill(&mut buf).expect("the system's random source failed");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
+}
+
+/// PKCE's S256 challenge of `verifier`.
+fn challenge_of(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// The query of the first request to `/callback`, answered with a page for the person.
+async fn wait_for_callback(listener: &smol::net::TcpListener) -> Result<Url, String> {
+    loop {
+        let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        if reader.read_line(&mut line).await.is_err() {
+            continue;
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or_default();
+        let Ok(url) = Url::parse(&format!("http://127.0.0.1{target}")) else {
+            continue;
+        };
+        let mut stream = reader.into_inner();
+        if url.path() != "/callback" {
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
+                .await;
+            continue;
+        }
+        let page =
+            "<!doctype html><title>mcpx</title><p>mcpx has the answer: you can close this tab.</p>";
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = stream.write_all(response.as_bytes()).await;
+        return Ok(url);
+    }
+}
+
+/// The code the callback carries, once its `state` and `iss` are what they must be.
+fn check_callback(callback: &Url, state: &str, auth: &AuthServer) -> Result<String, String> {
+    let param = |key: &str| {
+        callback
+            .query_pairs()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.into_owned())
+    };
+    if let Some(error) = param("error") {
+        let detail = param("error_description").unwrap_or_default();
+        return Err(format!(
+            "the authorization server refused: {error} {detail}"
+        ));
+    }
+    if param("state").as_deref() != Some(state) {
+        return Err("the redirect's state is not this login's: refusing it".into());
+    }
+    // RFC 9207: compared as strings, whenever present; required when the server says it sends it.
+    match param("iss") {
+        Some(iss) if iss != auth.issuer => {
+            return Err(format!(
+                "the redirect says it comes from {iss:?}, not {:?}: refusing it",
+                auth.issuer
+            ))
+        }
+        None if auth.iss_parameter => return Err(
+            "the authorization server promised an iss in its redirect and sent none: refusing it"
+                .into(),
+        ),
+        _ => {}
+    }
+    param("code").ok_or_else(|| "the redirect carries no code".into())
+}
+
+/// Opens `url` in the person's browser (`$BROWSER`, else `xdg-open`), and prints it to stderr
+/// for when no browser can open here.
+pub fn open_in_browser(url: &str) {
+    eprintln!("Open this URL to log in:\n  {url}");
+    let browser = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".into());
+    let opened = std::process::Command::new("sh")
+        .args(["-c", &format!("{browser} \"$1\""), "mcpx-browser", url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = opened {
+        eprintln!("(could not start a browser: {e})");
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod auth {
+        use super::super::*;
+
+        fn auth_server(iss_parameter: bool) -> AuthServer {
+            AuthServer {
+                issuer: "https://auth.example".into(),
+                iss_parameter,
+                ..AuthServer::default()
+            }
+        }
+
+        #[test]
+        fn the_pkce_challenge_is_s256_of_the_verifier() {
+            // RFC 7636, appendix B.
+            assert_eq!(
+                challenge_of("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+                "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+            );
+        }
+
+        #[test]
+        fn a_callback_is_refused_for_a_wrong_state_or_issuer() {
+            let url = |q: &str| Url::parse(&format!("http://127.0.0.1/callback?{q}")).unwrap();
+            let ok = url("code=c&state=s&iss=https%3A%2F%2Fauth.example");
+            assert_eq!(check_callback(&ok, "s", &auth_server(true)).unwrap(), "c");
+            assert!(check_callback(&ok, "other", &auth_server(true)).is_err());
+            let wrong = url("code=c&state=s&iss=https%3A%2F%2Fevil.example");
+            assert!(check_callback(&wrong, "s", &auth_server(false)).is_err());
+            let normalized = url("code=c&state=s&iss=https%3A%2F%2Fauth.example%2F");
+            assert!(check_callback(&normalized, "s", &auth_server(true)).is_err());
+            let missing = url("code=c&state=s");
+            assert!(check_callback(&missing, "s", &auth_server(true)).is_err());
+            assert_eq!(
+                check_callback(&missing, "s", &auth_server(false)).unwrap(),
+                "c"
+            );
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! mcpx as an OAuth 2.1 client of its remote upstreams, as the MCP authorization specification
+//! asks of a client: discovery ([`discovery`]), a login in the user's browser ([`login`]), the
+//! tokens kept in the user's credential store ([`store`]), and an [`Authorizer`] per server that
+//! puts the access token on each request and refreshes it before it expires or when the server
+//! refuses it, one refresh at a time.
+
+pub mod discovery;
+pub mod login;
+pub mod store;
+
+use crate::sync::lock;
+use crate::upstream::http::connection::fetch;
+use base64::Engine;
+use http::{HeaderMap, HeaderValue, Method};
+use serde_json::Value;
+use std::sync::Mutex;
+use store::{now_secs, Credential, Store};
+
+/// A token is refreshed when it has less than this long to live, in seconds.
+const REFRESH_MARGIN_SECS: u64 = 60;
+
+/// The tokens of one server, kept fresh.
+#[derive(Debug)]
+pub struct Authorizer {
+    server: String,
+    url: String,
+    store: Store,
+    /// The credential in use (re-read from the store when the server refuses it: a login from
+    /// `mcpx auth login` may have written a new one).
+    current: Mutex<Option<Credential>>,
+    /// Held while a refresh is in flight, so that callers wait for it rather than refresh again
+    /// with the same refresh token.
+    refreshing: smol::lock::Mutex<()>,
+}
+
+/// Why a request cannot be authorized.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NeedsLogin {
+    /// No credential, or one the server refused and that cannot be refreshed.
+    Login(String),
+}
+
+impl std::fmt::Display for NeedsLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let NeedsLogin::Login(server) = self;
+        write!(f, "run `mcpx auth login {server}`")
+    }
+}
+
+impl Authorizer {
+    /// The authorizer of server `server` at `url`, its tokens in `store`.
+    pub fn new(server: &str, url: &str, store: Store) -> Authorizer {
+        let current = store.get(server).filter(|c| c.server_url == url);
+        Authorizer {
+            server: server.to_owned(),
+            url: url.to_owned(),
+            store,
+            current: Mutex::new(current),
+            refreshing: smol::lock::Mutex::new(()),
+        }
+    }
+
+    /// The access token as it stands, without refreshing: for requests sent from background
+    /// tasks (answers to the server's questions, its GET stream).
+    pub fn current_token(&self) -> Option<String> {
+        lock(&self.current).as_ref().map(|c| c.access_token.clone())
+    }
+
+    /// The access token to send now, refreshed first if it is about to expire; `None` when there
+    /// is no credential (the server may not need one).
+    pub async fn token(&self) -> Option<String> {
+        let current = lock(&self.current).clone()?;
+        if current.expires_within(REFRESH_MARGIN_SECS) && current.refresh_token.is_some() {
+            return self.refresh(Some(&current.access_token)).await.ok();
+        }
+        Some(current.access_token)
+    }
+
+    /// The server refused `used` (401): a new token if one can be had (another caller's refresh,
+    /// a login written to the store since, or a refresh of our own); otherwise a login is needed.
+    pub async fn refused(&self, used: Option<&str>) -> Result<String, NeedsLogin> {
+        self.refresh(used).await
+    }
+
+    /// One refresh at a time: whoever comes second finds the token already changed and takes it.
+    async fn refresh(&self, used: Option<&str>) -> Result<String, NeedsLogin> {
+        let _one_at_a_time = self.refreshing.lock().await;
+        let stored = self
+            .store
+            .get(&self.server)
+            .filter(|c| c.server_url == self.url);
+        let current = lock(&self.current).clone();
+        let newest = match (current, stored) {
+            (Some(current), Some(stored)) if stored.access_token != current.access_token => stored,
+            (current, stored) => match current.or(stored) {
+                Some(credential) => credential,
+                None => return Err(self.needs_login()),
+            },
+        };
+        if Some(newest.access_token.as_str()) != used && !newest.expires_within(0) {
+            *lock(&self.current) = Some(newest.clone());
+            return Ok(newest.access_token);
+        }
+        let Some(refresh_token) = newest.refresh_token.clone() else {
+            return Err(self.needs_login());
+        };
+        let form = [
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token.as_str()),
+            ("resource", newest.resource.as_str()),
+        ];
+        match token_request(&newest, &form).await {
+            Ok(answer) => {
+                let refreshed = answer.apply(newest);
+                *lock(&self.current) = Some(refreshed.clone());
+                if let Err(e) = self.store.put(&self.server, Some(refreshed.clone())) {
+                    tracing::warn!(server = %self.server, "the refreshed token could not be saved: {e}");
+                }
+                tracing::info!(server = %self.server, "access token refreshed");
+                Ok(refreshed.access_token)
+            }
+            Err(e) => {
+                // A refused refresh token needs a person: no retry loop.
+                tracing::warn!(server = %self.server, "refreshing the access token failed: {e}");
+                *lock(&self.current) = None;
+                Err(self.needs_login())
+            }
+        }
+    }
+
+    /// Remembers that the server asked for `scope` beyond what the token has, so that the next
+    /// login asks for it too.
+    pub fn wants_scope(&self, scope: &str) {
+        let Some(mut credential) = self.store.get(&self.server) else {
+            return;
+        };
+        credential.wanted_scope = Some(scope.to_owned());
+        if let Err(e) = self.store.put(&self.server, Some(credential)) {
+            tracing::warn!(server = %self.server, "could not remember the scope asked for: {e}");
+        }
+    }
+
+    fn needs_login(&self) -> NeedsLogin {
+        NeedsLogin::Login(self.server.clone())
+    }
+}
+
+/// A token endpoint's answer (RFC 6749 §5.1).
+#[derive(Debug)]
+pub struct TokenAnswer {
+    access_token: String,
+    refresh_token: Option<String>,
+    expires_in: Option<u64>,
+    scope: Option<String>,
+}
+
+impl TokenAnswer {
+    /// `credential` with these tokens; a refresh token the server did not rotate is kept.
+    pub fn apply(self, mut credential: Credential) -> Credential {
+        credential.access_token = self.access_token;
+        if self.refresh_token.is_some() {
+            credential.refresh_token = self.refresh_token;
+        }
+        credential.expires_at = self.expires_in.map(|s| now_secs().saturating_add(s));
+        if self.scope.is_some() {
+            credential.scope = self.scope;
+        }
+        credential
+    }
+}
+
+/// The token request's form and headers: the client authenticates as its method says.
+fn token_form(client: &Credential, form: &[(&str, &str)]) -> Result<(String, HeaderMap), String> {
+    let mut body = url::form_urlencoded::Serializer::new(String::new());
+    body.extend_pairs(form);
+    let mut headers = HeaderMap::new();
+    match (client.token_auth_method.as_str(), &client.client_secret) {
+        ("client_secret_basic", Some(secret)) => {
+            let encode =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let pair = format!("{}:{}", encode(&client.client_id), encode(secret));
+            let basic = base64::engine::general_purpose::STANDARD.encode(pair);
+            let value =
+                HeaderValue::try_from(format!("Basic {basic}")).map_err(|e| e.to_string())?;
+            headers.insert(http::header::AUTHORIZATION, value);
+        }
+        ("client_secret_post", Some(secret)) => {
+            body.append_pair("client_id", &client.client_id);
+            body.append_pair("client_secret", secret);
+        }
+        _ => {
+            body.append_pair("client_id", &client.client_id);
+        }
+    }
+    Ok((body.finish(), headers))
+}
+
+/// POSTs `form` to the credential's token endpoint, authenticating as its client says.
+pub async fn token_request(
+    client: &Credential,
+    form: &[(&str, &str)],
+) -> Result<TokenAnswer, String> {
+    let (body, headers) = token_form(client, form)?;
+    let answer = fetch(
+        Method::POST,
+        &client.token_endpoint,
+        headers,
+        Some(("application/x-www-form-urlencoded", body)),
+    )
+    .await?;
+    let value: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    if !answer.status.is_success() {
+        let error = value
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("no error code");
+        return Err(format!(
+            "the token endpoint answered {} ({error})",
+            answer.status
+        ));
+    }
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(TokenAnswer {
+        access_token: text("access_token").ok_or("the token endpoint sent no access_token")?,
+        refresh_token: text("refresh_token"),
+        expires_in: value.get("expires_in").and_then(Value::as_u64),
+        scope: text("scope"),
+    })
+}

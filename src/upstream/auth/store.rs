@@ -1,0 +1,176 @@
+//! The user's credentials for remote servers: one JSON file (`[auth] credentials`, by default
+//! under the XDG state directory), mode 0600 in a directory of mode 0700, written whole to a
+//! temporary file and renamed over the old one, so a crash never leaves half a file and no other
+//! user can read a token. Tokens are never logged: [`Credential`]'s `Debug` hides them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What mcpx holds for one server after a login.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credential {
+    /// The server's URL when it was logged in to: a changed URL needs a new login.
+    pub server_url: String,
+    /// The authorization server that issued the tokens.
+    pub issuer: String,
+    /// Where tokens are refreshed.
+    pub token_endpoint: String,
+    /// Where tokens are revoked, if the server offers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_endpoint: Option<String>,
+    /// How the client authenticates at the token endpoint: `none`, `client_secret_basic` or
+    /// `client_secret_post`.
+    pub token_auth_method: String,
+    /// The client id mcpx used (registered, pre-registered or a metadata document's URL).
+    pub client_id: String,
+    /// Its secret, for confidential clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The RFC 8707 resource the tokens are for.
+    pub resource: String,
+    /// The scopes granted (space-separated), if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// A scope a server asked for beyond those granted (403 `insufficient_scope`), for the next
+    /// login to ask for as well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wanted_scope: Option<String>,
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, if one was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires, in seconds since the epoch, if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Tokens and secrets are never printed.
+        f.debug_struct("Credential")
+            .field("server_url", &self.server_url)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("scope", &self.scope)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credential {
+    /// Whether the access token expires within `margin_secs` (or has): time to refresh.
+    pub fn expires_within(&self, margin_secs: u64) -> bool {
+        self.expires_at
+            .is_some_and(|at| now_secs().saturating_add(margin_secs) >= at)
+    }
+}
+
+/// Seconds since the epoch.
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The credentials file.
+#[derive(Debug, Clone)]
+pub struct Store {
+    path: PathBuf,
+}
+
+impl Store {
+    /// The store at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Store {
+        Store { path: path.into() }
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every credential, by server name; an absent file holds none.
+    pub fn load(&self) -> Result<BTreeMap<String, Credential>, String> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{} is not a credentials file: {e}", self.path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+            Err(e) => Err(format!("cannot read {}: {e}", self.path.display())),
+        }
+    }
+
+    /// The credential for `server`, if any.
+    pub fn get(&self, server: &str) -> Option<Credential> {
+        self.load().ok()?.remove(server)
+    }
+
+    /// Sets (or, with `None`, forgets) the credential for `server`.
+    pub fn put(&self, server: &str, credential: Option<Credential>) -> Result<(), String> {
+        let mut all = self.load()?;
+        match credential {
+            Some(credential) => all.insert(server.to_owned(), credential),
+            None => all.remove(server),
+        };
+        self.write(&all)
+    }
+
+    fn write(&self, all: &BTreeMap<String, Credential>) -> Result<(), String> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let text = serde_json::to_vec_pretty(all).map_err(|e| e.to_string())?;
+        let temporary = dir.join(format!(".credentials.{}.tmp", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)
+            .and_then(|mut file| {
+                file.write_all(&text)?;
+                file.sync_all()
+            });
+        written
+            .and_then(|()| std::fs::rename(&temporary, &self.path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&temporary);
+                format!("cannot write {}: {e}", self.path.display())
+            })
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod auth {
+        use super::super::*;
+        use std::os::unix::fs::PermissionsExt;
+
+        #[test]
+        fn credentials_are_written_0600_in_a_0700_directory_and_read_back() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::new(dir.path().join("mcpx/credentials.json"));
+            assert!(store.get("s").is_none());
+            let credential = Credential {
+                access_token: "secret-token".into(),
+                ..Credential::default()
+            };
+            store.put("s", Some(credential.clone())).unwrap();
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(store.path()), 0o600);
+            assert_eq!(mode(store.path().parent().unwrap()), 0o700);
+            assert_eq!(store.get("s"), Some(credential.clone()));
+            assert!(!format!("{credential:?}").contains("secret-token"));
+            store.put("s", None).unwrap();
+            assert!(store.get("s").is_none());
+        }
+    }
+}
