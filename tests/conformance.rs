@@ -1,11 +1,41 @@
-//! The official MCP conformance suite's server scenarios, run through `mcpx daemon` by
-//! `tests/conformance/run` for the 2025-11-25 and 2026-07-28 requirement sets: a failure outside
-//! `tests/conformance/baseline-*.yml`, or a baselined scenario that now passes, fails the test.
+//! The official MCP conformance suite: its server scenarios run through `mcpx daemon` by
+//! `tests/conformance/run`, and its client scenarios with mcpx as the client of the suite's
+//! servers (`tests/conformance/client`), for the 2025-11-25 and 2026-07-28 requirement sets and
+//! the 2025-03-26 authorization back-compat scenarios. A failure outside the baseline files, or a
+//! baselined scenario that now passes, fails the test.
 
 mod common;
 
-use common::deps;
+use common::{deps, mcpx_bin};
 use std::process::Command;
+
+/// Runs the suite's client scenarios (`selection`: `--requirements R` or `--scenario S`) with
+/// mcpx as the client; returns the suite's report, after checking it passed.
+fn client_scenarios(selection: &[&str], baseline: Option<&str>) -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
+    let mut suite = Command::new(deps::node());
+    suite
+        .arg(deps::conformance_suite())
+        .args(["client", "--command", &format!("{dir}/client")])
+        .args(selection)
+        .env("MCPX_BIN", mcpx_bin())
+        .env("MCPX_PYTHON", deps::python());
+    if let Some(baseline) = baseline {
+        suite.args(["--expected-failures", &format!("{dir}/{baseline}")]);
+    }
+    let out = suite.output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned()
+        + &String::from_utf8_lossy(&out.stderr);
+    let summary: Vec<&str> = report
+        .lines()
+        .filter(|l| {
+            l.contains('✓') || l.contains('✗') || l.contains("Total") || l.contains("Passed")
+        })
+        .collect();
+    println!("{}", summary.join("\n"));
+    assert!(out.status.success(), "{report}");
+    report
+}
 
 mod every_revision {
     pub mod conformance {
@@ -30,6 +60,53 @@ mod every_revision {
                 String::from_utf8_lossy(&out.stderr)
             );
             assert!(report.contains("== conformance server --requirements 2026-07-28"));
+        }
+    }
+}
+
+mod v2025_03_26 {
+    pub mod conformance {
+        use super::super::*;
+
+        #[test]
+        fn the_authorization_back_compat_scenarios_pass_with_mcpx_as_the_client() {
+            for scenario in [
+                "auth/2025-03-26-oauth-metadata-backcompat",
+                "auth/2025-03-26-oauth-endpoint-fallback",
+            ] {
+                let report = client_scenarios(&["--scenario", scenario], None);
+                assert!(report.contains("OVERALL: PASSED"), "{scenario}: {report}");
+            }
+        }
+    }
+}
+
+mod v2025_11_25 {
+    pub mod conformance {
+        use super::super::*;
+
+        #[test]
+        fn mcpx_as_a_client_passes_the_client_scenarios_outside_its_baseline() {
+            let report = client_scenarios(
+                &["--requirements", "2025-11-25"],
+                Some("client-baseline-2025-11-25.yml"),
+            );
+            assert!(report.contains("auth/scope-step-up"), "{report}");
+        }
+    }
+}
+
+mod v2026_07_28 {
+    pub mod conformance {
+        use super::super::*;
+
+        #[test]
+        fn mcpx_as_a_client_passes_the_client_scenarios_outside_its_baseline() {
+            let report = client_scenarios(
+                &["--requirements", "2026-07-28"],
+                Some("client-baseline-2026-07-28.yml"),
+            );
+            assert!(report.contains("auth/iss-wrong-issuer"), "{report}");
         }
     }
 }

@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key: the capabilities a modern client declares, on every request.
 pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's `Implementation`, which a modern client SHOULD send on every request.
+pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key: the listen request a notification belongs to.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -83,6 +85,8 @@ pub fn wrap(params: Option<Value>) -> Value {
             *meta = json!({});
         }
         meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
+        // mcpx is the client of the upstream (a caller's own clientInfo is not passed on).
+        meta[CLIENT_INFO] = json!({"name": "mcpx", "version": env!("CARGO_PKG_VERSION")});
         if meta.get(CLIENT_CAPABILITIES).is_none() {
             meta[CLIENT_CAPABILITIES] = json!({});
         }

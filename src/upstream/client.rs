@@ -45,8 +45,9 @@ pub trait Wire {
     fn set_era(&self, era: Era);
     /// Sends a request in the current era and waits for its answer.
     fn send(&self, method: &str, params: Option<Value>) -> impl Future<Output = Reply> + Send;
-    /// Sends a notification.
-    fn notify(&self, method: &str, params: Option<Value>);
+    /// Sends a notification, returning once the server has it (over HTTP, once its POST is
+    /// answered): what mcpx sends next must not overtake it.
+    fn deliver(&self, method: &str, params: Option<Value>) -> impl Future<Output = ()> + Send;
     /// Whether the server's last refusal was of mcpx itself (it needs a login), not of a method.
     fn needs_login(&self) -> bool {
         false
@@ -67,10 +68,12 @@ pub async fn handshake(
                 Err(Refusal::Answered(error)) if speaks_modern(&error) => discover(wire).await,
                 outcome => outcome.map_err(Refusal::into_reason),
             },
-            (UpstreamEra::Auto, FirstTry::Discover) => match discover(wire).await {
+            (UpstreamEra::Auto, FirstTry::Discover) => match try_discover(wire).await {
                 Ok(handshake) => Ok(handshake),
                 // A refusal of mcpx itself (a login is needed) says nothing of the era.
-                Err(reason) if wire.needs_login() => Err(reason),
+                Err(error) if wire.needs_login() => Err(discover_failed(&error)),
+                // The server offers 2026-07-28 among its versions: asked again, once.
+                Err(error) if offers_modern(&error) => discover(wire).await,
                 Err(_) => initialize(wire).await,
             },
         }
@@ -118,18 +121,37 @@ async fn try_initialize(wire: &impl Wire) -> Result<Handshake, Refusal> {
         .await
         .map_err(Refusal::Answered)?;
     let handshake = Handshake::from_initialize(&result).map_err(Refusal::Unusable)?;
-    wire.notify("notifications/initialized", None);
+    wire.deliver("notifications/initialized", None).await;
     Ok(handshake)
 }
 
 /// The modern handshake: `server/discover` at 2026-07-28.
 async fn discover(wire: &impl Wire) -> Result<Handshake, String> {
+    try_discover(wire).await.map_err(|e| discover_failed(&e))
+}
+
+async fn try_discover(wire: &impl Wire) -> Result<Handshake, ErrorObject> {
     wire.set_era(Era::Modern);
-    let discovered = wire
-        .send("server/discover", None)
-        .await
-        .map_err(|e| format!("server/discover failed: {}", e.message))?;
+    let discovered = wire.send("server/discover", None).await?;
     Ok(Handshake::from_discover(&discovered))
+}
+
+fn discover_failed(error: &ErrorObject) -> String {
+    format!("server/discover failed: {}", error.message)
+}
+
+/// Whether a refusal is -32022 listing 2026-07-28, the modern revision mcpx speaks.
+fn offers_modern(error: &ErrorObject) -> bool {
+    let supported = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array);
+    error.code == UNSUPPORTED_PROTOCOL_VERSION
+        && supported.is_some_and(|list| {
+            list.iter()
+                .any(|v| v.as_str() == Some(Revision::V2026_07_28.as_str()))
+        })
 }
 
 /// Whether a refused `initialize` says the server speaks the modern era.

@@ -69,8 +69,9 @@ impl Wire for StdioUpstream {
             .await
     }
 
-    fn notify(&self, method: &str, params: Option<Value>) {
-        Self::notify(self, method, params)
+    async fn deliver(&self, method: &str, params: Option<Value>) {
+        // Lines go out in order: what is sent next reaches the server after it.
+        self.notify(method, params)
     }
 }
 

@@ -43,6 +43,9 @@ use std::time::Duration;
 
 type Reply = Result<Value, ErrorObject>;
 
+/// How long the handshake waits for a legacy server's GET stream to open.
+const STREAM_OPEN_PATIENCE: Duration = Duration::from_secs(5);
+
 /// The largest message (a JSON body, or one event) taken from a remote server: room for big
 /// results such as images, but a bound, so a broken or hostile server cannot exhaust memory.
 const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
@@ -68,6 +71,8 @@ pub struct HttpUpstream {
     auth: Option<Authorizer>,
     /// The server's last refusal asked for a login.
     needs_login: AtomicBool,
+    /// Fired when the legacy GET stream's answer arrived.
+    stream_opened: Cancel,
 }
 
 impl std::fmt::Debug for HttpUpstream {
@@ -108,8 +113,15 @@ impl Wire for HttpUpstream {
             .await
     }
 
-    fn notify(&self, method: &str, params: Option<Value>) {
-        Self::notify(self, method, params)
+    async fn deliver(&self, method: &str, params: Option<Value>) {
+        let notification = Notification {
+            method: method.to_owned(),
+            params,
+        }
+        .to_value();
+        if let Err(e) = self.detached().post(&notification, HeaderMap::new()).await {
+            tracing::debug!(server = %self.name, "notification not delivered: {e}");
+        }
     }
 
     fn needs_login(&self) -> bool {
@@ -159,6 +171,7 @@ impl HttpUpstream {
             askers: Askers::default(),
             auth: (!configured_authorization).then(|| Authorizer::new(name, url, credentials)),
             needs_login: AtomicBool::new(false),
+            stream_opened: Cancel::new(),
         }))
     }
 
@@ -171,6 +184,14 @@ impl HttpUpstream {
     pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
         let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
         self.follow_notifications(&handshake.capabilities);
+        if !self.is_modern() {
+            // A legacy server may send a call's question on the GET stream: it is ready once
+            // that stream is open (or refused), so that no question is lost.
+            smol::future::or(self.stream_opened.cancelled(), async {
+                smol::Timer::after(STREAM_OPEN_PATIENCE).await;
+            })
+            .await;
+        }
         Ok(handshake)
     }
 
@@ -571,6 +592,8 @@ impl HttpUpstream {
             .send_request(request)
             .await
             .map_err(|e| e.to_string())?;
+        // Open (or refused): what the server sends on it from now on is not missed.
+        self.stream_opened.cancel();
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             // The server offers no stream: nothing to follow, and nothing to retry.
             smol::future::pending::<()>().await;
