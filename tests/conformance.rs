@@ -24,8 +24,8 @@ fn client_scenarios(selection: &[&str], baseline: Option<&str>) -> String {
         suite.args(["--expected-failures", &format!("{dir}/{baseline}")]);
     }
     let out = suite.output().unwrap();
-    let report = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let summary: Vec<&str> = report
         .lines()
         .filter(|l| {

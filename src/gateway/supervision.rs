@@ -112,7 +112,9 @@ impl Gateway {
                     connection.stop();
                 }
                 *lock(&upstream.state) = match needs_login {
-                    true => UpstreamState::NeedsLogin { how: reason },
+                    true => UpstreamState::NeedsLogin {
+                        how: format!("run `mcpx auth login {}`", upstream.name),
+                    },
                     false => UpstreamState::Down {
                         reason,
                         next: Instant::now(),

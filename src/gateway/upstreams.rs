@@ -161,8 +161,14 @@ impl Upstream {
         let alive = lock(&self.connection)
             .as_ref()
             .is_some_and(Connection::is_alive);
+        let needs_login = lock(&self.connection)
+            .as_ref()
+            .is_some_and(Connection::needs_login);
         match state {
             UpstreamState::Ready if !alive => "exited; restarting".into(),
+            UpstreamState::Ready if needs_login => {
+                format!("needs-login: run `mcpx auth login {}`", self.name)
+            }
             state => state.describe(),
         }
     }

@@ -202,6 +202,14 @@ impl Serve {
     pub fn response(&mut self, id: i64) -> Value {
         let deadline = Instant::now() + PATIENCE;
         let mut skipped = Vec::new();
+        // One that arrived while another was awaited is answered from what was kept.
+        if let Some(found) = self
+            .held
+            .iter()
+            .position(|m| m["id"] == id && m.get("method").is_none())
+        {
+            return self.held.remove(found).unwrap();
+        }
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let message = match self.lines.recv_timeout(left) {

@@ -16,9 +16,6 @@ use serde_json::Value;
 use std::sync::Mutex;
 use store::{now_secs, Credential, Store};
 
-/// A token is refreshed when it has less than this long to live, in seconds.
-const REFRESH_MARGIN_SECS: u64 = 60;
-
 /// The tokens of one server, kept fresh.
 #[derive(Debug)]
 pub struct Authorizer {
@@ -70,7 +67,7 @@ impl Authorizer {
     /// is no credential (the server may not need one).
     pub async fn token(&self) -> Option<String> {
         let current = lock(&self.current).clone()?;
-        if current.expires_within(REFRESH_MARGIN_SECS) && current.refresh_token.is_some() {
+        if current.due_for_refresh() && current.refresh_token.is_some() {
             return self.refresh(Some(&current.access_token)).await.ok();
         }
         Some(current.access_token)
@@ -120,9 +117,15 @@ impl Authorizer {
                 Ok(refreshed.access_token)
             }
             Err(e) => {
-                // A refused refresh token needs a person: no retry loop.
+                // A refused refresh token needs a person: it is forgotten, so that no later
+                // request tries it again.
                 tracing::warn!(server = %self.server, "refreshing the access token failed: {e}");
-                *lock(&self.current) = None;
+                let spent = Credential {
+                    refresh_token: None,
+                    ..newest
+                };
+                *lock(&self.current) = Some(spent.clone());
+                let _ = self.store.put(&self.server, Some(spent));
                 Err(self.needs_login())
             }
         }
@@ -162,6 +165,7 @@ impl TokenAnswer {
             credential.refresh_token = self.refresh_token;
         }
         credential.expires_at = self.expires_in.map(|s| now_secs().saturating_add(s));
+        credential.lifetime = self.expires_in;
         if self.scope.is_some() {
             credential.scope = self.scope;
         }

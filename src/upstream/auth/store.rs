@@ -48,6 +48,9 @@ pub struct Credential {
     /// When the access token expires, in seconds since the epoch, if the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// How long the access token lived when issued, in seconds, if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<u64>,
 }
 
 impl std::fmt::Debug for Credential {
@@ -64,10 +67,18 @@ impl std::fmt::Debug for Credential {
 }
 
 impl Credential {
-    /// Whether the access token expires within `margin_secs` (or has): time to refresh.
+    /// Whether the access token expires within `margin_secs` (or has).
     pub fn expires_within(&self, margin_secs: u64) -> bool {
         self.expires_at
             .is_some_and(|at| now_secs().saturating_add(margin_secs) >= at)
+    }
+
+    /// Whether it is time to refresh: within a minute of expiry, or within a quarter of its
+    /// lifetime for a token that lives less than four minutes (so a short-lived token is not
+    /// refreshed on every request).
+    pub fn due_for_refresh(&self) -> bool {
+        let margin = self.lifetime.map_or(60, |lifetime| (lifetime / 4).min(60));
+        self.expires_within(margin)
     }
 }
 

@@ -421,6 +421,8 @@ impl HttpUpstream {
                 return Ok(Answer::InsufficientScope(challenge.scope));
             }
         }
+        // Let in: whatever refusal came before is over.
+        self.needs_login.store(false, Ordering::Relaxed);
         if let Some(session) = response
             .headers()
             .get("mcp-session-id")

@@ -1,0 +1,374 @@
+//! Remote servers that need a login, end to end: `mcpx auth login` against a small authorization
+//! and resource server written for these tests (tokens that expire when the test says, refresh
+//! tokens it can refuse, every token request counted), then calls through `mcpx serve`.
+//! The official suite's authorization scenarios run in tests/conformance.rs.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the server has issued and seen.
+#[derive(Default)]
+struct State {
+    /// Live access tokens and when they stop working.
+    access: HashMap<String, Instant>,
+    refresh: Vec<String>,
+    issued: Vec<String>,
+    refresh_requests: usize,
+    next: usize,
+}
+
+/// One server playing both the authorization server and the MCP server (issuer and resource on
+/// the same origin, as many hosted servers are).
+struct AuthServer {
+    addr: std::net::SocketAddr,
+    state: Arc<Mutex<State>>,
+    /// How long an access token works.
+    lifetime: Duration,
+    refresh_allowed: bool,
+}
+
+impl AuthServer {
+    fn start(lifetime: Duration, refresh_allowed: bool) -> Arc<AuthServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = Arc::new(AuthServer {
+            addr: listener.local_addr().unwrap(),
+            state: Arc::default(),
+            lifetime,
+            refresh_allowed,
+        });
+        let serving = Arc::clone(&server);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let serving = Arc::clone(&serving);
+                std::thread::spawn(move || serving.answer(stream));
+            }
+        });
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn issue(&self, state: &mut State) -> Value {
+        state.next += 1;
+        let (access, refresh) = (
+            format!("at-{}-secret", state.next),
+            format!("rt-{}", state.next),
+        );
+        state
+            .access
+            .insert(access.clone(), Instant::now() + self.lifetime);
+        state.refresh.push(refresh.clone());
+        state.issued.push(access.clone());
+        json!({"access_token": access, "token_type": "Bearer", "refresh_token": refresh,
+            "expires_in": self.lifetime.as_secs(), "scope": "mcp"})
+    }
+
+    fn answer(&self, stream: TcpStream) {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut request_line = String::new();
+        let _ = reader.read_line(&mut request_line);
+        let mut headers = HashMap::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+            }
+        }
+        let length = headers
+            .get("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        let _ = reader.read_exact(&mut body);
+        let body = String::from_utf8_lossy(&body).into_owned();
+        let mut parts = request_line.split_whitespace();
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let path = target.split('?').next().unwrap_or("");
+        let form = |text: &str| -> HashMap<String, String> {
+            url::form_urlencoded::parse(text.as_bytes())
+                .into_owned()
+                .collect()
+        };
+        let base = self.url();
+        let (status, extra, payload) = match (method, path) {
+            ("GET", "/.well-known/oauth-protected-resource/mcp") => ("200 OK", String::new(),
+                json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}).to_string()),
+            ("GET", "/.well-known/oauth-authorization-server") => ("200 OK", String::new(), json!({
+                "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
+                "code_challenge_methods_supported": ["S256"], "scopes_supported": ["mcp"]}).to_string()),
+            ("POST", "/register") => ("201 Created", String::new(), json!({"client_id": "mcpx-test-client"}).to_string()),
+            ("GET", "/authorize") => {
+                let query = form(target.split_once('?').map_or("", |(_, q)| q));
+                let location = format!("{}?code=the-code&state={}&iss={}", query["redirect_uri"], query["state"],
+                    url::form_urlencoded::byte_serialize(base.as_bytes()).collect::<String>());
+                ("302 Found", format!("Location: {location}\r\n"), String::new())
+            }
+            ("POST", "/token") => {
+                let form = form(&body);
+                let mut state = self.state.lock().unwrap();
+                match form.get("grant_type").map(String::as_str) {
+                    Some("authorization_code") => ("200 OK", String::new(), self.issue(&mut state).to_string()),
+                    Some("refresh_token") => {
+                        state.refresh_requests += 1;
+                        let known = state.refresh.contains(&form["refresh_token"]);
+                        if self.refresh_allowed && known {
+                            state.refresh.retain(|r| r != &form["refresh_token"]);
+                            ("200 OK", String::new(), self.issue(&mut state).to_string())
+                        } else {
+                            ("400 Bad Request", String::new(), json!({"error": "invalid_grant"}).to_string())
+                        }
+                    }
+                    _ => ("400 Bad Request", String::new(), json!({"error": "unsupported_grant_type"}).to_string()),
+                }
+            }
+            ("GET", "/mcp") => ("405 Method Not Allowed", String::new(), String::new()),
+            ("POST", "/mcp") => self.mcp(&headers, &body),
+            _ => ("404 Not Found", String::new(), String::new()),
+        };
+        let kind = if payload.starts_with('{') {
+            "application/json"
+        } else {
+            "text/plain"
+        };
+        let mut stream = stream;
+        let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{payload}", payload.len());
+    }
+
+    /// A legacy MCP server behind a bearer check: `whoami` answers after `ms` milliseconds.
+    fn mcp(&self, headers: &HashMap<String, String>, body: &str) -> (&'static str, String, String) {
+        let token = headers
+            .get("authorization")
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let valid = self
+            .state
+            .lock()
+            .unwrap()
+            .access
+            .get(token)
+            .is_some_and(|until| Instant::now() < *until);
+        if !valid {
+            let challenge = format!("WWW-Authenticate: Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"\r\n", self.url());
+            return ("401 Unauthorized", challenge, String::new());
+        }
+        let message: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let id = message["id"].clone();
+        let result = match message["method"].as_str().unwrap_or("") {
+            _ if id.is_null() => return ("202 Accepted", String::new(), String::new()),
+            "server/discover" => return ("200 OK", String::new(),
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}).to_string()),
+            "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "protected", "version": "1"}}),
+            "tools/list" => json!({"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}),
+            "tools/call" => {
+                let ms = message["params"]["arguments"]["ms"].as_u64().unwrap_or(0);
+                std::thread::sleep(Duration::from_millis(ms));
+                json!({"content": [{"type": "text", "text": "you are logged in"}]})
+            }
+            _ => json!({}),
+        };
+        (
+            "200 OK",
+            "Mcp-Session-Id: s1\r\n".into(),
+            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+        )
+    }
+}
+
+/// A configuration naming the server `remote`, its credentials in `dir`.
+fn config(server: &AuthServer, dir: &std::path::Path) -> String {
+    format!(
+        "[auth]\ncredentials = \"{}/credentials.json\"\n[admin]\nsocket = \"{}/admin.sock\"\n[servers.remote]\nurl = \"{}/mcp\"\n",
+        dir.display(),
+        dir.display(),
+        server.url()
+    )
+}
+
+/// Runs `mcpx auth login remote` with a browser that follows the redirects; returns its stderr.
+fn login(config: &str, dir: &std::path::Path) -> String {
+    let path = dir.join("config.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = std::process::Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(&path)
+        .args(["auth", "login", "remote"])
+        .env(
+            "BROWSER",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser"),
+        )
+        .env("MCPX_LOG", "debug")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+fn whoami(mcpx: &mut Serve, id: i64) -> Value {
+    mcpx.call(
+        id,
+        "tools/call",
+        json!({"name": "remote__whoami", "arguments": {}}),
+    )
+}
+
+mod every_revision {
+    pub mod auth {
+        use super::super::*;
+        use std::os::unix::fs::PermissionsExt;
+
+        #[test]
+        fn a_login_stores_tokens_privately_and_an_expired_token_is_refreshed_without_losing_the_call(
+        ) {
+            let server = AuthServer::start(Duration::from_secs(2), true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = config(&server, dir.path());
+            let login_log = login(&config, dir.path());
+            let credentials = dir.path().join("credentials.json");
+            let mode = std::fs::metadata(&credentials)
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777;
+            assert_eq!(mode, 0o600);
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            assert_eq!(
+                whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
+                "you are logged in"
+            );
+            std::thread::sleep(Duration::from_millis(2500));
+            let after = whoami(&mut mcpx, 2);
+            assert_eq!(
+                after["result"]["content"][0]["text"], "you are logged in",
+                "{after}"
+            );
+            assert!(server.state.lock().unwrap().refresh_requests >= 1);
+            // No token in any log line or in what mcpx reports.
+            let report = mcpx.call(
+                3,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            let everything = format!("{login_log}{}{report}", mcpx.stderr());
+            for token in &server.state.lock().unwrap().issued {
+                assert!(!everything.contains(token.as_str()), "{token} was shown");
+            }
+        }
+
+        #[test]
+        fn many_calls_on_an_expired_token_make_exactly_one_refresh() {
+            let server = AuthServer::start(Duration::from_secs(3), true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = config(&server, dir.path());
+            login(&config, dir.path());
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            assert_eq!(
+                whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
+                "you are logged in"
+            );
+            std::thread::sleep(Duration::from_millis(3500));
+            for id in 10..30 {
+                mcpx.request(
+                    id,
+                    "tools/call",
+                    json!({"name": "remote__whoami", "arguments": {"ms": 50}}),
+                );
+            }
+            for id in 10..30 {
+                let answer = mcpx.response(id);
+                assert_eq!(
+                    answer["result"]["content"][0]["text"], "you are logged in",
+                    "{answer}"
+                );
+            }
+            assert_eq!(server.state.lock().unwrap().refresh_requests, 1);
+        }
+
+        #[test]
+        fn a_refused_refresh_token_leads_to_needs_login_without_a_loop() {
+            let server = AuthServer::start(Duration::from_secs(2), false);
+            let dir = tempfile::tempdir().unwrap();
+            let config = config(&server, dir.path());
+            login(&config, dir.path());
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            assert_eq!(
+                whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
+                "you are logged in"
+            );
+            std::thread::sleep(Duration::from_millis(2500));
+            for id in 2..6 {
+                let refused = whoami(&mut mcpx, id);
+                let message = refused["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                assert!(message.contains("mcpx auth login remote"), "{refused}");
+            }
+            assert_eq!(server.state.lock().unwrap().refresh_requests, 1);
+            let report = mcpx.call(
+                9,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            let remote = report["result"]["structuredContent"]["upstreams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["name"] == "remote")
+                .cloned()
+                .unwrap();
+            assert!(
+                remote["state"].as_str().unwrap().starts_with("needs-login"),
+                "{remote}"
+            );
+        }
+
+        #[test]
+        fn a_server_that_needs_a_login_is_needs_login_and_its_neighbours_serve() {
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = format!("{}{}", config(&server, dir.path()), fixture_config(""));
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            let echo = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "still here"}}),
+            );
+            assert_eq!(echo["result"]["content"][0]["text"], "still here");
+            let report = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            let remote = report["result"]["structuredContent"]["upstreams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["name"] == "remote")
+                .cloned()
+                .unwrap();
+            assert_eq!(
+                remote["state"], "needs-login: run `mcpx auth login remote`",
+                "{remote}"
+            );
+        }
+    }
+}
