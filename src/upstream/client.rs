@@ -130,9 +130,19 @@ async fn discover(wire: &impl Wire) -> Result<Handshake, String> {
     try_discover(wire).await.map_err(|e| discover_failed(&e))
 }
 
+/// A discover answer counts only if it names 2026-07-28 among its `supportedVersions`: a legacy
+/// server may answer any method with an empty result.
 async fn try_discover(wire: &impl Wire) -> Result<Handshake, ErrorObject> {
     wire.set_era(Era::Modern);
     let discovered = wire.send("server/discover", None).await?;
+    let modern = Revision::V2026_07_28.as_str();
+    let offered = discovered["supportedVersions"]
+        .as_array()
+        .is_some_and(|versions| versions.iter().any(|v| v.as_str() == Some(modern)));
+    if !offered {
+        let why = format!("its server/discover answer does not offer {modern}");
+        return Err(ErrorObject::new(crate::jsonrpc::INVALID_REQUEST, why));
+    }
     Ok(Handshake::from_discover(&discovered))
 }
 

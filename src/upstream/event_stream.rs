@@ -30,6 +30,10 @@ pub struct EventStream {
     /// Nothing has been pushed yet (a byte-order mark may come).
     at_start: bool,
     limit: usize,
+    /// The last event id the server gave (`id:`), to resume the stream from.
+    last_event_id: Option<String>,
+    /// How long the server asked a client to wait before reconnecting (`retry:`).
+    retry: Option<std::time::Duration>,
 }
 
 impl EventStream {
@@ -41,7 +45,19 @@ impl EventStream {
             after_cr: false,
             at_start: true,
             limit,
+            last_event_id: None,
+            retry: None,
         }
+    }
+
+    /// The last event id the server gave, if any: where a resumed stream starts after.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The reconnection delay the server asked for, if any.
+    pub fn retry(&self) -> Option<std::time::Duration> {
+        self.retry
     }
 
     /// Takes the next bytes of the stream; returns the data of each event they complete, in
@@ -91,8 +107,28 @@ impl EventStream {
         };
         let event: Vec<u8> = self.buffer.drain(..at + 2).collect();
         self.scanned = 0;
+        self.note_fields(&event[..at]);
         if let Some(data) = data_of(&event[..at]) {
             events.push(data);
+        }
+    }
+
+    /// Remembers an event's `id` (one without NUL, as the SSE rules say) and `retry` (digits
+    /// only, in milliseconds), which apply whether or not the event carries data.
+    fn note_fields(&mut self, event: &[u8]) {
+        let text = String::from_utf8_lossy(event);
+        for line in text.split('\n') {
+            let (field, value) = match line.split_once(':') {
+                Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+                None => (line, ""),
+            };
+            match field {
+                "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+                "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                    self.retry = value.parse().ok().map(std::time::Duration::from_millis)
+                }
+                _ => {}
+            }
         }
     }
 }
@@ -115,6 +151,16 @@ fn data_of(event: &[u8]) -> Option<String> {
 mod every_revision {
     mod http_upstream {
         use crate::upstream::event_stream::{EventStream, EventTooLarge};
+
+        #[test]
+        fn an_events_id_and_retry_are_remembered_with_or_without_data() {
+            let mut stream = EventStream::new(1024);
+            stream
+                .push(b"id: 7\nretry: 1500\ndata: x\n\nid: 8\n\nretry: soon\n\n")
+                .unwrap();
+            assert_eq!(stream.last_event_id(), Some("8"));
+            assert_eq!(stream.retry(), Some(std::time::Duration::from_millis(1500)));
+        }
 
         #[test]
         fn event_streams_split_into_data_across_chunks() {

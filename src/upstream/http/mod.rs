@@ -43,6 +43,11 @@ use std::time::Duration;
 
 type Reply = Result<Value, ErrorObject>;
 
+/// How many times a call's event stream is resumed before its call fails.
+const MAX_RESUMES: usize = 10;
+/// How long to wait before resuming a stream whose server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
 /// How long the handshake waits for a legacy server's GET stream to open.
 const STREAM_OPEN_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -463,32 +468,96 @@ impl HttpUpstream {
             }
             return Err(format!("HTTP {status} without the answer to request {id}"));
         }
-        let reply = link
-            .drive(async |_| {
-                let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
-                while let Some(frame) = body.frame().await {
-                    let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    for event in events.push(&data).map_err(|e| e.to_string())? {
-                        if let Ok(message) = serde_json::from_str::<Value>(&event) {
-                            if let Some(reply) = self.receive(message, id, caller) {
-                                return Ok(reply);
-                            }
-                        }
-                    }
-                }
-                Err(format!(
-                    "the event stream ended without the answer to request {id}"
-                ))
-            })
+        let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
+        let answered = link
+            .drive(async |_| self.read_events(&mut body, &mut events, id, caller).await)
             .await?;
         // The stream ends with the answer, and the connection may serve again; one whose server
         // kept the stream open is closed by dropping the body, before anyone else can take it.
         drop(body);
         self.pool.recycle(link);
-        Ok(Answer::Reply(reply))
+        match answered {
+            Some(reply) => Ok(Answer::Reply(reply)),
+            None => self.resume(events, id, caller).await.map(Answer::Reply),
+        }
+    }
+
+    /// Reads a call's event stream until the answer to `id`; `None` if it ended first.
+    async fn read_events(
+        &self,
+        body: &mut hyper::body::Incoming,
+        events: &mut EventStream,
+        id: i64,
+        caller: &Caller,
+    ) -> Result<Option<Reply>, String> {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            for event in events.push(&data).map_err(|e| e.to_string())? {
+                if let Ok(message) = serde_json::from_str::<Value>(&event) {
+                    if let Some(reply) = self.receive(message, id, caller) {
+                        return Ok(Some(reply));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A legacy server closed a call's stream before the answer, after an event with an id: it
+    /// expects the client back, after the `retry` it gave, with `GET` and `Last-Event-ID`
+    /// (2025-11-25's SSE polling). Each resumed stream may end early again, up to a bound.
+    async fn resume(
+        &self,
+        mut events: EventStream,
+        id: i64,
+        caller: &Caller,
+    ) -> Result<Reply, String> {
+        for _ in 0..MAX_RESUMES {
+            let Some(last) = events.last_event_id().map(str::to_owned) else {
+                break;
+            };
+            smol::Timer::after(events.retry().unwrap_or(DEFAULT_RETRY)).await;
+            let mut headers = HeaderMap::new();
+            if let Some(session) = lock(&self.session).clone() {
+                headers.insert(
+                    "mcp-session-id",
+                    HeaderValue::try_from(session).map_err(|e| e.to_string())?,
+                );
+            }
+            headers.insert(
+                "last-event-id",
+                HeaderValue::try_from(last).map_err(|e| e.to_string())?,
+            );
+            headers.insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            let token = self.auth.as_ref().and_then(Authorizer::current_token);
+            bearer(&mut headers, token.as_deref())?;
+            let mut request = self.pool.build(Method::GET, String::new(), headers)?;
+            request.headers_mut().remove(http::header::CONTENT_TYPE);
+            let mut sender = self.pool.detached().await?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            if !response.status().is_success() {
+                return Err(format!(
+                    "resuming the event stream answered {}",
+                    response.status()
+                ));
+            }
+            let mut body = response.into_body();
+            if let Some(reply) = self.read_events(&mut body, &mut events, id, caller).await? {
+                return Ok(reply);
+            }
+        }
+        Err(format!(
+            "the event stream ended without the answer to request {id}"
+        ))
     }
 
     /// Handles one message from the server on the stream of the call `id` (0 for the session's
