@@ -237,6 +237,7 @@ mod every_revision {
             let server = AuthServer::start(Duration::from_secs(2), true);
             let dir = tempfile::tempdir().unwrap();
             let config = config(&server, dir.path());
+            let started = Instant::now();
             let login_log = login(&config, dir.path());
             let credentials = dir.path().join("credentials.json");
             let mode = std::fs::metadata(&credentials)
@@ -251,6 +252,8 @@ mod every_revision {
                 whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
                 "you are logged in"
             );
+            let first_call = started.elapsed();
+            println!("from `mcpx auth login` to the first served call: {first_call:?}");
             std::thread::sleep(Duration::from_millis(2500));
             let after = whoami(&mut mcpx, 2);
             assert_eq!(
