@@ -42,7 +42,7 @@ pub enum Command {
         args: String,
     },
     /// Convert an editor's MCP server configuration (Claude Desktop, VS Code, Cursor) into
-    /// [servers.*] tables.
+    /// [servers.*] tables, and say which remote servers need `mcpx auth login`.
     Import {
         /// The editor's file: claude_desktop_config.json, .vscode/mcp.json, VS Code settings.json
         /// or .cursor/mcp.json.

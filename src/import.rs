@@ -3,7 +3,8 @@
 //! Claude Desktop and Cursor keep servers under `mcpServers`; VS Code under `servers` in
 //! `.vscode/mcp.json`, or under `mcp.servers` in its user `settings.json` (which allows comments
 //! and trailing commas, so files are read as JSONC). What mcpx cannot carry over (VS Code's
-//! `${input:…}` prompts, `envFile`, HTTP+SSE servers) is reported, never silently dropped.
+//! `${input:…}` prompts, `envFile`, HTTP+SSE servers) is reported, never silently dropped; the
+//! command then asks each remote server whether it needs a login, and says so.
 
 use crate::config::{Config, Server, BUILTIN_SERVER};
 use serde::Serialize;

@@ -183,6 +183,39 @@ mod packaging {
             );
         }
 
+        /// A remote server that answers 401 to everything, as one that needs a login does.
+        fn refusing_server() -> std::net::SocketAddr {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            std::thread::spawn(move || {
+                for mut stream in listener.incoming().flatten() {
+                    let mut request = [0u8; 4096];
+                    let _ = std::io::Read::read(&mut stream, &mut request);
+                    let _ = stream.write_all(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer scope=\"read\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                }
+            });
+            addr
+        }
+
+        #[test]
+        fn import_says_which_remote_servers_need_a_login() {
+            let addr = refusing_server();
+            let mut editor = tempfile::NamedTempFile::new().unwrap();
+            write!(
+                editor,
+                r#"{{"servers": {{"linear": {{"type": "http", "url": "http://{addr}/mcp"}}, "time": {{"command": "mcp-server-time"}}}}}}"#
+            )
+            .unwrap();
+            let out = mcpx("", &["import", editor.path().to_str().unwrap()]);
+            assert!(out.status.success());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("linear: needs a login: run `mcpx auth login linear`"),
+                "{stderr}"
+            );
+            assert!(!stderr.contains("time:"), "{stderr}");
+        }
+
         #[test]
         fn import_write_appends_to_the_configuration() {
             let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@ use crate::upstream::auth::login::{self, open_in_browser};
 use crate::upstream::auth::store::{now_secs, Store};
 use crate::upstream::http::connection::fetch;
 use http::{HeaderMap, Method};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 /// Runs one `mcpx auth` command.
@@ -32,6 +33,41 @@ pub fn run(action: &AuthAction, config: &Config) -> ExitCode {
     }
 }
 
+/// How long `mcpx import` waits for a remote server to say whether it needs a login.
+const PROBE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// For `mcpx import`: a sentence for each remote server that answers without a token by asking
+/// for a login, or that could not be asked (all asked at once, each for a few seconds).
+pub fn logins_needed(servers: &BTreeMap<String, Server>) -> Vec<String> {
+    let probes = servers.iter().filter_map(|(name, server)| {
+        let url = server.url.clone()?;
+        let name = name.clone();
+        Some(smol::spawn(async move {
+            let answer = smol::future::or(login::probe(&url), async {
+                smol::Timer::after(PROBE_PATIENCE).await;
+                Err(format!("no answer within {PROBE_PATIENCE:?}"))
+            });
+            match answer.await {
+                Ok(Some(_)) => Some(format!(
+                    "{name}: needs a login: run `mcpx auth login {name}` once it is configured"
+                )),
+                Ok(None) => None,
+                Err(e) => Some(format!(
+                    "{name}: could not ask whether it needs a login ({e})"
+                )),
+            }
+        }))
+    });
+    let probes: Vec<_> = probes.collect();
+    smol::block_on(async {
+        let mut notes = Vec::new();
+        for probe in probes {
+            notes.extend(probe.await);
+        }
+        notes
+    })
+}
+
 /// The configured remote server `name`.
 fn remote<'c>(config: &'c Config, name: &str) -> Result<&'c Server, String> {
     match config.servers.get(name) {
@@ -45,7 +81,7 @@ fn remote<'c>(config: &'c Config, name: &str) -> Result<&'c Server, String> {
 
 async fn log_in(name: &str, server: &Server, store: &Store) -> Result<(), String> {
     let url = server.url.as_deref().unwrap_or_default();
-    let challenge = login::probe(url).await?;
+    let challenge = login::probe(url).await?.unwrap_or_default();
     let previous = store.get(name).filter(|c| c.server_url == url);
     let credential =
         login::login(name, server, &challenge, previous.as_ref(), open_in_browser).await?;

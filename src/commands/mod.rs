@@ -339,7 +339,11 @@ fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
         Ok(imported) => imported,
         Err(why) => return fail(format!("{}: {why}", file.display())),
     };
-    for note in &imported.notes {
+    for note in imported
+        .notes
+        .iter()
+        .chain(&auth::logins_needed(&imported.servers))
+    {
         eprintln!("mcpx import: {note}");
     }
     if !write {

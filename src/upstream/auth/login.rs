@@ -25,17 +25,17 @@ use url::Url;
 /// How long the person may take to log in.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// What the server says when asked without a token: its challenge, if it refuses. Asked as
+/// What the server says when asked without a token: its challenge, if it refuses (`None` when
+/// it lets mcpx in, or answers neither 401 nor a Bearer challenge). Asked as
 /// mcpx's client asks, in both eras (a 2026-07-28 server refuses `initialize` as a bad request
 /// before it looks for a token, a legacy one refuses `server/discover`).
-pub async fn probe(server_url: &str) -> Result<Challenge, String> {
+pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
     use crate::protocol::{envelope, Revision};
     let modern = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
         "params": envelope::wrap(None)});
     let legacy = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": Revision::LATEST_LEGACY.as_str(),
         "capabilities": {}, "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}}});
-    let mut challenge = Challenge::default();
     for (message, version) in [
         (modern, Some(Revision::V2026_07_28.as_str())),
         (legacy, None),
@@ -64,11 +64,13 @@ pub async fn probe(server_url: &str) -> Result<Challenge, String> {
             .and_then(|v| v.to_str().ok());
         tracing::debug!(status = %answer.status, ?header, "the server's answer without a token");
         if let Some(found) = header.and_then(parse_challenge) {
-            challenge = found;
-            break;
+            return Ok(Some(found));
+        }
+        if answer.status == http::StatusCode::UNAUTHORIZED {
+            return Ok(Some(Challenge::default()));
         }
     }
-    Ok(challenge)
+    Ok(None)
 }
 
 /// Logs in to the server `name`, opening `authorization URL`s with `open`; returns the tokens.
