@@ -218,6 +218,40 @@ fn login(config: &str, dir: &std::path::Path) -> String {
     stderr
 }
 
+/// A login, a served call, then a wait past the token's lifetime.
+fn logged_in_then_expired(
+    lifetime: Duration,
+    refresh_allowed: bool,
+) -> (Arc<AuthServer>, tempfile::TempDir, Serve) {
+    let server = AuthServer::start(lifetime, refresh_allowed);
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&server, dir.path());
+    login(&config, dir.path());
+    let mut mcpx = Serve::start(&config);
+    mcpx.initialize("2025-11-25");
+    let first = whoami(&mut mcpx, 1);
+    assert_eq!(
+        first["result"]["content"][0]["text"], "you are logged in",
+        "{first}"
+    );
+    std::thread::sleep(lifetime + Duration::from_millis(500));
+    (server, dir, mcpx)
+}
+
+/// What the built-in `mcpx__upstreams` tool says of `name`.
+fn upstream_report(mcpx: &mut Serve, id: i64, name: &str) -> Value {
+    let report = mcpx.call(
+        id,
+        "tools/call",
+        json!({"name": "mcpx__upstreams", "arguments": {}}),
+    );
+    let upstreams = report["result"]["structuredContent"]["upstreams"]
+        .as_array()
+        .cloned();
+    let found = upstreams.into_iter().flatten().find(|u| u["name"] == name);
+    found.unwrap_or_else(|| panic!("no {name} in {report}"))
+}
+
 fn whoami(mcpx: &mut Serve, id: i64) -> Value {
     mcpx.call(
         id,
@@ -275,17 +309,7 @@ mod every_revision {
 
         #[test]
         fn many_calls_on_an_expired_token_make_exactly_one_refresh() {
-            let server = AuthServer::start(Duration::from_secs(3), true);
-            let dir = tempfile::tempdir().unwrap();
-            let config = config(&server, dir.path());
-            login(&config, dir.path());
-            let mut mcpx = Serve::start(&config);
-            mcpx.initialize("2025-11-25");
-            assert_eq!(
-                whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
-                "you are logged in"
-            );
-            std::thread::sleep(Duration::from_millis(3500));
+            let (server, _dir, mut mcpx) = logged_in_then_expired(Duration::from_secs(3), true);
             for id in 10..30 {
                 mcpx.request(
                     id,
@@ -305,17 +329,7 @@ mod every_revision {
 
         #[test]
         fn a_refused_refresh_token_leads_to_needs_login_without_a_loop() {
-            let server = AuthServer::start(Duration::from_secs(2), false);
-            let dir = tempfile::tempdir().unwrap();
-            let config = config(&server, dir.path());
-            login(&config, dir.path());
-            let mut mcpx = Serve::start(&config);
-            mcpx.initialize("2025-11-25");
-            assert_eq!(
-                whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
-                "you are logged in"
-            );
-            std::thread::sleep(Duration::from_millis(2500));
+            let (server, _dir, mut mcpx) = logged_in_then_expired(Duration::from_secs(2), false);
             for id in 2..6 {
                 let refused = whoami(&mut mcpx, id);
                 let message = refused["error"]["message"]
@@ -325,18 +339,7 @@ mod every_revision {
                 assert!(message.contains("mcpx auth login remote"), "{refused}");
             }
             assert_eq!(server.state.lock().unwrap().refresh_requests, 1);
-            let report = mcpx.call(
-                9,
-                "tools/call",
-                json!({"name": "mcpx__upstreams", "arguments": {}}),
-            );
-            let remote = report["result"]["structuredContent"]["upstreams"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|u| u["name"] == "remote")
-                .cloned()
-                .unwrap();
+            let remote = upstream_report(&mut mcpx, 9, "remote");
             assert!(
                 remote["state"].as_str().unwrap().starts_with("needs-login"),
                 "{remote}"
@@ -356,18 +359,7 @@ mod every_revision {
                 json!({"name": "fixture__echo", "arguments": {"text": "still here"}}),
             );
             assert_eq!(echo["result"]["content"][0]["text"], "still here");
-            let report = mcpx.call(
-                2,
-                "tools/call",
-                json!({"name": "mcpx__upstreams", "arguments": {}}),
-            );
-            let remote = report["result"]["structuredContent"]["upstreams"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|u| u["name"] == "remote")
-                .cloned()
-                .unwrap();
+            let remote = upstream_report(&mut mcpx, 2, "remote");
             assert_eq!(
                 remote["state"], "needs-login: run `mcpx auth login remote`",
                 "{remote}"

@@ -521,29 +521,9 @@ impl HttpUpstream {
             };
             smol::Timer::after(events.retry().unwrap_or(DEFAULT_RETRY)).await;
             let mut headers = HeaderMap::new();
-            if let Some(session) = lock(&self.session).clone() {
-                headers.insert(
-                    "mcp-session-id",
-                    HeaderValue::try_from(session).map_err(|e| e.to_string())?,
-                );
-            }
-            headers.insert(
-                "last-event-id",
-                HeaderValue::try_from(last).map_err(|e| e.to_string())?,
-            );
-            headers.insert(
-                http::header::ACCEPT,
-                HeaderValue::from_static("text/event-stream"),
-            );
-            let token = self.auth.as_ref().and_then(Authorizer::current_token);
-            bearer(&mut headers, token.as_deref())?;
-            let mut request = self.pool.build(Method::GET, String::new(), headers)?;
-            request.headers_mut().remove(http::header::CONTENT_TYPE);
-            let mut sender = self.pool.detached().await?;
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| e.to_string())?;
+            let last = HeaderValue::try_from(last).map_err(|e| e.to_string())?;
+            headers.insert("last-event-id", last);
+            let response = self.get_stream(headers).await?;
             if !response.status().is_success() {
                 return Err(format!(
                     "resuming the event stream answered {}",
@@ -637,32 +617,35 @@ impl HttpUpstream {
         smol::spawn(async move { smol::future::or(task, closed.cancelled()).await }).detach();
     }
 
-    /// The legacy session's GET stream, read until it ends.
-    async fn listen_legacy(&self) -> Result<(), String> {
-        let mut headers = HeaderMap::new();
-        let session = lock(&self.session).clone().ok_or("no session")?;
-        headers.insert(
-            "mcp-session-id",
-            HeaderValue::try_from(session).map_err(|e| e.to_string())?,
-        );
-        headers.insert(
-            http::header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        bearer(
-            &mut headers,
-            self.auth
-                .as_ref()
-                .and_then(Authorizer::current_token)
-                .as_deref(),
-        )?;
+    /// A `GET` for an event stream, with the session, the token and `extra`, on a connection of
+    /// its own (it may stay open for hours).
+    async fn get_stream(
+        &self,
+        mut headers: HeaderMap,
+    ) -> Result<http::Response<hyper::body::Incoming>, String> {
+        if let Some(session) = lock(&self.session).clone() {
+            let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
+            headers.insert("mcp-session-id", session);
+        }
+        let stream = HeaderValue::from_static("text/event-stream");
+        headers.insert(http::header::ACCEPT, stream);
+        let token = self.auth.as_ref().and_then(Authorizer::current_token);
+        bearer(&mut headers, token.as_deref())?;
         let mut sender = self.pool.detached().await?;
         let mut request = self.pool.build(Method::GET, String::new(), headers)?;
         request.headers_mut().remove(http::header::CONTENT_TYPE);
-        let response = sender
+        sender
             .send_request(request)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())
+    }
+
+    /// The legacy session's GET stream, read until it ends.
+    async fn listen_legacy(&self) -> Result<(), String> {
+        if lock(&self.session).is_none() {
+            return Err("no session".into());
+        }
+        let response = self.get_stream(HeaderMap::new()).await?;
         // Open (or refused): what the server sends on it from now on is not missed.
         self.stream_opened.cancel();
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
