@@ -1,22 +1,26 @@
 //! A remote upstream: an MCP server reached over Streamable HTTP, in its own era.
 //!
 //! Requests go out as POSTs on a small pool of kept-alive HTTP/1.1 connections (`connection`:
-//! hyper's client on smol, TLS by rustls with the Mozilla roots). The handshake and what the
-//! server's notifications mean are [`super::client`]'s. A response may be JSON or an event stream that
-//! carries the request's progress first. Legacy servers get `initialize`, their
-//! `Mcp-Session-Id` on every request (an expired session is re-initialized once, transparently),
-//! a GET stream for their notifications, and `notifications/cancelled` for cancellation. Modern
-//! servers get the `_meta` envelope and the mirrored headers on every request, including
-//! `Mcp-Param-*` from the tools' `x-mcp-header` annotations; closing the request's stream cancels
-//! it, and a `subscriptions/listen` stream carries their notifications.
+//! hyper's client on smol, TLS by rustls with the Mozilla roots), with the server's token
+//! (`authorization`); the handshake and what the server's notifications mean are
+//! [`super::client`]'s. A response may be JSON or an event stream that carries the request's
+//! progress first (`streams` reads it, and resumes it when a legacy server closes it early).
+//! Legacy servers get `initialize`, their `Mcp-Session-Id` on every request (an expired session
+//! is re-initialized once, transparently), a GET stream for their notifications, and
+//! `notifications/cancelled` for cancellation. Modern servers get the `_meta` envelope and the
+//! mirrored headers on every request (`headers`), including `Mcp-Param-*` from the tools'
+//! `x-mcp-header` annotations; closing the request's stream cancels it, and a
+//! `subscriptions/listen` stream carries their notifications.
 
+mod authorization;
 pub(crate) mod connection;
 mod headers;
+mod streams;
 
 use super::asks::{self, Askers};
 use super::auth::discovery::parse_challenge;
 use super::auth::store::Store;
-use super::auth::{Authorizer, NeedsLogin};
+use super::auth::Authorizer;
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::failure::Failure;
@@ -30,6 +34,7 @@ use crate::protocol::envelope;
 use crate::protocol::Era;
 use crate::sync::lock;
 use async_channel::Sender;
+use authorization::bearer;
 use connection::Pool;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Limited};
@@ -41,19 +46,14 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-type Reply = Result<Value, ErrorObject>;
-
-/// How many times a call's event stream is resumed before its call fails.
-const MAX_RESUMES: usize = 10;
-/// How long to wait before resuming a stream whose server gave no `retry`.
-const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+pub(super) type Reply = Result<Value, ErrorObject>;
 
 /// How long the handshake waits for a legacy server's GET stream to open.
 const STREAM_OPEN_PATIENCE: Duration = Duration::from_secs(5);
 
 /// The largest message (a JSON body, or one event) taken from a remote server: room for big
 /// results such as images, but a bound, so a broken or hostile server cannot exhaust memory.
-const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
+pub(super) const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// A remote upstream.
 pub struct HttpUpstream {
@@ -198,38 +198,6 @@ impl HttpUpstream {
             .await;
         }
         Ok(handshake)
-    }
-
-    /// After the server refused `used`: a fresh token to retry with (once), or the login that
-    /// is needed, remembered for supervision to show.
-    async fn authorize_again(&self, used: Option<&str>, attempt: u32) -> Result<(), Failure> {
-        let Some(auth) = &self.auth else {
-            return Err(Failure::gone(&self.name, "refused mcpx (401)"));
-        };
-        let refreshed = match attempt {
-            0 => auth.refused(used).await.map(drop),
-            _ => Err(NeedsLogin::Login(self.name.clone())),
-        };
-        refreshed.map_err(|needed| {
-            self.needs_login.store(true, Ordering::Relaxed);
-            Failure::Refused(needed.to_string())
-        })
-    }
-
-    /// The server wants more scope than the token has: remembered for the next login (which
-    /// asks for it together with what was granted), and a login is needed.
-    fn step_up(&self, scope: Option<&str>) -> Failure {
-        if let (Some(auth), Some(scope)) = (&self.auth, scope) {
-            auth.wants_scope(scope);
-        }
-        self.needs_login.store(true, Ordering::Relaxed);
-        let needed = NeedsLogin::Login(self.name.clone());
-        match scope {
-            Some(scope) => {
-                Failure::Refused(format!("{needed} (the server asks for scope {scope:?})"))
-            }
-            None => Failure::Refused(needed.to_string()),
-        }
     }
 
     /// Whether the server's last refusal asked for a login.
@@ -482,64 +450,6 @@ impl HttpUpstream {
         }
     }
 
-    /// Reads a call's event stream until the answer to `id`; `None` if it ended first.
-    async fn read_events(
-        &self,
-        body: &mut hyper::body::Incoming,
-        events: &mut EventStream,
-        id: i64,
-        caller: &Caller,
-    ) -> Result<Option<Reply>, String> {
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| format!("the event stream broke: {e}"))?;
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
-            for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event) {
-                    if let Some(reply) = self.receive(message, id, caller) {
-                        return Ok(Some(reply));
-                    }
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    /// A legacy server closed a call's stream before the answer, after an event with an id: it
-    /// expects the client back, after the `retry` it gave, with `GET` and `Last-Event-ID`
-    /// (2025-11-25's SSE polling). Each resumed stream may end early again, up to a bound.
-    async fn resume(
-        &self,
-        mut events: EventStream,
-        id: i64,
-        caller: &Caller,
-    ) -> Result<Reply, String> {
-        for _ in 0..MAX_RESUMES {
-            let Some(last) = events.last_event_id().map(str::to_owned) else {
-                break;
-            };
-            smol::Timer::after(events.retry().unwrap_or(DEFAULT_RETRY)).await;
-            let mut headers = HeaderMap::new();
-            let last = HeaderValue::try_from(last).map_err(|e| e.to_string())?;
-            headers.insert("last-event-id", last);
-            let response = self.get_stream(headers).await?;
-            if !response.status().is_success() {
-                return Err(format!(
-                    "resuming the event stream answered {}",
-                    response.status()
-                ));
-            }
-            let mut body = response.into_body();
-            if let Some(reply) = self.read_events(&mut body, &mut events, id, caller).await? {
-                return Ok(reply);
-            }
-        }
-        Err(format!(
-            "the event stream ended without the answer to request {id}"
-        ))
-    }
-
     /// Handles one message from the server on the stream of the call `id` (0 for the session's
     /// GET stream); returns the reply if it answers `id`.
     fn receive(&self, message: Value, id: i64, caller: &Caller) -> Option<Reply> {
@@ -580,98 +490,6 @@ impl HttpUpstream {
             }
             _ => None,
         }
-    }
-
-    /// Keeps a stream open for the server's notifications: the session's GET stream (legacy) or
-    /// a `subscriptions/listen` (modern), reopened while the upstream lives.
-    fn follow_notifications(self: &Arc<Self>, capabilities: &Value) {
-        let wants = |key: &str| capabilities[key]["listChanged"] == json!(true);
-        let filter = json!({
-            "toolsListChanged": wants("tools"),
-            "promptsListChanged": wants("prompts"),
-            "resourcesListChanged": wants("resources"),
-        });
-        let this = Arc::clone(self);
-        let task = async move {
-            loop {
-                let opened = if this.is_modern() {
-                    let id = this.next_id.fetch_add(1, Ordering::Relaxed);
-                    let message = this.message(
-                        id,
-                        "subscriptions/listen",
-                        Some(json!({ "notifications": filter })),
-                    );
-                    this.exchange(id, "subscriptions/listen", &message, &Caller::default())
-                        .await
-                        .map(|_| ())
-                } else {
-                    this.listen_legacy().await
-                };
-                if let Err(e) = opened {
-                    tracing::debug!(server = %this.name, "notification stream ended: {e}");
-                }
-                smol::Timer::after(Duration::from_secs(1)).await;
-            }
-        };
-        let closed = self.closed.clone();
-        smol::spawn(async move { smol::future::or(task, closed.cancelled()).await }).detach();
-    }
-
-    /// A `GET` for an event stream, with the session, the token and `extra`, on a connection of
-    /// its own (it may stay open for hours).
-    async fn get_stream(
-        &self,
-        mut headers: HeaderMap,
-    ) -> Result<http::Response<hyper::body::Incoming>, String> {
-        if let Some(session) = lock(&self.session).clone() {
-            let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
-            headers.insert("mcp-session-id", session);
-        }
-        let stream = HeaderValue::from_static("text/event-stream");
-        headers.insert(http::header::ACCEPT, stream);
-        let token = self.auth.as_ref().and_then(Authorizer::current_token);
-        bearer(&mut headers, token.as_deref())?;
-        let mut sender = self.pool.detached().await?;
-        let mut request = self.pool.build(Method::GET, String::new(), headers)?;
-        request.headers_mut().remove(http::header::CONTENT_TYPE);
-        sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    /// The legacy session's GET stream, read until it ends.
-    async fn listen_legacy(&self) -> Result<(), String> {
-        if lock(&self.session).is_none() {
-            return Err("no session".into());
-        }
-        let response = self.get_stream(HeaderMap::new()).await?;
-        // Open (or refused): what the server sends on it from now on is not missed.
-        self.stream_opened.cancel();
-        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
-            // The server offers no stream: nothing to follow, and nothing to retry.
-            smol::future::pending::<()>().await;
-        }
-        if response.status() == StatusCode::NOT_FOUND {
-            // The server forgot the session: a new one, whose stream the caller opens next.
-            return self.initialize_again().await.map(drop);
-        }
-        if !response.status().is_success() {
-            return Err(format!("GET answered {}", response.status()));
-        }
-        let mut body = response.into_body();
-        let mut events = EventStream::new(MAX_UPSTREAM_MESSAGE);
-        while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(|e| e.to_string())?.into_data() else {
-                continue;
-            };
-            for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event) {
-                    self.receive(message, 0, &Caller::default());
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Ends a legacy session politely, then stops.
@@ -738,15 +556,4 @@ impl Detached {
         let _ = response.into_body().collect().await;
         Ok(())
     }
-}
-
-/// Puts `Authorization: Bearer TOKEN` in `headers`, when there is a token.
-fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String> {
-    if let Some(token) = token {
-        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
-            .map_err(|_| "the access token has bytes a header cannot carry".to_owned())?;
-        value.set_sensitive(true);
-        headers.insert(http::header::AUTHORIZATION, value);
-    }
-    Ok(())
 }

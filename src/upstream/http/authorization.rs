@@ -1,0 +1,57 @@
+//! Tokens on the wire: the bearer header, and what a refusal (401, or 403 for more scope) makes
+//! of a call: one retry with a refreshed token, or the login that is needed.
+
+use super::HttpUpstream;
+use crate::upstream::auth::NeedsLogin;
+use crate::upstream::failure::Failure;
+use http::{HeaderMap, HeaderValue};
+use std::sync::atomic::Ordering;
+
+impl HttpUpstream {
+    /// After the server refused `used`: a fresh token to retry with (once), or the login that
+    /// is needed, remembered for supervision to show.
+    pub(super) async fn authorize_again(
+        &self,
+        used: Option<&str>,
+        attempt: u32,
+    ) -> Result<(), Failure> {
+        let Some(auth) = &self.auth else {
+            return Err(Failure::gone(&self.name, "refused mcpx (401)"));
+        };
+        let refreshed = match attempt {
+            0 => auth.refused(used).await.map(drop),
+            _ => Err(NeedsLogin::Login(self.name.clone())),
+        };
+        refreshed.map_err(|needed| {
+            self.needs_login.store(true, Ordering::Relaxed);
+            Failure::Refused(needed.to_string())
+        })
+    }
+
+    /// The server wants more scope than the token has: remembered for the next login (which
+    /// asks for it together with what was granted), and a login is needed.
+    pub(super) fn step_up(&self, scope: Option<&str>) -> Failure {
+        if let (Some(auth), Some(scope)) = (&self.auth, scope) {
+            auth.wants_scope(scope);
+        }
+        self.needs_login.store(true, Ordering::Relaxed);
+        let needed = NeedsLogin::Login(self.name.clone());
+        match scope {
+            Some(scope) => {
+                Failure::Refused(format!("{needed} (the server asks for scope {scope:?})"))
+            }
+            None => Failure::Refused(needed.to_string()),
+        }
+    }
+}
+
+/// Puts `Authorization: Bearer TOKEN` in `headers`, when there is a token.
+pub(super) fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String> {
+    if let Some(token) = token {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| "the access token has bytes a header cannot carry".to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(http::header::AUTHORIZATION, value);
+    }
+    Ok(())
+}
