@@ -26,6 +26,15 @@ pub enum Inbound {
     Stray,
 }
 
+/// A frame, sorted: one message alone, or a batch's elements in order.
+#[derive(Debug)]
+pub enum Received {
+    /// A message alone.
+    One(Inbound),
+    /// A batch's elements, to run concurrently and answer together.
+    Batch(Vec<Inbound>),
+}
+
 /// Whether `request` is the legacy handshake. A modern request naming `initialize` is for a
 /// method 2026-07-28 removed, and is run (to be answered as not found).
 pub fn is_legacy_initialize(request: &Request) -> bool {
@@ -42,9 +51,9 @@ impl Gateway {
         client: Option<&Client>,
         revision: Option<Revision>,
         frame: Frame,
-    ) -> Result<Vec<Inbound>, ErrorObject> {
+    ) -> Result<Received, ErrorObject> {
         match frame {
-            Frame::Single(message) => Ok(vec![self.receive_one(client, message, false)]),
+            Frame::Single(message) => Ok(Received::One(self.receive_one(client, message, false))),
             Frame::Batch(elements) => {
                 // Batches exist only in 2025-03-26, which is also what a client that has not
                 // negotiated yet is taken to speak.
@@ -55,13 +64,15 @@ impl Gateway {
                         format!("Invalid Request: MCP {revision} has no JSON-RPC batches"),
                     ));
                 }
-                Ok(elements
-                    .into_iter()
-                    .map(|element| match element {
-                        Ok(message) => self.receive_one(client, message, true),
-                        Err(rejection) => Inbound::Answer(*rejection),
-                    })
-                    .collect())
+                Ok(Received::Batch(
+                    elements
+                        .into_iter()
+                        .map(|element| match element {
+                            Ok(message) => self.receive_one(client, message, true),
+                            Err(rejection) => Inbound::Answer(*rejection),
+                        })
+                        .collect(),
+                ))
             }
         }
     }

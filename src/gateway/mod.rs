@@ -22,7 +22,7 @@ mod upstreams;
 
 pub use catalog::{Catalog, Listing, Owner, Route};
 pub use client::{Client, Listen};
-pub use inbound::{is_legacy_initialize, Inbound};
+pub use inbound::{is_legacy_initialize, Inbound, Received};
 
 use crate::cancel::Cancel;
 use crate::config::Config;

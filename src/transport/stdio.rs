@@ -7,8 +7,8 @@
 //! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
 //! to answer, then are cancelled, and `serve` returns.
 
-use crate::gateway::{Client, Gateway, Inbound};
-use crate::jsonrpc::{self, ErrorObject, Frame, Outbound, Request, Response, INVALID_REQUEST};
+use crate::gateway::{Client, Gateway, Inbound, Received};
+use crate::jsonrpc::{self, ErrorObject, Outbound, Request, Response, INVALID_REQUEST};
 use crate::lines::{self, Read};
 use async_channel::{Receiver, Sender};
 use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -113,14 +113,13 @@ impl Connection {
             Ok(frame) => frame,
             Err(rejection) => return self.send(*rejection),
         };
-        let in_batch = matches!(frame, Frame::Batch(_));
         match self
             .gateway
             .receive(Some(&self.client), self.client.revision(), frame)
         {
             Err(refusal) => self.send(Response::error(None, refusal)),
-            Ok(sorted) if in_batch => self.batch(sorted),
-            Ok(sorted) => sorted.into_iter().for_each(|inbound| self.single(inbound)),
+            Ok(Received::Batch(elements)) => self.batch(elements),
+            Ok(Received::One(inbound)) => self.single(inbound),
         }
     }
 

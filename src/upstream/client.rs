@@ -104,6 +104,16 @@ impl Refusal {
     }
 }
 
+/// What mcpx's `initialize` says: the newest legacy revision, all it can carry as a client, and
+/// who it is.
+pub fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": Revision::LATEST_LEGACY.as_str(),
+        "capabilities": CLIENT_CAPABILITIES.clone(),
+        "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
 /// The legacy handshake: `initialize` at the newest legacy revision, then `initialized`.
 pub async fn initialize(wire: &impl Wire) -> Result<Handshake, String> {
     try_initialize(wire).await.map_err(Refusal::into_reason)
@@ -111,13 +121,8 @@ pub async fn initialize(wire: &impl Wire) -> Result<Handshake, String> {
 
 async fn try_initialize(wire: &impl Wire) -> Result<Handshake, Refusal> {
     wire.set_era(Era::Legacy);
-    let params = json!({
-        "protocolVersion": Revision::LATEST_LEGACY.as_str(),
-        "capabilities": CLIENT_CAPABILITIES.clone(),
-        "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")},
-    });
     let result = wire
-        .send("initialize", Some(params))
+        .send("initialize", Some(initialize_params()))
         .await
         .map_err(Refusal::Answered)?;
     let handshake = Handshake::from_initialize(&result).map_err(Refusal::Unusable)?;

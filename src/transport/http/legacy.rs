@@ -9,8 +9,8 @@
 use super::exchange::Exchange;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
-use crate::gateway::{Client, Gateway, Inbound};
-use crate::jsonrpc::{self, ErrorObject, Frame, Request, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::gateway::{Client, Gateway, Inbound, Received};
+use crate::jsonrpc::{self, ErrorObject, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::Value;
@@ -89,18 +89,15 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
         Ok(frame) => frame,
         Err(rejection) => return json_response(StatusCode::BAD_REQUEST, &rejection),
     };
-    let in_batch = matches!(frame, Frame::Batch(_));
     let client = session.as_deref().map(|session| &*session.client);
-    let mut sorted = match door.gateway.receive(client, Some(revision), frame) {
-        Ok(sorted) => sorted,
+    let inbound = match door.gateway.receive(client, Some(revision), frame) {
+        Ok(Received::One(inbound)) => inbound,
+        Ok(Received::Batch(elements)) => return batch(door, session, revision, elements).await,
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal),
     };
-    if in_batch {
-        return batch(door, session, revision, sorted).await;
-    }
-    match sorted.pop() {
-        Some(Inbound::Initialize(request)) => initialize(door, session.is_some(), request),
-        Some(Inbound::Run(request)) => {
+    match inbound {
+        Inbound::Initialize(request) => initialize(door, session.is_some(), request),
+        Inbound::Run(request) => {
             let mut exchange = Exchange::new();
             let client = serving_client(door, session.as_ref(), revision, &mut exchange);
             let cancel = exchange.start(&door.gateway, &client, request);
@@ -111,15 +108,15 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
                 .reply(false, |_| StatusCode::OK, door.options.sse_keep_alive)
                 .await
         }
-        Some(Inbound::Answer(response)) => json_response(StatusCode::BAD_REQUEST, &response),
-        Some(Inbound::Stray) => rpc_error(
+        Inbound::Answer(response) => json_response(StatusCode::BAD_REQUEST, &response),
+        Inbound::Stray => rpc_error(
             StatusCode::BAD_REQUEST,
             ErrorObject::new(
                 INVALID_REQUEST,
                 "Invalid Request: no request of mcpx's in this session awaits this response (unknown id, or answered already)",
             ),
         ),
-        Some(Inbound::Done) | None => accepted(),
+        Inbound::Done => accepted(),
     }
 }
 

@@ -33,9 +33,8 @@ pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
     use crate::protocol::{envelope, Revision};
     let modern = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
         "params": envelope::wrap(None)});
-    let legacy = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": Revision::LATEST_LEGACY.as_str(),
-        "capabilities": {}, "clientInfo": {"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}}});
+    let legacy = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": crate::upstream::client::initialize_params()});
     for (message, version) in [
         (modern, Some(Revision::V2026_07_28.as_str())),
         (legacy, None),

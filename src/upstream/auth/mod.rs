@@ -66,11 +66,17 @@ impl Authorizer {
     /// The access token to send now, refreshed first if it is about to expire; `None` when there
     /// is no credential (the server may not need one).
     pub async fn token(&self) -> Option<String> {
-        let current = lock(&self.current).clone()?;
-        if current.due_for_refresh() && current.refresh_token.is_some() {
-            return self.refresh(Some(&current.access_token)).await.ok();
+        // Only the token is copied out: this runs on every request.
+        let (token, due) = {
+            let current = lock(&self.current);
+            let current = current.as_ref()?;
+            let due = current.due_for_refresh() && current.refresh_token.is_some();
+            (current.access_token.clone(), due)
+        };
+        if due {
+            return self.refresh(Some(&token)).await.ok();
         }
-        Some(current.access_token)
+        Some(token)
     }
 
     /// The server refused `used` (401): a new token if one can be had (another caller's refresh,

@@ -119,14 +119,7 @@ impl Wire for HttpUpstream {
     }
 
     async fn deliver(&self, method: &str, params: Option<Value>) {
-        let notification = Notification {
-            method: method.to_owned(),
-            params,
-        }
-        .to_value();
-        if let Err(e) = self.detached().post(&notification, HeaderMap::new()).await {
-            tracing::debug!(server = %self.name, "notification not delivered: {e}");
-        }
+        self.detached().notify(method, params).await
     }
 
     fn needs_login(&self) -> bool {
@@ -222,7 +215,7 @@ impl HttpUpstream {
         cancel: &Cancel,
         caller: Caller,
     ) -> Reply {
-        let reply = self.call(method, params.clone(), cancel, caller).await;
+        let reply = self.call(method, params, cancel, caller).await;
         if method == "tools/list" {
             if let Ok(result) = &reply {
                 self.learn_header_params(result);
@@ -329,18 +322,9 @@ impl HttpUpstream {
         if self.is_modern() {
             return;
         }
-        let notification = Notification {
-            method: method.to_owned(),
-            params,
-        }
-        .to_value();
         let this = self.detached();
-        smol::spawn(async move {
-            if let Err(e) = this.post(&notification, HeaderMap::new()).await {
-                tracing::debug!(server = %this.name, "notification not delivered: {e}");
-            }
-        })
-        .detach();
+        let method = method.to_owned();
+        smol::spawn(async move { this.notify(&method, params).await }).detach();
     }
 
     /// A handle on the same server for a background task (shares the pool and the session).
@@ -539,6 +523,18 @@ struct Detached {
 }
 
 impl Detached {
+    /// POSTs a notification; a failure is only logged, as nothing answers a notification.
+    async fn notify(&self, method: &str, params: Option<Value>) {
+        let notification = Notification {
+            method: method.to_owned(),
+            params,
+        }
+        .to_value();
+        if let Err(e) = self.post(&notification, HeaderMap::new()).await {
+            tracing::debug!(server = %self.name, "notification not delivered: {e}");
+        }
+    }
+
     async fn post(&self, message: &Value, mut extra: HeaderMap) -> Result<(), String> {
         if let Some(session) = &self.session {
             extra.insert(
