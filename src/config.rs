@@ -199,6 +199,31 @@ pub struct Server {
     /// Who mcpx is to its authorization server, when it needs a login (`url` servers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oauth: Option<OAuth>,
+    /// Which HTTP transport a `url` server speaks.
+    #[serde(skip_serializing_if = "RemoteTransport::is_auto")]
+    pub transport: RemoteTransport,
+}
+
+/// `[servers.NAME] transport`: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or whichever
+/// the server answers to (the specification's backwards-compatibility procedure).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum RemoteTransport {
+    /// Streamable HTTP; HTTP+SSE if the server refuses mcpx's POSTs with a 4xx.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// Streamable HTTP only.
+    #[serde(rename = "streamable-http")]
+    StreamableHttp,
+    /// HTTP+SSE only: a GET stream whose `endpoint` event says where to POST.
+    #[serde(rename = "sse")]
+    Sse,
+}
+
+impl RemoteTransport {
+    fn is_auto(&self) -> bool {
+        *self == RemoteTransport::Auto
+    }
 }
 
 /// `[servers.NAME.oauth]`: how mcpx identifies itself when the server needs a login. Without
@@ -416,9 +441,13 @@ impl Config {
                             .into(),
                     )
                 }
-                (Some(_), None) if !server.headers.is_empty() || server.oauth.is_some() => {
+                (Some(_), None)
+                    if !server.headers.is_empty()
+                        || server.oauth.is_some()
+                        || !server.transport.is_auto() =>
+                {
                     return fail(
-                        "`headers` and `oauth` belong to a `url` server, not a `command` one"
+                        "`headers`, `oauth` and `transport` belong to a `url` server, not a `command` one"
                             .into(),
                     )
                 }
@@ -605,7 +634,7 @@ headers = { Authorization = "Bearer x" }
         /// Every key mcpx reads is documented in mcpx.toml(5).
         #[test]
         fn every_key_is_in_the_man_page() {
-            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\noauth = { clientId = \"c\" }\n").unwrap();
+            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\noauth = { clientId = \"c\" }\ntransport = \"sse\"\n").unwrap();
             config.admin.socket = "/s".into();
             config.daemon.token = Some("t".into());
             let page =

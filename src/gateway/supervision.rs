@@ -4,11 +4,12 @@
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{UpstreamEra, BUILTIN_SERVER};
+use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
 use crate::protocol::Era;
 use crate::sync::{lock, write};
 use crate::upstream::auth::store::Store;
 use crate::upstream::http::HttpUpstream;
+use crate::upstream::sse::SseUpstream;
 use crate::upstream::stdio::StdioUpstream;
 use crate::upstream::{Caller, Connection, Event, ListKind};
 use async_channel::Receiver;
@@ -70,28 +71,27 @@ impl Gateway {
                     Era::Legacy => UpstreamEra::Legacy,
                 });
         }
+        config.transport = *lock(&upstream.transport);
         let outcome = async {
-            let connection = match config.launch() {
-                crate::config::Launch::Stdio(_) => Connection::Stdio(StdioUpstream::spawn(
-                    &upstream.name,
-                    upstream.id,
-                    generation,
-                    &config,
-                    self.launcher.as_deref(),
-                    self.max_message_bytes,
-                    events,
-                )?),
-                crate::config::Launch::Http(_) => Connection::Http(HttpUpstream::new(
-                    &upstream.name,
-                    upstream.id,
-                    &config,
-                    Store::new(&self.credentials),
-                    events,
-                )?),
-            };
+            let mut connection = self.connect(upstream, &config, generation, events.clone())?;
             *lock(&upstream.connection) = Some(connection.clone());
-            let handshake = connection.handshake().await?;
+            let mut handshake = connection.handshake().await;
+            // The specification's backwards compatibility: a server that refuses the POSTs with
+            // a 4xx may speak the 2024-11-05 HTTP+SSE transport.
+            let refused_posts = matches!(&connection, Connection::Http(http) if http.refused_posts());
+            if let (Err(reason), true) = (&handshake, refused_posts) {
+                if config.transport == RemoteTransport::Auto {
+                    tracing::info!(server = %upstream.name, "refuses Streamable HTTP ({reason}); trying HTTP+SSE");
+                    connection.stop();
+                    config.transport = RemoteTransport::Sse;
+                    connection = self.connect(upstream, &config, generation, events)?;
+                    *lock(&upstream.connection) = Some(connection.clone());
+                    handshake = connection.handshake().await;
+                }
+            }
+            let handshake = handshake?;
             let listing = list_everything(&connection, &handshake.capabilities).await?;
+            *lock(&upstream.transport) = config.transport;
             Ok::<_, String>((handshake, listing))
         }
         .await;
@@ -126,6 +126,44 @@ impl Gateway {
         };
         self.registry.notify_changed();
         serving
+    }
+
+    /// A connection to the server as `config` says to reach it (nothing is sent yet).
+    fn connect(
+        &self,
+        upstream: &Upstream,
+        config: &Server,
+        generation: u64,
+        events: async_channel::Sender<Event>,
+    ) -> Result<Connection, String> {
+        let credentials = || Store::new(&self.credentials);
+        let (name, index) = (upstream.name.as_str(), upstream.id);
+        Ok(match (config.launch(), config.transport) {
+            (Launch::Stdio(_), _) => Connection::Stdio(StdioUpstream::spawn(
+                name,
+                index,
+                generation,
+                config,
+                self.launcher.as_deref(),
+                self.max_message_bytes,
+                events,
+            )?),
+            (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(SseUpstream::new(
+                name,
+                index,
+                generation,
+                config,
+                credentials(),
+                events,
+            )?),
+            (Launch::Http(_), _) => Connection::Http(HttpUpstream::new(
+                name,
+                index,
+                config,
+                credentials(),
+                events,
+            )?),
+        })
     }
 
     pub(super) fn build_catalog(&self) -> Result<Catalog, String> {

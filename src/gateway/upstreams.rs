@@ -7,7 +7,7 @@
 
 use super::{Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Config, Server, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
+use crate::config::{Config, RemoteTransport, Server, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
 use crate::jsonrpc::ErrorObject;
 use crate::limit::Limit;
 use crate::protocol::Era;
@@ -137,6 +137,8 @@ pub(super) struct Upstream {
     pub(super) reviving: AtomicBool,
     /// Its requests in flight, against `maxInFlight`.
     pub(super) in_flight: Arc<Limit>,
+    /// The HTTP transport a `url` server speaks, once its first start found it: restarts use it.
+    pub(super) transport: Mutex<RemoteTransport>,
 }
 
 impl Upstream {
@@ -222,6 +224,7 @@ impl Upstreams {
             backoff: Mutex::default(),
             removed: Cancel::new(),
             reviving: AtomicBool::new(false),
+            transport: Mutex::new(config.transport),
             in_flight: Limit::new(
                 format!("servers.{name}.maxInFlight"),
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),

@@ -1,8 +1,8 @@
 //! Server-sent events as a remote upstream sends them: bytes in, in chunks cut anywhere, and the
-//! `data` of each complete event out.
+//! type and `data` of each complete event out.
 //!
 //! Lines may end in CRLF, LF or a bare CR (the SSE grammar allows all three); a leading byte-order
-//! mark is skipped; comments and fields other than `data` are ignored. An event may not grow past
+//! mark is skipped; comments and unknown fields are ignored. An event may not grow past
 //! a bound, so an upstream that never ends one cannot make mcpx buffer without end.
 
 /// An event that grew past the bound before it ended.
@@ -18,7 +18,16 @@ impl std::fmt::Display for EventTooLarge {
     }
 }
 
-/// Splits one event stream into its events' data.
+/// One event that carried data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// Its type (`event:`), `message` when it names none.
+    pub kind: String,
+    /// Its `data` lines joined by LF.
+    pub data: String,
+}
+
+/// Splits one event stream into its events.
 #[derive(Debug)]
 pub struct EventStream {
     /// The unfinished event, its line endings already made LF.
@@ -60,9 +69,9 @@ impl EventStream {
         self.retry
     }
 
-    /// Takes the next bytes of the stream; returns the data of each event they complete, in
+    /// Takes the next bytes of the stream; returns each event with data they complete, in
     /// order, or the error once an unfinished event is past the bound.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, EventTooLarge> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Sent>, EventTooLarge> {
         let mut events = Vec::new();
         for &byte in bytes {
             let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
@@ -96,7 +105,7 @@ impl EventStream {
     }
 
     /// Moves the event a blank line has just ended, if any, out of the buffer.
-    fn take_complete_events(&mut self, events: &mut Vec<String>) {
+    fn take_complete_events(&mut self, events: &mut Vec<Sent>) {
         let Some(at) = self.buffer[self.scanned..]
             .windows(2)
             .position(|w| w == b"\n\n")
@@ -107,15 +116,18 @@ impl EventStream {
         };
         let event: Vec<u8> = self.buffer.drain(..at + 2).collect();
         self.scanned = 0;
-        self.note_fields(&event[..at]);
+        let kind = self.note_fields(&event[..at]);
         if let Some(data) = data_of(&event[..at]) {
-            events.push(data);
+            let kind = kind.unwrap_or_else(|| "message".to_owned());
+            events.push(Sent { kind, data });
         }
     }
 
     /// Remembers an event's `id` (one without NUL, as the SSE rules say) and `retry` (digits
-    /// only, in milliseconds), which apply whether or not the event carries data.
-    fn note_fields(&mut self, event: &[u8]) {
+    /// only, in milliseconds), which apply whether or not the event carries data; returns its
+    /// type, if it names one.
+    fn note_fields(&mut self, event: &[u8]) -> Option<String> {
+        let mut kind = None;
         let text = String::from_utf8_lossy(event);
         for line in text.split('\n') {
             let (field, value) = match line.split_once(':') {
@@ -127,9 +139,11 @@ impl EventStream {
                 "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                     self.retry = value.parse().ok().map(std::time::Duration::from_millis)
                 }
+                "event" if !value.is_empty() => kind = Some(value.to_owned()),
                 _ => {}
             }
         }
+        kind
     }
 }
 
@@ -150,7 +164,13 @@ fn data_of(event: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod every_revision {
     mod http_upstream {
-        use crate::upstream::event_stream::{EventStream, EventTooLarge};
+        use crate::upstream::event_stream::{EventStream, EventTooLarge, Sent};
+
+        /// The data of the events `bytes` complete.
+        fn data(stream: &mut EventStream, bytes: &[u8]) -> Vec<String> {
+            let events = stream.push(bytes).unwrap();
+            events.into_iter().map(|event| event.data).collect()
+        }
 
         #[test]
         fn an_events_id_and_retry_are_remembered_with_or_without_data() {
@@ -173,20 +193,40 @@ mod every_revision {
                 stream
                     .push(b":1}\n\n: keep-alive\n\ndata: 2\r\n\r\n")
                     .unwrap(),
-                vec!["{\"a\":1}".to_owned(), "2".to_owned()]
+                vec![
+                    Sent {
+                        kind: "message".into(),
+                        data: "{\"a\":1}".into()
+                    },
+                    Sent {
+                        kind: "message".into(),
+                        data: "2".into()
+                    }
+                ]
             );
+        }
+
+        #[test]
+        fn an_events_type_comes_with_its_data() {
+            let mut stream = EventStream::new(1024);
+            let events = stream
+                .push(b"event: endpoint\ndata: /message?sessionId=1\n\ndata: {}\n\n")
+                .unwrap();
+            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+            assert_eq!(kinds, ["endpoint", "message"]);
+            assert_eq!(events[0].data, "/message?sessionId=1");
         }
 
         #[test]
         fn every_line_ending_the_grammar_allows_ends_a_line() {
             let whole = b"\xEF\xBB\xBFdata:a\rdata: b\r\n\r\ndata\n\ndata: c\r\r";
             let mut stream = EventStream::new(1024);
-            assert_eq!(stream.push(whole).unwrap(), ["a\nb", "", "c"]);
+            assert_eq!(data(&mut stream, whole), ["a\nb", "", "c"]);
             // The same bytes one at a time, a CRLF cut in two included.
             let mut stream = EventStream::new(1024);
             let one_by_one: Vec<String> = whole
                 .iter()
-                .flat_map(|b| stream.push(&[*b]).unwrap())
+                .flat_map(|b| data(&mut stream, &[*b]))
                 .collect();
             assert_eq!(one_by_one, ["a\nb", "", "c"]);
         }

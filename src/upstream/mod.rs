@@ -10,6 +10,8 @@ pub mod client;
 pub mod event_stream;
 pub mod failure;
 pub mod http;
+pub mod peer;
+pub mod sse;
 pub mod stdio;
 
 use crate::jsonrpc::{Notification, Outbound};
@@ -73,6 +75,8 @@ pub enum Connection {
     Stdio(Arc<stdio::StdioUpstream>),
     /// A remote server over Streamable HTTP.
     Http(Arc<http::HttpUpstream>),
+    /// A remote server over the 2024-11-05 HTTP+SSE transport.
+    Sse(Arc<sse::SseUpstream>),
 }
 
 impl Connection {
@@ -81,6 +85,7 @@ impl Connection {
         match self {
             Connection::Stdio(c) => c.handshake().await,
             Connection::Http(c) => c.handshake().await,
+            Connection::Sse(c) => c.handshake().await,
         }
     }
 
@@ -95,8 +100,11 @@ impl Connection {
         // Boxed: an HTTP exchange's state is kilobytes, and every future that awaits a request
         // (a listen stream's, held for hours) would otherwise carry that much inline.
         match self {
-            Connection::Stdio(c) => Box::pin(c.request(method, params, cancel, caller)).await,
+            Connection::Stdio(c) => {
+                Box::pin(c.peer().request(method, params, cancel, caller)).await
+            }
             Connection::Http(c) => Box::pin(c.request(method, params, cancel, caller)).await,
+            Connection::Sse(c) => Box::pin(c.peer().request(method, params, cancel, caller)).await,
         }
     }
 
@@ -105,6 +113,7 @@ impl Connection {
         match self {
             Connection::Stdio(c) => c.shutdown(grace).await,
             Connection::Http(c) => c.shutdown(grace).await,
+            Connection::Sse(c) => c.shutdown(grace).await,
         }
     }
 
@@ -113,6 +122,7 @@ impl Connection {
         match self {
             Connection::Stdio(c) => c.stop(),
             Connection::Http(c) => c.stop(),
+            Connection::Sse(c) => c.stop(),
         }
     }
 
@@ -121,6 +131,7 @@ impl Connection {
         match self {
             Connection::Stdio(_) => false,
             Connection::Http(c) => c.needs_login(),
+            Connection::Sse(c) => c.needs_login(),
         }
     }
 
@@ -129,6 +140,7 @@ impl Connection {
         match self {
             Connection::Stdio(c) => c.is_alive(),
             Connection::Http(c) => c.is_alive(),
+            Connection::Sse(c) => c.is_alive(),
         }
     }
 }

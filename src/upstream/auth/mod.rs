@@ -79,6 +79,15 @@ impl Authorizer {
         Some(token)
     }
 
+    /// The server refused `used` (401) on the `attempt`th try of a request: a fresh token to
+    /// try once more with, or, on the second refusal, a login.
+    pub async fn after_refusal(&self, used: Option<&str>, attempt: u32) -> Result<(), NeedsLogin> {
+        match attempt {
+            0 => self.refused(used).await.map(drop),
+            _ => Err(self.needs_login()),
+        }
+    }
+
     /// The server refused `used` (401): a new token if one can be had (another caller's refresh,
     /// a login written to the store since, or a refresh of our own); otherwise a login is needed.
     pub async fn refused(&self, used: Option<&str>) -> Result<String, NeedsLogin> {
@@ -236,4 +245,15 @@ pub async fn token_request(
         expires_in: value.get("expires_in").and_then(Value::as_u64),
         scope: text("scope"),
     })
+}
+
+/// Puts `Authorization: Bearer TOKEN` in `headers`, when there is a token.
+pub fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String> {
+    if let Some(token) = token {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| "the access token has bytes a header cannot carry".to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(http::header::AUTHORIZATION, value);
+    }
+    Ok(())
 }

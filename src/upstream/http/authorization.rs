@@ -1,10 +1,9 @@
-//! Tokens on the wire: the bearer header, and what a refusal (401, or 403 for more scope) makes
+//! Tokens on the wire: what a refusal (401, or 403 for more scope) makes
 //! of a call: one retry with a refreshed token, or the login that is needed.
 
 use super::HttpUpstream;
 use crate::upstream::auth::NeedsLogin;
 use crate::upstream::failure::Failure;
-use http::{HeaderMap, HeaderValue};
 use std::sync::atomic::Ordering;
 
 impl HttpUpstream {
@@ -18,11 +17,7 @@ impl HttpUpstream {
         let Some(auth) = &self.auth else {
             return Err(Failure::gone(&self.name, "refused mcpx (401)"));
         };
-        let refreshed = match attempt {
-            0 => auth.refused(used).await.map(drop),
-            _ => Err(NeedsLogin::Login(self.name.clone())),
-        };
-        refreshed.map_err(|needed| {
+        auth.after_refusal(used, attempt).await.map_err(|needed| {
             self.needs_login.store(true, Ordering::Relaxed);
             Failure::Refused(needed.to_string())
         })
@@ -43,15 +38,4 @@ impl HttpUpstream {
             None => Failure::Refused(needed.to_string()),
         }
     }
-}
-
-/// Puts `Authorization: Bearer TOKEN` in `headers`, when there is a token.
-pub(super) fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String> {
-    if let Some(token) = token {
-        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
-            .map_err(|_| "the access token has bytes a header cannot carry".to_owned())?;
-        value.set_sensitive(true);
-        headers.insert(http::header::AUTHORIZATION, value);
-    }
-    Ok(())
 }

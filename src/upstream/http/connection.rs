@@ -104,6 +104,40 @@ impl Pool {
         }
     }
 
+    /// A pool for a `url` server: its URL, and its configured headers (`${VAR}` expanded).
+    pub fn for_server(server: &crate::config::Server) -> Result<Pool, String> {
+        use http::{HeaderName, HeaderValue};
+        let url = server.url.as_deref().unwrap_or_default();
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("`url` {url:?} is not a URL: {e}"))?;
+        if uri.host().is_none() {
+            return Err(format!("`url` {url:?} has no host"));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &server.headers {
+            let value =
+                crate::environment::expand(value).map_err(|e| format!("headers.{name}: {e}"))?;
+            let header = HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("headers.{name} is not a header name"))?;
+            let mut value = HeaderValue::try_from(value)
+                .map_err(|_| format!("headers.{name} has bytes a header cannot carry"))?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        Ok(Pool::new(uri, headers))
+    }
+
+    /// A pool for another endpoint of the same server, with the same headers.
+    pub fn at(&self, uri: Uri) -> Pool {
+        Pool::new(uri, self.headers.clone())
+    }
+
+    /// Whether the configured headers carry an `Authorization` of their own.
+    pub fn carries_authorization(&self) -> bool {
+        self.headers.contains_key(http::header::AUTHORIZATION)
+    }
+
     /// The endpoint.
     pub fn uri(&self) -> &Uri {
         &self.uri

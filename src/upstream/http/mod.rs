@@ -18,6 +18,7 @@ mod headers;
 mod streams;
 
 use super::asks::{self, Askers};
+use super::auth::bearer;
 use super::auth::discovery::parse_challenge;
 use super::auth::store::Store;
 use super::auth::Authorizer;
@@ -27,16 +28,14 @@ use super::failure::Failure;
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
-use crate::environment;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
 use crate::mcpheaders::HeaderParam;
 use crate::protocol::envelope;
 use crate::protocol::Era;
 use crate::sync::lock;
 use async_channel::Sender;
-use authorization::bearer;
 use connection::Pool;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -53,7 +52,7 @@ const STREAM_OPEN_PATIENCE: Duration = Duration::from_secs(5);
 
 /// The largest message (a JSON body, or one event) taken from a remote server: room for big
 /// results such as images, but a bound, so a broken or hostile server cannot exhaust memory.
-pub(super) const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// A remote upstream.
 pub struct HttpUpstream {
@@ -78,6 +77,8 @@ pub struct HttpUpstream {
     needs_login: AtomicBool,
     /// Fired when the legacy GET stream's answer arrived.
     stream_opened: Cancel,
+    /// A POST was refused with a 4xx that is not JSON-RPC: the server may speak HTTP+SSE.
+    posts_refused: AtomicBool,
 }
 
 impl std::fmt::Debug for HttpUpstream {
@@ -137,39 +138,25 @@ impl HttpUpstream {
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let url = server.url.as_deref().unwrap_or_default();
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| format!("`url` {url:?} is not a URL: {e}"))?;
-        if uri.host().is_none() {
-            return Err(format!("`url` {url:?} has no host"));
-        }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &server.headers {
-            let value = environment::expand(value).map_err(|e| format!("headers.{name}: {e}"))?;
-            let header = HeaderName::try_from(name.as_str())
-                .map_err(|_| format!("headers.{name} is not a header name"))?;
-            let mut value = HeaderValue::try_from(value)
-                .map_err(|_| format!("headers.{name} has bytes a header cannot carry"))?;
-            value.set_sensitive(true);
-            headers.insert(header, value);
-        }
-        let configured_authorization = headers.contains_key(http::header::AUTHORIZATION);
+        let pool = Pool::for_server(server)?;
+        let auth = (!pool.carries_authorization()).then(|| Authorizer::new(name, url, credentials));
         Ok(Arc::new(HttpUpstream {
             name: name.to_owned(),
             index,
             era: Mutex::new(Era::Legacy),
             era_choice: server.era,
             session: Mutex::default(),
-            pool: Arc::new(Pool::new(uri, headers)),
+            pool: Arc::new(pool),
             next_id: AtomicI64::new(1),
             timeout: server.timeout(),
             events,
             closed: Cancel::new(),
             header_params: Mutex::default(),
             askers: Askers::default(),
-            auth: (!configured_authorization).then(|| Authorizer::new(name, url, credentials)),
+            auth,
             needs_login: AtomicBool::new(false),
             stream_opened: Cancel::new(),
+            posts_refused: AtomicBool::new(false),
         }))
     }
 
@@ -196,6 +183,12 @@ impl HttpUpstream {
     /// Whether the server's last refusal asked for a login.
     pub fn needs_login(&self) -> bool {
         self.needs_login.load(Ordering::Relaxed)
+    }
+
+    /// Whether the server refused a POST with a 4xx that is not JSON-RPC: where the
+    /// specification's backwards-compatibility procedure tries the HTTP+SSE transport.
+    pub fn refused_posts(&self) -> bool {
+        self.posts_refused.load(Ordering::Relaxed)
     }
 
     /// A new legacy session, once the server forgot the old one. A trait object, since the
@@ -407,8 +400,12 @@ impl HttpUpstream {
                 .map_err(|e| format!("reading the response failed: {e}"))?
                 .to_bytes();
             self.pool.recycle(link);
-            let value: Value = serde_json::from_slice(&bytes)
-                .map_err(|_| format!("HTTP {status} with a body that is not JSON-RPC"))?;
+            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+                if status.is_client_error() {
+                    self.posts_refused.store(true, Ordering::Relaxed);
+                }
+                return Err(format!("HTTP {status} with a body that is not JSON-RPC"));
+            };
             let messages = match value {
                 Value::Array(items) => items,
                 single => vec![single],

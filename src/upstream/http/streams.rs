@@ -2,9 +2,9 @@
 //! `Last-Event-ID` when a legacy server closes it early), the legacy session's GET stream and
 //! the modern `subscriptions/listen` stream that carry the server's notifications.
 
-use super::authorization::bearer;
 use super::{HttpUpstream, Reply, MAX_UPSTREAM_MESSAGE};
 use crate::sync::lock;
+use crate::upstream::auth::bearer;
 use crate::upstream::auth::Authorizer;
 use crate::upstream::event_stream::EventStream;
 use crate::upstream::Caller;
@@ -30,7 +30,7 @@ impl HttpUpstream {
                 continue;
             };
             for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event) {
+                if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
                     if let Some(reply) = self.receive(message, id, caller) {
                         return Ok(Some(reply));
                     }
@@ -158,7 +158,7 @@ impl HttpUpstream {
                 continue;
             };
             for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event) {
+                if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
                     self.receive(message, 0, &Caller::default());
                 }
             }

@@ -1,0 +1,279 @@
+//! One JSON-RPC conversation with a server over a single ordered channel each way: a child's
+//! stdin and stdout ([`super::stdio`]), or an HTTP+SSE session's POSTs and event stream
+//! ([`super::sse`]).
+//!
+//! The wire only moves text. The peer numbers mcpx's requests and settles them by id, carries
+//! each request's progress back to its caller and the server's own requests to the call that can
+//! answer them, and when the wire ends fails everything pending at once with an error naming the
+//! server, so no caller waits on a dead upstream.
+
+use super::asks::{self, Askers};
+use super::client::{self, Wire};
+use super::failure::Failure;
+use super::{Caller, Event, ProgressSink};
+use crate::cancel::Cancel;
+use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request, Response};
+use crate::protocol::envelope;
+use crate::protocol::Era;
+use crate::sync::lock;
+use async_channel::{Receiver, Sender};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+type Reply = Result<Value, ErrorObject>;
+
+/// mcpx's side of the conversation with one server.
+#[derive(Debug)]
+pub struct Peer {
+    name: String,
+    /// The upstream's index in the gateway, for the events it reports.
+    index: usize,
+    /// Serialized messages for the wire to send, in order.
+    outgoing: Sender<String>,
+    pending: Mutex<HashMap<i64, Sender<Reply>>>,
+    progress: Mutex<HashMap<String, ProgressSink>>,
+    /// The calls in flight whose clients can take the server's own requests.
+    askers: Askers,
+    next_id: AtomicI64,
+    era: Mutex<Era>,
+    /// How long a request may go unanswered.
+    timeout: Duration,
+    events: Sender<Event>,
+    /// Fired when the wire ended; [`Peer::end`] gave why.
+    ended: Cancel,
+    why_ended: OnceLock<String>,
+}
+
+impl Wire for Peer {
+    fn set_era(&self, era: Era) {
+        *lock(&self.era) = era;
+    }
+
+    async fn send(&self, method: &str, params: Option<Value>) -> Reply {
+        self.request(method, params, &Cancel::new(), Caller::default())
+            .await
+    }
+
+    async fn deliver(&self, method: &str, params: Option<Value>) {
+        // Messages go out in order: what is sent next reaches the server after it.
+        self.notify(method, params)
+    }
+}
+
+impl Peer {
+    /// A conversation with the server `name` (the gateway's upstream `index`), whose events go
+    /// to `events`; the receiver gives the messages for the wire to send.
+    pub fn new(
+        name: &str,
+        index: usize,
+        timeout: Duration,
+        events: Sender<Event>,
+    ) -> (Peer, Receiver<String>) {
+        let (outgoing, to_send) = async_channel::unbounded();
+        let peer = Peer {
+            name: name.to_owned(),
+            index,
+            outgoing,
+            pending: Mutex::default(),
+            progress: Mutex::default(),
+            askers: Askers::default(),
+            next_id: AtomicI64::new(1),
+            era: Mutex::new(Era::Legacy),
+            timeout,
+            events,
+            ended: Cancel::new(),
+            why_ended: OnceLock::new(),
+        };
+        (peer, to_send)
+    }
+
+    /// The server's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sends a request in the server's era and waits for its answer, unless `cancel` fires or
+    /// the timeout passes first (then the server is told, and the answer is an error).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &Cancel,
+        caller: Caller,
+    ) -> Reply {
+        let mut params = match *lock(&self.era) {
+            Era::Modern => Some(envelope::wrap(params)),
+            Era::Legacy => params,
+        };
+        if self.ended.is_cancelled() {
+            return Err(self.gone());
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let token = caller.progress.map(|sink| {
+            let token = client::progress_token(id);
+            client::put_progress_token(&mut params, &token);
+            lock(&self.progress).insert(token.clone(), sink);
+            token
+        });
+        if let Some(asks) = caller.asks {
+            self.askers.enter(id, asks);
+        }
+        let (tx, rx) = async_channel::bounded(1);
+        lock(&self.pending).insert(id, tx);
+        self.send(&Request {
+            id: Id::Number(id),
+            method: method.to_owned(),
+            params,
+        });
+        // Whichever first: the answer, the caller's cancellation, or the upstream's timeout.
+        let timed_out = Cancel::new();
+        let reply = smol::future::or(cancel.run(rx.recv()), async {
+            smol::Timer::after(self.timeout).await;
+            timed_out.cancel();
+            None
+        })
+        .await;
+        if let Some(token) = token {
+            lock(&self.progress).remove(&token);
+        }
+        self.askers.leave(id);
+        match reply {
+            Some(Ok(reply)) => reply,
+            Some(Err(_)) => Err(self.gone()),
+            None => {
+                lock(&self.pending).remove(&id);
+                let failure = if timed_out.is_cancelled() {
+                    Failure::Timeout {
+                        server: self.name.clone(),
+                        after: self.timeout,
+                    }
+                } else {
+                    Failure::Cancelled
+                };
+                let reason = failure.reason_for_upstream();
+                self.notify(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": reason})),
+                );
+                Err(failure.into())
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: Option<Value>) {
+        let notification = Notification {
+            method: method.to_owned(),
+            params,
+        };
+        self.send(&notification);
+    }
+
+    fn send(&self, message: &impl serde::Serialize) {
+        // Serializing a message with string keys cannot fail.
+        let text = serde_json::to_string(message).unwrap_or_default();
+        let _ = self.outgoing.try_send(text);
+    }
+
+    /// Stops sending: the wire's receiver ends once it has sent what was queued.
+    pub fn close(&self) {
+        self.outgoing.close();
+    }
+
+    /// Fails mcpx's request `id` at once: it could not be sent, or its answer not taken.
+    pub fn fail(&self, id: &Id, failure: Failure) {
+        let Id::Number(id) = id else { return };
+        let waiter = lock(&self.pending).remove(id);
+        if let Some(waiter) = waiter {
+            let _ = waiter.try_send(Err(failure.into()));
+        }
+    }
+
+    /// Takes one message from the server.
+    pub async fn receive(&self, message: Message) {
+        match message {
+            Message::Response(Response {
+                id: Some(Id::Number(id)),
+                outcome,
+            }) => {
+                let waiter = lock(&self.pending).remove(&id);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.try_send(outcome);
+                }
+            }
+            Message::Response(response) => {
+                tracing::debug!(server = %self.name, "response to no request: {:?}", response.id)
+            }
+            Message::Notification(n) => self.on_notification(n).await,
+            Message::Request(request) => self.on_request(request),
+        }
+    }
+
+    async fn on_notification(&self, n: Notification) {
+        let params = n.params.unwrap_or(Value::Null);
+        if n.method == "notifications/progress" {
+            let token = params
+                .get("progressToken")
+                .map(token_key)
+                .unwrap_or_default();
+            let sink = lock(&self.progress).get(&token).cloned();
+            if let Some(sink) = sink {
+                sink.forward(params);
+            }
+        } else if let Some(event) = client::event_of(&self.name, self.index, &n.method, &params) {
+            let _ = self.events.send(event).await;
+        }
+    }
+
+    /// A request from the server: answered in a task of its own, since an ask waits on a person
+    /// or a model while the server's other messages keep arriving. Nothing on such a wire says
+    /// which call an ask belongs to, so it goes to the newest one in flight.
+    fn on_request(&self, request: Request) {
+        let (outgoing, name) = (self.outgoing.clone(), self.name.clone());
+        let asker = self.askers.newest();
+        smol::spawn(async move {
+            let response = asks::answer(request, asker, &name).await;
+            let _ = outgoing.try_send(serde_json::to_string(&response).unwrap_or_default());
+        })
+        .detach();
+    }
+
+    /// The wire ended, for the reason `why` (a clause after the server's name, "exited: its
+    /// stdout closed"): every request pending fails at once, and later ones at once too.
+    pub fn end(&self, why: String) {
+        let _ = self.why_ended.set(why);
+        self.ended.cancel();
+        let error = self.gone();
+        for (_, waiter) in lock(&self.pending).drain() {
+            let _ = waiter.try_send(Err(error.clone()));
+        }
+    }
+
+    /// Fired when the wire has ended.
+    pub fn ended(&self) -> &Cancel {
+        &self.ended
+    }
+
+    /// Whether the wire still carries the conversation.
+    pub fn is_open(&self) -> bool {
+        !self.ended.is_cancelled()
+    }
+
+    fn gone(&self) -> ErrorObject {
+        let why = self
+            .why_ended
+            .get()
+            .map_or("ended before answering", String::as_str);
+        Failure::gone(&self.name, why).into()
+    }
+}
+
+/// A progress token as the key its sink is kept under.
+fn token_key(token: &Value) -> String {
+    token
+        .as_str()
+        .map_or_else(|| token.to_string(), str::to_owned)
+}
