@@ -3,10 +3,11 @@
 //! Claude Desktop and Cursor keep servers under `mcpServers`; VS Code under `servers` in
 //! `.vscode/mcp.json`, or under `mcp.servers` in its user `settings.json` (which allows comments
 //! and trailing commas, so files are read as JSONC). What mcpx cannot carry over (VS Code's
-//! `${input:…}` prompts, `envFile`, HTTP+SSE servers) is reported, never silently dropped; the
-//! command then asks each remote server whether it needs a login, and says so.
+//! `${input:…}` prompts, `envFile`) is reported, never silently dropped. Remote servers come with
+//! their transport (`"type": "sse"` is HTTP+SSE; Windsurf's `serverUrl` is a `url`), and the
+//! command then asks each whether it needs a login, and says so.
 
-use crate::config::{Config, Server, BUILTIN_SERVER};
+use crate::config::{Config, RemoteTransport, Server, BUILTIN_SERVER};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -50,9 +51,6 @@ fn convert(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Server,
             "the name {BUILTIN_SERVER:?} is mcpx's own; rename it"
         ));
     }
-    if entry.get("type").and_then(Value::as_str) == Some("sse") {
-        return Err("an HTTP+SSE (2024-11-05) server; mcpx reaches remote servers over Streamable HTTP only".into());
-    }
     if entry.get("envFile").is_some() {
         notes.push(format!(
             "{name}: envFile is not carried over; copy its variables into `env`"
@@ -94,9 +92,13 @@ fn convert(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Server,
         };
         server.env = strings("env")?.into_iter().collect();
         server.cwd = entry.get("cwd").and_then(Value::as_str).map(Into::into);
-    } else if let Some(url) = entry.get("url") {
+    } else if let Some(url) = entry.get("url").or_else(|| entry.get("serverUrl")) {
         server.url = Some(url.as_str().ok_or("`url` is not a string")?.to_owned());
         server.headers = strings("headers")?.into_iter().collect();
+        let kind = entry.get("type").or_else(|| entry.get("transport"));
+        if kind.and_then(Value::as_str) == Some("sse") {
+            server.transport = RemoteTransport::Sse;
+        }
     } else {
         return Err("neither `command` nor `url`".into());
     }
@@ -148,7 +150,7 @@ pub fn merge(existing: &str, servers: &BTreeMap<String, Server>) -> Result<Strin
 #[cfg(test)]
 mod every_revision {
     mod import {
-        use crate::config::{Config, Launch};
+        use crate::config::{Config, Launch, RemoteTransport};
         use crate::import::{import, merge, to_toml};
 
         #[test]
@@ -176,10 +178,11 @@ mod every_revision {
             let imported = import(text).unwrap();
             assert_eq!(
                 imported.servers.keys().collect::<Vec<_>>(),
-                vec!["remote", "time"]
+                vec!["old", "remote", "time"]
             );
+            assert_eq!(imported.servers["old"].transport, RemoteTransport::Sse);
+            assert_eq!(imported.servers["remote"].transport, RemoteTransport::Auto);
             let notes = imported.notes.join("\n");
-            assert!(notes.contains("old: not imported"), "{notes}");
             assert!(notes.contains("envFile"), "{notes}");
             assert!(notes.contains("remote: uses editor variables"), "{notes}");
         }
@@ -194,6 +197,9 @@ mod every_revision {
                 .unwrap()
                 .servers
                 .contains_key("b"));
+            let windsurf = import(r#"{"mcpServers": {"w": {"serverUrl": "https://h/sse"}}}"#);
+            let windsurf = &windsurf.unwrap().servers["w"];
+            assert_eq!(windsurf.url.as_deref(), Some("https://h/sse"));
         }
 
         #[test]
