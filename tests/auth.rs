@@ -367,3 +367,100 @@ mod every_revision {
         }
     }
 }
+
+/// The Python SDK v2 client, which can open a URL, in `era` against a server whose tokens live
+/// `lifetime` (never refreshed): `steps` as tests/sdk/python_login_client.py takes them. Returns
+/// its report; asserts that no token reached its log.
+fn from_the_client(era: &str, lifetime: Duration, steps: &[&str]) -> (Arc<AuthServer>, Value) {
+    let server = AuthServer::start(lifetime, false);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, self::config(&server, dir.path())).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/python_login_client.py"
+    );
+    let out = std::process::Command::new(deps::python())
+        .arg(script)
+        .arg(era)
+        .arg(mcpx_bin())
+        .arg(&config)
+        .args(steps)
+        .env("MCPX_LOG", "debug")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    for token in &server.state.lock().unwrap().issued {
+        assert!(!stderr.contains(token.as_str()), "{token} was logged");
+    }
+    let page = report["asked"][0]["url"].as_str().unwrap_or_default();
+    assert_eq!(report["asked"][0]["mode"], "url", "{report}");
+    assert!(
+        page.starts_with(&format!("{}/authorize?", server.url())),
+        "{report}"
+    );
+    assert!(page.contains("code_challenge_method=S256"), "{report}");
+    (server, report)
+}
+
+/// A server never logged in to: `mcpx__login` asks the client to open the sign-in page, and the
+/// server's tool is served next.
+fn first_login_from_the_client(era: &str) {
+    let steps = [r#"mcpx__login={"server": "remote"}"#, "remote__whoami"];
+    let (_, report) = from_the_client(era, Duration::from_secs(60), &steps);
+    let calls = &report["calls"];
+    let logged_in = calls[0].as_str().unwrap_or_default();
+    assert!(logged_in.starts_with("Logged in to remote"), "{report}");
+    assert_eq!(calls[1], "you are logged in", "{report}");
+}
+
+/// A token that expires mid-session and cannot be refreshed: the call that meets the refusal
+/// logs in again through the client and goes on.
+fn login_again_within_a_call(era: &str) {
+    let steps = [
+        r#"mcpx__login={"server": "remote"}"#,
+        "remote__whoami",
+        "sleep=2.5",
+        "remote__whoami",
+    ];
+    let (server, report) = from_the_client(era, Duration::from_secs(2), &steps);
+    assert_eq!(
+        report["asked"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert_eq!(report["calls"][2], "you are logged in", "{report}");
+    assert_eq!(server.state.lock().unwrap().refresh_requests, 1);
+}
+
+mod v2025_11_25 {
+    pub mod auth {
+        #[test]
+        fn a_client_that_can_open_a_url_logs_in_with_mcpx_login() {
+            super::super::first_login_from_the_client("legacy");
+        }
+
+        #[test]
+        fn a_call_refused_for_an_expired_login_logs_in_through_the_client_and_goes_on() {
+            super::super::login_again_within_a_call("legacy");
+        }
+    }
+}
+
+mod v2026_07_28 {
+    pub mod auth {
+        #[test]
+        fn a_client_that_can_open_a_url_logs_in_with_mcpx_login() {
+            super::super::first_login_from_the_client("2026-07-28");
+        }
+
+        #[test]
+        fn a_call_refused_for_an_expired_login_logs_in_through_the_client_and_goes_on() {
+            super::super::login_again_within_a_call("2026-07-28");
+        }
+    }
+}

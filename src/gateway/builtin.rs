@@ -8,6 +8,9 @@ use crate::protocol::Revision;
 use crate::view::UpstreamView;
 use serde_json::{json, Value};
 
+/// The one built-in tool that acts: it logs in to a remote server ([`super::login`]).
+pub const LOGIN: &str = "login";
+
 /// The built-in server's catalog.
 pub fn listing() -> Listing {
     let read_only = json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false});
@@ -26,6 +29,12 @@ pub fn listing() -> Listing {
                 "annotations": read_only,
             }),
             json!({
+                "name": LOGIN,
+                "description": "Signs in to a remote MCP server that needs a login (its state in mcpx__upstreams is needs-login): you are asked to open the server's sign-in page, and mcpx keeps the tokens and starts the server.",
+                "inputSchema": {"type": "object", "properties": {"server": {"type": "string", "description": "The server's name, as mcpx__upstreams lists it"}}, "required": ["server"]},
+                "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+            }),
+            json!({
                 "name": "about",
                 "description": "Reports the mcpx version, the configuration file in use and the MCP protocol revisions served.",
                 "inputSchema": {"type": "object", "properties": {}},
@@ -36,7 +45,20 @@ pub fn listing() -> Listing {
     }
 }
 
-/// Runs a built-in tool; `tool` is a name from [`listing`].
+/// What `mcpx__login` answers when it cannot log in to `server` (in `state`) for a client that
+/// declared `capabilities`: a tool error that says what would.
+pub fn login_refused(server: &str, state: &str, capabilities: &Value) -> Value {
+    let why = if !state.starts_with("needs-login") {
+        format!("{server} does not need a login: it is {state}")
+    } else if capabilities["elicitation"].get("url").is_none() {
+        format!("this client cannot open a sign-in page (it did not declare URL-mode elicitation): run `mcpx auth login {server}` in a terminal")
+    } else {
+        format!("{server} cannot be logged in to from here: run `mcpx auth login {server}`")
+    };
+    json!({ "content": [{"type": "text", "text": why}], "isError": true })
+}
+
+/// Runs a built-in tool; `tool` is a name from [`listing`] other than [`LOGIN`].
 pub fn call(
     tool: &str,
     arguments: Option<&Value>,

@@ -10,6 +10,7 @@ mod builtin;
 mod catalog;
 mod client;
 mod inbound;
+mod login;
 pub mod naming;
 mod relay;
 mod reload;
@@ -81,6 +82,8 @@ pub struct Gateway {
     credentials: std::path::PathBuf,
     /// Modern clients' calls waiting for their input.
     rounds: Arc<Rounds>,
+    /// The gateway itself, for work that outlives the request that started it (a login).
+    me: std::sync::Weak<Gateway>,
 }
 
 /// The methods every era answers from the merged catalog.
@@ -104,7 +107,7 @@ impl Gateway {
         config_path: Option<String>,
         launcher: Option<std::path::PathBuf>,
     ) -> Arc<Gateway> {
-        Arc::new(Gateway {
+        Arc::new_cyclic(|me| Gateway {
             upstreams: upstreams::Upstreams::from_config(config),
             catalog: RwLock::default(),
             ready: OnceCell::new(),
@@ -119,6 +122,7 @@ impl Gateway {
             max_message_bytes: config.transport.max_message_bytes,
             credentials: config.auth.credentials.clone(),
             rounds: Rounds::new(config.transport.input_timeout),
+            me: me.clone(),
         })
     }
 

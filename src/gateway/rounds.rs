@@ -10,6 +10,7 @@
 //! expires; a state is good for one retry. A modern upstream's own `InputRequiredResult` needs
 //! none of this: it passes through, and the retry goes back to the upstream by name.
 
+use super::login::LoginFirst;
 use super::request_state::{self, Claims, Signer};
 use super::RequestContext;
 use crate::cancel::Cancel;
@@ -30,10 +31,21 @@ use std::time::{Duration, SystemTime};
 /// The methods whose result may be an `InputRequiredResult`.
 pub const INPUT_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
+/// How a call reaches its upstream.
+#[derive(Clone)]
+pub(super) enum Reach {
+    /// Its live connection, and the login to run should the server refuse mcpx's token.
+    Ready(Connection, Option<Arc<LoginFirst>>),
+    /// By a login first, the person asked through the call's questions.
+    AfterLogin(Arc<LoginFirst>),
+    /// Nothing to call: the login is the request (`mcpx__login`), and its outcome the result.
+    LoginOnly(Arc<LoginFirst>),
+}
+
 /// An upstream call the gateway makes for a client, as often as input rounds need.
 pub(super) struct UpstreamCall {
     /// The upstream.
-    pub connection: Connection,
+    pub reach: Reach,
     /// The method, as the upstream sees it.
     pub method: String,
     /// The params, as the upstream sees them.
@@ -52,16 +64,41 @@ impl UpstreamCall {
         cancel: Cancel,
         asks: Sender<Ask>,
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
-        let (connection, method) = (self.connection.clone(), self.method.clone());
-        let params = self.params.clone();
-        let caller = Caller {
-            progress: self.progress.clone(),
-            asks: Some(asks),
-        };
+        let (reach, method) = (self.reach.clone(), self.method.clone());
+        let (params, progress) = (self.params.clone(), self.progress.clone());
         async move {
-            connection
+            let (connection, login) = match reach {
+                Reach::Ready(connection, login) => (connection, login),
+                // Boxed: a login holds a whole upstream start, too big for a task's stack.
+                Reach::AfterLogin(login) => {
+                    let connected = cancel.run(Box::pin(login.connect(&asks))).await;
+                    (connected.ok_or(Failure::Cancelled)??, None)
+                }
+                Reach::LoginOnly(login) => {
+                    let connected = cancel.run(Box::pin(login.connect(&asks))).await;
+                    connected.ok_or(Failure::Cancelled)??;
+                    return Ok(login.outcome());
+                }
+            };
+            let caller = Caller {
+                progress,
+                asks: Some(asks.clone()),
+            };
+            // Kept for a retry only where a login could be run.
+            let retry = login.map(|login| (login, params.clone(), caller.clone()));
+            let reply = connection
                 .request(&method, Some(params), &cancel, caller)
-                .await
+                .await;
+            match retry {
+                Some((login, params, caller)) if reply.is_err() && connection.needs_login() => {
+                    let connected = cancel.run(Box::pin(login.connect(&asks))).await;
+                    let connection = connected.ok_or(Failure::Cancelled)??;
+                    connection
+                        .request(&method, Some(params), &cancel, caller)
+                        .await
+                }
+                _ => reply,
+            }
         }
     }
 }

@@ -2,7 +2,8 @@
 //! routed to the upstream that owns the name or URI they carry, with the caller's progress and
 //! the upstream's questions carried between them.
 
-use super::rounds::{self, UpstreamCall};
+use super::rounds::{self, Reach, UpstreamCall};
+use super::upstreams::Upstream;
 use super::{builtin, relay, Client, Gateway, Owner, RequestContext};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::protocol::{envelope, Era, Revision};
@@ -59,6 +60,9 @@ impl Gateway {
         };
         let route = route
             .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
+        if route.owner == Owner::Builtin && route.name == builtin::LOGIN {
+            return self.login_tool(client, params, revision, ctx).await;
+        }
         if route.owner == Owner::Builtin {
             return Ok(builtin::call(
                 &route.name,
@@ -173,44 +177,125 @@ impl Gateway {
             .await
     }
 
-    /// Sends a request to the upstream that owns it, with the caller's progress routed back and
-    /// the upstream's questions carried to the client in the client's era ([`relay`] for legacy
-    /// clients, [`rounds`] for modern ones).
+    /// Sends a request to the upstream that owns it: a modern client's retry to the call it
+    /// resumes, a call to a server waiting for a login by that login first ([`super::login`]).
     #[allow(clippy::too_many_arguments)]
     async fn forward(
         &self,
         client: &Arc<Client>,
         owner: Owner,
         method: &str,
-        mut forwarded: Value,
+        forwarded: Value,
         original: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        // Only what a call needs is worked out: a legacy call to a legacy upstream needs neither.
-        let target = || {
-            original
-                .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        // What the client can answer: declared per request in the modern era, at `initialize`
-        // in the legacy one.
-        let capabilities = || match revision.era() {
-            Era::Modern => original
-                .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
-                .cloned()
-                .unwrap_or_else(|| json!({})),
-            Era::Legacy => client.capabilities(),
-        };
-        if revision.era() == Era::Modern && rounds::carries_own_state(original) {
-            return self
-                .rounds
-                .resume(method, &target(), original, &capabilities(), ctx)
-                .await;
+        if let Some(resumed) = self.resume(client, method, original, revision, ctx) {
+            return resumed.await;
         }
-        let (upstream, connection) = self.connection(owner)?;
+        // A server waiting for a login is logged in to on the way, when the client can open the
+        // sign-in page; so is one that refuses mcpx's token during the call.
+        let capabilities = declared_capabilities(client, original, revision);
+        let login = self
+            .login_first(owner, method, &capabilities, revision, ctx)
+            .map(Arc::new);
+        let (upstream, reach) = match (self.connection(owner), login) {
+            (Ok((upstream, _)), Some(login)) if upstream.waits_for_login() => {
+                (upstream, Reach::AfterLogin(login))
+            }
+            (Ok((upstream, connection)), login) => (upstream, Reach::Ready(connection, login)),
+            (Err(_), Some(login)) if login.upstream().waits_for_login() => {
+                (login.upstream(), Reach::AfterLogin(login))
+            }
+            (Err(error), _) => return Err(error),
+        };
+        let call = Call {
+            method,
+            forwarded,
+            original,
+            revision,
+        };
+        self.carry_out(client, &upstream, reach, call, ctx).await
+    }
+
+    /// `mcpx__login`: logs in to the server named, asking the client to open the authorization
+    /// URL, when the server is waiting for a login and the client can open one.
+    pub(super) async fn login_tool(
+        &self,
+        client: &Arc<Client>,
+        params: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let arguments = params.and_then(|p| p.get("arguments"));
+        let name = arguments
+            .and_then(|a| a.get("server"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let upstream = self.upstreams.by_name(name).ok_or_else(|| {
+            ErrorObject::new(INVALID_PARAMS, format!("no server is named {name:?}"))
+        })?;
+        if let Some(resumed) = self.resume(client, "tools/call", params, revision, ctx) {
+            return resumed.await;
+        }
+        let capabilities = declared_capabilities(client, params, revision);
+        let owner = Owner::Upstream(upstream.id);
+        let login = self.login_first(owner, "tools/call", &capabilities, revision, ctx);
+        let Some(login) = login.filter(|_| upstream.waits_for_login()) else {
+            return Ok(builtin::login_refused(
+                name,
+                &upstream.describe_state(),
+                &capabilities,
+            ));
+        };
+        let call = Call {
+            method: "tools/call",
+            forwarded: json!({}),
+            original: params,
+            revision,
+        };
+        let reach = Reach::LoginOnly(Arc::new(login));
+        self.carry_out(client, &upstream, reach, call, ctx).await
+    }
+
+    /// A modern client's retry carrying mcpx's `requestState` goes to the call it resumes.
+    fn resume<'a>(
+        &'a self,
+        client: &Client,
+        method: &'a str,
+        original: Option<&'a Value>,
+        revision: Revision,
+        ctx: &'a RequestContext,
+    ) -> Option<impl std::future::Future<Output = Result<Value, ErrorObject>> + 'a> {
+        if revision.era() != Era::Modern || !rounds::carries_own_state(original) {
+            return None;
+        }
+        let capabilities = declared_capabilities(client, original, revision);
+        Some(async move {
+            let target = target(original);
+            self.rounds
+                .resume(method, &target, original, &capabilities, ctx)
+                .await
+        })
+    }
+
+    /// Runs a call on the upstream it reaches, with the caller's progress routed back and the
+    /// upstream's questions carried to the client in the client's era ([`relay`] for legacy
+    /// clients, [`rounds`] for modern ones).
+    async fn carry_out(
+        &self,
+        client: &Arc<Client>,
+        upstream: &Upstream,
+        reach: Reach,
+        call: Call<'_>,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let Call {
+            method,
+            mut forwarded,
+            original,
+            revision,
+        } = call;
         let place = upstream.in_flight.take().ok_or_else(|| {
             Failure::Refused(format!(
                 "upstream {:?} already has its {} requests in flight; retry shortly",
@@ -218,6 +303,7 @@ impl Gateway {
                 upstream.in_flight.describe()
             ))
         })?;
+        let capabilities = || declared_capabilities(client, original, revision);
         if upstream.is_modern() {
             // A modern upstream asks only for what the client can give.
             forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities();
@@ -232,7 +318,7 @@ impl Gateway {
                 seen: Arc::clone(&ctx.progress_seen),
             });
         let call = UpstreamCall {
-            connection,
+            reach,
             method: method.to_owned(),
             params: forwarded,
             progress,
@@ -242,10 +328,43 @@ impl Gateway {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
             Era::Modern => {
                 self.rounds
-                    .start(call, method, target(), &capabilities(), ctx)
+                    .start(call, method, target(original), &capabilities(), ctx)
                     .await
             }
         }
+    }
+}
+
+/// A client's request on its way to an upstream.
+struct Call<'a> {
+    /// The method, as the upstream sees it.
+    method: &'a str,
+    /// The params, as the upstream sees them.
+    forwarded: Value,
+    /// The params as the client sent them.
+    original: Option<&'a Value>,
+    /// The client's revision for this request.
+    revision: Revision,
+}
+
+/// What a call names (a tool, a prompt, a resource), for the parked calls' bookkeeping.
+fn target(original: Option<&Value>) -> String {
+    original
+        .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// What the client can answer: declared per request in the modern era, at `initialize` in the
+/// legacy one.
+fn declared_capabilities(client: &Client, original: Option<&Value>, revision: Revision) -> Value {
+    match revision.era() {
+        Era::Modern => original
+            .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        Era::Legacy => client.capabilities(),
     }
 }
 

@@ -139,6 +139,8 @@ pub(super) struct Upstream {
     pub(super) in_flight: Arc<Limit>,
     /// The HTTP transport a `url` server speaks, once its first start found it: restarts use it.
     pub(super) transport: Mutex<RemoteTransport>,
+    /// Held while a client's call logs in to it ([`super::login`]): one login at a time.
+    pub(super) logging_in: smol::lock::Mutex<()>,
 }
 
 impl Upstream {
@@ -158,7 +160,7 @@ impl Upstream {
 
     /// Its state as people read it. A server whose process just ended is still `Ready` until
     /// supervision hears of it, but its calls already fail: it reads as exited at once.
-    fn describe_state(&self) -> String {
+    pub(super) fn describe_state(&self) -> String {
         let state = lock(&self.state).clone();
         let alive = lock(&self.connection)
             .as_ref()
@@ -225,6 +227,7 @@ impl Upstreams {
             removed: Cancel::new(),
             reviving: AtomicBool::new(false),
             transport: Mutex::new(config.transport),
+            logging_in: smol::lock::Mutex::new(()),
             in_flight: Limit::new(
                 format!("servers.{name}.maxInFlight"),
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),

@@ -273,7 +273,7 @@ async fn identify(
 }
 
 /// `bytes` random bytes, base64url without padding.
-fn random_token(bytes: usize) -> String {
+pub fn random_token(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     // Without the system's randomness no secret can be made; a login cannot go on without one.
     getrandom::fill(&mut buf).expect("the system's random source failed");
