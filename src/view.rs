@@ -26,6 +26,10 @@ pub struct Snapshot {
     /// 2026-07-28 calls parked until their client retries with the input an upstream asked for.
     #[serde(default)]
     pub awaiting_input: usize,
+    /// The configuration file the process runs with, if any: where `mcpx auth login`, started
+    /// from the console, finds the server.
+    #[serde(default)]
+    pub config: Option<String>,
 }
 
 /// One upstream server.

@@ -385,29 +385,7 @@ mod every_revision {
 
     pub mod tui {
         use super::super::*;
-
-        fn tmux(args: &[&str]) -> String {
-            let out = std::process::Command::new("tmux")
-                .args(args)
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        }
-
-        fn screen_shows(session: &str, text: &str) -> String {
-            let deadline = Instant::now() + PATIENCE;
-            loop {
-                let screen = tmux(&["capture-pane", "-t", session, "-p"]);
-                if screen.contains(text) {
-                    return screen;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "{text:?} never appeared:\n{screen}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+        use common::console::{screen_shows, tmux};
 
         /// Under tmux: the console shows a real client's session and in-flight call, cancels the
         /// call with `c` and `y`, and `q` leaves the shell's screen as it was.

@@ -265,6 +265,51 @@ mod every_revision {
         use super::super::*;
         use std::os::unix::fs::PermissionsExt;
 
+        /// Under tmux: `L` on a server that needs a login runs `mcpx auth login` in the console's
+        /// terminal (the browser follows the redirects), and the daemon serves it right after.
+        #[test]
+        fn the_console_logs_in_to_the_selected_upstream_with_l() {
+            use common::console::{screen_shows, tmux};
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let daemon = common::http::Daemon::start(&config(&server, dir.path()), "");
+            let socket = dir.path().join("admin.sock");
+            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
+            let browser = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser");
+            let name = format!("mcpx-tui-login-{}", std::process::id());
+            tmux(&["kill-session", "-t", &name]);
+            let command = format!(
+                "env BROWSER={browser} {} --socket {}",
+                tui.display(),
+                socket.display()
+            );
+            tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "160",
+                "-y",
+                "30",
+                &command,
+            ]);
+            tmux(&["send-keys", "-t", &name, "1"]);
+            screen_shows(&name, "needs-login");
+            tmux(&["send-keys", "-t", &name, "L"]);
+            screen_shows(&name, "logged in; remote restarted: ready");
+            // The table follows with the revision the server now speaks.
+            let screen = screen_shows(&name, "2025-11-25");
+            tmux(&["kill-session", "-t", &name]);
+            assert!(!screen.contains("needs-login"), "{screen}");
+            for token in &server.state.lock().unwrap().issued {
+                assert!(
+                    !daemon.stderr().contains(token.as_str()),
+                    "{token} was logged"
+                );
+            }
+        }
+
         #[test]
         fn a_login_stores_tokens_privately_and_an_expired_token_is_refreshed_without_losing_the_call(
         ) {

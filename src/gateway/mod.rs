@@ -414,6 +414,7 @@ impl Gateway {
             requests,
             totals,
             awaiting_input: self.rounds.waiting(),
+            config: self.config_path.clone(),
         }
     }
 

@@ -1,13 +1,14 @@
 """The person in the suite's client scenarios: a Python SDK v2 client on `mcpx serve`, which
 lists the tools mcpx serves from the scenario's server, calls each with arguments made from its
 input schema, and answers what the server asks through mcpx (elicitation with the schema's
-defaults, sampling, roots). Everything the scenario checks is done by mcpx; this only uses it.
+defaults, or, for a URL-mode one, by opening the page as a browser would; sampling, roots). Everything the scenario checks is done by mcpx; this only uses it.
 
 Usage: person.py MCPX_BIN CONFIG   (prints each call's outcome)
 """
 
 import asyncio
 import sys
+import urllib.request
 
 from mcp import types
 from mcp.client import Client
@@ -37,6 +38,10 @@ async def main(mcpx: str, config: str) -> None:
     server = StdioServerParameters(command=mcpx, args=["--config", config, "serve"])
 
     async def on_elicit(context, params):
+        if getattr(params, "mode", None) == "url":
+            # mcpx asks the person to sign in: the page redirects back to mcpx by itself.
+            await asyncio.to_thread(lambda: urllib.request.urlopen(params.url, timeout=30).read())
+            return types.ElicitResult(action="accept")
         schema = getattr(params, "requested_schema", None) or {}
         properties = schema.get("properties") or {}
         content = {name: prop["default"] for name, prop in properties.items() if "default" in prop}

@@ -61,6 +61,8 @@ pub struct App {
     picker: Option<(Vec<PathBuf>, usize)>,
     /// Where `p` looks for running mcpx processes.
     daemon_socket: PathBuf,
+    /// The upstream whose login `L` asked for, run once the key is handled.
+    login: Option<String>,
 }
 
 impl App {
@@ -80,6 +82,7 @@ impl App {
             typing_filter: false,
             pending: None,
             status: "? for help".into(),
+            login: None,
         }
     }
 
@@ -140,6 +143,9 @@ impl App {
                 if let Event::Key(key) = event::read()? {
                     if key.kind == KeyEventKind::Press && !self.on_key(key) {
                         return Ok(());
+                    }
+                    if let Some(name) = self.login.take() {
+                        self.status = self.log_in(terminal, &name)?;
                     }
                 }
             }
@@ -215,6 +221,7 @@ impl App {
             KeyCode::Char('c') => self.ask_about(View::Requests),
             KeyCode::Char('d') => self.ask_about(View::Sessions),
             KeyCode::Char('r') => self.ask_about(View::Upstreams),
+            KeyCode::Char('L') => self.ask_login(),
             _ => {}
         }
         true
@@ -233,6 +240,51 @@ impl App {
         self.view = view;
         self.table.select(Some(0));
         self.detail = false;
+    }
+
+    /// Asks for the selected upstream's login, run by [`App::log_in`].
+    fn ask_login(&mut self) {
+        if self.view != View::Upstreams {
+            self.status = format!("switch to {} first", View::Upstreams.title());
+            return;
+        }
+        match self.rows().into_iter().nth(self.selected()) {
+            Some(row) => self.login = row.name,
+            None => self.status = "nothing selected".into(),
+        }
+    }
+
+    /// Runs `mcpx auth login NAME` for the attached mcpx's configuration in this terminal (the
+    /// console steps aside while it prints the URL and opens the browser), then restarts the
+    /// upstream through the attached socket, so a `mcpx serve` picks the tokens up too.
+    fn log_in(
+        &mut self,
+        terminal: &mut ratatui::DefaultTerminal,
+        name: &str,
+    ) -> std::io::Result<String> {
+        let config = self.snapshot.as_ref().and_then(|s| s.config.clone());
+        ratatui::restore();
+        println!("mcpx auth login {name} (the console comes back when it ends)");
+        let mut login = std::process::Command::new(mcpx_program());
+        if let Some(config) = config {
+            login.args(["--config", &config]);
+        }
+        let outcome = login.args(["auth", "login", name]).status();
+        *terminal = ratatui::init();
+        terminal.clear()?;
+        Ok(match outcome {
+            Ok(status) if status.success() => {
+                let command = Command::RestartUpstream {
+                    name: name.to_owned(),
+                };
+                match mcpx::admin::ask(&self.socket, &command) {
+                    Ok(Reply::Done { message }) => format!("logged in; {message}"),
+                    _ => format!("logged in to {name}; the upstream restarts at its next try"),
+                }
+            }
+            Ok(status) => format!("login to {name} failed ({status})"),
+            Err(e) => format!("cannot run mcpx auth login: {e}"),
+        })
     }
 
     /// Prepares the command for the selected row, if the view is the one it acts on.
@@ -276,4 +328,13 @@ struct ViewRow {
     name: Option<String>,
     cells: Vec<String>,
     detail: String,
+}
+
+/// The `mcpx` program: beside this console when installed together, else from `PATH`.
+fn mcpx_program() -> PathBuf {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("mcpx")))
+        .filter(|path| path.is_file());
+    beside.unwrap_or_else(|| PathBuf::from("mcpx"))
 }

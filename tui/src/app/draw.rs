@@ -241,6 +241,7 @@ c              cancel the selected request\n\
 p              pick another running mcpx\n\
 d              end the selected HTTP session\n\
 r              restart the selected upstream\n\
+L              log in to the selected upstream\n\
 q              quit\n\
 (any key closes this help)";
 
