@@ -7,6 +7,8 @@ Usage: person.py MCPX_BIN CONFIG   (prints each call's outcome)
 """
 
 import asyncio
+import json
+import os
 import sys
 import urllib.request
 
@@ -53,10 +55,33 @@ async def main(mcpx: str, config: str) -> None:
     async def on_roots(context):
         return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
 
+    # Where the scenario names the calls to make (its context's `toolCalls`), the person makes
+    # those, with those arguments; a tool that echoes a schema gets the schema mcpx listed for
+    # the tool it names. Otherwise every tool is called with arguments made from its schema.
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+
+    async def call(name: str, arguments: dict) -> None:
+        try:
+            result = await client.call_tool(name, arguments)
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            print(f"{name}: {'error ' if result.is_error else ''}{text[:200]}")
+        except Exception as e:  # a refused call is the scenario's business, not the person's
+            print(f"{name}: failed: {e}")
+
     async with Client(server, elicitation_callback=on_elicit, sampling_callback=on_sample, list_roots_callback=on_roots) as client:
         tools = await client.list_tools()
+        exposed = {tool.name.split("__", 1)[-1]: tool for tool in tools.tools if not tool.name.startswith("mcpx__")}
+        if context.get("toolCalls"):
+            for planned in context["toolCalls"]:
+                await call(exposed[planned["name"]].name, planned.get("arguments") or {})
+            return
+        echoed = set()
+        if "json_schema_echo" in exposed and "json_schema_2020_12_tool" in exposed:
+            focal = exposed["json_schema_2020_12_tool"].input_schema
+            await call(exposed["json_schema_echo"].name, {"schema": focal})
+            echoed.add(exposed["json_schema_echo"].name)
         for tool in tools.tools:
-            if tool.name.startswith("mcpx__"):
+            if tool.name.startswith("mcpx__") or tool.name in echoed:
                 continue
             schema = tool.input_schema or {}
             # Every argument filled in, then (where some are optional) the required ones alone.
@@ -64,12 +89,7 @@ async def main(mcpx: str, config: str) -> None:
             if arguments_for(schema, only_required=True) != calls[0]:
                 calls.append(arguments_for(schema, only_required=True))
             for arguments in calls:
-                try:
-                    result = await client.call_tool(tool.name, arguments)
-                    text = "".join(getattr(c, "text", "") for c in result.content)
-                    print(f"{tool.name}: {'error ' if result.is_error else ''}{text[:200]}")
-                except Exception as e:  # a refused call is the scenario's business, not the person's
-                    print(f"{tool.name}: failed: {e}")
+                await call(tool.name, arguments)
 
 
 asyncio.run(main(sys.argv[1], sys.argv[2]))
