@@ -88,7 +88,8 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum AuthAction {
     /// Log in to the server NAME in the browser ($BROWSER, else xdg-open; the URL is printed
-    /// too), store its tokens, and tell a running mcpx to use them.
+    /// too), store its tokens, and tell every mcpx running on this configuration (the daemon,
+    /// editors' `mcpx serve`) to use them.
     Login {
         /// The server's name in [servers].
         name: String,

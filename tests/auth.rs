@@ -297,7 +297,7 @@ mod every_revision {
             tmux(&["send-keys", "-t", &name, "1"]);
             screen_shows(&name, "needs-login");
             tmux(&["send-keys", "-t", &name, "L"]);
-            screen_shows(&name, "logged in; remote restarted: ready");
+            screen_shows(&name, "logged in to remote");
             // The table follows with the revision the server now speaks.
             let screen = screen_shows(&name, "2025-11-25");
             tmux(&["kill-session", "-t", &name]);
@@ -388,6 +388,34 @@ mod every_revision {
             assert!(
                 remote["state"].as_str().unwrap().starts_with("needs-login"),
                 "{remote}"
+            );
+        }
+
+        /// `mcpx auth login` tells every mcpx running on the same configuration, editors'
+        /// `mcpx serve` processes included: the server serves at once, not at the next backoff.
+        #[test]
+        fn a_login_reaches_a_running_mcpx_serve_at_once() {
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = config(&server, dir.path());
+            let path = dir.path().join("config.toml");
+            std::fs::write(&path, &config).unwrap();
+            let mut mcpx = Serve::with_config_file(&path);
+            mcpx.initialize("2025-11-25");
+            let waiting = upstream_report(&mut mcpx, 1, "remote");
+            assert!(waiting["state"]
+                .as_str()
+                .unwrap()
+                .starts_with("needs-login"));
+            let told = login(&config, dir.path());
+            assert!(
+                told.contains("The running mcpx is using the new login"),
+                "{told}"
+            );
+            let served = whoami(&mut mcpx, 2);
+            assert_eq!(
+                served["result"]["content"][0]["text"], "you are logged in",
+                "{served}"
             );
         }
 

@@ -26,6 +26,26 @@ pub fn serve_socket(daemon_socket: &Path) -> PathBuf {
     dir.join(format!("serve-{}.sock", std::process::id()))
 }
 
+/// Admin sockets that answer, in the directory of the daemon's: the daemon's and each
+/// `mcpx serve` process's.
+pub fn running_sockets(daemon_socket: &Path) -> Vec<PathBuf> {
+    let Some(dir) = daemon_socket.parent() else {
+        return Vec::new();
+    };
+    let mut sockets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension().is_some_and(|e| e == "sock")
+                && std::os::unix::net::UnixStream::connect(path).is_ok()
+        })
+        .collect();
+    sockets.sort_by_key(|path| path != daemon_socket);
+    sockets
+}
+
 /// Binds the socket: its directory made 0700, a stale socket file replaced, a live one (another
 /// mcpx answering on it) refused.
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {

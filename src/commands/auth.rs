@@ -10,15 +10,16 @@ use crate::upstream::auth::store::{now_secs, Store};
 use crate::upstream::http::connection::fetch;
 use http::{HeaderMap, Method};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::ExitCode;
 
-/// Runs one `mcpx auth` command.
-pub fn run(action: &AuthAction, config: &Config) -> ExitCode {
+/// Runs one `mcpx auth` command; `path` is the configuration file in use, if any.
+pub fn run(action: &AuthAction, config: &Config, path: Option<&Path>) -> ExitCode {
     let store = Store::new(&config.auth.credentials);
     let outcome = match action {
         AuthAction::Login { name } => remote(config, name).and_then(|server| {
             smol::block_on(log_in(name, server, &store))?;
-            tell_running_mcpx(config, name);
+            tell_running_mcpx(config, path, name);
             Ok(())
         }),
         AuthAction::Status => status(config, &store),
@@ -97,16 +98,27 @@ async fn log_in(name: &str, server: &Server, store: &Store) -> Result<(), String
     Ok(())
 }
 
-/// Asks a running mcpx (the daemon, by the admin socket) to start the server again now.
-fn tell_running_mcpx(config: &Config, name: &str) {
+/// Asks every running mcpx on this configuration (the daemon, and each `mcpx serve` beside it)
+/// to start the server again now, with the new tokens.
+fn tell_running_mcpx(config: &Config, path: Option<&Path>, name: &str) {
+    let ours = path.map(|p| p.display().to_string());
     let restart = AdminCommand::RestartUpstream {
         name: name.to_owned(),
     };
-    match crate::admin::ask(&config.admin.socket, &restart) {
-        Ok(Reply::Done { .. }) => eprintln!("The running mcpx is using the new login."),
-        Ok(_) | Err(_) => {
-            eprintln!("No running mcpx to tell: it will use the login when it starts.")
-        }
+    let told = crate::admin::running_sockets(&config.admin.socket)
+        .into_iter()
+        .filter(
+            |socket| match crate::admin::ask(socket, &AdminCommand::Snapshot) {
+                Ok(Reply::Snapshot(snapshot)) => snapshot.config == ours,
+                _ => false,
+            },
+        )
+        .filter(|socket| matches!(crate::admin::ask(socket, &restart), Ok(Reply::Done { .. })))
+        .count();
+    match told {
+        0 => eprintln!("No running mcpx to tell: it will use the login when it starts."),
+        1 => eprintln!("The running mcpx is using the new login."),
+        n => eprintln!("The {n} running mcpx processes are using the new login."),
     }
 }
 

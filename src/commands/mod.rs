@@ -46,7 +46,7 @@ pub fn run(cli: Cli) -> ExitCode {
             return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))
         }
         Command::Reload => return reload(&config.admin.socket),
-        Command::Auth { action } => return auth::run(action, &config),
+        Command::Auth { action } => return auth::run(action, &config, path.as_deref()),
         _ => {}
     }
     let gateway = Gateway::new(

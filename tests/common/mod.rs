@@ -125,15 +125,22 @@ pub struct Serve {
     lines: Receiver<String>,
     held: VecDeque<Value>,
     log: Log,
-    _config: tempfile::NamedTempFile,
+    _config: Option<tempfile::NamedTempFile>,
 }
 
 impl Serve {
     pub fn start(config: &str) -> Serve {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(config.as_bytes()).unwrap();
+        let mut serve = Serve::with_config_file(file.path());
+        serve._config = Some(file);
+        serve
+    }
+
+    /// `mcpx serve` on a configuration file the test keeps.
+    pub fn with_config_file(path: &std::path::Path) -> Serve {
         let mut child = Command::new(mcpx_bin())
-            .args(["--config", file.path().to_str().unwrap(), "serve"])
+            .args(["--config", path.to_str().unwrap(), "serve"])
             .env("MCPX_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -157,7 +164,7 @@ impl Serve {
             lines,
             held: VecDeque::new(),
             log,
-            _config: file,
+            _config: None,
         }
     }
 

@@ -3,9 +3,10 @@
 
 mod draw;
 
-use crate::feed::{running_sockets, watch, Feed};
+use crate::feed::{watch, Feed};
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind};
 use mcpx::admin::protocol::{Command, Reply, Snapshot};
+use mcpx::admin::running_sockets;
 use ratatui::widgets::TableState;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
@@ -255,8 +256,8 @@ impl App {
     }
 
     /// Runs `mcpx auth login NAME` for the attached mcpx's configuration in this terminal (the
-    /// console steps aside while it prints the URL and opens the browser), then restarts the
-    /// upstream through the attached socket, so a `mcpx serve` picks the tokens up too.
+    /// console steps aside while it prints the URL and opens the browser); the login restarts
+    /// the upstream in every mcpx running on that configuration.
     fn log_in(
         &mut self,
         terminal: &mut ratatui::DefaultTerminal,
@@ -272,16 +273,9 @@ impl App {
         let outcome = login.args(["auth", "login", name]).status();
         *terminal = ratatui::init();
         terminal.clear()?;
+        // `mcpx auth login` tells every running mcpx on this configuration, this one included.
         Ok(match outcome {
-            Ok(status) if status.success() => {
-                let command = Command::RestartUpstream {
-                    name: name.to_owned(),
-                };
-                match mcpx::admin::ask(&self.socket, &command) {
-                    Ok(Reply::Done { message }) => format!("logged in; {message}"),
-                    _ => format!("logged in to {name}; the upstream restarts at its next try"),
-                }
-            }
+            Ok(status) if status.success() => format!("logged in to {name}"),
             Ok(status) => format!("login to {name} failed ({status})"),
             Err(e) => format!("cannot run mcpx auth login: {e}"),
         })

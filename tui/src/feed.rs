@@ -1,31 +1,12 @@
 //! The console's view of the socket: a thread that holds a `watch` on it and reports each
-//! snapshot, and the list of running mcpx processes' sockets.
+//! snapshot.
 
 use mcpx::admin::protocol::{Command, Reply, Snapshot};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
-
-/// Admin sockets that answer, in the directory of the daemon's: the daemon's and each
-/// `mcpx serve` process's.
-pub fn running_sockets(daemon_socket: &Path) -> Vec<PathBuf> {
-    let Some(dir) = daemon_socket.parent() else {
-        return Vec::new();
-    };
-    let mut sockets: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension().is_some_and(|e| e == "sock") && UnixStream::connect(path).is_ok()
-        })
-        .collect();
-    sockets.sort_by_key(|path| path != daemon_socket);
-    sockets
-}
 
 /// What the watching thread reports.
 pub enum Feed {

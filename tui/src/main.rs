@@ -13,7 +13,7 @@ mod feed;
 
 use app::App;
 use clap::Parser;
-use feed::running_sockets;
+use mcpx::admin::running_sockets;
 use std::path::PathBuf;
 
 /// Watch and steer a running mcpx: its upstreams, sessions, streams and requests in flight.
