@@ -22,6 +22,8 @@ struct State {
     issued: Vec<String>,
     refresh_requests: usize,
     next: usize,
+    /// The open HTTP+SSE stream, where answers to `/message` go.
+    stream: Option<TcpStream>,
 }
 
 /// One server playing both the authorization server and the MCP server (issuer and resource on
@@ -103,8 +105,11 @@ impl AuthServer {
         };
         let base = self.url();
         let (status, extra, payload) = match (method, path) {
-            ("GET", "/.well-known/oauth-protected-resource/mcp") => ("200 OK", String::new(),
-                json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}).to_string()),
+            ("GET", resource) if resource.starts_with("/.well-known/oauth-protected-resource/") => {
+                let path = &resource["/.well-known/oauth-protected-resource".len()..];
+                ("200 OK", String::new(),
+                    json!({"resource": format!("{base}{path}"), "authorization_servers": [base]}).to_string())
+            }
             ("GET", "/.well-known/oauth-authorization-server") => ("200 OK", String::new(), json!({
                 "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
@@ -136,6 +141,9 @@ impl AuthServer {
             }
             ("GET", "/mcp") => ("405 Method Not Allowed", String::new(), String::new()),
             ("POST", "/mcp") => self.mcp(&headers, &body),
+            ("GET", "/sse") if self.authorized(&headers) => return self.open_stream(stream),
+            ("GET", "/sse") => ("401 Unauthorized", self.challenge("/sse"), String::new()),
+            ("POST", "/message") => self.message(&headers, &body),
             _ => ("404 Not Found", String::new(), String::new()),
         };
         let kind = if payload.starts_with('{') {
@@ -147,22 +155,58 @@ impl AuthServer {
         let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{payload}", payload.len());
     }
 
-    /// A legacy MCP server behind a bearer check: `whoami` answers after `ms` milliseconds.
-    fn mcp(&self, headers: &HashMap<String, String>, body: &str) -> (&'static str, String, String) {
+    /// Whether the request carries a live access token.
+    fn authorized(&self, headers: &HashMap<String, String>) -> bool {
         let token = headers
             .get("authorization")
             .and_then(|a| a.strip_prefix("Bearer "))
             .unwrap_or("");
-        let valid = self
-            .state
+        self.state
             .lock()
             .unwrap()
             .access
             .get(token)
-            .is_some_and(|until| Instant::now() < *until);
-        if !valid {
-            let challenge = format!("WWW-Authenticate: Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"\r\n", self.url());
-            return ("401 Unauthorized", challenge, String::new());
+            .is_some_and(|until| Instant::now() < *until)
+    }
+
+    /// The Bearer challenge for the resource at `path`.
+    fn challenge(&self, path: &str) -> String {
+        format!("WWW-Authenticate: Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource{path}\", scope=\"mcp\"\r\n", self.url())
+    }
+
+    /// The same server on the 2024-11-05 HTTP+SSE transport: the stream names `/message` as
+    /// its endpoint, and is held open until the client goes.
+    fn open_stream(&self, mut stream: TcpStream) {
+        let opened = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\ndata: /message?session=1\n\n";
+        if stream.write_all(opened.as_bytes()).is_err() {
+            return;
+        }
+        self.state.lock().unwrap().stream = stream.try_clone().ok();
+        let _ = stream.read(&mut [0; 1]);
+    }
+
+    /// A message POSTed to the HTTP+SSE endpoint: its answer goes on the stream.
+    fn message(
+        &self,
+        headers: &HashMap<String, String>,
+        body: &str,
+    ) -> (&'static str, String, String) {
+        if !self.authorized(headers) {
+            return ("401 Unauthorized", self.challenge("/sse"), String::new());
+        }
+        let (_, _, answer) = self.mcp(headers, body);
+        if !answer.is_empty() {
+            if let Some(stream) = &mut self.state.lock().unwrap().stream {
+                let _ = write!(stream, "event: message\ndata: {answer}\n\n");
+            }
+        }
+        ("202 Accepted", String::new(), String::new())
+    }
+
+    /// A legacy MCP server behind a bearer check: `whoami` answers after `ms` milliseconds.
+    fn mcp(&self, headers: &HashMap<String, String>, body: &str) -> (&'static str, String, String) {
+        if !self.authorized(headers) {
+            return ("401 Unauthorized", self.challenge("/mcp"), String::new());
         }
         let message: Value = serde_json::from_str(body).unwrap_or(Value::Null);
         let id = message["id"].clone();
@@ -416,6 +460,32 @@ mod every_revision {
             assert_eq!(
                 served["result"]["content"][0]["text"], "you are logged in",
                 "{served}"
+            );
+        }
+
+        /// An HTTP+SSE server that needs a login: mcpx finds its challenge on the stream's GET,
+        /// logs in, and sends the token on the GET and on every POST to its endpoint.
+        #[test]
+        fn an_http_sse_server_that_needs_a_login_is_logged_in_to_and_serves() {
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = config(&server, dir.path()).replace("/mcp\"", "/sse\"");
+            let mut waiting = Serve::start(&config);
+            waiting.initialize("2025-11-25");
+            let state = upstream_report(&mut waiting, 1, "remote")["state"].clone();
+            assert_eq!(state, "needs-login: run `mcpx auth login remote`");
+            login(&config, dir.path());
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            let served = whoami(&mut mcpx, 2);
+            assert_eq!(
+                served["result"]["content"][0]["text"], "you are logged in",
+                "{served}"
+            );
+            assert!(
+                mcpx.stderr().contains("trying HTTP+SSE"),
+                "{}",
+                mcpx.stderr()
             );
         }
 

@@ -28,7 +28,8 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 /// What the server says when asked without a token: its challenge, if it refuses (`None` when
 /// it lets mcpx in, or answers neither 401 nor a Bearer challenge). Asked as
 /// mcpx's client asks, in both eras (a 2026-07-28 server refuses `initialize` as a bad request
-/// before it looks for a token, a legacy one refuses `server/discover`).
+/// before it looks for a token, a legacy one refuses `server/discover`), then as an HTTP+SSE
+/// client opens its stream.
 pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
     use crate::protocol::{envelope, Revision};
     let modern = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
@@ -69,7 +70,36 @@ pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
             return Ok(Some(Challenge::default()));
         }
     }
-    Ok(None)
+    stream_challenge(server_url).await
+}
+
+/// What an HTTP+SSE server answers the GET of its event stream without a token: it may take
+/// POSTs only at the endpoint the stream names. Only the head is read; a stream that opens is
+/// closed at once.
+async fn stream_challenge(server_url: &str) -> Result<Option<Challenge>, String> {
+    let uri = server_url
+        .parse()
+        .map_err(|e| format!("{server_url:?} is not a URL: {e}"))?;
+    let pool = crate::upstream::http::connection::Pool::new(uri, HeaderMap::new());
+    let mut headers = HeaderMap::new();
+    let stream = http::HeaderValue::from_static("text/event-stream");
+    headers.insert(http::header::ACCEPT, stream);
+    let mut request = pool.build(Method::GET, String::new(), headers)?;
+    request.headers_mut().remove(http::header::CONTENT_TYPE);
+    let mut sender = pool.detached().await?;
+    let answer = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("{server_url}: {e}"))?;
+    let header = answer
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok());
+    Ok(match (header.and_then(parse_challenge), answer.status()) {
+        (Some(found), _) => Some(found),
+        (None, http::StatusCode::UNAUTHORIZED) => Some(Challenge::default()),
+        (None, _) => None,
+    })
 }
 
 /// Logs in to the server `name`, opening `authorization URL`s with `open`; returns the tokens.
