@@ -28,7 +28,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP on stdin and stdout (what an editor launches).
-    Serve,
+    Serve {
+        /// Be served by the running daemon (its local socket, same configuration file) and its
+        /// one set of upstreams, instead of starting them here; fails if no daemon answers.
+        #[arg(long)]
+        attach: bool,
+    },
     /// Serve MCP over Streamable HTTP at /mcp on daemon.address until SIGTERM or SIGINT.
     Daemon,
     /// List the merged tools, grouped by upstream, with each upstream's state.

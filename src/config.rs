@@ -54,6 +54,10 @@ pub struct Daemon {
     /// The most bytes a request's head (request line and headers) may take; more is answered
     /// 431. At least 8192, hyper's smallest read buffer.
     pub max_header_bytes: usize,
+    /// Where editors' `mcpx serve --attach` connect; `serve.sock` beside the admin socket when
+    /// unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_socket: Option<PathBuf>,
 }
 
 impl Daemon {
@@ -73,6 +77,7 @@ impl Default for Daemon {
             max_connections: 16_384,
             max_headers: 100,
             max_header_bytes: 64 * 1024,
+            local_socket: None,
         }
     }
 }
@@ -354,6 +359,18 @@ impl Default for Auth {
 /// The default configuration path, if the platform has a configuration directory.
 pub fn default_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "mcpx").map(|d| d.config_dir().join("config.toml"))
+}
+
+impl Config {
+    /// Where the daemon takes editors' `mcpx serve --attach`: `[daemon] localSocket`, else
+    /// `serve.sock` beside the admin socket.
+    pub fn local_socket(&self) -> PathBuf {
+        let beside = |admin: &std::path::Path| admin.with_file_name("serve.sock");
+        self.daemon
+            .local_socket
+            .clone()
+            .unwrap_or_else(|| beside(&self.admin.socket))
+    }
 }
 
 impl Config {

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod attach;
 pub mod cancel;
 pub mod cli;
 pub mod commands;

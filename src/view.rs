@@ -60,7 +60,7 @@ pub struct UpstreamView {
 pub struct SessionView {
     /// Its registry key.
     pub key: u64,
-    /// stdio, http (modern), http-session (legacy), cli.
+    /// stdio, attached (an editor's `mcpx serve --attach`), http (modern), http-session (legacy), cli.
     pub transport: String,
     /// A legacy HTTP session's `Mcp-Session-Id`.
     pub id: Option<String>,

@@ -38,7 +38,14 @@ pub fn running_sockets(daemon_socket: &Path) -> Vec<PathBuf> {
         .flatten()
         .map(|entry| entry.path())
         .filter(|path| {
-            path.extension().is_some_and(|e| e == "sock")
+            // The daemon's and each `mcpx serve`'s (`serve-PID.sock`), not the editors' door.
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let admin = path == daemon_socket || name.starts_with("serve-");
+            admin
+                && path.extension().is_some_and(|e| e == "sock")
                 && std::os::unix::net::UnixStream::connect(path).is_ok()
         })
         .collect();
@@ -94,7 +101,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: UnixListener, path: PathBuf,
 }
 
 /// Whether the peer runs as the same user as mcpx.
-fn same_user(stream: &UnixStream) -> bool {
+pub(crate) fn same_user(stream: &UnixStream) -> bool {
     match rustix::net::sockopt::socket_peercred(stream) {
         Ok(peer) => peer.uid == rustix::process::getuid(),
         Err(_) => false,

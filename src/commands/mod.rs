@@ -12,8 +12,10 @@ use crate::cli::{Cli, Command};
 use crate::config::Config;
 use crate::gateway::{Gateway, Owner};
 use crate::transport::http::{self, HttpOptions};
+use crate::transport::local;
 use crate::transport::stdio::{self, StdioOptions};
 use serde_json::{json, Value};
+use smol::Task;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -47,6 +49,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Reload => return reload(&config.admin.socket),
         Command::Auth { action } => return auth::run(action, &config, path.as_deref()),
+        Command::Serve { attach: true } => return serve_attached(&config, path.as_deref()),
         _ => {}
     }
     let gateway = Gateway::new(
@@ -77,11 +80,8 @@ async fn execute(
     gateway: Arc<Gateway>,
 ) -> Result<ExitCode, String> {
     match command {
-        Command::Serve => {
-            let options = StdioOptions {
-                drain: config.transport.stdio_drain,
-                max_message_bytes: config.transport.max_message_bytes,
-            };
+        Command::Serve { .. } => {
+            let options = stdio_options(config, "stdio");
             let serving = stdio::serve(
                 Arc::clone(&gateway),
                 smol::Unblock::new(std::io::stdin()),
@@ -130,6 +130,7 @@ async fn execute(
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
+            let editors = editors_door(config, &gateway)?;
             // Under systemd (Type=notify), accepting connections is readiness.
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);
@@ -144,6 +145,8 @@ async fn execute(
                 },
             )
             .await?;
+            editors.0.cancel();
+            editors.1.await;
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
@@ -175,6 +178,45 @@ async fn execute(
             } else {
                 ExitCode::SUCCESS
             })
+        }
+    }
+}
+
+/// The stdio transport's options from the configuration; its sessions are called `label`.
+fn stdio_options(config: &Config, label: &'static str) -> StdioOptions {
+    StdioOptions {
+        drain: config.transport.stdio_drain,
+        max_message_bytes: config.transport.max_message_bytes,
+        label,
+    }
+}
+
+/// Opens the daemon's local socket for editors' `mcpx serve --attach` ([`local`]); the handle
+/// that stops it, and its task.
+fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task<()>), String> {
+    let path = config.local_socket();
+    let listener = crate::admin::bind(&path)
+        .map_err(|e| format!("cannot open the local socket at {}: {e}", path.display()))?;
+    let stop = Cancel::new();
+    let task = smol::spawn(local::serve(
+        Arc::clone(gateway),
+        listener,
+        path,
+        gateway.config_path().map(str::to_owned),
+        stdio_options(config, "attached"),
+        stop.clone(),
+    ));
+    Ok((stop, task))
+}
+
+/// `mcpx serve --attach`: the editor is served by the running daemon on this configuration.
+fn serve_attached(config: &Config, path: Option<&Path>) -> ExitCode {
+    let attached = crate::attach::attach(&config.local_socket(), path);
+    match attached.map(|stream| crate::attach::carry(stream).map_err(|e| e.to_string())) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) | Err(e) => {
+            eprintln!("mcpx serve --attach: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -386,6 +386,11 @@ impl Gateway {
         self.registry.changed()
     }
 
+    /// The configuration file it runs with, if any.
+    pub fn config_path(&self) -> Option<&str> {
+        self.config_path.as_deref()
+    }
+
     /// The whole live state, for the admin socket.
     pub fn snapshot(&self) -> Snapshot {
         let catalog = self.catalog();

@@ -24,6 +24,8 @@ pub struct StdioOptions {
     pub drain: Duration,
     /// The longest line accepted; a longer one is answered with -32600 and skipped.
     pub max_message_bytes: usize,
+    /// What the registry calls its sessions: `stdio`, or `attached` on the daemon.
+    pub label: &'static str,
 }
 
 /// Serves one client on `input` and `output` until `input` ends and the drain is over.
@@ -36,7 +38,7 @@ pub async fn serve(
     let (outbound, outbound_rx) = async_channel::unbounded::<Outbound>();
     let (frames, frames_rx) = async_channel::unbounded::<Written>();
     let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
-    let client = gateway.open_client("stdio", outbound.clone());
+    let client = gateway.open_client(options.label, outbound.clone());
     // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
     let (alive, all_done) = async_channel::bounded::<()>(1);
     let connection = Connection {

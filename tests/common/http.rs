@@ -70,6 +70,11 @@ impl Daemon {
         self.log.shows(text)
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The configuration file the daemon was started with.
     pub fn config_path(&self) -> &std::path::Path {
         self._config.path()

@@ -139,8 +139,18 @@ impl Serve {
 
     /// `mcpx serve` on a configuration file the test keeps.
     pub fn with_config_file(path: &std::path::Path) -> Serve {
+        Serve::spawn(path, &[])
+    }
+
+    /// `mcpx serve --attach` on a running daemon's configuration file.
+    pub fn attached(path: &std::path::Path) -> Serve {
+        Serve::spawn(path, &["--attach"])
+    }
+
+    fn spawn(path: &std::path::Path, options: &[&str]) -> Serve {
         let mut child = Command::new(mcpx_bin())
             .args(["--config", path.to_str().unwrap(), "serve"])
+            .args(options)
             .env("MCPX_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

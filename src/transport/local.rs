@@ -1,0 +1,134 @@
+//! The daemon's door for editors: an editor's `mcpx serve --attach` connects to a local socket
+//! and is served by the daemon's one set of upstreams, instead of starting its own.
+//!
+//! After one handshake line each way (which configuration the attaching `mcpx serve` runs with;
+//! attached, or refused and why), a connection is a stdio session: the very transport `mcpx
+//! serve` runs on its pipes ([`super::stdio`]), so every stdio rule holds by construction. The
+//! socket is the admin socket's kind: 0600 in a 0700 directory, and a peer of another uid is
+//! refused.
+
+use super::stdio::{self, StdioOptions};
+use crate::admin;
+use crate::cancel::Cancel;
+use crate::gateway::Gateway;
+use crate::lines::{self, Read};
+use serde::{Deserialize, Serialize};
+use smol::io::{AsyncWriteExt, BufReader};
+use smol::net::unix::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The first line an attaching `mcpx serve` sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attach {
+    /// The configuration file it runs with, if any: it must be the daemon's.
+    pub config: Option<String>,
+    /// Its process id, for the logs.
+    pub pid: u32,
+}
+
+/// The daemon's answer to [`Attach`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// From the next line on, the connection is a stdio session.
+    Attached,
+    /// Not served, and why.
+    Refused(String),
+}
+
+/// The longest handshake line taken.
+const MAX_ATTACH_LINE: usize = 16 * 1024;
+
+/// How long an attaching process may take to say who it is.
+const ATTACH_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Serves attaching editors on `listener` until `stop` fires, then removes the socket file.
+/// `config` is the daemon's configuration file; sessions run with `options`.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    listener: UnixListener,
+    path: PathBuf,
+    config: Option<String>,
+    options: StdioOptions,
+    stop: Cancel,
+) {
+    loop {
+        let accepted = smol::future::or(async { Some(listener.accept().await) }, async {
+            stop.cancelled().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok((stream, _))) => {
+                let (gateway, config) = (Arc::clone(&gateway), config.clone());
+                smol::spawn(session(gateway, stream, config, options)).detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!("local socket accept failed: {e}");
+                smol::Timer::after(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// One attached editor: the handshake, then its stdio session.
+async fn session(
+    gateway: Arc<Gateway>,
+    stream: UnixStream,
+    config: Option<String>,
+    options: StdioOptions,
+) {
+    let mut writer = stream.clone();
+    let mut reader = BufReader::new(stream.clone());
+    let attach = match admin::same_user(&stream) {
+        true => read_attach(&mut reader).await,
+        false => Err("this socket belongs to another user".to_owned()),
+    };
+    let answer = match attach {
+        Ok(attach) if attach.config == config => {
+            tracing::info!(pid = attach.pid, "an editor's mcpx serve attached");
+            Answer::Attached
+        }
+        Ok(attach) => Answer::Refused(format!(
+            "this daemon runs with {}, not {}",
+            shown(config.as_deref()),
+            shown(attach.config.as_deref())
+        )),
+        Err(why) => Answer::Refused(why),
+    };
+    let mut line = serde_json::to_vec(&answer).unwrap_or_default();
+    line.push(b'\n');
+    if writer.write_all(&line).await.is_err() || answer != Answer::Attached {
+        return;
+    }
+    // Bytes the editor sent after its handshake are already in `reader`: it is the input.
+    stdio::serve(gateway, reader, writer, options).await;
+}
+
+/// Reads the handshake line, within [`ATTACH_PATIENCE`].
+async fn read_attach(reader: &mut BufReader<UnixStream>) -> Result<Attach, String> {
+    let mut buf = Vec::new();
+    let read = smol::future::or(
+        async { Some(lines::read_line(reader, &mut buf, MAX_ATTACH_LINE, |_| {}).await) },
+        async {
+            smol::Timer::after(ATTACH_PATIENCE).await;
+            None
+        },
+    );
+    match read.await {
+        Some(Read::Line) => {
+            serde_json::from_slice(&buf).map_err(|e| format!("not an attach line: {e}"))
+        }
+        Some(Read::TooLong { .. }) => Err("the attach line is too long".into()),
+        Some(Read::Eof) => Err("closed before attaching".into()),
+        None => Err(format!("no attach line within {ATTACH_PATIENCE:?}")),
+    }
+}
+
+fn shown(config: Option<&str>) -> &str {
+    config.unwrap_or("no configuration file")
+}

@@ -1,0 +1,161 @@
+//! Editors sharing the daemon's upstreams: `mcpx serve --attach` carries an editor's stdio to the
+//! daemon's local socket, where the daemon serves it with the same stdio transport and its one
+//! set of upstreams.
+
+mod common;
+
+use common::http::Daemon;
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A daemon with the fixture behind it, its sockets in a directory of the test's.
+fn daemon() -> (Daemon, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin.sock");
+    let config = format!("[admin]\nsocket = {:?}\n{}", admin, fixture_config(""));
+    let daemon = Daemon::start(&config, "");
+    let door = dir.path().join("serve.sock");
+    let deadline = Instant::now() + PATIENCE;
+    while std::os::unix::net::UnixStream::connect(&door).is_err() {
+        assert!(Instant::now() < deadline, "no local socket at {door:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (daemon, dir)
+}
+
+/// Every process below `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            found.push(child);
+            found.extend(descendants(child));
+        }
+    }
+    found
+}
+
+/// How many fixture upstreams run below `pid`.
+fn fixtures_below(pid: u32) -> usize {
+    let comm = |p: &u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+    descendants(pid)
+        .iter()
+        .filter(|p| comm(p).starts_with("fixture-upstrea"))
+        .count()
+}
+
+/// `mcpx serve --attach` on `config`, run to its end with no input: its exit and stderr.
+fn attach_alone(config: &Path) -> (bool, String) {
+    let out = std::process::Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--attach"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+mod every_revision {
+    pub mod attach {
+        use super::super::*;
+
+        #[test]
+        fn attached_editors_share_the_daemons_one_upstream_process() {
+            let (daemon, dir) = daemon();
+            let mut editors: Vec<Serve> = (0..3)
+                .map(|_| Serve::attached(daemon.config_path()))
+                .collect();
+            for (n, editor) in editors.iter_mut().enumerate() {
+                editor.initialize("2025-11-25");
+                let text = format!("editor {n}");
+                let echoed = editor.call(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": text}}),
+                );
+                assert_eq!(echoed["result"]["content"][0]["text"], text, "{echoed}");
+            }
+            assert_eq!(fixtures_below(daemon.pid()), 1);
+            for editor in &editors {
+                assert_eq!(
+                    fixtures_below(editor.pid()),
+                    0,
+                    "an attached serve started upstreams"
+                );
+            }
+            let status = std::process::Command::new(mcpx_bin())
+                .args(["status", "--json", "--socket"])
+                .arg(dir.path().join("admin.sock"))
+                .output()
+                .unwrap();
+            let snapshot: Value = serde_json::from_slice(&status.stdout).unwrap();
+            let attached = snapshot["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|s| s["transport"] == "attached")
+                .count();
+            assert_eq!(attached, 3, "{snapshot}");
+        }
+
+        #[test]
+        fn an_attached_session_keeps_the_stdio_rules_cancellation_and_the_eof_drain() {
+            let (daemon, _dir) = daemon();
+            let mut editor = Serve::attached(daemon.config_path());
+            editor.initialize("2025-11-25");
+            editor.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {"ms": 5000}}),
+            );
+            editor.notify("notifications/cancelled", json!({"requestId": 1}));
+            editor.request(
+                2,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {"ms": 300}}),
+            );
+            editor.close_stdin();
+            // The cancelled call is never answered; the one in flight at EOF is, then the session ends.
+            let answered = editor.response(2);
+            assert!(answered.get("result").is_some(), "{answered}");
+            let rest = editor.drain(Duration::from_millis(300));
+            assert!(rest.iter().all(|m| m["id"] != 1), "{rest:?}");
+            assert!(editor.wait(PATIENCE).is_some_and(|s| s.success()));
+        }
+
+        #[test]
+        fn a_serve_on_another_configuration_is_refused_with_the_reason() {
+            let (_daemon, dir) = daemon();
+            let other = dir.path().join("other.toml");
+            let admin = dir.path().join("admin.sock");
+            std::fs::write(&other, format!("[admin]\nsocket = {admin:?}\n")).unwrap();
+            let (served, stderr) = attach_alone(&other);
+            assert!(!served);
+            assert!(
+                stderr.contains("refused") && stderr.contains("other.toml"),
+                "{stderr}"
+            );
+        }
+
+        #[test]
+        fn attach_without_a_daemon_fails_and_says_so() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("config.toml");
+            let admin: PathBuf = dir.path().join("admin.sock");
+            std::fs::write(&config, format!("[admin]\nsocket = {admin:?}\n")).unwrap();
+            let (served, stderr) = attach_alone(&config);
+            assert!(!served);
+            assert!(stderr.contains("no mcpx daemon answers"), "{stderr}");
+        }
+    }
+}
