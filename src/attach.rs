@@ -1,20 +1,34 @@
-//! `mcpx serve --attach`: the editor's stdio carried to a running daemon's local socket, byte
-//! for byte, so that every editor shares the daemon's one set of upstreams.
+//! `mcpx serve --attach`: the editor's stdio carried to a running daemon's local socket, so that
+//! every editor shares the daemon's one set of upstreams.
 //!
-//! After the handshake line ([`crate::transport::local`]) the shim parses nothing: one thread
-//! copies stdin to the socket and half-closes it at EOF (so the daemon drains the session as
-//! `mcpx serve` would), and the calling thread copies the socket to stdout. It starts no executor
-//! and no upstream, so its cost is a process start and a connect.
+//! After the handshake line ([`crate::transport::local`]) the shim passes whole lines through
+//! unchanged. It reads only each message's top-level id ([`IdScanner`]), to know which of the
+//! editor's requests are unanswered, and the editor's first line, to keep its `initialize`: when
+//! the daemon goes away (a `systemctl --user restart mcpx`, a crash), the unanswered requests get
+//! a JSON-RPC error at once, and the shim attaches to the daemon that comes back, replaying the
+//! editor's `initialize` (its answer swallowed) so that the editor's session goes on. If none
+//! comes back within [`RECONNECT_PATIENCE`], the shim ends, as a `mcpx serve` whose server died
+//! would, and the editor starts it again.
+//!
+//! It starts no executor and no upstream: threads and blocking sockets, so its cost is a process
+//! start and a connect.
 
+use crate::jsonrpc::{ErrorObject, Id, Response, INTERNAL_ERROR};
+use crate::lines::IdScanner;
 use crate::transport::local::{Answer, Attach};
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::time::{Duration, Instant};
 
 /// How long the daemon may take to answer the handshake.
 const ANSWER_PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long a shim whose daemon went away waits for one to come back.
+pub const RECONNECT_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Attaches to the daemon on `socket`, saying this process runs with `config`: the connection,
 /// ready to carry the session, or why not.
@@ -56,31 +70,212 @@ fn read_answer(stream: &mut UnixStream) -> Result<Answer, String> {
     Err("the daemon closed the connection without answering".into())
 }
 
-/// Carries the session until the daemon ends it: stdin to the socket, the socket to stdout.
-pub fn carry(stream: UnixStream) -> std::io::Result<()> {
-    let mut to_daemon = stream.try_clone()?;
-    std::thread::spawn(move || {
-        let _ = relay(&mut std::io::stdin(), &mut to_daemon);
-        // EOF from the editor: the daemon drains the session, answers, and closes.
-        let _ = to_daemon.shutdown(Shutdown::Write);
-    });
-    let mut from_daemon = stream;
-    relay(&mut from_daemon, &mut std::io::stdout())
+/// What the shim's threads report.
+enum Event {
+    /// A line from the editor (its newline included).
+    FromEditor(Vec<u8>),
+    /// The editor closed stdin.
+    EditorDone,
+    /// A line from the daemon of connection `generation`.
+    FromDaemon(u64, Vec<u8>),
+    /// The daemon of connection `generation` closed it.
+    DaemonGone(u64),
 }
 
-/// Copies `from` to `to` as bytes arrive, each read written and flushed at once: a frame must
-/// not wait in a buffer for the next one (`std::io::copy` gives no such promise).
-fn relay(from: &mut impl Read, to: &mut impl Write) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match from.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                to.write_all(&buf[..n])?;
-                to.flush()?;
+/// A session carried to the daemon on `socket`, whose process runs with `config`.
+pub struct Shim {
+    socket: PathBuf,
+    config: Option<PathBuf>,
+    events: Sender<Event>,
+    stream: UnixStream,
+    generation: u64,
+    /// The editor's requests the daemon has not answered.
+    unanswered: HashSet<Id>,
+    /// The daemon's questions the editor has not answered (their ids are the daemon's).
+    questions: HashSet<Id>,
+    /// The editor's `initialize` and `initialized`, replayed to a daemon that comes back.
+    handshake: Vec<Vec<u8>>,
+    /// The id of a replayed `initialize`, whose answer the editor must not see twice.
+    replayed: Option<Id>,
+    lines_seen: usize,
+}
+
+impl Shim {
+    /// Carries the session on `stream` until the editor is done and the daemon has answered.
+    pub fn carry(socket: &Path, config: Option<&Path>, stream: UnixStream) -> Result<(), String> {
+        let (events, inbox) = mpsc::channel();
+        let editor = events.clone();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            split_lines(&mut stdin.lock(), |line| {
+                editor.send(Event::FromEditor(line)).is_ok()
+            });
+            let _ = editor.send(Event::EditorDone);
+        });
+        let mut shim = Shim {
+            socket: socket.to_owned(),
+            config: config.map(Path::to_owned),
+            events,
+            stream,
+            generation: 0,
+            unanswered: HashSet::new(),
+            questions: HashSet::new(),
+            handshake: Vec::new(),
+            replayed: None,
+            lines_seen: 0,
+        };
+        shim.follow_daemon()?;
+        let mut editor_done = false;
+        let mut stdout = std::io::stdout();
+        for event in inbox {
+            match event {
+                Event::FromEditor(line) => shim.to_daemon(line),
+                Event::EditorDone => {
+                    editor_done = true;
+                    // The daemon drains the session, answers, and closes.
+                    let _ = shim.stream.shutdown(Shutdown::Write);
+                }
+                Event::FromDaemon(generation, line) if generation == shim.generation => {
+                    if shim.from_daemon(&line) {
+                        stdout.write_all(&line).map_err(|e| e.to_string())?;
+                        stdout.flush().map_err(|e| e.to_string())?;
+                    }
+                }
+                Event::DaemonGone(generation) if generation == shim.generation => {
+                    if editor_done {
+                        return Ok(());
+                    }
+                    shim.answer_unanswered(&mut stdout)?;
+                    shim.reattach()?;
+                }
+                Event::FromDaemon(..) | Event::DaemonGone(_) => {}
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// Reads the current connection in a thread of its own.
+    fn follow_daemon(&mut self) -> Result<(), String> {
+        let mut reader = self.stream.try_clone().map_err(|e| e.to_string())?;
+        let (events, generation) = (self.events.clone(), self.generation);
+        std::thread::spawn(move || {
+            split_lines(&mut reader, |line| {
+                events.send(Event::FromDaemon(generation, line)).is_ok()
+            });
+            let _ = events.send(Event::DaemonGone(generation));
+        });
+        Ok(())
+    }
+
+    /// Notes what the editor sends and passes it on; a daemon that cannot take it is gone, and
+    /// its reader says so.
+    fn to_daemon(&mut self, line: Vec<u8>) {
+        if self.lines_seen < 2 && starts_session(&line) {
+            self.handshake.push(line.clone());
+        }
+        self.lines_seen += 1;
+        if let Some(id) = id_of(&line) {
+            if !self.questions.remove(&id) {
+                self.unanswered.insert(id);
+            }
+        }
+        let _ = self.stream.write_all(&line);
+    }
+
+    /// Notes what the daemon sends; whether the editor is to see it.
+    fn from_daemon(&mut self, line: &[u8]) -> bool {
+        let Some(id) = id_of(line) else { return true };
+        if self.replayed.as_ref() == Some(&id) {
+            self.replayed = None;
+            return false;
+        }
+        if !self.unanswered.remove(&id) {
+            self.questions.insert(id);
+        }
+        true
+    }
+
+    /// The daemon went away: each request it left unanswered gets an error now.
+    fn answer_unanswered(&mut self, stdout: &mut impl Write) -> Result<(), String> {
+        let error = ErrorObject::new(
+            INTERNAL_ERROR,
+            "the mcpx daemon went away before answering; mcpx serve is attaching to it again",
+        );
+        for id in self.unanswered.drain() {
+            let response = Response::error(Some(id), error.clone());
+            let mut line = serde_json::to_vec(&response).map_err(|e| e.to_string())?;
+            line.push(b'\n');
+            stdout.write_all(&line).map_err(|e| e.to_string())?;
+        }
+        self.questions.clear();
+        stdout.flush().map_err(|e| e.to_string())
+    }
+
+    /// Attaches to the daemon that comes back and replays the editor's handshake to it.
+    fn reattach(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + RECONNECT_PATIENCE;
+        let stream = loop {
+            match attach(&self.socket, self.config.as_deref()) {
+                Ok(stream) => break stream,
+                Err(why) if Instant::now() >= deadline => {
+                    return Err(format!("the daemon went away and did not come back: {why}"))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        };
+        self.stream = stream;
+        self.generation += 1;
+        self.replayed = self.handshake.first().and_then(|line| id_of(line));
+        for line in &self.handshake {
+            self.stream.write_all(line).map_err(|e| e.to_string())?;
+        }
+        self.follow_daemon()
+    }
+}
+
+/// Whether a line is part of a legacy session's start: `initialize` or `initialized`.
+fn starts_session(line: &[u8]) -> bool {
+    let message: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+    matches!(
+        message["method"].as_str(),
+        Some("initialize" | "notifications/initialized")
+    )
+}
+
+/// A message's top-level id, read without parsing the rest.
+fn id_of(line: &[u8]) -> Option<Id> {
+    let mut scanner = IdScanner::default();
+    scanner.feed(line);
+    scanner.id().cloned()
+}
+
+/// The most of a line held before it is passed on in pieces: the daemon bounds messages, and the
+/// shim must not hold a longer one whole.
+const MAX_HELD: usize = 1024 * 1024;
+
+/// Reads `from` and hands each whole line (newline included) to `take`, until `from` ends or
+/// `take` says stop; a line longer than [`MAX_HELD`] goes in pieces.
+fn split_lines(from: &mut impl Read, mut take: impl FnMut(Vec<u8>) -> bool) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut partial = Vec::new();
+    loop {
+        let read = match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => &buf[..n],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        let mut rest = read;
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            partial.extend_from_slice(&rest[..=at]);
+            if !take(std::mem::take(&mut partial)) {
+                return;
+            }
+            rest = &rest[at + 1..];
+        }
+        partial.extend_from_slice(rest);
+        if partial.len() >= MAX_HELD && !take(std::mem::take(&mut partial)) {
+            return;
         }
     }
 }

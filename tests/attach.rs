@@ -65,9 +65,74 @@ fn attach_alone(config: &Path) -> (bool, String) {
     )
 }
 
+/// `mcpx daemon` on the configuration file `config`, once its local socket answers.
+fn start_daemon(config: &Path, door: &Path) -> std::process::Child {
+    let _ = std::fs::remove_file(door);
+    let child = std::process::Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(config)
+        .arg("daemon")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while std::os::unix::net::UnixStream::connect(door).is_err() {
+        assert!(Instant::now() < deadline, "no local socket at {door:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
 mod every_revision {
     pub mod attach {
         use super::super::*;
+
+        /// A `systemctl --user restart` under an attached editor: the call in flight gets an
+        /// error, and the editor's next request is served by the new daemon in the same session.
+        #[test]
+        fn an_attached_editor_goes_on_after_the_daemon_restarts() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("config.toml");
+            let admin = dir.path().join("admin.sock");
+            let door = dir.path().join("serve.sock");
+            let text = format!(
+                "[daemon]\naddress = \"127.0.0.1:0\"\nshutdownGrace = \"100ms\"\n[admin]\nsocket = {admin:?}\n{}",
+                fixture_config("")
+            );
+            std::fs::write(&config, text).unwrap();
+            let mut first = start_daemon(&config, &door);
+            let mut editor = Serve::attached(&config);
+            editor.initialize("2025-11-25");
+            editor.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {"ms": 10000}}),
+            );
+            std::thread::sleep(Duration::from_millis(200));
+            std::process::Command::new("kill")
+                .args(["-TERM", &first.id().to_string()])
+                .status()
+                .unwrap();
+            first.wait().unwrap();
+            let failed = editor.response(1);
+            assert!(failed.get("error").is_some(), "{failed}");
+            let mut second = start_daemon(&config, &door);
+            let echoed = editor.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "still here"}}),
+            );
+            assert_eq!(
+                echoed["result"]["content"][0]["text"], "still here",
+                "{echoed}"
+            );
+            // The replayed initialize was answered to the shim, not to the editor again.
+            let extra = editor.drain(Duration::from_millis(200));
+            assert!(extra.iter().all(|m| m["id"] != 0), "{extra:?}");
+            let _ = second.kill();
+            let _ = second.wait();
+        }
 
         #[test]
         fn attached_editors_share_the_daemons_one_upstream_process() {

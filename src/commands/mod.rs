@@ -130,7 +130,6 @@ async fn execute(
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
-            let editors = editors_door(config, &gateway)?;
             // Under systemd (Type=notify), accepting connections is readiness.
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);
@@ -139,14 +138,17 @@ async fn execute(
                 config.admin.socket.clone(),
                 Console::Required,
                 async {
-                    serving
+                    // Opened once the admin socket is (its directory's problems are told there).
+                    let (stop_editors, editors) = editors_door(config, &gateway)?;
+                    let served = serving
                         .await
-                        .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address))
+                        .map_err(|e| format!("cannot serve on {}: {e}", config.daemon.address));
+                    stop_editors.cancel();
+                    editors.await;
+                    served
                 },
             )
             .await?;
-            editors.0.cancel();
-            editors.1.await;
             drop(signals);
             Ok(ExitCode::SUCCESS)
         }
@@ -211,10 +213,11 @@ fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task
 
 /// `mcpx serve --attach`: the editor is served by the running daemon on this configuration.
 fn serve_attached(config: &Config, path: Option<&Path>) -> ExitCode {
-    let attached = crate::attach::attach(&config.local_socket(), path);
-    match attached.map(|stream| crate::attach::carry(stream).map_err(|e| e.to_string())) {
-        Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e)) | Err(e) => {
+    let socket = config.local_socket();
+    let attached = crate::attach::attach(&socket, path);
+    match attached.and_then(|stream| crate::attach::Shim::carry(&socket, path, stream)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
             eprintln!("mcpx serve --attach: {e}");
             ExitCode::FAILURE
         }
