@@ -129,14 +129,14 @@ impl Shim {
         let mut stdout = std::io::stdout();
         for event in inbox {
             match event {
-                Event::FromEditor(line) => shim.to_daemon(line),
+                Event::FromEditor(line) => shim.send_to_daemon(line),
                 Event::EditorDone => {
                     editor_done = true;
                     // The daemon drains the session, answers, and closes.
                     let _ = shim.stream.shutdown(Shutdown::Write);
                 }
                 Event::FromDaemon(generation, line) if generation == shim.generation => {
-                    if shim.from_daemon(&line) {
+                    if shim.shown_to_editor(&line) {
                         stdout.write_all(&line).map_err(|e| e.to_string())?;
                         stdout.flush().map_err(|e| e.to_string())?;
                     }
@@ -169,7 +169,7 @@ impl Shim {
 
     /// Notes what the editor sends and passes it on; a daemon that cannot take it is gone, and
     /// its reader says so.
-    fn to_daemon(&mut self, line: Vec<u8>) {
+    fn send_to_daemon(&mut self, line: Vec<u8>) {
         if self.lines_seen < 2 && starts_session(&line) {
             self.handshake.push(line.clone());
         }
@@ -183,7 +183,7 @@ impl Shim {
     }
 
     /// Notes what the daemon sends; whether the editor is to see it.
-    fn from_daemon(&mut self, line: &[u8]) -> bool {
+    fn shown_to_editor(&mut self, line: &[u8]) -> bool {
         let Some(id) = id_of(line) else { return true };
         if self.replayed.as_ref() == Some(&id) {
             self.replayed = None;
