@@ -28,11 +28,16 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP on stdin and stdout (what an editor launches).
+    ///
+    /// With a daemon running on the same configuration file, the editor is served by it and its
+    /// one set of upstreams (through its local socket); otherwise here, with upstreams of its own.
     Serve {
-        /// Be served by the running daemon (its local socket, same configuration file) and its
-        /// one set of upstreams, instead of starting them here; fails if no daemon answers.
-        #[arg(long)]
+        /// Only through the daemon: fail if none answers.
+        #[arg(long, conflicts_with = "standalone")]
         attach: bool,
+        /// Never through the daemon: start the upstreams here.
+        #[arg(long)]
+        standalone: bool,
     },
     /// Serve MCP over Streamable HTTP at /mcp on daemon.address until SIGTERM or SIGINT.
     Daemon,

@@ -199,6 +199,26 @@ mod every_revision {
         }
 
         #[test]
+        fn serve_attaches_by_default_when_a_daemon_runs_its_configuration_and_standalone_does_not()
+        {
+            let (daemon, _dir) = daemon();
+            let mut shared = Serve::with_config_file(daemon.config_path());
+            let mut own = Serve::spawn(daemon.config_path(), &["--standalone"]);
+            for editor in [&mut shared, &mut own] {
+                editor.initialize("2025-11-25");
+                let echoed = editor.call(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "hi"}}),
+                );
+                assert_eq!(echoed["result"]["content"][0]["text"], "hi", "{echoed}");
+            }
+            assert_eq!(fixtures_below(shared.pid()), 0);
+            assert_eq!(fixtures_below(own.pid()), 1);
+            assert_eq!(fixtures_below(daemon.pid()), 1);
+        }
+
+        #[test]
         fn a_serve_on_another_configuration_is_refused_with_the_reason() {
             let (_daemon, dir) = daemon();
             let other = dir.path().join("other.toml");

@@ -49,7 +49,14 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Reload => return reload(&config.admin.socket),
         Command::Auth { action } => return auth::run(action, &config, path.as_deref()),
-        Command::Serve { attach: true } => return serve_attached(&config, path.as_deref()),
+        Command::Serve {
+            attach,
+            standalone: false,
+        } => {
+            if let Some(code) = serve_attached(&config, path.as_deref(), *attach) {
+                return code;
+            }
+        }
         _ => {}
     }
     let gateway = Gateway::new(
@@ -211,17 +218,28 @@ fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task
     Ok((stop, task))
 }
 
-/// `mcpx serve --attach`: the editor is served by the running daemon on this configuration.
-fn serve_attached(config: &Config, path: Option<&Path>) -> ExitCode {
+/// `mcpx serve` through the daemon running on this configuration: how it ended, or `None` when
+/// no daemon took it and `required` is false (then it serves in-process).
+fn serve_attached(config: &Config, path: Option<&Path>, required: bool) -> Option<ExitCode> {
     let socket = config.local_socket();
-    let attached = crate::attach::attach(&socket, path);
-    match attached.and_then(|stream| crate::attach::Shim::carry(&socket, path, stream)) {
+    let stream = match crate::attach::attach(&socket, path) {
+        Ok(stream) => stream,
+        Err(e) if required => {
+            eprintln!("mcpx serve --attach: {e}");
+            return Some(ExitCode::FAILURE);
+        }
+        Err(e) => {
+            tracing::debug!("serving in-process: {e}");
+            return None;
+        }
+    };
+    Some(match crate::attach::Shim::carry(&socket, path, stream) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("mcpx serve --attach: {e}");
+            eprintln!("mcpx serve: {e}");
             ExitCode::FAILURE
         }
-    }
+    })
 }
 
 /// Whether mcpx may run without its admin socket.

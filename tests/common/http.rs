@@ -70,6 +70,17 @@ impl Daemon {
         self.log.shows(text)
     }
 
+    /// Where the daemon serves attached editors: `serve.sock` beside its admin socket.
+    pub fn local_socket(&self) -> std::path::PathBuf {
+        let text = std::fs::read_to_string(self.config_path()).unwrap();
+        let config: toml::Table = toml::from_str(&text).unwrap();
+        let admin = match config.get("admin").and_then(|a| a.get("socket")) {
+            Some(socket) => std::path::PathBuf::from(socket.as_str().unwrap()),
+            None => self._admin_dir.path().join("admin.sock"),
+        };
+        admin.with_file_name("serve.sock")
+    }
+
     /// The daemon's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -89,14 +89,7 @@ impl Log {
 
     /// Waits until the log contains `text`.
     pub fn shows(&self, text: &str) -> bool {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if self.text().contains(text) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
+        eventually(|| self.text().contains(text))
     }
 
     /// Waits until the process's stderr is closed and read to the end.
@@ -105,6 +98,18 @@ impl Log {
             let _ = reader.join();
         }
     }
+}
+
+/// Whether `holds` comes true within [`PATIENCE`].
+pub fn eventually(holds: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if holds() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 /// The resident memory of process `pid`, in bytes.
@@ -126,13 +131,32 @@ pub struct Serve {
     held: VecDeque<Value>,
     log: Log,
     _config: Option<tempfile::NamedTempFile>,
+    /// The daemon an attached `mcpx serve` is served by, when the test started it.
+    daemon: Option<http::Daemon>,
+}
+
+/// Whether this test binary runs its `mcpx serve` through a daemon (`mcpx serve --attach`):
+/// tests/stdio_attached.rs runs the stdio rules' test bodies that way.
+fn attached_mode() -> bool {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let name = exe.file_name().unwrap_or_default().to_string_lossy();
+    name.starts_with("stdio_attached")
 }
 
 impl Serve {
+    /// `mcpx serve` with `config`: on its own, or attached to a daemon running `config` in the
+    /// attached mode.
     pub fn start(config: &str) -> Serve {
+        let attached = attached_mode();
+        if attached && mcpx::config::Config::parse(config).is_ok() {
+            return Serve::through_daemon(config);
+        }
+        // A configuration that does not load is refused by `mcpx serve --attach` as by
+        // `mcpx serve`, before any daemon is looked for.
+        let options: &[&str] = if attached { &["--attach"] } else { &[] };
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(config.as_bytes()).unwrap();
-        let mut serve = Serve::with_config_file(file.path());
+        let mut serve = Serve::spawn(file.path(), options);
         serve._config = Some(file);
         serve
     }
@@ -142,12 +166,27 @@ impl Serve {
         Serve::spawn(path, &[])
     }
 
+    /// A daemon with `config`, and `mcpx serve --attach` on it.
+    fn through_daemon(config: &str) -> Serve {
+        let daemon = http::Daemon::start(config, "");
+        let door = daemon.local_socket();
+        let deadline = Instant::now() + PATIENCE;
+        while std::os::unix::net::UnixStream::connect(&door).is_err() {
+            assert!(Instant::now() < deadline, "no local socket at {door:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut serve = Serve::attached(daemon.config_path());
+        serve.daemon = Some(daemon);
+        serve
+    }
+
     /// `mcpx serve --attach` on a running daemon's configuration file.
     pub fn attached(path: &std::path::Path) -> Serve {
         Serve::spawn(path, &["--attach"])
     }
 
-    fn spawn(path: &std::path::Path, options: &[&str]) -> Serve {
+    /// `mcpx serve` with `options` on a configuration file the test keeps.
+    pub fn spawn(path: &std::path::Path, options: &[&str]) -> Serve {
         let mut child = Command::new(mcpx_bin())
             .args(["--config", path.to_str().unwrap(), "serve"])
             .args(options)
@@ -175,6 +214,7 @@ impl Serve {
             held: VecDeque::new(),
             log,
             _config: None,
+            daemon: None,
         }
     }
 
@@ -301,13 +341,15 @@ impl Serve {
         self.child.id()
     }
 
+    /// mcpx's log: its stderr, and its daemon's when it is attached.
     pub fn stderr(&self) -> String {
-        self.log.text()
+        let daemon = self.daemon.as_ref().map(http::Daemon::stderr);
+        self.log.text() + &daemon.unwrap_or_default()
     }
 
-    /// Waits until mcpx's log (stderr) contains `text`.
+    /// Waits until mcpx's log contains `text`.
     pub fn log_shows(&self, text: &str) -> bool {
-        self.log.shows(text)
+        eventually(|| self.stderr().contains(text))
     }
 }
 
