@@ -84,9 +84,106 @@ fn start_daemon(config: &Path, door: &Path) -> std::process::Child {
     child
 }
 
+/// An attached editor that declared it can answer elicitation.
+fn asking_editor(daemon: &Daemon) -> Serve {
+    let mut editor = Serve::attached(daemon.config_path());
+    editor.call(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "editor", "version": "1"}}),
+    );
+    editor.notify("notifications/initialized", json!({}));
+    editor
+}
+
 mod every_revision {
     pub mod attach {
         use super::super::*;
+
+        /// One editor's cancellation reaches the shared upstream; the other editors' calls to it
+        /// are not touched.
+        #[test]
+        fn a_cancellation_from_one_editor_leaves_the_others_calls_alone() {
+            let (daemon, _dir) = daemon();
+            let mut first = Serve::attached(daemon.config_path());
+            let mut second = Serve::attached(daemon.config_path());
+            for editor in [&mut first, &mut second] {
+                editor.initialize("2025-11-25");
+            }
+            let sleep = |ms: u64| json!({"name": "fixture__sleep", "arguments": {"ms": ms}});
+            first.request(1, "tools/call", sleep(10_000));
+            second.request(1, "tools/call", sleep(500));
+            std::thread::sleep(Duration::from_millis(100));
+            first.notify("notifications/cancelled", json!({"requestId": 1}));
+            let answered = second.response(1);
+            assert!(answered.get("result").is_some(), "{answered}");
+            assert!(
+                daemon.log_shows("fixture: cancelled request"),
+                "{}",
+                daemon.stderr()
+            );
+            let withheld = first.drain(Duration::from_millis(200));
+            assert!(withheld.iter().all(|m| m["id"] != 1), "{withheld:?}");
+        }
+
+        /// An upstream's question goes to the editor whose call asked it, and to no other.
+        #[test]
+        fn a_question_reaches_the_editor_that_made_the_call_and_no_other() {
+            let (daemon, _dir) = daemon();
+            let mut asker = asking_editor(&daemon);
+            let mut bystander = asking_editor(&daemon);
+            asker.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__ask", "arguments": {}}),
+            );
+            let question = loop {
+                let message = asker.next();
+                if message["method"] == "elicitation/create" {
+                    break message;
+                }
+            };
+            asker.send(json!({"jsonrpc": "2.0", "id": question["id"],
+                "result": {"action": "accept", "content": {"name": "Ada"}}}));
+            let answered = asker.response(1);
+            assert_eq!(
+                answered["result"]["content"][0]["text"], "accept: Ada",
+                "{answered}"
+            );
+            let seen = bystander.drain(Duration::from_millis(200));
+            assert!(
+                seen.iter().all(|m| m["method"] != "elicitation/create"),
+                "{seen:?}"
+            );
+        }
+
+        /// Another user's process cannot attach, even where the socket's permissions would let
+        /// it connect: the daemon checks the peer's uid.
+        #[test]
+        fn another_users_process_is_refused_on_the_socket() {
+            use std::os::unix::fs::PermissionsExt;
+            let (daemon, dir) = daemon();
+            let door = dir.path().join("serve.sock");
+            let open = |path: &Path, mode| {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+            };
+            open(dir.path(), 0o755);
+            open(&door, 0o666);
+            open(daemon.config_path(), 0o644);
+            let out = std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(mcpx_bin())
+                .arg("--config")
+                .arg(daemon.config_path())
+                .args(["serve", "--attach"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{stderr}");
+            assert!(stderr.contains("belongs to another user"), "{stderr}");
+        }
 
         /// A `systemctl --user restart` under an attached editor: the call in flight gets an
         /// error, and the editor's next request is served by the new daemon in the same session.
