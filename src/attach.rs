@@ -41,11 +41,17 @@ pub fn attach(socket: &Path, config: Option<&Path>) -> Result<UnixStream, String
     };
     let mut line = serde_json::to_vec(&attach).map_err(|e| e.to_string())?;
     line.push(b'\n');
-    stream.write_all(&line).map_err(|e| e.to_string())?;
+    // A daemon that refuses at once (another user) may close before taking the line: its
+    // answer still says why.
+    let written = stream.write_all(&line);
     stream
         .set_read_timeout(Some(ANSWER_PATIENCE))
         .map_err(|e| e.to_string())?;
-    let answer = read_answer(&mut stream)?;
+    let answer = match (read_answer(&mut stream), written) {
+        (Ok(answer), _) => answer,
+        (Err(_), Err(e)) => return Err(format!("the daemon closed the connection: {e}")),
+        (Err(why), Ok(())) => return Err(why),
+    };
     stream.set_read_timeout(None).map_err(|e| e.to_string())?;
     match answer {
         Answer::Attached => Ok(stream),
