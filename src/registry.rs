@@ -36,6 +36,7 @@ pub enum Outcome {
 struct Session {
     transport: &'static str,
     id: Option<String>,
+    editor_pid: Option<u32>,
     client: Option<Value>,
     revision: Option<Revision>,
     opened: Instant,
@@ -122,6 +123,7 @@ impl Registry {
             let session = Session {
                 transport,
                 id: None,
+                editor_pid: None,
                 client: None,
                 revision: None,
                 opened: now,
@@ -151,6 +153,15 @@ impl Registry {
                 s.ended.clone()
             }
             None => Cancel::new(),
+        })
+    }
+
+    /// Notes which editor's `mcpx serve` an attached session serves.
+    pub fn note_editor(&self, session: SessionKey, pid: u32) {
+        self.update(|state| {
+            if let Some(s) = state.sessions.get_mut(&session) {
+                s.editor_pid = Some(pid);
+            }
         })
     }
 
@@ -309,6 +320,7 @@ impl Registry {
                 key: *key,
                 transport: s.transport.to_owned(),
                 id: s.id.clone(),
+                editor_pid: s.editor_pid,
                 client: s.client.clone(),
                 revision: s.revision.map(|r| r.as_str().to_owned()),
                 age_ms: ms(s.opened),

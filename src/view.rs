@@ -64,6 +64,9 @@ pub struct SessionView {
     pub transport: String,
     /// A legacy HTTP session's `Mcp-Session-Id`.
     pub id: Option<String>,
+    /// The process id of the editor's `mcpx serve`, for an attached session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub editor_pid: Option<u32>,
     /// The `clientInfo` it sent at `initialize`.
     pub client: Option<Value>,
     /// The revision negotiated at `initialize`.

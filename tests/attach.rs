@@ -261,13 +261,17 @@ mod every_revision {
                 .output()
                 .unwrap();
             let snapshot: Value = serde_json::from_slice(&status.stdout).unwrap();
-            let attached = snapshot["sessions"]
+            let mut editor_pids: Vec<u64> = snapshot["sessions"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter(|s| s["transport"] == "attached")
-                .count();
-            assert_eq!(attached, 3, "{snapshot}");
+                .filter_map(|s| s["editorPid"].as_u64())
+                .collect();
+            editor_pids.sort();
+            let mut expected: Vec<u64> = editors.iter().map(|e| e.pid() as u64).collect();
+            expected.sort();
+            assert_eq!(editor_pids, expected, "{snapshot}");
         }
 
         #[test]

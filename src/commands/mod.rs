@@ -197,6 +197,7 @@ fn stdio_options(config: &Config, label: &'static str) -> StdioOptions {
         drain: config.transport.stdio_drain,
         max_message_bytes: config.transport.max_message_bytes,
         label,
+        editor_pid: None,
     }
 }
 

@@ -359,6 +359,11 @@ impl Gateway {
         self.registry.cancel_all(client.session);
     }
 
+    /// Notes that `client` is the attached session of the editor whose `mcpx serve` is `pid`.
+    pub fn note_editor(&self, client: &Client, pid: u32) {
+        self.registry.note_editor(client.session, pid)
+    }
+
     /// Names `client`'s legacy HTTP session `id`; returns the signal that ends it, which the
     /// admin socket can fire too.
     pub fn name_session(&self, client: &Client, id: &str) -> Cancel {

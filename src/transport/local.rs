@@ -24,7 +24,7 @@ use std::time::Duration;
 pub struct Attach {
     /// The configuration file it runs with, if any: it must be the daemon's.
     pub config: Option<String>,
-    /// Its process id, for the logs.
+    /// Its process id, for the logs and the registry.
     pub pid: u32,
 }
 
@@ -88,9 +88,11 @@ async fn session(
         true => read_attach(&mut reader).await,
         false => Err("this socket belongs to another user".to_owned()),
     };
+    let mut options = options;
     let answer = match attach {
         Ok(attach) if attach.config == config => {
             tracing::info!(pid = attach.pid, "an editor's mcpx serve attached");
+            options.editor_pid = Some(attach.pid);
             Answer::Attached
         }
         Ok(attach) => Answer::Refused(format!(

@@ -26,6 +26,8 @@ pub struct StdioOptions {
     pub max_message_bytes: usize,
     /// What the registry calls its sessions: `stdio`, or `attached` on the daemon.
     pub label: &'static str,
+    /// An attached session's editor: its `mcpx serve`'s process id.
+    pub editor_pid: Option<u32>,
 }
 
 /// Serves one client on `input` and `output` until `input` ends and the drain is over.
@@ -39,6 +41,9 @@ pub async fn serve(
     let (frames, frames_rx) = async_channel::unbounded::<Written>();
     let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
     let client = gateway.open_client(options.label, outbound.clone());
+    if let Some(pid) = options.editor_pid {
+        gateway.note_editor(&client, pid);
+    }
     // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
     let (alive, all_done) = async_channel::bounded::<()>(1);
     let connection = Connection {

@@ -49,7 +49,11 @@ impl App {
                             .to_owned(),
                         s.revision.clone().unwrap_or_default(),
                         seconds(s.idle_ms),
-                        s.id.clone().unwrap_or_default(),
+                        match (&s.id, s.editor_pid) {
+                            (Some(id), _) => id.clone(),
+                            (None, Some(pid)) => format!("editor pid {pid}"),
+                            (None, None) => String::new(),
+                        },
                     ],
                     detail: serde_json::to_string_pretty(s).unwrap_or_default(),
                 })
