@@ -38,6 +38,9 @@ pub fn attach(socket: &Path, config: Option<&Path>) -> Result<UnixStream, String
     let attach = Attach {
         config: config.map(|p| p.display().to_string()),
         pid: std::process::id(),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|dir| dir.display().to_string()),
     };
     let mut line = serde_json::to_vec(&attach).map_err(|e| e.to_string())?;
     line.push(b'\n');

@@ -26,6 +26,10 @@ pub struct Attach {
     pub config: Option<String>,
     /// Its process id, for the logs and the registry.
     pub pid: u32,
+    /// The editor's working directory (its project), for the logs; per-project behaviour can
+    /// key on it.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 /// The daemon's answer to [`Attach`].
@@ -91,7 +95,8 @@ async fn session(
     let mut options = options;
     let answer = match attach {
         Ok(attach) if attach.config == config => {
-            tracing::info!(pid = attach.pid, "an editor's mcpx serve attached");
+            let cwd = attach.cwd.as_deref().unwrap_or("?");
+            tracing::info!(pid = attach.pid, cwd, "an editor's mcpx serve attached");
             options.editor_pid = Some(attach.pid);
             Answer::Attached
         }
