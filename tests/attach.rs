@@ -127,6 +127,44 @@ mod every_revision {
             assert!(withheld.iter().all(|m| m["id"] != 1), "{withheld:?}");
         }
 
+        /// The console cancels an attached editor's request as any other: the upstream is told,
+        /// and the editor gets no reply to it.
+        #[test]
+        fn the_console_cancels_an_attached_editors_request() {
+            use mcpx::admin::protocol::{Command, Reply, Snapshot};
+            let (daemon, dir) = daemon();
+            let admin = dir.path().join("admin.sock");
+            let mut editor = Serve::attached(daemon.config_path());
+            editor.initialize("2025-11-25");
+            editor.request(
+                7,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {"ms": 10000}}),
+            );
+            assert!(daemon.log_shows("fixture: sleeping request"));
+            let snapshot = match mcpx::admin::ask(&admin, &Command::Snapshot).unwrap() {
+                Reply::Snapshot(snapshot) => snapshot,
+                other => panic!("{other:?}"),
+            };
+            let Snapshot { requests, .. } = snapshot;
+            let key = requests[0].key;
+            let cancelled = mcpx::admin::ask(&admin, &Command::Cancel { request: key }).unwrap();
+            assert!(matches!(cancelled, Reply::Done { .. }), "{cancelled:?}");
+            assert!(
+                daemon.log_shows("fixture: cancelled request"),
+                "{}",
+                daemon.stderr()
+            );
+            let echoed = editor.call(
+                8,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "on"}}),
+            );
+            assert_eq!(echoed["result"]["content"][0]["text"], "on", "{echoed}");
+            let rest = editor.drain(Duration::from_millis(200));
+            assert!(rest.iter().all(|m| m["id"] != 7), "{rest:?}");
+        }
+
         /// An upstream's question goes to the editor whose call asked it, and to no other.
         #[test]
         fn a_question_reaches_the_editor_that_made_the_call_and_no_other() {
