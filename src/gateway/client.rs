@@ -7,14 +7,14 @@ use crate::jsonrpc::{
 };
 use crate::limit::{Held, Limit};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
-use crate::protocol::Revision;
+use crate::protocol::{Era, Revision};
 use crate::registry::SessionKey;
 use crate::sync::lock;
-use crate::upstream::ListKind;
+use crate::upstream::{ListKind, LogSink};
 use async_channel::Sender;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One client connection's state in the gateway.
@@ -29,6 +29,9 @@ pub struct Client {
     /// Caps its requests in flight; `None` for the client that stands for every modern HTTP
     /// caller, who are each bounded by their connection.
     in_flight: Option<Arc<Limit>>,
+    /// The least severe log level it takes (a rank in [`crate::upstream::LOG_LEVELS`]; all,
+    /// until it says).
+    log_level: Arc<AtomicU8>,
     state: Mutex<State>,
 }
 
@@ -85,6 +88,7 @@ impl Client {
             outbound,
             closing: Cancel::new(),
             in_flight,
+            log_level: Arc::default(),
             state: Mutex::default(),
         })
     }
@@ -217,6 +221,27 @@ impl Client {
     /// Closes a listen.
     pub fn remove_listen(&self, id: &Id) {
         self.lock().listens.retain(|l| &l.id != id);
+    }
+
+    /// Sets the least severe log level it takes (`logging/setLevel`).
+    pub fn set_log_level(&self, severity: u8) {
+        self.log_level.store(severity, Ordering::Relaxed);
+    }
+
+    /// The least severe log level it takes.
+    pub fn log_level(&self) -> u8 {
+        self.log_level.load(Ordering::Relaxed)
+    }
+
+    /// Where its log messages go when they belong to a request (`tx`, the request's channel),
+    /// or to the session (`None`): legacy clients only, since 2026-07-28 has no protocol
+    /// logging.
+    pub fn log_sink(&self, tx: Option<&Sender<Outbound>>) -> Option<LogSink> {
+        self.revision().filter(|r| r.era() == Era::Legacy)?;
+        Some(LogSink {
+            tx: tx.unwrap_or(&self.outbound).clone(),
+            level: Arc::clone(&self.log_level),
+        })
     }
 
     /// Delivers a catalog change: to a legacy client that initialized (mcpx declared

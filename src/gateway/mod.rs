@@ -10,6 +10,7 @@ mod builtin;
 mod catalog;
 mod client;
 mod inbound;
+mod logging;
 mod login;
 pub mod naming;
 mod relay;
@@ -208,6 +209,7 @@ impl Gateway {
             "tools": {"listChanged": true},
             "prompts": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
+            "logging": {},
         });
         if revision >= Revision::V2025_03_26 {
             capabilities["completions"] = json!({});
@@ -324,6 +326,7 @@ impl Gateway {
             (Era::Modern, "server/discover") => Ok(self.discover()),
             (Era::Modern, "subscriptions/listen") => self.listen(client, &request, ctx).await,
             (Era::Legacy, "resources/unsubscribe") => self.unsubscribe(client, params),
+            (Era::Legacy, "logging/setLevel") => self.set_log_level(client, params),
             (Era::Modern, "resources/subscribe") => Err(not_found(method)),
             (_, m) if CATALOG_METHODS.contains(&m) => {
                 self.ready.wait().await;

@@ -19,7 +19,7 @@ use crate::limit::Held;
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::failure::Failure;
-use crate::upstream::{Caller, Connection, ProgressSink};
+use crate::upstream::{Caller, Connection, LogSink, ProgressSink};
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -52,6 +52,8 @@ pub(super) struct UpstreamCall {
     pub params: Value,
     /// Where its progress goes.
     pub progress: Option<ProgressSink>,
+    /// Where the upstream's log messages during it go (legacy clients).
+    pub log: Option<LogSink>,
     /// Its place under the upstream's `maxInFlight`, held while it runs or waits.
     pub place: Held,
 }
@@ -66,6 +68,7 @@ impl UpstreamCall {
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let (reach, method) = (self.reach.clone(), self.method.clone());
         let (params, progress) = (self.params.clone(), self.progress.clone());
+        let log = self.log.clone();
         async move {
             let (connection, login) = match reach {
                 Reach::Ready(connection, login) => (connection, login),
@@ -83,6 +86,7 @@ impl UpstreamCall {
             let caller = Caller {
                 progress,
                 asks: Some(asks.clone()),
+                log,
             };
             // Kept for a retry only where a login could be run.
             let retry = login.map(|login| (login, params.clone(), caller.clone()));

@@ -322,6 +322,7 @@ impl Gateway {
             method: method.to_owned(),
             params: forwarded,
             progress,
+            log: client.log_sink(Some(&ctx.outbound)),
             place,
         };
         match revision.era() {

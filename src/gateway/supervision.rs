@@ -199,6 +199,7 @@ impl Gateway {
                         self.relist(&upstream, kind).await;
                     }
                 }
+                Event::Log { server, params } => self.broadcast_log(&server, &params),
                 Event::ResourceUpdated { uri } => {
                     for client in self.clients() {
                         client.resource_updated(&uri);

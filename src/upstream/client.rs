@@ -202,6 +202,20 @@ pub fn put_progress_token(params: &mut Option<Value>, token: &str) {
     }
 }
 
+/// An upstream's log message in mcpx's own log, tagged with the server's name.
+pub fn log_in_mcpx(server: &str, params: &Value) {
+    tracing::info!(target: "upstream", server = %server, "log: {params}");
+}
+
+/// Where a server's log message goes when it came during a call whose client takes it: to that
+/// client (and mcpx's log); true if it went.
+pub fn log_to_caller(server: &str, sink: Option<&super::LogSink>, params: &Value) -> bool {
+    let Some(sink) = sink else { return false };
+    log_in_mcpx(server, params);
+    sink.forward(server, params);
+    true
+}
+
 /// What the gateway makes of one of the server's own notifications (progress aside, which goes
 /// to the request it belongs to): catalogs that changed and resources that were updated become
 /// events; a log message is logged, tagged with the server's name; the rest are dropped.
@@ -217,8 +231,11 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
             })
         }
         "notifications/message" => {
-            tracing::info!(target: "upstream", server = %server, "log: {params}");
-            None
+            log_in_mcpx(server, params);
+            Some(Event::Log {
+                server: server.to_owned(),
+                params: params.clone(),
+            })
         }
         _ => None,
     }
@@ -244,7 +261,7 @@ mod every_revision {
         }
 
         #[test]
-        fn list_changes_and_updates_are_events_and_log_messages_are_not() {
+        fn list_changes_updates_and_log_messages_are_events() {
             assert_eq!(
                 event_of("s", 2, "notifications/tools/list_changed", &json!({})),
                 Some(Event::ListChanged {
@@ -263,7 +280,10 @@ mod every_revision {
             );
             assert_eq!(
                 event_of("s", 2, "notifications/message", &json!({"data": 1})),
-                None
+                Some(Event::Log {
+                    server: "s".into(),
+                    params: json!({"data": 1})
+                })
             );
         }
 

@@ -184,6 +184,14 @@ pub enum Event {
         /// Which catalog.
         kind: ListKind,
     },
+    /// The server logged something outside any call that takes its log: for the clients whose
+    /// level admits it.
+    Log {
+        /// The server's configured name.
+        server: String,
+        /// The `notifications/message` params.
+        params: Value,
+    },
     /// A resource the server was subscribed to changed.
     ResourceUpdated {
         /// The resource (or a sub-resource of the one subscribed).
@@ -208,6 +216,55 @@ pub struct Caller {
     pub progress: Option<ProgressSink>,
     /// Where sampling, elicitation and roots requests go, if the caller can carry them.
     pub asks: Option<async_channel::Sender<asks::Ask>>,
+    /// Where the server's log messages during the call go, if the caller takes them.
+    pub log: Option<LogSink>,
+}
+
+/// The levels of `notifications/message`, least severe first.
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// A log level's rank in [`LOG_LEVELS`].
+pub fn log_severity(level: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == level).map(|p| p as u8)
+}
+
+/// Where one legacy client's log messages go: its channel for the request (stdout, the POST's
+/// stream) or for the session (its GET stream), and the least severe level it asked for.
+#[derive(Debug, Clone)]
+pub struct LogSink {
+    /// The channel.
+    pub tx: async_channel::Sender<Outbound>,
+    /// The client's level, as a rank in [`LOG_LEVELS`] (`logging/setLevel` changes it).
+    pub level: Arc<std::sync::atomic::AtomicU8>,
+}
+
+impl LogSink {
+    /// Delivers the server `server`'s log message if its level admits it, tagged with the
+    /// server as its `logger` (`server/logger` when it named one).
+    pub fn forward(&self, server: &str, params: &Value) {
+        let severity = params["level"].as_str().and_then(log_severity);
+        if severity.unwrap_or(0) < self.level.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut params = params.clone();
+        let logger = match params["logger"].as_str() {
+            Some(logger) => format!("{server}/{logger}"),
+            None => server.to_owned(),
+        };
+        params["logger"] = Value::String(logger);
+        let _ = self
+            .tx
+            .try_send(Notification::new("notifications/message", params).into());
+    }
 }
 
 /// Where one request's `notifications/progress` go: the caller's token, its revision (to shape

@@ -10,7 +10,7 @@
 use super::asks::{self, Askers};
 use super::client::{self, Wire};
 use super::failure::Failure;
-use super::{Caller, Event, ProgressSink};
+use super::{Caller, Event, LogSink, ProgressSink};
 use crate::cancel::Cancel;
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request, Response};
 use crate::protocol::envelope;
@@ -37,6 +37,8 @@ pub struct Peer {
     progress: Mutex<HashMap<String, ProgressSink>>,
     /// The calls in flight whose clients can take the server's own requests.
     askers: Askers,
+    /// The calls in flight whose clients take the server's log messages, oldest first.
+    loggers: Mutex<Vec<(i64, LogSink)>>,
     next_id: AtomicI64,
     era: Mutex<Era>,
     /// How long a request may go unanswered.
@@ -80,6 +82,7 @@ impl Peer {
             pending: Mutex::default(),
             progress: Mutex::default(),
             askers: Askers::default(),
+            loggers: Mutex::default(),
             next_id: AtomicI64::new(1),
             era: Mutex::new(Era::Legacy),
             timeout,
@@ -121,6 +124,10 @@ impl Peer {
         if let Some(asks) = caller.asks {
             self.askers.enter(id, asks);
         }
+        let logs = caller.log.is_some();
+        if let Some(log) = caller.log {
+            lock(&self.loggers).push((id, log));
+        }
         let (tx, rx) = async_channel::bounded(1);
         lock(&self.pending).insert(id, tx);
         self.send(&Request {
@@ -140,6 +147,9 @@ impl Peer {
             lock(&self.progress).remove(&token);
         }
         self.askers.leave(id);
+        if logs {
+            lock(&self.loggers).retain(|(call, _)| *call != id);
+        }
         match reply {
             Some(Ok(reply)) => reply,
             Some(Err(_)) => Err(self.gone()),
@@ -223,7 +233,17 @@ impl Peer {
             if let Some(sink) = sink {
                 sink.forward(params);
             }
-        } else if let Some(event) = client::event_of(&self.name, self.index, &n.method, &params) {
+            return;
+        }
+        // Nothing on such a wire says which call a log message belongs to: the newest call
+        // whose client takes them has it, else every client whose level admits it.
+        let newest = lock(&self.loggers).last().map(|(_, sink)| sink.clone());
+        if n.method == "notifications/message"
+            && client::log_to_caller(&self.name, newest.as_ref(), &params)
+        {
+            return;
+        }
+        if let Some(event) = client::event_of(&self.name, self.index, &n.method, &params) {
             let _ = self.events.send(event).await;
         }
     }

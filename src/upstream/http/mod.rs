@@ -449,6 +449,10 @@ impl HttpUpstream {
                     if let Some(sink) = &caller.progress {
                         sink.forward(params);
                     }
+                } else if n.method == "notifications/message"
+                    && client::log_to_caller(&self.name, caller.log.as_ref(), &params)
+                {
+                    // On the call's own stream: the caller's.
                 } else if let Some(event) =
                     client::event_of(&self.name, self.index, &n.method, &params)
                 {
