@@ -311,5 +311,39 @@ mod every_revision {
             assert!(mcpx.log_shows("hello from http"), "{}", mcpx.stderr());
             assert!(mcpx.log_shows("server=remote"), "{}", mcpx.stderr());
         }
+
+        /// An HTTP upstream's log message on a call's stream reaches the legacy client whose
+        /// call it came during, before the answer, tagged with the upstream; a modern client's
+        /// call gets none (2026-07-28 has no protocol logging).
+        #[test]
+        fn an_http_upstreams_log_message_reaches_the_legacy_caller_and_no_modern_one() {
+            let addr = logging_server();
+            let config =
+                format!("[servers.remote]\nurl = \"http://{addr}/mcp\"\nera = \"legacy\"\n");
+            let mut legacy = Serve::start(&config);
+            legacy.initialize("2025-11-25");
+            legacy.request(
+                1,
+                "tools/call",
+                json!({"name": "remote__log", "arguments": {}}),
+            );
+            let logged = legacy.next();
+            assert_eq!(logged["method"], "notifications/message", "{logged}");
+            assert_eq!(logged["params"]["logger"], "remote/remote", "{logged}");
+            assert_eq!(logged["params"]["data"], "hello from http", "{logged}");
+            assert_eq!(legacy.response(1)["result"]["content"][0]["text"], "logged");
+            let mut modern_client = Serve::start(&config);
+            let call = modern_client.call(
+                1,
+                "tools/call",
+                modern(json!({"name": "remote__log", "arguments": {}})),
+            );
+            assert_eq!(call["result"]["content"][0]["text"], "logged", "{call}");
+            let rest = modern_client.drain(Duration::from_millis(200));
+            assert!(
+                rest.iter().all(|m| m["method"] != "notifications/message"),
+                "{rest:?}"
+            );
+        }
     }
 }
