@@ -362,14 +362,22 @@ pub fn default_path() -> Option<PathBuf> {
 }
 
 impl Config {
-    /// Where the daemon takes editors' `mcpx serve --attach`: `[daemon] localSocket`, else
-    /// `serve.sock` beside the admin socket.
+    /// Where the daemon takes editors' `mcpx serve`: `[daemon] localSocket`, else beside the
+    /// admin socket: `serve.sock` for the usual `admin.sock`, `NAME.serve.sock` for an admin
+    /// socket `NAME.sock`, so that daemons whose admin sockets share a directory do not share it.
     pub fn local_socket(&self) -> PathBuf {
-        let beside = |admin: &std::path::Path| admin.with_file_name("serve.sock");
-        self.daemon
-            .local_socket
-            .clone()
-            .unwrap_or_else(|| beside(&self.admin.socket))
+        if let Some(path) = &self.daemon.local_socket {
+            return path.clone();
+        }
+        let admin = &self.admin.socket;
+        let stem = admin
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("admin");
+        match stem {
+            "admin" => admin.with_file_name("serve.sock"),
+            other => admin.with_file_name(format!("{other}.serve.sock")),
+        }
     }
 }
 
@@ -588,6 +596,14 @@ mod every_revision {
             assert_eq!(c.daemon.address.to_string(), "127.0.0.1:7777");
             assert_eq!(c.transport.stdio_drain, Duration::from_secs(5));
             assert_eq!(c.transport.sse_keep_alive, Duration::from_secs(15));
+            assert_eq!(
+                c.local_socket(),
+                c.admin.socket.with_file_name("serve.sock")
+            );
+            // Daemons whose admin sockets share a directory get a local socket each.
+            let named = Config::parse("[admin]\nsocket = \"/run/m/old.sock\"\n").unwrap();
+            let expected = std::path::PathBuf::from("/run/m/old.serve.sock");
+            assert_eq!(named.local_socket(), expected);
             assert!(c.servers.is_empty());
         }
 

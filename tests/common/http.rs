@@ -70,15 +70,10 @@ impl Daemon {
         self.log.shows(text)
     }
 
-    /// Where the daemon serves attached editors: `serve.sock` beside its admin socket.
+    /// Where the daemon serves attached editors (beside its admin socket).
     pub fn local_socket(&self) -> std::path::PathBuf {
         let text = std::fs::read_to_string(self.config_path()).unwrap();
-        let config: toml::Table = toml::from_str(&text).unwrap();
-        let admin = match config.get("admin").and_then(|a| a.get("socket")) {
-            Some(socket) => std::path::PathBuf::from(socket.as_str().unwrap()),
-            None => self._admin_dir.path().join("admin.sock"),
-        };
-        admin.with_file_name("serve.sock")
+        mcpx::config::Config::parse(&text).unwrap().local_socket()
     }
 
     /// The daemon's process id.
