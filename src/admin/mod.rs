@@ -79,6 +79,20 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
 
 /// Serves consoles on `listener` until `stop` fires, then removes the socket file.
 pub async fn serve(gateway: Arc<Gateway>, listener: UnixListener, path: PathBuf, stop: Cancel) {
+    accept_until(listener, path, stop, |stream| {
+        smol::spawn(console(Arc::clone(&gateway), stream)).detach()
+    })
+    .await
+}
+
+/// Hands each connection on `listener` to `take` until `stop` fires, then removes the socket
+/// file at `path`: the loop of every local socket mcpx serves (consoles, attached editors).
+pub async fn accept_until(
+    listener: UnixListener,
+    path: PathBuf,
+    stop: Cancel,
+    mut take: impl FnMut(UnixStream),
+) {
     loop {
         let accepted = smol::future::or(async { Some(listener.accept().await) }, async {
             stop.cancelled().await;
@@ -87,12 +101,9 @@ pub async fn serve(gateway: Arc<Gateway>, listener: UnixListener, path: PathBuf,
         .await;
         match accepted {
             None => break,
-            Some(Ok((stream, _))) => {
-                let gateway = Arc::clone(&gateway);
-                smol::spawn(async move { console(gateway, stream).await }).detach();
-            }
+            Some(Ok((stream, _))) => take(stream),
             Some(Err(e)) => {
-                tracing::warn!("admin socket accept failed: {e}");
+                tracing::warn!("accept on {} failed: {e}", path.display());
                 smol::Timer::after(Duration::from_millis(50)).await;
             }
         }

@@ -37,12 +37,13 @@ pub(super) struct LoginFirst {
 
 impl Gateway {
     /// The login a `method` call to `owner` can run when its server needs one: a `url` server,
-    /// and a client (which declared `capabilities`) that can open a URL for the person.
+    /// and a client (which declared `capabilities`, asked only then) that can open a URL for
+    /// the person.
     pub(super) fn login_first(
         &self,
         owner: Owner,
         method: &str,
-        capabilities: &Value,
+        capabilities: impl FnOnce() -> Value,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Option<LoginFirst> {
@@ -50,9 +51,11 @@ impl Gateway {
             return None;
         };
         let upstream = self.upstreams.get(id)?;
-        let can_open = capabilities["elicitation"].get("url").is_some();
-        let possible = upstream.config.url.is_some() && can_open && INPUT_METHODS.contains(&method);
-        let gateway = self.me.upgrade().filter(|_| possible)?;
+        if upstream.config.url.is_none() || !INPUT_METHODS.contains(&method) {
+            return None;
+        }
+        capabilities()["elicitation"].get("url")?;
+        let gateway = self.me.upgrade()?;
         let legacy = (revision.era() == Era::Legacy).then(|| ctx.outbound.clone());
         Some(LoginFirst {
             gateway,

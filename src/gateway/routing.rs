@@ -195,9 +195,11 @@ impl Gateway {
         }
         // A server waiting for a login is logged in to on the way, when the client can open the
         // sign-in page; so is one that refuses mcpx's token during the call.
-        let capabilities = declared_capabilities(client, original, revision);
+        // (The client's capabilities are looked at only for a `url` server: a call to a stdio
+        // one, the common case, needs none of this.)
+        let capabilities = || declared_capabilities(client, original, revision);
         let login = self
-            .login_first(owner, method, &capabilities, revision, ctx)
+            .login_first(owner, method, capabilities, revision, ctx)
             .map(Arc::new);
         let (upstream, reach) = match (self.connection(owner), login) {
             (Ok((upstream, _)), Some(login)) if upstream.waits_for_login() => {
@@ -240,7 +242,7 @@ impl Gateway {
         }
         let capabilities = declared_capabilities(client, params, revision);
         let owner = Owner::Upstream(upstream.id);
-        let login = self.login_first(owner, "tools/call", &capabilities, revision, ctx);
+        let login = self.login_first(owner, "tools/call", || capabilities.clone(), revision, ctx);
         let Some(login) = login.filter(|_| upstream.waits_for_login()) else {
             return Ok(builtin::login_refused(
                 name,

@@ -58,25 +58,11 @@ pub async fn serve(
     options: StdioOptions,
     stop: Cancel,
 ) {
-    loop {
-        let accepted = smol::future::or(async { Some(listener.accept().await) }, async {
-            stop.cancelled().await;
-            None
-        })
-        .await;
-        match accepted {
-            None => break,
-            Some(Ok((stream, _))) => {
-                let (gateway, config) = (Arc::clone(&gateway), config.clone());
-                smol::spawn(session(gateway, stream, config, options)).detach();
-            }
-            Some(Err(e)) => {
-                tracing::warn!("local socket accept failed: {e}");
-                smol::Timer::after(Duration::from_millis(50)).await;
-            }
-        }
-    }
-    let _ = std::fs::remove_file(&path);
+    admin::accept_until(listener, path, stop, |stream| {
+        let (gateway, config) = (Arc::clone(&gateway), config.clone());
+        smol::spawn(session(gateway, stream, config, options)).detach();
+    })
+    .await
 }
 
 /// One attached editor: the handshake, then its stdio session.

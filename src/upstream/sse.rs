@@ -9,7 +9,7 @@
 //! as over Streamable HTTP.
 
 use super::auth::store::Store;
-use super::auth::{bearer, Authorizer};
+use super::auth::{bearer, Authorizer, NeedsLogin};
 use super::client::{self, FirstTry, HANDSHAKE_TIMEOUT};
 use super::event_stream::EventStream;
 use super::failure::Failure;
@@ -72,9 +72,7 @@ impl SseUpstream {
         credentials: Store,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
-        let url = server.url.as_deref().unwrap_or_default();
-        let pool = Pool::for_server(server)?;
-        let auth = (!pool.carries_authorization()).then(|| Authorizer::new(name, url, credentials));
+        let (pool, auth) = Authorizer::reach(name, server, credentials)?;
         let (peer, to_send) = Peer::new(name, index, server.timeout(), events.clone());
         Ok(Arc::new(SseUpstream {
             peer,
@@ -284,7 +282,7 @@ impl SseUpstream {
     /// The server refuses mcpx until a person logs in: remembered for supervision to show.
     fn needs_login_failure(&self) -> Failure {
         self.needs_login.store(true, Ordering::Relaxed);
-        Failure::Refused(format!("run `mcpx auth login {}`", self.peer.name()))
+        Failure::Refused(NeedsLogin::Login(self.peer.name().to_owned()).to_string())
     }
 
     /// Let in: whatever refusal came before is over.

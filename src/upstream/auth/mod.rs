@@ -9,7 +9,7 @@ pub mod login;
 pub mod store;
 
 use crate::sync::lock;
-use crate::upstream::http::connection::fetch;
+use crate::upstream::http::connection::{fetch, Pool};
 use base64::Engine;
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::Value;
@@ -55,6 +55,19 @@ impl Authorizer {
             current: Mutex::new(current),
             refreshing: smol::lock::Mutex::new(()),
         }
+    }
+
+    /// The connections to a `url` server and, unless its configured headers carry an
+    /// `Authorization` of their own, its authorizer: what both HTTP wires start from.
+    pub fn reach(
+        name: &str,
+        server: &crate::config::Server,
+        credentials: Store,
+    ) -> Result<(Pool, Option<Authorizer>), String> {
+        let pool = Pool::for_server(server)?;
+        let url = server.url.as_deref().unwrap_or_default();
+        let auth = (!pool.carries_authorization()).then(|| Authorizer::new(name, url, credentials));
+        Ok((pool, auth))
     }
 
     /// The access token as it stands, without refreshing: for requests sent from background

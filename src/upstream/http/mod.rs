@@ -137,9 +137,7 @@ impl HttpUpstream {
         credentials: Store,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
-        let url = server.url.as_deref().unwrap_or_default();
-        let pool = Pool::for_server(server)?;
-        let auth = (!pool.carries_authorization()).then(|| Authorizer::new(name, url, credentials));
+        let (pool, auth) = Authorizer::reach(name, server, credentials)?;
         Ok(Arc::new(HttpUpstream {
             name: name.to_owned(),
             index,
