@@ -30,19 +30,12 @@ const ANSWER_PATIENCE: Duration = Duration::from_secs(5);
 /// How long a shim whose daemon went away waits for one to come back.
 pub const RECONNECT_PATIENCE: Duration = Duration::from_secs(10);
 
-/// Attaches to the daemon on `socket`, saying this process runs with `config`: the connection,
-/// ready to carry the session, or why not.
-pub fn attach(socket: &Path, config: Option<&Path>) -> Result<UnixStream, String> {
+/// Attaches to the daemon on `socket`, saying who this process is (`who`: the configuration it
+/// runs with, its editor's profile): the connection, ready to carry the session, or why not.
+pub fn attach(socket: &Path, who: &Attach) -> Result<UnixStream, String> {
     let mut stream = UnixStream::connect(socket)
         .map_err(|e| format!("no mcpx daemon answers on {}: {e}", socket.display()))?;
-    let attach = Attach {
-        config: config.map(|p| p.display().to_string()),
-        pid: std::process::id(),
-        cwd: std::env::current_dir()
-            .ok()
-            .map(|dir| dir.display().to_string()),
-    };
-    let mut line = serde_json::to_vec(&attach).map_err(|e| e.to_string())?;
+    let mut line = serde_json::to_vec(who).map_err(|e| e.to_string())?;
     line.push(b'\n');
     // A daemon that refuses at once (another user) may close before taking the line: its
     // answer still says why.
@@ -91,10 +84,10 @@ enum Event {
     DaemonGone(u64),
 }
 
-/// A session carried to the daemon on `socket`, whose process runs with `config`.
+/// A session carried to the daemon on `socket` for the process `who` says.
 pub struct Shim {
     socket: PathBuf,
-    config: Option<PathBuf>,
+    who: Attach,
     events: Sender<Event>,
     stream: UnixStream,
     generation: u64,
@@ -111,7 +104,7 @@ pub struct Shim {
 
 impl Shim {
     /// Carries the session on `stream` until the editor is done and the daemon has answered.
-    pub fn carry(socket: &Path, config: Option<&Path>, stream: UnixStream) -> Result<(), String> {
+    pub fn carry(socket: &Path, who: Attach, stream: UnixStream) -> Result<(), String> {
         let (events, inbox) = mpsc::channel();
         let editor = events.clone();
         std::thread::spawn(move || {
@@ -123,7 +116,7 @@ impl Shim {
         });
         let mut shim = Shim {
             socket: socket.to_owned(),
-            config: config.map(Path::to_owned),
+            who,
             events,
             stream,
             generation: 0,
@@ -224,7 +217,7 @@ impl Shim {
     fn reattach(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + RECONNECT_PATIENCE;
         let stream = loop {
-            match attach(&self.socket, self.config.as_deref()) {
+            match attach(&self.socket, &self.who) {
                 Ok(stream) => break stream,
                 Err(why) if Instant::now() >= deadline => {
                     return Err(format!("the daemon went away and did not come back: {why}"))

@@ -38,6 +38,9 @@ pub enum Command {
         /// Never through the daemon: start the upstreams here.
         #[arg(long)]
         standalone: bool,
+        /// See the catalog through this `[profiles.NAME]`: its servers and names only.
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
     },
     /// Serve MCP over Streamable HTTP at /mcp on daemon.address until SIGTERM or SIGINT.
     Daemon,

@@ -27,6 +27,90 @@ pub struct Config {
     pub auth: Auth,
     /// Upstream servers by name, in name order (so the merged catalog's order is stable).
     pub servers: BTreeMap<String, Server>,
+    /// Views of the catalog that a client chooses by its door (`mcpx serve --profile NAME`,
+    /// `/mcp/NAME`).
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+/// `[profiles.NAME]`: which servers and which exposed names a client of this profile sees and
+/// may use.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Profile {
+    /// The servers it sees (every one when unset); mcpx's own `mcpx` server is named like any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<String>>,
+    /// Glob patterns over exposed tool, prompt and resource-template names: only what matches
+    /// one is seen (everything when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Glob patterns over the same names, applied after `include`: what matches one is not seen.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// Lists two tools, `mcpx__search_tools` and `mcpx__call_tool`, in place of the catalog's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub search: bool,
+}
+
+/// `[servers.NAME.tools.TOOL]`: how one of a server's tools is exposed. Its input schema is
+/// always passed on verbatim.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct ToolOverride {
+    /// Exposed under this name (after the server's prefix) instead of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Replaces its description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Replaces its title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Not exposed at all, to any client.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+    /// Replaces `annotations.readOnlyHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// Replaces `annotations.destructiveHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Replaces `annotations.idempotentHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// Replaces `annotations.openWorldHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolOverride {
+    /// The annotation hints it sets, by their key in `annotations`.
+    pub fn hints(&self) -> [(&'static str, Option<bool>); 4] {
+        [
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        ]
+    }
+}
+
+/// `[servers.NAME] start`: at mcpx's start, or at the first request that needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Start {
+    /// Started with mcpx and kept running.
+    #[default]
+    #[serde(rename = "eager")]
+    Eager,
+    /// Listed from the catalog its last run left; started by the first request that needs it.
+    #[serde(rename = "lazy")]
+    Lazy,
+}
+
+impl Start {
+    fn is_eager(&self) -> bool {
+        *self == Start::Eager
+    }
 }
 
 /// `[daemon]`.
@@ -207,6 +291,19 @@ pub struct Server {
     /// Which HTTP transport a `url` server speaks.
     #[serde(skip_serializing_if = "RemoteTransport::is_auto")]
     pub transport: RemoteTransport,
+    /// When it is started.
+    #[serde(skip_serializing_if = "Start::is_eager")]
+    pub start: Start,
+    /// Stopped after this long with nothing in flight and no subscription (lazy servers only).
+    #[serde(
+        rename = "idleTimeout",
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub idle_timeout: Option<Duration>,
+    /// How its tools are exposed, by their own names.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolOverride>,
 }
 
 /// `[servers.NAME] transport`: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or whichever
@@ -478,8 +575,50 @@ impl Config {
                 }
                 _ => {}
             }
+            if server.idle_timeout.is_some() && server.start != Start::Lazy {
+                return fail("`idleTimeout` stops a `start = \"lazy\"` server; this one is started with mcpx and kept running".into());
+            }
+            if let Some(tool) = server.tools.iter().find_map(|(tool, o)| {
+                o.name.as_deref().filter(|n| n.trim().is_empty()).map(|_| tool)
+            }) {
+                return fail(format!("tools.{tool}.name is empty"));
+            }
         }
+        config.check_profiles(text)?;
         Ok(config)
+    }
+
+    /// Each profile's name is a URL path segment (`/mcp/NAME`), names servers that exist, and
+    /// has patterns that are globs.
+    fn check_profiles(&self, text: &str) -> Result<(), (usize, String)> {
+        for (name, profile) in &self.profiles {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with(&format!("[profiles.{name}")))
+                .map_or(1, |i| i + 1);
+            let fail = |message: String| Err((line, format!("profiles.{name}: {message}")));
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return fail(
+                    "a profile's name is a URL path segment: letters, digits, `-` and `_`".into(),
+                );
+            }
+            let unknown = profile.servers.iter().flatten().find(|server| {
+                server.as_str() != BUILTIN_SERVER && !self.servers.contains_key(*server)
+            });
+            if let Some(server) = unknown {
+                return fail(format!("names server {server:?}, which is not configured"));
+            }
+            for pattern in profile.include.iter().chain(&profile.exclude) {
+                if let Err(e) = globset::Glob::new(pattern) {
+                    return fail(format!("{pattern:?} is not a glob pattern: {e}"));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -514,6 +653,11 @@ impl Config {
             .collect();
         for (table, server) in &servers {
             checks.push((table, "maxInFlight", server.max_in_flight == Some(0)));
+            checks.push((
+                table,
+                "idleTimeout",
+                server.idle_timeout.is_some_and(|t| t.is_zero()),
+            ));
             checks.push((
                 table,
                 "timeout",

@@ -37,6 +37,7 @@ struct Session {
     transport: &'static str,
     id: Option<String>,
     editor_pid: Option<u32>,
+    profile: Option<String>,
     client: Option<Value>,
     revision: Option<Revision>,
     opened: Instant,
@@ -115,8 +116,8 @@ impl Registry {
         self.changed.listen()
     }
 
-    /// Opens a session for a transport.
-    pub fn open_session(&self, transport: &'static str) -> SessionKey {
+    /// Opens a session for a transport, seeing the catalog through `profile` if it names one.
+    pub fn open_session(&self, transport: &'static str, profile: Option<&str>) -> SessionKey {
         self.update(|state| {
             let key = state.next_key();
             let now = Instant::now();
@@ -124,6 +125,7 @@ impl Registry {
                 transport,
                 id: None,
                 editor_pid: None,
+                profile: profile.map(str::to_owned),
                 client: None,
                 revision: None,
                 opened: now,
@@ -321,6 +323,7 @@ impl Registry {
                 transport: s.transport.to_owned(),
                 id: s.id.clone(),
                 editor_pid: s.editor_pid,
+                profile: s.profile.clone(),
                 client: s.client.clone(),
                 revision: s.revision.map(|r| r.as_str().to_owned()),
                 age_ms: ms(s.opened),
@@ -447,7 +450,7 @@ mod every_revision {
         #[test]
         fn every_request_ends_in_exactly_one_outcome() {
             let registry = Registry::new();
-            let session = registry.open_session("stdio");
+            let session = registry.open_session("stdio", None);
             let cancel = Cancel::new();
             let guard = registry.begin(session, Id::Number(1), "tools/call", None, cancel.clone());
             assert!(registry.cancel(session, &Id::Number(1)));
@@ -466,7 +469,7 @@ mod every_revision {
         #[test]
         fn thousands_of_racing_requests_leave_nothing_behind() {
             let registry = Registry::new();
-            let sessions: Vec<_> = (0..8).map(|_| registry.open_session("stdio")).collect();
+            let sessions: Vec<_> = (0..8).map(|_| registry.open_session("stdio", None)).collect();
             smol::block_on(async {
                 let tasks: Vec<_> = (0..4000u64)
                     .map(|i| {
@@ -514,7 +517,7 @@ mod every_revision {
         #[test]
         fn streams_leave_when_their_guard_drops() {
             let registry = Registry::new();
-            let session = registry.open_session("http-session");
+            let session = registry.open_session("http-session", None);
             let stream = registry.open_stream(session, "get", None, vec![]);
             stream.sent();
             let (_, streams, _, _) = registry.views(|_| vec![], |_, _| None);
@@ -526,7 +529,7 @@ mod every_revision {
         #[test]
         fn a_named_session_can_be_ended_by_its_id() {
             let registry = Registry::new();
-            let session = registry.open_session("http-session");
+            let session = registry.open_session("http-session", None);
             let ended = registry.name_session(session, "abc");
             assert!(registry.end_session("abc"));
             assert!(ended.is_cancelled());

@@ -30,6 +30,25 @@ pub struct Snapshot {
     /// from the console, finds the server.
     #[serde(default)]
     pub config: Option<String>,
+    /// The configured profiles.
+    #[serde(default)]
+    pub profiles: Vec<ProfileView>,
+}
+
+/// One profile: a view of the catalog chosen by a client's door.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileView {
+    /// Its name (`mcpx serve --profile NAME`, `/mcp/NAME`).
+    pub name: String,
+    /// How many tools its clients can call.
+    pub tools: usize,
+    /// How many tools its clients' `tools/list` shows (two, behind search).
+    pub listed_tools: usize,
+    /// How many prompts it sees.
+    pub prompts: usize,
+    /// How many sessions see the catalog through it.
+    pub sessions: usize,
 }
 
 /// One upstream server.
@@ -67,6 +86,9 @@ pub struct SessionView {
     /// The process id of the editor's `mcpx serve`, for an attached session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub editor_pid: Option<u32>,
+    /// The profile it sees the catalog through, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// The `clientInfo` it sent at `initialize`.
     pub client: Option<Value>,
     /// The revision negotiated at `initialize`.

@@ -230,6 +230,20 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             u.name, u.state, u.tools, u.prompts, u.resources, u.restarts
         );
     }
+    if !snapshot.profiles.is_empty() {
+        let _ = writeln!(text, "profiles ({}):", snapshot.profiles.len());
+    }
+    for p in &snapshot.profiles {
+        let search = match p.listed_tools == p.tools {
+            true => String::new(),
+            false => format!(" (listed {}: search)", p.listed_tools),
+        };
+        let _ = writeln!(
+            text,
+            "  {:<16} tools {}{search} prompts {} sessions {}  (/mcp/{}, --profile {})",
+            p.name, p.tools, p.prompts, p.sessions, p.name, p.name
+        );
+    }
     let _ = writeln!(text, "sessions ({}):", snapshot.sessions.len());
     for s in &snapshot.sessions {
         let client = s
@@ -240,10 +254,14 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             text,
-            "  #{:<5} {:<12} {:<11} {client:<20} {} age {} idle {}",
+            "  #{:<5} {:<12} {:<11} {client:<20} {}{} age {} idle {}",
             s.key,
             s.transport,
             s.revision.as_deref().unwrap_or("-"),
+            s.profile
+                .as_deref()
+                .map(|p| format!("profile {p} "))
+                .unwrap_or_default(),
             s.id.as_deref().unwrap_or(""),
             seconds(s.age_ms),
             seconds(s.idle_ms)

@@ -10,9 +10,9 @@ mod auth;
 use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
 use crate::config::Config;
-use crate::gateway::{Gateway, Owner};
+use crate::gateway::{Gateway, Owner, ViewId};
 use crate::transport::http::{self, HttpOptions};
-use crate::transport::local;
+use crate::transport::local::{self, Attach};
 use crate::transport::stdio::{self, StdioOptions};
 use serde_json::{json, Value};
 use smol::Task;
@@ -52,8 +52,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve {
             attach,
             standalone: false,
+            profile,
         } => {
-            if let Some(code) = serve_attached(&config, path.as_deref(), *attach) {
+            let who = Attach::this_process(path.as_deref(), profile.as_deref());
+            if let Some(code) = serve_attached(&config, who, *attach) {
                 return code;
             }
         }
@@ -87,8 +89,13 @@ async fn execute(
     gateway: Arc<Gateway>,
 ) -> Result<ExitCode, String> {
     match command {
-        Command::Serve { .. } => {
-            let options = stdio_options(config, "stdio");
+        Command::Serve { profile, .. } => {
+            let mut options = stdio_options(config, "stdio");
+            if let Some(name) = profile {
+                options.view = gateway
+                    .profile(&name)
+                    .map_err(|why| format!("--profile: {why}"))?;
+            }
             let serving = stdio::serve(
                 Arc::clone(&gateway),
                 smol::Unblock::new(std::io::stdin()),
@@ -198,6 +205,7 @@ fn stdio_options(config: &Config, label: &'static str) -> StdioOptions {
         max_message_bytes: config.transport.max_message_bytes,
         label,
         editor_pid: None,
+        view: ViewId::EVERYTHING,
     }
 }
 
@@ -221,9 +229,9 @@ fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task
 
 /// `mcpx serve` through the daemon running on this configuration: how it ended, or `None` when
 /// no daemon took it and `required` is false (then it serves in-process).
-fn serve_attached(config: &Config, path: Option<&Path>, required: bool) -> Option<ExitCode> {
+fn serve_attached(config: &Config, who: Attach, required: bool) -> Option<ExitCode> {
     let socket = config.local_socket();
-    let stream = match crate::attach::attach(&socket, path) {
+    let stream = match crate::attach::attach(&socket, &who) {
         Ok(stream) => stream,
         Err(e) if required => {
             eprintln!("mcpx serve --attach: {e}");
@@ -234,7 +242,7 @@ fn serve_attached(config: &Config, path: Option<&Path>, required: bool) -> Optio
             return None;
         }
     };
-    Some(match crate::attach::Shim::carry(&socket, path, stream) {
+    Some(match crate::attach::Shim::carry(&socket, who, stream) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcpx serve: {e}");
@@ -495,7 +503,7 @@ async fn print_tools(gateway: &Gateway) {
 
 async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Value, String> {
     let (outbound, _) = async_channel::unbounded();
-    let client = gateway.open_client("cli", outbound.clone());
+    let client = gateway.open_client("cli", ViewId::EVERYTHING, outbound.clone());
     let request = crate::jsonrpc::Request {
         id: crate::jsonrpc::Id::Number(1),
         method: "tools/call".into(),

@@ -5,7 +5,7 @@
 
 use super::Listing;
 use crate::protocol::Revision;
-use crate::view::UpstreamView;
+use crate::view::{ProfileView, UpstreamView};
 use serde_json::{json, Value};
 
 /// The one built-in tool that acts: it logs in to a remote server ([`super::login`]).
@@ -18,7 +18,7 @@ pub fn listing() -> Listing {
         tools: vec![
             json!({
                 "name": "upstreams",
-                "description": "Lists the MCP servers configured behind mcpx with their state (ready, failed, exited), negotiated protocol revision and catalog sizes.",
+                "description": "Lists the MCP servers configured behind mcpx with their state (ready, failed, exited), negotiated protocol revision and catalog sizes, and the profiles clients can see them through.",
                 "inputSchema": {"type": "object", "properties": {}},
                 "annotations": read_only,
             }),
@@ -58,11 +58,12 @@ pub fn login_refused(server: &str, state: &str, capabilities: &Value) -> Value {
     json!({ "content": [{"type": "text", "text": why}], "isError": true })
 }
 
-/// Runs a built-in tool; `tool` is a name from [`listing`] other than [`LOGIN`].
+/// Runs a built-in tool; `tool` is a name from [`listing`] other than [`LOGIN`]. `upstreams`
+/// tells the upstreams' and profiles' state.
 pub fn call(
     tool: &str,
     arguments: Option<&Value>,
-    upstreams: impl FnOnce() -> Vec<UpstreamView>,
+    upstreams: impl FnOnce() -> (Vec<UpstreamView>, Vec<ProfileView>),
     config_path: Option<&str>,
 ) -> Value {
     if tool == "echo" {
@@ -73,7 +74,10 @@ pub fn call(
         return json!({ "content": [{"type": "text", "text": text}], "isError": false });
     }
     let report = match tool {
-        "upstreams" => json!({ "upstreams": upstreams() }),
+        "upstreams" => {
+            let (upstreams, profiles) = upstreams();
+            json!({ "upstreams": upstreams, "profiles": profiles })
+        }
         _ => json!({
             "version": env!("CARGO_PKG_VERSION"),
             "config": config_path.unwrap_or("(none: built-in defaults)"),

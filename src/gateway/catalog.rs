@@ -6,12 +6,15 @@
 //! order, then each server's own order, so `tools/list` is deterministic.
 
 use super::naming;
+use super::search::ToolIndex;
+use crate::config::ToolOverride;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::upstream::ListKind;
 use base64::Engine;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Items per page of a merged list.
 pub const PAGE_SIZE: usize = 100;
@@ -47,36 +50,6 @@ pub struct Listing {
     pub templates: Vec<Value>,
 }
 
-impl Listing {
-    /// The kinds of list in which `other` differs from this listing.
-    pub fn differences(&self, other: &Listing) -> Vec<ListKind> {
-        differing_kinds(
-            [&self.tools, &self.prompts, &self.resources, &self.templates],
-            [
-                &other.tools,
-                &other.prompts,
-                &other.resources,
-                &other.templates,
-            ],
-        )
-    }
-}
-
-/// Tools, prompts, resources and templates compared: templates announce as resources.
-fn differing_kinds(before: [&Vec<Value>; 4], after: [&Vec<Value>; 4]) -> Vec<ListKind> {
-    let mut kinds = Vec::new();
-    if before[0] != after[0] {
-        kinds.push(ListKind::Tools);
-    }
-    if before[1] != after[1] {
-        kinds.push(ListKind::Prompts);
-    }
-    if before[2] != after[2] || before[3] != after[3] {
-        kinds.push(ListKind::Resources);
-    }
-    kinds
-}
-
 /// A server's contribution to the merged catalog.
 #[derive(Debug)]
 pub struct Source<'a> {
@@ -88,6 +61,8 @@ pub struct Source<'a> {
     pub owner: Owner,
     /// What it listed.
     pub listing: &'a Listing,
+    /// How its tools are exposed (`[servers.NAME.tools]`), by their own names.
+    pub overrides: Option<&'a BTreeMap<String, ToolOverride>>,
 }
 
 /// The merged catalog.
@@ -102,6 +77,9 @@ pub struct Catalog {
     resource_owners: HashMap<String, Owner>,
     templates: Vec<Value>,
     template_owners: Vec<(String, Owner)>,
+    /// A search profile's: what `tools/list` shows instead of `tools`, and the index that
+    /// `mcpx__search_tools` asks.
+    search: Option<(Vec<Value>, Arc<ToolIndex>)>,
 }
 
 impl Catalog {
@@ -116,7 +94,7 @@ impl Catalog {
                 .listing
                 .tools
                 .iter()
-                .filter(|t| named(t, source, "tool"))
+                .filter(|t| has_name(t, source, "tool"))
             {
                 // HTTP clients must drop a tool whose header annotations are invalid, and mcpx is
                 // such a client of its upstreams; the catalog is one for every transport.
@@ -127,7 +105,15 @@ impl Catalog {
                         continue;
                     }
                 };
-                let exposed = rename(tool, source, &mut tool_servers, "tool")?;
+                let own_name = tool["name"].as_str().unwrap_or_default();
+                let overridden = source.overrides.and_then(|o| o.get(own_name));
+                if overridden.is_some_and(|o| o.disabled) {
+                    continue;
+                }
+                let mut exposed = rename(tool, source, overridden, &mut tool_servers, "tool")?;
+                if let Some(changes) = overridden {
+                    apply(changes, &mut exposed.2);
+                }
                 catalog
                     .tool_header_params
                     .insert(exposed.0.clone(), header_params);
@@ -138,9 +124,9 @@ impl Catalog {
                 .listing
                 .prompts
                 .iter()
-                .filter(|p| named(p, source, "prompt"))
+                .filter(|p| has_name(p, source, "prompt"))
             {
-                let exposed = rename(prompt, source, &mut prompt_servers, "prompt")?;
+                let exposed = rename(prompt, source, None, &mut prompt_servers, "prompt")?;
                 catalog.prompt_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.prompts.push(exposed.2);
             }
@@ -165,18 +151,116 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// The kinds of list in which `other` differs from this catalog: what clients must hear
-    /// `list_changed` for.
+    /// The kinds of list in which `other` differs from this catalog as its clients see it: what
+    /// they must hear `list_changed` for (templates announce as resources).
     pub fn differences(&self, other: &Catalog) -> Vec<ListKind> {
-        differing_kinds(
-            [&self.tools, &self.prompts, &self.resources, &self.templates],
-            [
-                &other.tools,
-                &other.prompts,
-                &other.resources,
-                &other.templates,
-            ],
-        )
+        let mut kinds = Vec::new();
+        if self.listed_tools() != other.listed_tools() {
+            kinds.push(ListKind::Tools);
+        }
+        if self.prompts != other.prompts {
+            kinds.push(ListKind::Prompts);
+        }
+        if self.resources != other.resources || self.templates != other.templates {
+            kinds.push(ListKind::Resources);
+        }
+        kinds
+    }
+
+    /// What `tools/list` shows.
+    fn listed_tools(&self) -> &Vec<Value> {
+        self.search.as_ref().map_or(&self.tools, |(listed, _)| listed)
+    }
+
+    /// How many tools can be called, how many `tools/list` shows, and how many prompts.
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (self.tools.len(), self.listed_tools().len(), self.prompts.len())
+    }
+
+    /// The part of this catalog that `keep` admits, by owner and exposed name (resources, which
+    /// have no exposed name, by owner alone); the rest is unknown to it, exactly as a name no
+    /// server lists.
+    pub fn restricted(&self, keep: impl Fn(Owner, Option<&str>) -> bool) -> Catalog {
+        let routed = |routes: &HashMap<String, Route>, item: &Value| {
+            named(item)
+                .and_then(|name| routes.get(name))
+                .is_some_and(|route| keep(route.owner, named(item)))
+        };
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .filter(|t| routed(&self.tool_routes, t))
+            .cloned()
+            .collect();
+        let prompts: Vec<Value> = self
+            .prompts
+            .iter()
+            .filter(|p| routed(&self.prompt_routes, p))
+            .cloned()
+            .collect();
+        let kept_templates: Vec<(Value, (String, Owner))> = self
+            .templates
+            .iter()
+            .zip(&self.template_owners)
+            .filter(|(template, (_, owner))| keep(*owner, named(template)))
+            .map(|(t, o)| (t.clone(), o.clone()))
+            .collect();
+        let resource_owners: HashMap<String, Owner> = self
+            .resource_owners
+            .iter()
+            .filter(|(_, owner)| keep(**owner, None))
+            .map(|(uri, owner)| (uri.clone(), *owner))
+            .collect();
+        let only = |names: &[Value], map: &HashMap<String, Route>| -> HashMap<String, Route> {
+            names
+                .iter()
+                .filter_map(named)
+                .filter_map(|n| map.get_key_value(n))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let tool_routes = only(&tools, &self.tool_routes);
+        Catalog {
+            tool_header_params: self
+                .tool_header_params
+                .iter()
+                .filter(|(name, _)| tool_routes.contains_key(*name))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            tool_routes,
+            prompt_routes: only(&prompts, &self.prompt_routes),
+            resources: self
+                .resources
+                .iter()
+                .filter(|r| {
+                    r.get("uri")
+                        .and_then(Value::as_str)
+                        .is_some_and(|uri| resource_owners.contains_key(uri))
+                })
+                .cloned()
+                .collect(),
+            resource_owners,
+            templates: kept_templates.iter().map(|(t, _)| t.clone()).collect(),
+            template_owners: kept_templates.into_iter().map(|(_, o)| o).collect(),
+            tools,
+            prompts,
+            search: None,
+        }
+    }
+
+    /// This catalog behind search: `tools/list` shows `listed` (the search and call tools,
+    /// which `routes` routes), while every tool stays callable and is found by
+    /// `mcpx__search_tools`.
+    pub fn searched(mut self, listed: Vec<Value>, routes: Vec<(String, Route)>) -> Catalog {
+        let index = ToolIndex::new(&self.tools);
+        self.tool_routes.extend(routes);
+        self.search = Some((listed, Arc::new(index)));
+        self
+    }
+
+    /// The search index, in a search profile.
+    pub fn search_index(&self) -> Option<&ToolIndex> {
+        self.search.as_ref().map(|(_, index)| index.as_ref())
     }
 
     /// The route of an exposed tool name.
@@ -221,7 +305,7 @@ impl Catalog {
     /// One page of a merged list, as the result object of its `*/list` method.
     pub fn page(&self, method: &str, cursor: Option<&Value>) -> Result<Value, ErrorObject> {
         let (key, items) = match method {
-            "tools/list" => ("tools", &self.tools),
+            "tools/list" => ("tools", self.listed_tools()),
             "prompts/list" => ("prompts", &self.prompts),
             "resources/list" => ("resources", &self.resources),
             _ => ("resourceTemplates", &self.templates),
@@ -246,9 +330,14 @@ impl Catalog {
     }
 }
 
+/// An item's `name`, if it is a string.
+fn named(item: &Value) -> Option<&str> {
+    item.get("name").and_then(Value::as_str)
+}
+
 /// Whether a listed tool or prompt has a name: anything else (a string, a number, an object
 /// without one) could never be called, so it is left out with a warning.
-fn named(item: &Value, source: &Source<'_>, what: &str) -> bool {
+fn has_name(item: &Value, source: &Source<'_>, what: &str) -> bool {
     let named = item.get("name").is_some_and(Value::is_string);
     if !named {
         tracing::warn!(
@@ -259,15 +348,18 @@ fn named(item: &Value, source: &Source<'_>, what: &str) -> bool {
     named
 }
 
-/// Renames one tool or prompt; returns (exposed name, route, exposed definition).
+/// Renames one tool or prompt (to its override's name, if it has one); returns (exposed name,
+/// route, exposed definition).
 fn rename(
     item: &Value,
     source: &Source<'_>,
+    overridden: Option<&ToolOverride>,
     seen: &mut HashMap<String, String>,
     what: &str,
 ) -> Result<(String, Route, Value), String> {
     let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-    let exposed = naming::exposed(source.prefix, name);
+    let shown = overridden.and_then(|o| o.name.as_deref()).unwrap_or(name);
+    let exposed = naming::exposed(source.prefix, shown);
     if let Some(other) = seen.insert(exposed.clone(), source.server.to_owned()) {
         return Err(format!(
             "{what} name {exposed:?} is exposed by both server {other:?} and server {:?}; give one of them a different `prefix`",
@@ -281,6 +373,24 @@ fn rename(
         name: name.to_owned(),
     };
     Ok((exposed, route, definition))
+}
+
+/// A tool override's description, title and annotation hints, written over the tool's own.
+fn apply(changes: &ToolOverride, definition: &mut Value) {
+    if let Some(description) = &changes.description {
+        definition["description"] = json!(description);
+    }
+    if let Some(title) = &changes.title {
+        definition["title"] = json!(title);
+    }
+    for (key, hint) in changes.hints() {
+        if let Some(hint) = hint {
+            if !definition["annotations"].is_object() {
+                definition["annotations"] = json!({});
+            }
+            definition["annotations"][key] = json!(hint);
+        }
+    }
 }
 
 fn encode_cursor(offset: usize) -> String {
@@ -358,6 +468,7 @@ mod every_revision {
                 prefix: "a",
                 owner: Owner::Upstream(0),
                 listing: &odd,
+                overrides: None,
             }])
             .unwrap();
             let tools = catalog.page("tools/list", None).unwrap();
@@ -373,6 +484,7 @@ mod every_revision {
                 prefix: "a",
                 owner: Owner::Upstream(0),
                 listing: &a,
+                overrides: None,
             }])
             .unwrap();
             let route = catalog.tool("a__echo").unwrap();
@@ -395,12 +507,14 @@ mod every_revision {
                     prefix: "",
                     owner: Owner::Upstream(0),
                     listing: &a,
+                    overrides: None,
                 },
                 Source {
                     server: "b",
                     prefix: "",
                     owner: Owner::Upstream(1),
                     listing: &b,
+                    overrides: None,
                 },
             ])
             .unwrap_err();
@@ -417,6 +531,7 @@ mod every_revision {
                 prefix: "s",
                 owner: Owner::Upstream(0),
                 listing: &l,
+                overrides: None,
             }])
             .unwrap();
             let first = catalog.page("tools/list", None).unwrap();

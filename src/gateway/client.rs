@@ -1,6 +1,7 @@
 //! A client of the gateway: one stdio process or one HTTP session, with what it negotiated and
 //! what it asked to hear about.
 
+use super::profile::ViewId;
 use crate::cancel::Cancel;
 use crate::jsonrpc::{
     ErrorObject, Id, Notification, Outbound, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND,
@@ -22,6 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct Client {
     /// Its key in the registry.
     pub session: SessionKey,
+    /// Which view of the catalog it sees (its door's profile).
+    pub view: ViewId,
     /// Where notifications that belong to no request go (legacy `list_changed`, `updated`).
     outbound: Sender<Outbound>,
     /// Fired when the transport is ending; open listen streams then complete.
@@ -80,11 +83,13 @@ impl Client {
     /// requests running at once.
     pub fn new(
         session: SessionKey,
+        view: ViewId,
         outbound: Sender<Outbound>,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
         Arc::new(Client {
             session,
+            view,
             outbound,
             closing: Cancel::new(),
             in_flight,

@@ -13,11 +13,13 @@ mod inbound;
 mod logging;
 mod login;
 pub mod naming;
+mod profile;
 mod relay;
 mod reload;
 mod request_state;
 mod rounds;
 mod routing;
+mod search;
 mod subscriptions;
 mod supervision;
 mod upstreams;
@@ -25,6 +27,7 @@ mod upstreams;
 pub use catalog::{Catalog, Listing, Owner, Route};
 pub use client::{Client, Listen};
 pub use inbound::{is_legacy_initialize, Inbound, Received};
+pub use profile::ViewId;
 
 use crate::cancel::Cancel;
 use crate::config::Config;
@@ -35,9 +38,10 @@ use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry, StreamGuard};
 use crate::sync::{lock, read};
 use crate::upstream::Event;
-use crate::view::Snapshot;
+use crate::view::{ProfileView, Snapshot};
 use async_channel::Sender;
 use event_listener::EventListener;
+use profile::{Profiles, Views};
 use rounds::Rounds;
 use serde_json::{json, Value};
 use smol::lock::OnceCell;
@@ -62,7 +66,10 @@ pub struct RequestContext {
 #[derive(Debug)]
 pub struct Gateway {
     upstreams: upstreams::Upstreams,
-    catalog: RwLock<Arc<Catalog>>,
+    /// The merged catalog as each view sees it.
+    views: RwLock<Arc<Views>>,
+    /// `[profiles]`, which make the views.
+    profiles: Profiles,
     ready: OnceCell<()>,
     clients: Mutex<HashMap<u64, Arc<Client>>>,
     upstream_subscriptions: Mutex<HashMap<String, usize>>,
@@ -110,7 +117,8 @@ impl Gateway {
     ) -> Arc<Gateway> {
         Arc::new_cyclic(|me| Gateway {
             upstreams: upstreams::Upstreams::from_config(config),
-            catalog: RwLock::default(),
+            views: RwLock::default(),
+            profiles: Profiles::new(&config.profiles),
             ready: OnceCell::new(),
             clients: Mutex::default(),
             upstream_subscriptions: Mutex::default(),
@@ -127,8 +135,25 @@ impl Gateway {
         })
     }
 
+    /// The whole merged catalog.
     fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&read(&self.catalog))
+        read(&self.views).get(ViewId::EVERYTHING)
+    }
+
+    /// The catalog as `client` sees it.
+    fn catalog_of(&self, client: &Client) -> Arc<Catalog> {
+        read(&self.views).get(client.view)
+    }
+
+    /// The view a door's profile name chooses; an unknown name is an error naming the known
+    /// ones.
+    pub fn profile(&self, name: &str) -> Result<ViewId, String> {
+        self.profiles.find(name)
+    }
+
+    /// The configured profiles' names.
+    pub fn profile_names(&self) -> Vec<String> {
+        self.profiles.names()
     }
 
     fn clients(&self) -> Vec<Arc<Client>> {
@@ -138,9 +163,14 @@ impl Gateway {
     /// Opens a client (a stdio process, an HTTP session), capped at
     /// `transport.maxInFlightPerClient` requests in flight; its unsolicited notifications go to
     /// `outbound`.
-    pub fn open_client(&self, transport: &'static str, outbound: Sender<Outbound>) -> Arc<Client> {
+    pub fn open_client(
+        &self,
+        transport: &'static str,
+        view: ViewId,
+        outbound: Sender<Outbound>,
+    ) -> Arc<Client> {
         let cap = Limit::new("maxInFlightPerClient", self.max_in_flight_per_client);
-        self.register_client(transport, outbound, Some(cap))
+        self.register_client(transport, view, outbound, Some(cap))
     }
 
     /// Opens the one client that stands for every modern HTTP caller: stateless callers share
@@ -148,19 +178,23 @@ impl Gateway {
     pub fn open_shared_client(
         &self,
         transport: &'static str,
+        view: ViewId,
         outbound: Sender<Outbound>,
     ) -> Arc<Client> {
-        self.register_client(transport, outbound, None)
+        self.register_client(transport, view, outbound, None)
     }
 
     fn register_client(
         &self,
         transport: &'static str,
+        view: ViewId,
         outbound: Sender<Outbound>,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
-        let session = self.registry.open_session(transport);
-        let client = Client::new(session, outbound, in_flight);
+        let session = self
+            .registry
+            .open_session(transport, self.profiles.name(view));
+        let client = Client::new(session, view, outbound, in_flight);
         lock(&self.clients).insert(session, Arc::clone(&client));
         client
     }
@@ -418,6 +452,7 @@ impl Gateway {
             owner.map(|o| self.upstream_name(o))
         };
         let (sessions, streams, requests, totals) = self.registry.views(subscriptions, upstream);
+        let profiles = self.profile_views(&sessions);
         Snapshot {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -428,7 +463,31 @@ impl Gateway {
             totals,
             awaiting_input: self.rounds.waiting(),
             config: self.config_path.clone(),
+            profiles,
         }
+    }
+
+    /// Each profile with what it sees and how many of `sessions` see through it.
+    fn profile_views(&self, sessions: &[crate::view::SessionView]) -> Vec<ProfileView> {
+        let views = read(&self.views).clone();
+        self.profile_names()
+            .into_iter()
+            .filter_map(|name| {
+                let catalog = views.get(self.profile(&name).ok()?);
+                let (tools, listed_tools, prompts) = catalog.sizes();
+                let sessions = sessions
+                    .iter()
+                    .filter(|s| s.profile.as_deref() == Some(name.as_str()))
+                    .count();
+                Some(ProfileView {
+                    name,
+                    tools,
+                    listed_tools,
+                    prompts,
+                    sessions,
+                })
+            })
+            .collect()
     }
 
     /// The merged tools, exposed names and all (for `mcpx tools`).
@@ -455,14 +514,15 @@ impl Gateway {
         all
     }
 
-    /// The `Mcp-Param-*` headers a call of this exposed tool must carry; `None` for an unknown
-    /// tool (whose call the core refuses anyway).
+    /// The `Mcp-Param-*` headers a call of this exposed tool must carry from `client`; `None`
+    /// for a tool unknown to it (whose call the core refuses anyway).
     pub async fn tool_header_params(
         &self,
+        client: &Client,
         exposed: &str,
     ) -> Option<Vec<crate::mcpheaders::HeaderParam>> {
         self.ready.wait().await;
-        self.catalog()
+        self.catalog_of(client)
             .tool_header_params(exposed)
             .map(<[_]>::to_vec)
     }

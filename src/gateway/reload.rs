@@ -35,7 +35,6 @@ impl Gateway {
             .collect();
         let mut next: Vec<Arc<Upstream>> = keep.iter().chain(&arriving).cloned().collect();
         next.sort_by(|a, b| a.name.cmp(&b.name));
-        let before = self.catalog();
         *write(&self.upstreams.list) = next;
         for upstream in &leaving {
             upstream.removed.cancel();
@@ -46,11 +45,7 @@ impl Gateway {
         }
         self.start_all(arriving.clone()).await;
         match self.build_catalog() {
-            Ok(catalog) => {
-                let kinds = before.differences(&catalog);
-                *write(&self.catalog) = Arc::new(catalog);
-                self.announce(&kinds);
-            }
+            Ok(catalog) => self.install(catalog),
             Err(reason) => {
                 tracing::error!("after the reload: {reason}; the colliding names are not served")
             }

@@ -4,7 +4,7 @@
 
 use super::rounds::{self, Reach, UpstreamCall};
 use super::upstreams::Upstream;
-use super::{builtin, relay, Client, Gateway, Owner, RequestContext};
+use super::{builtin, relay, search, Client, Gateway, Owner, RequestContext};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::protocol::{envelope, Era, Revision};
 use crate::upstream::failure::Failure;
@@ -25,7 +25,7 @@ impl Gateway {
         match method {
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
                 let cursor = params.and_then(|p| p.get("cursor"));
-                self.catalog().page(method, cursor)
+                self.catalog_of(client).page(method, cursor)
             }
             "tools/call" | "prompts/get" => {
                 self.call_named(client, method, params, revision, ctx).await
@@ -33,7 +33,7 @@ impl Gateway {
             "resources/read" => self.read_resource(client, params, revision, ctx).await,
             "resources/subscribe" => {
                 let uri = uri_of(params);
-                let owner = self.resource_owner(uri, revision)?;
+                let owner = self.resource_owner(client, uri, revision)?;
                 self.subscribe(client, owner, uri).await
             }
             _ => self.complete(client, params, revision, ctx).await,
@@ -49,7 +49,7 @@ impl Gateway {
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let catalog = self.catalog();
+        let catalog = self.catalog_of(client);
         let name = params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
@@ -60,16 +60,25 @@ impl Gateway {
         };
         let route = route
             .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
-        if route.owner == Owner::Builtin && route.name == builtin::LOGIN {
-            return self.login_tool(client, params, revision, ctx).await;
-        }
         if route.owner == Owner::Builtin {
-            return Ok(builtin::call(
-                &route.name,
-                params.and_then(|p| p.get("arguments")),
-                || self.summaries(),
-                self.config_path.as_deref(),
-            ));
+            let arguments = params.and_then(|p| p.get("arguments"));
+            return match (route.name.as_str(), catalog.search_index()) {
+                (builtin::LOGIN, _) => self.login_tool(client, params, revision, ctx).await,
+                (search::SEARCH_TOOLS, Some(index)) => Ok(search::answer(index, arguments)),
+                (search::CALL_TOOL, _) => {
+                    let params = search::called(params)?;
+                    Box::pin(self.call_named(client, method, Some(&params), revision, ctx)).await
+                }
+                (tool, _) => Ok(builtin::call(
+                    tool,
+                    arguments,
+                    || {
+                        let snapshot = self.snapshot();
+                        (snapshot.upstreams, snapshot.profiles)
+                    },
+                    self.config_path.as_deref(),
+                )),
+            };
         }
         let mut forwarded = forwardable(params);
         forwarded["name"] = json!(route.name);
@@ -94,7 +103,7 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         let uri = uri_of(params);
-        let owner = self.resource_owner(uri, revision)?;
+        let owner = self.resource_owner(client, uri, revision)?;
         let method = "resources/read";
         self.forward(
             client,
@@ -115,8 +124,13 @@ impl Gateway {
         })
     }
 
-    fn resource_owner(&self, uri: &str, revision: Revision) -> Result<Owner, ErrorObject> {
-        self.catalog()
+    fn resource_owner(
+        &self,
+        client: &Client,
+        uri: &str,
+        revision: Revision,
+    ) -> Result<Owner, ErrorObject> {
+        self.catalog_of(client)
             .resource_owner(uri)
             .ok_or_else(|| resource_not_found(uri, revision))
     }
@@ -129,7 +143,7 @@ impl Gateway {
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let catalog = self.catalog();
+        let catalog = self.catalog_of(client);
         let reference = params
             .and_then(|p| p.get("ref"))
             .cloned()

@@ -132,7 +132,7 @@ impl Gateway {
             }
         }
         self.ready.wait().await;
-        let catalog = self.catalog();
+        let catalog = self.catalog_of(client);
         let mut resources = Vec::new();
         for uri in filter
             .get("resourceSubscriptions")

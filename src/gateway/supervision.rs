@@ -2,6 +2,7 @@
 //! it goes down, the catalog rebuilt from what they list, and clients told of each change.
 
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
+use super::profile::{ViewId, Views};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
@@ -14,6 +15,7 @@ use crate::upstream::stdio::StdioUpstream;
 use crate::upstream::{Caller, Connection, Event, ListKind};
 use async_channel::Receiver;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +29,7 @@ impl Gateway {
         let _ = self.events.set(events_tx);
         self.start_all(self.upstreams.all()).await;
         let catalog = self.build_catalog()?;
-        *write(&self.catalog) = Arc::new(catalog);
+        *write(&self.views) = self.views_of(catalog);
         let _ = self.ready.set(()).await;
         let gateway = Arc::clone(self);
         smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
@@ -175,6 +177,7 @@ impl Gateway {
             prefix: BUILTIN_SERVER,
             owner: Owner::Builtin,
             listing: &builtin,
+            overrides: None,
         }];
         sources.extend(
             upstreams
@@ -185,6 +188,7 @@ impl Gateway {
                     prefix: u.config.prefix(&u.name),
                     owner: Owner::Upstream(u.id),
                     listing,
+                    overrides: Some(&u.config.tools),
                 }),
         );
         Catalog::build(&sources)
@@ -268,28 +272,42 @@ impl Gateway {
             return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}");
         }
         let previous = std::mem::replace(&mut *lock(&upstream.listing), fresh);
-        self.publish_catalog(upstream, previous, &[kind]);
+        self.publish_catalog(upstream, previous);
     }
 
-    /// Rebuilds the catalog after `upstream`'s listing changed, and tells clients about `kinds`.
-    /// A change that would collide with another server's names is refused (logged) and the old
-    /// listing kept.
-    fn publish_catalog(&self, upstream: &Upstream, previous: Listing, kinds: &[ListKind]) {
+    /// Rebuilds the catalog after `upstream`'s listing changed, and tells each client what
+    /// changed in its own view. A change that would collide with another server's names is
+    /// refused (logged) and the old listing kept.
+    fn publish_catalog(&self, upstream: &Upstream, previous: Listing) {
         self.registry.notify_changed();
         match self.build_catalog() {
-            Ok(catalog) => *write(&self.catalog) = Arc::new(catalog),
+            Ok(catalog) => self.install(catalog),
             Err(reason) => {
                 tracing::error!(server = %upstream.name, "ignored a catalog change: {reason}");
                 *lock(&upstream.listing) = previous;
-                return;
             }
         }
-        self.announce(kinds);
     }
 
-    pub(super) fn announce(&self, kinds: &[ListKind]) {
+    /// The catalog as each view sees it.
+    fn views_of(&self, catalog: Catalog) -> Arc<Views> {
+        Arc::new(
+            self.profiles
+                .views(catalog, |owner| self.upstream_name(owner)),
+        )
+    }
+
+    /// Puts a rebuilt catalog in service; each client hears `list_changed` for the kinds of list
+    /// that changed in its own view, and for nothing else.
+    pub(super) fn install(&self, catalog: Catalog) {
+        let views = self.views_of(catalog);
+        let before = std::mem::replace(&mut *write(&self.views), Arc::clone(&views));
+        let changed: HashMap<ViewId, Vec<ListKind>> = views
+            .iter()
+            .map(|(view, now)| (view, before.get(view).differences(now)))
+            .collect();
         for client in self.clients() {
-            for kind in kinds {
+            for kind in changed.get(&client.view).into_iter().flatten() {
                 client.list_changed(*kind);
             }
         }
@@ -311,10 +329,9 @@ impl Gateway {
                 }
                 if looping {
                     let withdrawn = std::mem::take(&mut *lock(&upstream.listing));
-                    let kinds = withdrawn.differences(&Listing::default());
-                    if !kinds.is_empty() {
+                    if withdrawn != Listing::default() {
                         tracing::warn!(server = %upstream.name, "crash loop: its tools are withdrawn until it stays up");
-                        self.publish_catalog(&upstream, withdrawn, &kinds);
+                        self.publish_catalog(&upstream, withdrawn);
                     }
                 }
                 self.registry.notify_changed();
@@ -335,8 +352,7 @@ impl Gateway {
                 let previous = lock(&upstream.listing).clone();
                 upstream.restarts.fetch_add(1, Ordering::Relaxed);
                 if self.start_upstream(&upstream).await {
-                    let kinds = previous.differences(&lock(&upstream.listing));
-                    self.publish_catalog(&upstream, previous, &kinds);
+                    self.publish_catalog(&upstream, previous);
                     return;
                 }
             }
@@ -360,8 +376,7 @@ impl Gateway {
         let previous = lock(&upstream.listing).clone();
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
         self.start_upstream(&upstream).await;
-        let kinds = previous.differences(&lock(&upstream.listing));
-        self.publish_catalog(&upstream, previous, &kinds);
+        self.publish_catalog(&upstream, previous);
         Ok(format!(
             "{name} restarted: {}",
             lock(&upstream.state).describe()

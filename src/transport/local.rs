@@ -10,7 +10,7 @@
 use super::stdio::{self, StdioOptions};
 use crate::admin;
 use crate::cancel::Cancel;
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, ViewId};
 use crate::lines::{self, Read};
 use serde::{Deserialize, Serialize};
 use smol::io::{AsyncWriteExt, BufReader};
@@ -30,6 +30,23 @@ pub struct Attach {
     /// key on it.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// The profile its editor sees the catalog through (`mcpx serve --profile`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+impl Attach {
+    /// This process, running with `config`, for an editor that chose `profile`.
+    pub fn this_process(config: Option<&std::path::Path>, profile: Option<&str>) -> Attach {
+        Attach {
+            config: config.map(|p| p.display().to_string()),
+            pid: std::process::id(),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|dir| dir.display().to_string()),
+            profile: profile.map(str::to_owned),
+        }
+    }
 }
 
 /// The daemon's answer to [`Attach`].
@@ -79,13 +96,21 @@ async fn session(
         false => Err("this socket belongs to another user".to_owned()),
     };
     let mut options = options;
+    let view = |attach: &Attach| match &attach.profile {
+        Some(name) => gateway.profile(name),
+        None => Ok(ViewId::EVERYTHING),
+    };
     let answer = match attach {
-        Ok(attach) if attach.config == config => {
-            let cwd = attach.cwd.as_deref().unwrap_or("?");
-            tracing::info!(pid = attach.pid, cwd, "an editor's mcpx serve attached");
-            options.editor_pid = Some(attach.pid);
-            Answer::Attached
-        }
+        Ok(attach) if attach.config == config => match view(&attach) {
+            Ok(view) => {
+                let cwd = attach.cwd.as_deref().unwrap_or("?");
+                tracing::info!(pid = attach.pid, cwd, profile = attach.profile, "an editor's mcpx serve attached");
+                options.editor_pid = Some(attach.pid);
+                options.view = view;
+                Answer::Attached
+            }
+            Err(why) => Answer::Refused(why),
+        },
         Ok(attach) => Answer::Refused(format!(
             "this daemon runs with {}, not {}",
             shown(config.as_deref()),

@@ -7,7 +7,7 @@
 //! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
 //! to answer, then are cancelled, and `serve` returns.
 
-use crate::gateway::{Client, Gateway, Inbound, Received};
+use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Outbound, Request, Response, INVALID_REQUEST};
 use crate::lines::{self, Read};
 use async_channel::{Receiver, Sender};
@@ -28,6 +28,8 @@ pub struct StdioOptions {
     pub label: &'static str,
     /// An attached session's editor: its `mcpx serve`'s process id.
     pub editor_pid: Option<u32>,
+    /// The view of the catalog its client sees (`mcpx serve --profile`).
+    pub view: ViewId,
 }
 
 /// Serves one client on `input` and `output` until `input` ends and the drain is over.
@@ -40,7 +42,7 @@ pub async fn serve(
     let (outbound, outbound_rx) = async_channel::unbounded::<Outbound>();
     let (frames, frames_rx) = async_channel::unbounded::<Written>();
     let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
-    let client = gateway.open_client(options.label, outbound.clone());
+    let client = gateway.open_client(options.label, options.view, outbound.clone());
     if let Some(pid) = options.editor_pid {
         gateway.note_editor(&client, pid);
     }

@@ -9,7 +9,7 @@
 use super::exchange::Exchange;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
-use crate::gateway::{Client, Gateway, Inbound, Received};
+use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
@@ -29,14 +29,14 @@ enum Named {
     Refusal(Response<Body>),
 }
 
-fn named_session(door: &FrontDoor, headers: &HeaderMap) -> Named {
+fn named_session(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Named {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Named::Nothing;
     };
     let live = value
         .to_str()
         .ok()
-        .and_then(|id| door.sessions.get(id.trim()));
+        .and_then(|id| door.sessions.get(id.trim(), view));
     match live {
         Some(session) => Named::Live(session),
         None => Named::Refusal(rpc_error(
@@ -75,8 +75,13 @@ fn revision_of(
         .unwrap_or(Revision::ASSUMED_WITHOUT_NEGOTIATION))
 }
 
-pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> Response<Body> {
-    let session = match named_session(door, headers) {
+pub(super) async fn post(
+    door: &FrontDoor,
+    view: ViewId,
+    headers: &HeaderMap,
+    body: Value,
+) -> Response<Body> {
+    let session = match named_session(door, view, headers) {
         Named::Refusal(response) => return response,
         Named::Live(session) => Some(session),
         Named::Nothing => None,
@@ -92,14 +97,14 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
     let client = session.as_deref().map(|session| &*session.client);
     let inbound = match door.gateway.receive(client, Some(revision), frame) {
         Ok(Received::One(inbound)) => inbound,
-        Ok(Received::Batch(elements)) => return batch(door, session, revision, elements).await,
+        Ok(Received::Batch(elements)) => return batch(door, view, session, revision, elements).await,
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal),
     };
     match inbound {
-        Inbound::Initialize(request) => initialize(door, session.is_some(), request),
+        Inbound::Initialize(request) => initialize(door, view, session.is_some(), request),
         Inbound::Run(request) => {
             let mut exchange = Exchange::new();
-            let client = serving_client(door, session.as_ref(), revision, &mut exchange);
+            let client = serving_client(door, view, session.as_ref(), revision, &mut exchange);
             let cancel = exchange.start(&door.gateway, &client, request);
             if session.is_none() {
                 exchange.cancel_on_disconnect(cancel);
@@ -124,6 +129,7 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
 /// this exchange alone, closed when the exchange ends.
 fn serving_client(
     door: &FrontDoor,
+    view: ViewId,
     session: Option<&Arc<Session>>,
     revision: Revision,
     exchange: &mut Exchange,
@@ -132,7 +138,7 @@ fn serving_client(
         return Arc::clone(&session.client);
     }
     let (unsolicited, _) = async_channel::bounded(1);
-    let client = door.gateway.open_client("http", unsolicited);
+    let client = door.gateway.open_client("http", view, unsolicited);
     client.set_revision(revision);
     exchange.hold(ClosesOnDrop {
         gateway: Arc::clone(&door.gateway),
@@ -154,7 +160,12 @@ impl Drop for ClosesOnDrop {
 }
 
 /// `initialize` mints a session (never inside one, and never in a batch).
-fn initialize(door: &FrontDoor, in_session: bool, request: Request) -> Response<Body> {
+fn initialize(
+    door: &FrontDoor,
+    view: ViewId,
+    in_session: bool,
+    request: Request,
+) -> Response<Body> {
     if in_session {
         let error = ErrorObject::new(
             INVALID_REQUEST,
@@ -165,7 +176,7 @@ fn initialize(door: &FrontDoor, in_session: bool, request: Request) -> Response<
             &jsonrpc::Response::error(Some(request.id), error),
         );
     }
-    let (client, outbound) = match door.sessions.prepare() {
+    let (client, outbound) = match door.sessions.prepare(view) {
         Ok(prepared) => prepared,
         Err(refused) => return refused_session(refused),
     };
@@ -200,12 +211,13 @@ fn refused_session(refused: Refused) -> Response<Body> {
 /// so a batch of only those is 202; `initialize` is refused as its element and mints nothing.
 async fn batch(
     door: &FrontDoor,
+    view: ViewId,
     session: Option<Arc<Session>>,
     revision: Revision,
     elements: Vec<Inbound>,
 ) -> Response<Body> {
     let mut exchange = Exchange::new();
-    let client = serving_client(door, session.as_ref(), revision, &mut exchange);
+    let client = serving_client(door, view, session.as_ref(), revision, &mut exchange);
     for element in elements {
         match element {
             Inbound::Answer(response) => exchange.answer_now(response),
@@ -228,7 +240,7 @@ async fn batch(
 }
 
 /// GET opens a session's notification stream: one per session, closed by DELETE.
-pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body> {
+pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Response<Body> {
     let modern_header = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -236,7 +248,7 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
     if modern_header || headers.get(SESSION_HEADER).is_none() {
         return method_not_allowed("GET opens a legacy session's notification stream; 2026-07-28 uses subscriptions/listen");
     }
-    let session = match named_session(door, headers) {
+    let session = match named_session(door, view, headers) {
         Named::Live(session) => session,
         Named::Refusal(response) => return response,
         Named::Nothing => unreachable!("the header was checked above"),
@@ -291,7 +303,7 @@ pub(super) async fn get(door: &FrontDoor, headers: &HeaderMap) -> Response<Body>
 
 /// DELETE ends a session: 204; no session header is 400 (mcpx does allow termination, so 405
 /// would be wrong); an unknown session is 404.
-pub(super) fn delete(door: &FrontDoor, headers: &HeaderMap) -> Response<Body> {
+pub(super) fn delete(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Response<Body> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -304,6 +316,7 @@ pub(super) fn delete(door: &FrontDoor, headers: &HeaderMap) -> Response<Body> {
     match value
         .to_str()
         .ok()
+        .filter(|id| door.sessions.get(id.trim(), view).is_some())
         .and_then(|id| door.sessions.end(id.trim()))
     {
         Some(_) => {

@@ -16,7 +16,7 @@ mod sse;
 pub mod status;
 
 use crate::cancel::Cancel;
-use crate::gateway::{Client, Gateway};
+use crate::gateway::{Client, Gateway, ViewId};
 use crate::jsonrpc::{
     ErrorObject, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
 };
@@ -70,6 +70,9 @@ pub struct HttpOptions {
     pub max_header_bytes: usize,
 }
 
+/// The answer to a path that is not MCP's.
+const NOT_MCP: &str = "mcpx serves MCP at /mcp, and at /mcp/PROFILE for each profile\n";
+
 /// hyper's smallest read buffer: a smaller `maxHeaderBytes` would make it panic.
 const MIN_HEAD_BUFFER: usize = 8192;
 
@@ -78,8 +81,9 @@ struct FrontDoor {
     gateway: Arc<Gateway>,
     options: HttpOptions,
     origins: OriginPolicy,
-    /// The gateway's view of modern HTTP clients: stateless, so one client stands for all.
-    modern: Arc<Client>,
+    /// The gateway's view of modern HTTP clients: stateless, so one client stands for all that
+    /// enter by one door (`/mcp`, `/mcp/PROFILE`).
+    modern: Vec<Arc<Client>>,
     /// Legacy sessions.
     sessions: sessions::Sessions,
     connections: Arc<Limit>,
@@ -98,7 +102,10 @@ pub async fn serve(
     let (unsolicited, _) = async_channel::bounded(1);
     let door = Arc::new(FrontDoor {
         origins: OriginPolicy::new(&options.allowed_origins, options.address),
-        modern: gateway.open_shared_client("http", unsolicited),
+        modern: std::iter::once(ViewId::EVERYTHING)
+            .chain(gateway.profile_names().iter().filter_map(|n| gateway.profile(n).ok()))
+            .map(|view| gateway.open_shared_client("http", view, unsolicited.clone()))
+            .collect(),
         sessions: sessions::Sessions::new(
             Arc::clone(&gateway),
             options.max_sessions,
@@ -147,7 +154,9 @@ pub async fn serve(
         "shutting down: listen streams complete, other requests get {:?}",
         door.options.grace
     );
-    door.modern.closing.cancel();
+    for modern in &door.modern {
+        modern.closing.cancel();
+    }
     drop((alive, sweeper));
     let finished = smol::future::or(async { all_done.recv().await.is_err() }, async {
         smol::Timer::after(door.options.grace).await;
@@ -155,7 +164,9 @@ pub async fn serve(
     })
     .await;
     if !finished {
-        door.gateway.cancel_all(&door.modern);
+        for modern in &door.modern {
+            door.gateway.cancel_all(modern);
+        }
         let cancelled_finish = async {
             let _ = all_done.recv().await;
         };
@@ -165,7 +176,9 @@ pub async fn serve(
         .await;
     }
     door.sessions.end_all();
-    door.gateway.close_client(&door.modern);
+    for modern in &door.modern {
+        door.gateway.close_client(modern);
+    }
     Ok(())
 }
 
@@ -249,9 +262,33 @@ impl FrontDoor {
         refusal
     }
 
+    /// The modern client that stands for every modern caller at `view`'s door.
+    fn modern(&self, view: ViewId) -> &Arc<Client> {
+        let found = self.modern.iter().find(|c| c.view == view);
+        found.unwrap_or(&self.modern[0])
+    }
+
+    /// The view a request's path enters: `/mcp` sees everything, `/mcp/NAME` profile NAME;
+    /// any other path is not MCP's.
+    fn door(&self, path: &str) -> Result<ViewId, Response<Body>> {
+        match path.strip_prefix("/mcp") {
+            Some("") => Ok(ViewId::EVERYTHING),
+            Some(profile) if profile.starts_with('/') => {
+                self.gateway.profile(&profile[1..]).map_err(|why| {
+                    rpc_error(
+                        StatusCode::NOT_FOUND,
+                        ErrorObject::new(INVALID_REQUEST, format!("Not Found: {why}")),
+                    )
+                })
+            }
+            _ => Err(plain(StatusCode::NOT_FOUND, NOT_MCP)),
+        }
+    }
+
     async fn respond(&self, request: Request<Incoming>) -> Response<Body> {
-        if request.uri().path() != "/mcp" {
-            return plain(StatusCode::NOT_FOUND, "mcpx serves MCP at /mcp\n");
+        let path = request.uri().path();
+        if path != "/mcp" && !path.starts_with("/mcp/") {
+            return plain(StatusCode::NOT_FOUND, NOT_MCP);
         }
         if let Some(token) = &self.options.token {
             if !authorized(request.headers(), token) {
@@ -276,17 +313,22 @@ impl FrontDoor {
                 ErrorObject::new(INVALID_REQUEST, "Forbidden: this Origin is not allowed"),
             );
         }
+        // Known profiles are named only to who passed the token and Origin checks.
+        let view = match self.door(request.uri().path()) {
+            Ok(view) => view,
+            Err(not_found) => return not_found,
+        };
         match *request.method() {
-            Method::POST => self.post(request).await,
-            Method::GET => legacy::get(self, request.headers()).await,
-            Method::DELETE => legacy::delete(self, request.headers()),
+            Method::POST => self.post(view, request).await,
+            Method::GET => legacy::get(self, view, request.headers()).await,
+            Method::DELETE => legacy::delete(self, view, request.headers()),
             _ => legacy::method_not_allowed(
                 "/mcp takes POST, and GET and DELETE for legacy sessions",
             ),
         }
     }
 
-    async fn post(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn post(&self, view: ViewId, request: Request<Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let limit = self.options.max_message_bytes;
         let declared = parts
@@ -332,9 +374,9 @@ impl FrontDoor {
             }
         };
         if is_modern(&parts.headers, &body) {
-            modern::post(self, &parts.headers, body).await
+            modern::post(self, view, &parts.headers, body).await
         } else {
-            legacy::post(self, &parts.headers, body).await
+            legacy::post(self, view, &parts.headers, body).await
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::exchange::Exchange;
 use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
+use crate::gateway::{Client, ViewId};
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, HEADER_MISMATCH, INVALID_REQUEST,
 };
@@ -11,11 +12,18 @@ use crate::mcpheaders;
 use crate::protocol::{envelope, Revision};
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
+use std::sync::Arc;
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 
-pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> Response<Body> {
+pub(super) async fn post(
+    door: &FrontDoor,
+    view: ViewId,
+    headers: &HeaderMap,
+    body: Value,
+) -> Response<Body> {
+    let client = door.modern(view);
     if body.is_array() {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -31,7 +39,7 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
     };
     match message {
         Message::Request(request) => {
-            if let Err(why) = check_request_headers(door, headers, &request).await {
+            if let Err(why) = check_request_headers(door, client, headers, &request).await {
                 let error = ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {why}"));
                 return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error));
             }
@@ -53,7 +61,7 @@ pub(super) async fn post(door: &FrontDoor, headers: &HeaderMap, body: Value) -> 
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
                 return json_response(status::modern_status(&refusal), &refusal);
             }
-            run(door, request).await
+            run(door, client, request).await
         }
         // No header is required on a notification, but any it sends must agree with it.
         Message::Notification(notification) => match check_notification_headers(headers, &notification) {
@@ -121,6 +129,7 @@ fn agrees(
 
 async fn check_request_headers(
     door: &FrontDoor,
+    client: &Client,
     headers: &HeaderMap,
     request: &Request,
 ) -> Result<(), String> {
@@ -155,7 +164,7 @@ async fn check_request_headers(
     if request.method == "tools/call" {
         if let Some(header_params) = door
             .gateway
-            .tool_header_params(field("name").unwrap_or_default())
+            .tool_header_params(client, field("name").unwrap_or_default())
             .await
         {
             let arguments = params
@@ -189,9 +198,9 @@ fn check_notification_headers(
 }
 
 /// Runs a request under the lifetime of its HTTP exchange: closing the stream cancels it.
-async fn run(door: &FrontDoor, request: Request) -> Response<Body> {
+async fn run(door: &FrontDoor, client: &Arc<Client>, request: Request) -> Response<Body> {
     let mut exchange = Exchange::new();
-    let cancel = exchange.start(&door.gateway, &door.modern, request);
+    let cancel = exchange.start(&door.gateway, client, request);
     exchange.cancel_on_disconnect(cancel);
     exchange
         .reply(false, status::modern_status, door.options.sse_keep_alive)

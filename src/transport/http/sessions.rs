@@ -3,7 +3,7 @@
 //! a flood of `initialize` cannot grow it without bound.
 
 use crate::cancel::Cancel;
-use crate::gateway::{Client, Gateway};
+use crate::gateway::{Client, Gateway, ViewId};
 use crate::jsonrpc::Outbound;
 use crate::sync::lock;
 use async_channel::Receiver;
@@ -87,14 +87,14 @@ impl Sessions {
 
     /// A new gateway client for a session about to be minted (kept only if `initialize`
     /// succeeds: see [`Sessions::insert`]).
-    pub fn prepare(&self) -> Result<(Arc<Client>, Receiver<Outbound>), Refused> {
+    pub fn prepare(&self, view: ViewId) -> Result<(Arc<Client>, Receiver<Outbound>), Refused> {
         self.sweep();
         if self.lock().len() >= self.max {
             return Err(Refused::Full(self.max));
         }
         let (outbound, outbound_rx) = async_channel::bounded(STREAM_QUEUE);
         Ok((
-            self.gateway.open_client("http-session", outbound),
+            self.gateway.open_client("http-session", view, outbound),
             outbound_rx,
         ))
     }
@@ -131,9 +131,13 @@ impl Sessions {
         Ok(session)
     }
 
-    /// The live session with this id (and marks it used); `None` if unknown, ended or expired.
-    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+    /// The live session with this id minted at `view`'s door (and marks it used); `None` if
+    /// unknown there, ended or expired.
+    pub fn get(&self, id: &str, view: ViewId) -> Option<Arc<Session>> {
         let session = self.lock().get(id).cloned()?;
+        if session.client.view != view {
+            return None;
+        }
         if session.is_idle(self.idle) || session.ended.is_cancelled() {
             self.end(id);
             return None;

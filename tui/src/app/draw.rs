@@ -49,11 +49,15 @@ impl App {
                             .to_owned(),
                         s.revision.clone().unwrap_or_default(),
                         seconds(s.idle_ms),
-                        match (&s.id, s.editor_pid) {
-                            (Some(id), _) => id.clone(),
-                            (None, Some(pid)) => format!("editor pid {pid}"),
-                            (None, None) => String::new(),
-                        },
+                        [
+                            s.profile.as_deref().map(|p| format!("profile {p}")),
+                            s.id.clone(),
+                            s.editor_pid.map(|pid| format!("editor pid {pid}")),
+                        ]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" · "),
                     ],
                     detail: serde_json::to_string_pretty(s).unwrap_or_default(),
                 })

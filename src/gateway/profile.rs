@@ -1,0 +1,137 @@
+//! Profiles: views of the merged catalog that a client chooses by its door (`mcpx serve
+//! --profile NAME`, the daemon's `/mcp/NAME`).
+//!
+//! A profile's view is a [`Catalog`] of its own, restricted from the merged one: a name outside
+//! it is unknown to its clients on every method (list, call, get, read, complete, subscribe),
+//! exactly as a name no server lists, and its clients hear `list_changed` only when their own
+//! view changed. Profiles are read at start; a reload applies `[servers]` only.
+
+use super::catalog::{Catalog, Owner};
+use super::search;
+use crate::config::Profile;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Which view of the catalog a client sees: everything, or one profile's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ViewId(usize);
+
+impl ViewId {
+    /// The whole merged catalog (`/mcp`, `mcpx serve` without `--profile`).
+    pub const EVERYTHING: ViewId = ViewId(0);
+}
+
+/// The configured profiles, compiled.
+#[derive(Debug, Default)]
+pub struct Profiles {
+    list: Vec<Compiled>,
+}
+
+#[derive(Debug)]
+struct Compiled {
+    name: String,
+    servers: Option<Vec<String>>,
+    include: Option<GlobSet>,
+    exclude: GlobSet,
+    search: bool,
+}
+
+impl Profiles {
+    /// Compiles `[profiles]` (validated by [`crate::config::Config::parse`]).
+    pub fn new(config: &BTreeMap<String, Profile>) -> Profiles {
+        let set = |patterns: &[String]| {
+            let mut builder = GlobSetBuilder::new();
+            for pattern in patterns {
+                if let Ok(glob) = Glob::new(pattern) {
+                    builder.add(glob);
+                }
+            }
+            builder.build().unwrap_or_else(|_| GlobSet::empty())
+        };
+        let list = config
+            .iter()
+            .map(|(name, profile)| Compiled {
+                name: name.clone(),
+                servers: profile.servers.clone(),
+                include: (!profile.include.is_empty()).then(|| set(&profile.include)),
+                exclude: set(&profile.exclude),
+                search: profile.search,
+            })
+            .collect();
+        Profiles { list }
+    }
+
+    /// The view a door names; an unknown name is an error that lists the known ones.
+    pub fn find(&self, name: &str) -> Result<ViewId, String> {
+        match self.list.iter().position(|p| p.name == name) {
+            Some(i) => Ok(ViewId(i + 1)),
+            None => Err(format!(
+                "no profile is named {name:?}; the profiles are: {}",
+                match self.names().join(", ") {
+                    names if names.is_empty() => "(none configured)".to_owned(),
+                    names => names,
+                }
+            )),
+        }
+    }
+
+    /// The configured profiles' names.
+    pub fn names(&self) -> Vec<String> {
+        self.list.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// A view's profile name; `None` for everything.
+    pub fn name(&self, view: ViewId) -> Option<&str> {
+        view.0
+            .checked_sub(1)
+            .and_then(|i| self.list.get(i))
+            .map(|p| p.name.as_str())
+    }
+
+    /// Every view of `all`, which becomes the first; `server_of` names an item's server.
+    pub fn views(&self, all: Catalog, server_of: impl Fn(Owner) -> String) -> Views {
+        let mut views = Vec::with_capacity(self.list.len() + 1);
+        for profile in &self.list {
+            let keep = |owner: Owner, name: Option<&str>| {
+                let server = server_of(owner);
+                let server_seen = profile
+                    .servers
+                    .as_ref()
+                    .is_none_or(|servers| servers.contains(&server));
+                let name_seen = name.is_none_or(|name| {
+                    profile.include.as_ref().is_none_or(|i| i.is_match(name))
+                        && !profile.exclude.is_match(name)
+                });
+                server_seen && name_seen
+            };
+            let view = all.restricted(keep);
+            views.push(Arc::new(match profile.search {
+                true => {
+                    let (listed, routes) = search::tools();
+                    view.searched(listed, routes)
+                }
+                false => view,
+            }));
+        }
+        views.insert(0, Arc::new(all));
+        Views(views)
+    }
+}
+
+/// The catalog as each view sees it.
+#[derive(Debug, Default)]
+pub struct Views(Vec<Arc<Catalog>>);
+
+impl Views {
+    /// What `view` sees (everything, for a view that does not exist).
+    pub fn get(&self, view: ViewId) -> Arc<Catalog> {
+        let found = self.0.get(view.0).or_else(|| self.0.first());
+        found.cloned().unwrap_or_default()
+    }
+
+    /// Each view with what it sees.
+    pub fn iter(&self) -> impl Iterator<Item = (ViewId, &Arc<Catalog>)> {
+        self.0.iter().enumerate().map(|(i, c)| (ViewId(i), c))
+    }
+}
