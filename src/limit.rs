@@ -54,6 +54,11 @@ impl Limit {
         None
     }
 
+    /// How many places are held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
     /// How the refusal names the cap: `maxConnections (16384)`.
     pub fn describe(&self) -> String {
         format!("{} ({})", self.name, self.max)

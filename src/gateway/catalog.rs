@@ -38,7 +38,7 @@ pub struct Route {
 }
 
 /// One server's catalog as it listed it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Listing {
     /// `tools/list`.
     pub tools: Vec<Value>,

@@ -10,6 +10,7 @@ mod builtin;
 mod catalog;
 mod client;
 mod inbound;
+mod lazy;
 mod logging;
 mod login;
 pub mod naming;
@@ -86,6 +87,8 @@ pub struct Gateway {
     max_in_flight_per_client: usize,
     /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
     max_message_bytes: usize,
+    /// Where lazy servers' catalogs are kept between runs ([`lazy`]).
+    catalog_cache: Option<std::path::PathBuf>,
     /// `auth.credentials`: where remote servers' tokens are kept.
     credentials: std::path::PathBuf,
     /// Modern clients' calls waiting for their input.
@@ -130,6 +133,7 @@ impl Gateway {
             max_in_flight_per_client: config.transport.max_in_flight_per_client,
             max_message_bytes: config.transport.max_message_bytes,
             credentials: config.auth.credentials.clone(),
+            catalog_cache: lazy::default_cache_dir(),
             rounds: Rounds::new(config.transport.input_timeout),
             me: me.clone(),
         })

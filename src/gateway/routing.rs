@@ -211,6 +211,7 @@ impl Gateway {
         // sign-in page; so is one that refuses mcpx's token during the call.
         // (The client's capabilities are looked at only for a `url` server: a call to a stdio
         // one, the common case, needs none of this.)
+        let woken = self.wake(owner).await;
         let capabilities = || declared_capabilities(client, original, revision);
         let login = self
             .login_first(owner, method, capabilities, revision, ctx)
@@ -223,7 +224,7 @@ impl Gateway {
             (Err(_), Some(login)) if login.upstream().waits_for_login() => {
                 (login.upstream(), Reach::AfterLogin(login))
             }
-            (Err(error), _) => return Err(error),
+            (Err(error), _) => return Err(woken.err().unwrap_or(error)),
         };
         let call = Call {
             method,

@@ -48,6 +48,8 @@ impl Gateway {
             *count += 1;
             *count == 1
         };
+        // A lazy server is started for it; held, the subscription then keeps it running.
+        let _ = self.wake(owner).await;
         let Ok((upstream, connection)) = self.connection(owner) else {
             return;
         };

@@ -5,7 +5,7 @@ use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::profile::{ViewId, Views};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
+use crate::config::{Launch, RemoteTransport, Server, Start, UpstreamEra, BUILTIN_SERVER};
 use crate::protocol::Era;
 use crate::sync::{lock, write};
 use crate::upstream::auth::store::Store;
@@ -43,7 +43,9 @@ impl Gateway {
             .map(|upstream| {
                 let gateway = Arc::clone(self);
                 smol::spawn(async move {
-                    if !gateway.start_upstream(&upstream).await {
+                    if upstream.config.start == Start::Lazy {
+                        gateway.start_lazy(&upstream).await;
+                    } else if !gateway.start_upstream(&upstream).await {
                         gateway.revive(upstream);
                     }
                 })
@@ -55,7 +57,7 @@ impl Gateway {
     }
 
     /// Starts (or starts again) one upstream: spawn, handshake, list. True if it serves.
-    async fn start_upstream(&self, upstream: &Arc<Upstream>) -> bool {
+    pub(super) async fn start_upstream(&self, upstream: &Arc<Upstream>) -> bool {
         let Some(events) = self.events.get().cloned() else {
             return false;
         };
@@ -104,6 +106,7 @@ impl Gateway {
                 *lock(&upstream.listing) = listing;
                 *lock(&upstream.state) = UpstreamState::Ready;
                 lock(&upstream.backoff).succeeded();
+                self.remember_listing(upstream);
                 true
             }
             Err(reason) => {
@@ -272,13 +275,14 @@ impl Gateway {
             return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}");
         }
         let previous = std::mem::replace(&mut *lock(&upstream.listing), fresh);
+        self.remember_listing(upstream);
         self.publish_catalog(upstream, previous);
     }
 
     /// Rebuilds the catalog after `upstream`'s listing changed, and tells each client what
     /// changed in its own view. A change that would collide with another server's names is
     /// refused (logged) and the old listing kept.
-    fn publish_catalog(&self, upstream: &Upstream, previous: Listing) {
+    pub(super) fn publish_catalog(&self, upstream: &Upstream, previous: Listing) {
         self.registry.notify_changed();
         match self.build_catalog() {
             Ok(catalog) => self.install(catalog),

@@ -45,6 +45,9 @@ pub enum UpstreamState {
         /// What to run.
         how: String,
     },
+    /// A `start = "lazy"` server not running: listed from its last run's catalog, started by
+    /// the first request that needs it.
+    Idle,
     /// Not serving; supervision starts it again at `next`.
     Down {
         /// Why it is down: its start failed, or its process exited.
@@ -61,6 +64,7 @@ impl UpstreamState {
         match self {
             UpstreamState::Starting => "starting".into(),
             UpstreamState::Ready => "ready".into(),
+            UpstreamState::Idle => "idle (lazy)".into(),
             UpstreamState::NeedsLogin { how } => format!("needs-login: {how}"),
             UpstreamState::Down {
                 reason,
@@ -141,6 +145,10 @@ pub(super) struct Upstream {
     pub(super) transport: Mutex<RemoteTransport>,
     /// Held while a client's call logs in to it ([`super::login`]): one login at a time.
     pub(super) logging_in: smol::lock::Mutex<()>,
+    /// Held while a lazy server is started or stopped ([`super::lazy`]): one at a time.
+    pub(super) waking: smol::lock::Mutex<()>,
+    /// When a request last needed it (lazy servers: what `idleTimeout` counts from).
+    pub(super) last_needed: Mutex<Instant>,
 }
 
 impl Upstream {
@@ -228,6 +236,8 @@ impl Upstreams {
             reviving: AtomicBool::new(false),
             transport: Mutex::new(config.transport),
             logging_in: smol::lock::Mutex::new(()),
+            waking: smol::lock::Mutex::new(()),
+            last_needed: Mutex::new(Instant::now()),
             in_flight: Limit::new(
                 format!("servers.{name}.maxInFlight"),
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),

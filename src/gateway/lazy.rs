@@ -1,0 +1,223 @@
+//! Upstreams started when needed (`start = "lazy"`): a user with twenty configured servers does
+//! not pay twenty idle processes.
+//!
+//! A lazy server is not spawned at mcpx's start. Its catalog comes from its last run, kept in the
+//! XDG cache directory under a key made from its configuration (so a changed command or URL is
+//! never listed from a stale catalog) and written again whenever it runs; clients list its tools
+//! with no process behind them. The first call, read, completion or subscription that needs it
+//! starts it, and the caller waits. With `idleTimeout` it is stopped again once nothing has needed
+//! it for that long, never while it has a request in flight or a subscription. A lazy server with
+//! no cached catalog is started once at mcpx's start to learn it, then stopped.
+
+use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
+use super::{Gateway, Listing, Owner};
+use crate::config::{Server, Start};
+use crate::jsonrpc::ErrorObject;
+use crate::sync::lock;
+use crate::upstream::failure::Failure;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+impl Upstream {
+    fn is_lazy(&self) -> bool {
+        self.config.start == Start::Lazy
+    }
+}
+
+impl Gateway {
+    /// Brings a lazy server up at mcpx's start (or a reload's): listed from its cached catalog
+    /// and left stopped, or started once to learn its catalog and then stopped. Its idle watch
+    /// begins.
+    pub(super) async fn start_lazy(self: &Arc<Self>, upstream: &Arc<Upstream>) {
+        if let Some(timeout) = upstream.config.idle_timeout {
+            self.watch_idle(upstream, timeout);
+        }
+        let cached = self.catalog_cache.as_deref().and_then(|dir| {
+            let listing = read_cached(dir, &upstream.name, &upstream.config)?;
+            Some(listing)
+        });
+        if let Some(listing) = cached {
+            tracing::info!(server = %upstream.name, tools = listing.tools.len(), "lazy: listed from its last run");
+            *lock(&upstream.listing) = listing;
+            *lock(&upstream.state) = UpstreamState::Idle;
+            return;
+        }
+        if self.start_upstream(upstream).await {
+            tracing::info!(server = %upstream.name, "lazy: started once to learn its catalog");
+            self.stop_idle(upstream).await;
+        }
+    }
+
+    /// Starts the lazy server behind `owner` if it is not running; the caller waits. A server
+    /// that is not lazy, or runs already, is left as it is.
+    pub(super) async fn wake(&self, owner: Owner) -> Result<(), ErrorObject> {
+        let Some(upstream) = self.lazy_upstream(owner) else {
+            return Ok(());
+        };
+        let _one_at_a_time = upstream.waking.lock().await;
+        *lock(&upstream.last_needed) = Instant::now();
+        if *lock(&upstream.state) == UpstreamState::Ready {
+            return Ok(());
+        }
+        tracing::info!(server = %upstream.name, "lazy: started for a request");
+        let previous = lock(&upstream.listing).clone();
+        let started = self.start_upstream(&upstream).await;
+        // What it lists now replaces what the cache said; clients hear of any difference.
+        self.publish_catalog(&upstream, previous);
+        match started {
+            true => Ok(()),
+            false => Err(Failure::Refused(format!(
+                "upstream {:?} could not be started: {}",
+                upstream.name,
+                lock(&upstream.state).describe()
+            ))
+            .into()),
+        }
+    }
+
+    fn lazy_upstream(&self, owner: Owner) -> Option<Arc<Upstream>> {
+        let Owner::Upstream(id) = owner else {
+            return None;
+        };
+        self.upstreams.get(id).filter(|u| u.is_lazy())
+    }
+
+    /// Writes a lazy server's catalog to the cache, for its next start to list it from.
+    pub(super) fn remember_listing(&self, upstream: &Upstream) {
+        let Some(dir) = self.catalog_cache.clone().filter(|_| upstream.is_lazy()) else {
+            return;
+        };
+        let path = cache_file(&dir, &upstream.name, &upstream.config);
+        let listing = lock(&upstream.listing).clone();
+        smol::spawn(smol::unblock(move || {
+            if let Err(e) = write_cached(&path, &listing) {
+                tracing::warn!("cannot keep a lazy server's catalog at {}: {e}", path.display());
+            }
+        }))
+        .detach();
+    }
+
+    /// Stops a lazy server that nothing needs (its catalog stays listed).
+    async fn stop_idle(&self, upstream: &Upstream) {
+        *lock(&upstream.state) = UpstreamState::Idle;
+        let connection = lock(&upstream.connection).take();
+        if let Some(connection) = connection {
+            connection.shutdown(STOP_GRACE).await;
+        }
+        self.registry.notify_changed();
+    }
+
+    /// Stops `upstream` whenever nothing has needed it for `timeout`, until it is removed.
+    fn watch_idle(self: &Arc<Self>, upstream: &Arc<Upstream>, timeout: Duration) {
+        let (gateway, upstream) = (Arc::downgrade(self), Arc::clone(upstream));
+        let every = (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        smol::spawn(async move {
+            loop {
+                let removed = smol::future::or(
+                    async {
+                        upstream.removed.cancelled().await;
+                        true
+                    },
+                    async {
+                        smol::Timer::after(every).await;
+                        false
+                    },
+                )
+                .await;
+                let Some(gateway) = gateway.upgrade().filter(|_| !removed) else {
+                    return;
+                };
+                if gateway.is_busy(&upstream) {
+                    *lock(&upstream.last_needed) = Instant::now();
+                    continue;
+                }
+                let _one_at_a_time = upstream.waking.lock().await;
+                let idle_for = lock(&upstream.last_needed).elapsed();
+                let running = *lock(&upstream.state) == UpstreamState::Ready;
+                if running && idle_for >= timeout && !gateway.is_busy(&upstream) {
+                    tracing::info!(server = %upstream.name, "lazy: stopped after {timeout:?} idle");
+                    gateway.stop_idle(&upstream).await;
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// Whether `upstream` has requests in flight or subscriptions held.
+    fn is_busy(&self, upstream: &Upstream) -> bool {
+        if upstream.in_flight.held() > 0 {
+            return true;
+        }
+        let catalog = self.catalog();
+        let owner = Owner::Upstream(upstream.id);
+        lock(&self.upstream_subscriptions)
+            .keys()
+            .any(|uri| catalog.resource_owner(uri) == Some(owner))
+    }
+}
+
+/// `$XDG_CACHE_HOME/mcpx/catalogs`, where lazy servers' catalogs are kept.
+pub(super) fn default_cache_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "mcpx").map(|d| d.cache_dir().join("catalogs"))
+}
+
+/// A server's cache file: its name for people, and a hash of its whole configuration so that a
+/// changed server is never listed from what another configuration listed.
+fn cache_file(dir: &Path, name: &str, server: &Server) -> PathBuf {
+    let configuration = serde_json::to_vec(&(name, server)).unwrap_or_default();
+    let digest = Sha256::digest(&configuration);
+    let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let safe: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    dir.join(format!("{safe}-{key}.json"))
+}
+
+fn read_cached(dir: &Path, name: &str, server: &Server) -> Option<Listing> {
+    let text = std::fs::read(cache_file(dir, name, server)).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// Writes the file whole or not at all (a temporary file renamed over it).
+fn write_cached(path: &Path, listing: &Listing) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&temporary, serde_json::to_vec(listing)?)?;
+    std::fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod lazy {
+        use crate::config::Server;
+        use crate::gateway::lazy::{cache_file, read_cached, write_cached};
+        use crate::gateway::Listing;
+        use serde_json::json;
+
+        #[test]
+        fn a_cached_catalog_is_found_only_under_the_same_configuration() {
+            let dir = tempfile::tempdir().unwrap();
+            let server = Server {
+                command: Some("a".into()),
+                ..Server::default()
+            };
+            let listing = Listing {
+                tools: vec![json!({"name": "t", "inputSchema": {"type": "object"}})],
+                ..Listing::default()
+            };
+            write_cached(&cache_file(dir.path(), "s", &server), &listing).unwrap();
+            assert_eq!(read_cached(dir.path(), "s", &server), Some(listing));
+            let changed = Server {
+                args: vec!["--other".into()],
+                ..server.clone()
+            };
+            assert_eq!(read_cached(dir.path(), "s", &changed), None);
+            assert_eq!(read_cached(dir.path(), "t", &server), None);
+        }
+    }
+}
