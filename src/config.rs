@@ -579,7 +579,10 @@ impl Config {
                 return fail("`idleTimeout` stops a `start = \"lazy\"` server; this one is started with mcpx and kept running".into());
             }
             if let Some(tool) = server.tools.iter().find_map(|(tool, o)| {
-                o.name.as_deref().filter(|n| n.trim().is_empty()).map(|_| tool)
+                o.name
+                    .as_deref()
+                    .filter(|n| n.trim().is_empty())
+                    .map(|_| tool)
             }) {
                 return fail(format!("tools.{tool}.name is empty"));
             }

@@ -469,7 +469,9 @@ mod every_revision {
         #[test]
         fn thousands_of_racing_requests_leave_nothing_behind() {
             let registry = Registry::new();
-            let sessions: Vec<_> = (0..8).map(|_| registry.open_session("stdio", None)).collect();
+            let sessions: Vec<_> = (0..8)
+                .map(|_| registry.open_session("stdio", None))
+                .collect();
             smol::block_on(async {
                 let tasks: Vec<_> = (0..4000u64)
                     .map(|i| {

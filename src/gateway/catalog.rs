@@ -169,12 +169,18 @@ impl Catalog {
 
     /// What `tools/list` shows.
     fn listed_tools(&self) -> &Vec<Value> {
-        self.search.as_ref().map_or(&self.tools, |(listed, _)| listed)
+        self.search
+            .as_ref()
+            .map_or(&self.tools, |(listed, _)| listed)
     }
 
     /// How many tools can be called, how many `tools/list` shows, and how many prompts.
     pub fn sizes(&self) -> (usize, usize, usize) {
-        (self.tools.len(), self.listed_tools().len(), self.prompts.len())
+        (
+            self.tools.len(),
+            self.listed_tools().len(),
+            self.prompts.len(),
+        )
     }
 
     /// The part of this catalog that `keep` admits, by owner and exposed name (resources, which

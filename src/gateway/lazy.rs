@@ -63,7 +63,9 @@ impl Gateway {
         }
         tracing::info!(server = %upstream.name, "lazy: started for a request");
         let previous = lock(&upstream.listing).clone();
-        let started = self.start_upstream(&upstream).await;
+        // Boxed: a start is a large future, and every request that may wake a server (a listen
+        // stream among them, which holds its task for long) would otherwise carry its size.
+        let started = Box::pin(self.start_upstream(&upstream)).await;
         // What it lists now replaces what the cache said; clients hear of any difference.
         self.publish_catalog(&upstream, previous);
         match started {
@@ -93,7 +95,10 @@ impl Gateway {
         let listing = lock(&upstream.listing).clone();
         smol::spawn(smol::unblock(move || {
             if let Err(e) = write_cached(&path, &listing) {
-                tracing::warn!("cannot keep a lazy server's catalog at {}: {e}", path.display());
+                tracing::warn!(
+                    "cannot keep a lazy server's catalog at {}: {e}",
+                    path.display()
+                );
             }
         }))
         .detach();

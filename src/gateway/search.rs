@@ -177,7 +177,10 @@ pub fn called(params: Option<&Value>) -> Result<Value, ErrorObject> {
                 "Invalid params: mcpx__call_tool needs the name of the tool to call",
             )
         })?;
-    if [SEARCH_TOOLS, CALL_TOOL].map(|t| naming::exposed(BUILTIN_SERVER, t)).contains(&name.to_owned()) {
+    if [SEARCH_TOOLS, CALL_TOOL]
+        .map(|t| naming::exposed(BUILTIN_SERVER, t))
+        .contains(&name.to_owned())
+    {
         return Err(ErrorObject::new(
             INVALID_PARAMS,
             format!("Invalid params: call {name} directly, not through mcpx__call_tool"),
@@ -214,8 +217,14 @@ mod every_revision {
             let index = ToolIndex::new(&tools);
             let found = index.search("open an issue on a repository", 5);
             assert_eq!(found[0]["name"], "gh__create_issue");
-            assert_eq!(found[0]["inputSchema"]["properties"]["repo"]["type"], "string");
-            assert_eq!(index.search("what time is it in Tokyo", 1)[0]["name"], "time__get_current_time");
+            assert_eq!(
+                found[0]["inputSchema"]["properties"]["repo"]["type"],
+                "string"
+            );
+            assert_eq!(
+                index.search("what time is it in Tokyo", 1)[0]["name"],
+                "time__get_current_time"
+            );
             assert!(index.search("zzzz qqqq", 5).is_empty());
         }
     }

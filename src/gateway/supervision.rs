@@ -1,8 +1,8 @@
 //! Supervision: upstreams started together at first, each started again after its backoff when
 //! it goes down, the catalog rebuilt from what they list, and clients told of each change.
 
-use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::profile::{ViewId, Views};
+use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Launch, RemoteTransport, Server, Start, UpstreamEra, BUILTIN_SERVER};

@@ -104,7 +104,12 @@ async fn session(
         Ok(attach) if attach.config == config => match view(&attach) {
             Ok(view) => {
                 let cwd = attach.cwd.as_deref().unwrap_or("?");
-                tracing::info!(pid = attach.pid, cwd, profile = attach.profile, "an editor's mcpx serve attached");
+                tracing::info!(
+                    pid = attach.pid,
+                    cwd,
+                    profile = attach.profile,
+                    "an editor's mcpx serve attached"
+                );
                 options.editor_pid = Some(attach.pid);
                 options.view = view;
                 Answer::Attached

@@ -19,6 +19,11 @@ pub struct Daemon {
 impl Daemon {
     /// Starts the daemon with `config` (its `[daemon]` table is supplied here).
     pub fn start(config: &str, daemon_keys: &str) -> Daemon {
+        Daemon::start_with_env(config, daemon_keys, &[])
+    }
+
+    /// Starts the daemon with `config` and these environment variables set.
+    pub fn start_with_env(config: &str, daemon_keys: &str, env: &[(&str, &str)]) -> Daemon {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         // Daemons run side by side; each gets its own admin socket unless the test names one.
         let admin_dir = tempfile::tempdir().unwrap();
@@ -36,6 +41,7 @@ impl Daemon {
         .unwrap();
         let mut child = Command::new(mcpx_bin())
             .args(["--config", file.path().to_str().unwrap(), "daemon"])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -112,32 +118,36 @@ impl Daemon {
 
     /// POSTs `body` to /mcp with exactly these headers (plus Host, Content-Length, Connection).
     pub fn post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
-        self.post_on(TcpStream::connect(self.addr).unwrap(), headers, body)
+        self.post_to("/mcp", headers, body)
+    }
+
+    /// POSTs `body` to `path` (a profile's `/mcp/NAME`) with exactly these headers.
+    pub fn post_to(&self, path: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
+        let stream = self.send_post_on(TcpStream::connect(self.addr).unwrap(), path, headers, body);
+        read_reply(stream)
     }
 
     /// POSTs and returns the open connection, for streams read as they arrive.
     pub fn send_post(&self, headers: &[(&str, &[u8])], body: &[u8]) -> TcpStream {
         let stream = TcpStream::connect(self.addr).unwrap();
-        self.send_post_on(stream, headers, body)
+        self.send_post_on(stream, "/mcp", headers, body)
     }
 
     /// POSTs on a connection opened earlier and reads the reply.
     pub fn post_on(&self, stream: TcpStream, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
-        let mut stream = self.send_post_on(stream, headers, body);
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).unwrap();
-        Reply::parse(&raw)
+        read_reply(self.send_post_on(stream, "/mcp", headers, body))
     }
 
     fn send_post_on(
         &self,
         mut stream: TcpStream,
+        path: &str,
         headers: &[(&str, &[u8])],
         body: &[u8],
     ) -> TcpStream {
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
         let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
             self.addr,
             body.len()
         )
@@ -166,13 +176,24 @@ impl Daemon {
 
     /// A modern request with every header right.
     pub fn modern(&self, id: i64, method: &str, params: Value) -> Reply {
+        self.modern_to("/mcp", id, method, params)
+    }
+
+    /// A modern request with every header right, to `path`.
+    pub fn modern_to(&self, path: &str, id: i64, method: &str, params: Value) -> Reply {
         let (headers, body) = modern_request(id, method, params);
         let refs: Vec<(&str, &[u8])> = headers
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_bytes()))
             .collect();
-        self.post(&refs, body.to_string().as_bytes())
+        self.post_to(path, &refs, body.to_string().as_bytes())
     }
+}
+
+fn read_reply(mut stream: TcpStream) -> Reply {
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    Reply::parse(&raw)
 }
 
 impl Drop for Daemon {
@@ -184,6 +205,17 @@ impl Drop for Daemon {
 
 /// POSTs a legacy message with an optional session and version header.
 pub fn post(d: &Daemon, session: Option<&str>, version: Option<&str>, body: &Value) -> Reply {
+    post_at(d, "/mcp", session, version, body)
+}
+
+/// POSTs a legacy message to `path`.
+pub fn post_at(
+    d: &Daemon,
+    path: &str,
+    session: Option<&str>,
+    version: Option<&str>,
+    body: &Value,
+) -> Reply {
     let mut headers: Vec<(&str, &[u8])> = vec![
         ("Accept", b"application/json, text/event-stream"),
         ("Content-Type", b"application/json"),
@@ -194,7 +226,7 @@ pub fn post(d: &Daemon, session: Option<&str>, version: Option<&str>, body: &Val
     if let Some(version) = version {
         headers.push(("MCP-Protocol-Version", version.as_bytes()));
     }
-    d.post(&headers, body.to_string().as_bytes())
+    d.post_to(path, &headers, body.to_string().as_bytes())
 }
 
 /// A JSON-RPC request without the modern envelope.
@@ -204,24 +236,31 @@ pub fn request(id: i64, method: &str, params: Value) -> Value {
 
 /// Initializes a legacy session at `revision` declaring `capabilities`; returns its id.
 pub fn initialize_session(d: &Daemon, revision: &str, capabilities: Value) -> String {
-    let reply = post(
-        d,
-        None,
-        None,
-        &request(
-            0,
-            "initialize",
-            json!({"protocolVersion": revision, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
-        ),
+    initialize_session_at(d, "/mcp", revision, capabilities)
+}
+
+/// Initializes a legacy session at `path` (a profile's `/mcp/NAME`); returns its id.
+pub fn initialize_session_at(
+    d: &Daemon,
+    path: &str,
+    revision: &str,
+    capabilities: Value,
+) -> String {
+    let initialize = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": revision, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
     );
+    let reply = post_at(d, path, None, None, &initialize);
     assert_eq!(reply.status, 200);
     super::assert_result(revision, "initialize", &reply.json());
     let id = reply
         .header("mcp-session-id")
         .expect("no session minted")
         .to_owned();
-    post(
+    post_at(
         d,
+        path,
         Some(&id),
         Some(revision),
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),

@@ -97,7 +97,9 @@ pub(super) async fn post(
     let client = session.as_deref().map(|session| &*session.client);
     let inbound = match door.gateway.receive(client, Some(revision), frame) {
         Ok(Received::One(inbound)) => inbound,
-        Ok(Received::Batch(elements)) => return batch(door, view, session, revision, elements).await,
+        Ok(Received::Batch(elements)) => {
+            return batch(door, view, session, revision, elements).await
+        }
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal),
     };
     match inbound {

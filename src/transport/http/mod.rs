@@ -103,7 +103,12 @@ pub async fn serve(
     let door = Arc::new(FrontDoor {
         origins: OriginPolicy::new(&options.allowed_origins, options.address),
         modern: std::iter::once(ViewId::EVERYTHING)
-            .chain(gateway.profile_names().iter().filter_map(|n| gateway.profile(n).ok()))
+            .chain(
+                gateway
+                    .profile_names()
+                    .iter()
+                    .filter_map(|n| gateway.profile(n).ok()),
+            )
             .map(|view| gateway.open_shared_client("http", view, unsolicited.clone()))
             .collect(),
         sessions: sessions::Sessions::new(
