@@ -49,6 +49,12 @@ search = true
     )
 }
 
+/// Asks one request (method, params) and gives its response.
+type Ask<'a> = &'a mut dyn FnMut(&str, Value) -> Value;
+
+/// The checks one profile's client must pass, at a revision.
+type Check = fn(&str, Ask<'_>);
+
 fn names(list: &Value) -> Vec<String> {
     list["result"]["tools"]
         .as_array()
@@ -61,7 +67,7 @@ fn names(list: &Value) -> Vec<String> {
 /// What the `clock` profile's client sees and may do, asked through `ask` (method, params →
 /// response) in `revision`: `mcp-server-time`'s one `get_*` tool, and nothing of the fixture's on
 /// any method.
-fn clock_sees_only_its_tool(revision: &str, ask: &mut dyn FnMut(&str, Value) -> Value) {
+fn clock_sees_only_its_tool(revision: &str, ask: Ask<'_>) {
     let modern = revision == "2026-07-28";
     let list = ask("tools/list", json!({}));
     assert_result(revision, "tools/list", &list);
@@ -175,11 +181,7 @@ fn coding_sees_its_servers_under_overrides(
 
 /// `mcpx serve --profile NAME`, spoken to in a legacy revision and (on the same process) in
 /// 2026-07-28.
-fn through_stdio(
-    config_file: &std::path::Path,
-    profile: &str,
-    check: fn(&str, &mut dyn FnMut(&str, Value) -> Value),
-) {
+fn through_stdio(config_file: &std::path::Path, profile: &str, check: Check) {
     let mut mcpx = Serve::spawn(config_file, &["--standalone", "--profile", profile]);
     mcpx.initialize("2025-11-25");
     let mut id = 0;
@@ -194,11 +196,7 @@ fn through_stdio(
 }
 
 /// The daemon's `/mcp/NAME`, in a legacy session and in 2026-07-28.
-fn through_http(
-    daemon: &Daemon,
-    profile: &str,
-    check: fn(&str, &mut dyn FnMut(&str, Value) -> Value),
-) {
+fn through_http(daemon: &Daemon, profile: &str, check: Check) {
     let path = format!("/mcp/{profile}");
     let session = initialize_session_at(daemon, &path, "2025-11-25", json!({}));
     let mut id = 0;

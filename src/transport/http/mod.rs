@@ -275,18 +275,18 @@ impl FrontDoor {
 
     /// The view a request's path enters: `/mcp` sees everything, `/mcp/NAME` profile NAME;
     /// any other path is not MCP's.
-    fn door(&self, path: &str) -> Result<ViewId, Response<Body>> {
+    fn door(&self, path: &str) -> Result<ViewId, Box<Response<Body>>> {
         match path.strip_prefix("/mcp") {
             Some("") => Ok(ViewId::EVERYTHING),
             Some(profile) if profile.starts_with('/') => {
                 self.gateway.profile(&profile[1..]).map_err(|why| {
-                    rpc_error(
+                    Box::new(rpc_error(
                         StatusCode::NOT_FOUND,
                         ErrorObject::new(INVALID_REQUEST, format!("Not Found: {why}")),
-                    )
+                    ))
                 })
             }
-            _ => Err(plain(StatusCode::NOT_FOUND, NOT_MCP)),
+            _ => Err(Box::new(plain(StatusCode::NOT_FOUND, NOT_MCP))),
         }
     }
 
@@ -321,7 +321,7 @@ impl FrontDoor {
         // Known profiles are named only to who passed the token and Origin checks.
         let view = match self.door(request.uri().path()) {
             Ok(view) => view,
-            Err(not_found) => return not_found,
+            Err(not_found) => return *not_found,
         };
         match *request.method() {
             Method::POST => self.post(view, request).await,
