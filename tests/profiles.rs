@@ -133,10 +133,7 @@ fn clock_sees_only_its_tool(revision: &str, ask: Ask<'_>) {
 
 /// What the `coding` profile's client sees: the fixture under its overrides and both time tools;
 /// not the second fixture, not mcpx's own tools, not what it excludes or the override disables.
-fn coding_sees_its_servers_under_overrides(
-    revision: &str,
-    ask: &mut dyn FnMut(&str, Value) -> Value,
-) {
+fn coding_sees_its_servers_under_overrides(revision: &str, ask: Ask<'_>) {
     let list = ask("tools/list", json!({}));
     assert_result(revision, "tools/list", &list);
     let seen = names(&list);
