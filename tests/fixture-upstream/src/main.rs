@@ -21,6 +21,9 @@ struct Server {
     extra_tool: Mutex<bool>,
     modern_only: bool,
     generated_tools: usize,
+    /// With `--catalog FILE`: only the tools that file lists (a JSON array), each answering
+    /// with its name and arguments.
+    catalog: Vec<Value>,
     /// Serve the catalog the official conformance suite expects, beside the fixture's own.
     conformance: bool,
     /// Serve only the suite's multi-round tools and prompt, at 2026-07-28.
@@ -86,6 +89,9 @@ impl Server {
         if self.rounds {
             return conformance::round_tools();
         }
+        if !self.catalog.is_empty() {
+            return self.catalog.clone();
+        }
         let mut tools = vec![
             json!({"name": "echo", "description": "Echoes its text back.", "inputSchema": {"type": "object",
                 "properties": {"text": {"type": "string"}, "region": {"type": "string", "x-mcp-header": "Region"}},
@@ -128,6 +134,10 @@ impl Server {
         if self.rounds {
             let result = conformance::round(name, params).unwrap_or(Err((-32602, "Unknown tool")));
             return self.reply(id, result);
+        }
+        if self.catalog.iter().any(|t| t["name"] == name) {
+            let answer = format!("{name} called with {args}");
+            return self.reply(id, Ok(json!({"content": [{"type": "text", "text": answer}]})));
         }
         if self.conformance {
             let send = |message| self.send(message);
@@ -479,6 +489,12 @@ fn main() {
         rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
         generated_tools,
+        catalog: args
+            .iter()
+            .position(|a| a == "--catalog")
+            .and_then(|i| args.get(i + 1))
+            .map(|path| serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap())
+            .unwrap_or_default(),
         ..Server::default()
     });
     for line in std::io::stdin().lock().lines() {
