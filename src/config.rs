@@ -814,7 +814,19 @@ headers = { Authorization = "Bearer x" }
         /// Every key mcpx reads is documented in mcpx.toml(5).
         #[test]
         fn every_key_is_in_the_man_page() {
-            let mut config = Config::parse("[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\nenv = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\nera = \"legacy\"\n[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\noauth = { clientId = \"c\" }\ntransport = \"sse\"\n").unwrap();
+            let mut config = Config::parse(concat!(
+                "[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\n",
+                "env = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\n",
+                "era = \"legacy\"\nstart = \"lazy\"\nidleTimeout = \"10m\"\n",
+                "[servers.a.tools.t]\nname = \"n\"\ndescription = \"d\"\ntitle = \"t\"\n",
+                "disabled = true\nreadOnlyHint = true\ndestructiveHint = false\n",
+                "idempotentHint = true\nopenWorldHint = false\n",
+                "[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n",
+                "oauth = { clientId = \"c\" }\ntransport = \"sse\"\n",
+                "[profiles.p]\nservers = [\"a\"]\ninclude = [\"a__*\"]\nexclude = [\"x\"]\n",
+                "search = true\n",
+            ))
+            .unwrap();
             config.admin.socket = "/s".into();
             config.daemon.token = Some("t".into());
             let page =
@@ -825,7 +837,18 @@ headers = { Authorization = "Bearer x" }
             for (table, value) in tables.as_table().unwrap() {
                 for (key, value) in value.as_table().unwrap() {
                     match table.as_str() {
-                        "servers" => keys.extend(value.as_table().unwrap().keys().cloned()),
+                        // Keys of each `[servers.NAME]`, `[servers.NAME.tools.TOOL]` and
+                        // `[profiles.NAME]`.
+                        "servers" | "profiles" => {
+                            for (key, value) in value.as_table().unwrap() {
+                                keys.push(key.clone());
+                                if key == "tools" {
+                                    for tool in value.as_table().unwrap().values() {
+                                        keys.extend(tool.as_table().unwrap().keys().cloned());
+                                    }
+                                }
+                            }
+                        }
                         _ => keys.push(key.clone()),
                     }
                 }

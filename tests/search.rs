@@ -21,7 +21,12 @@ const MIN_HIT_RATE: f64 = 0.8;
 fn tool(name: String, description: String, params: &Map<String, Value>) -> Value {
     let properties: Map<String, Value> = params
         .iter()
-        .map(|(param, about)| (param.clone(), json!({"type": "string", "description": about})))
+        .map(|(param, about)| {
+            (
+                param.clone(),
+                json!({"type": "string", "description": about}),
+            )
+        })
         .collect();
     json!({"name": name, "description": description,
         "inputSchema": {"type": "object", "properties": properties}})
@@ -41,8 +46,16 @@ fn catalog() -> Vec<Value> {
         }
     }
     let saas: [(&str, &str, &[&str]); 20] = [
-        ("hubspot", "HubSpot", &["contact", "deal", "company", "ticket"]),
-        ("salesforce", "Salesforce", &["account", "lead", "opportunity", "case"]),
+        (
+            "hubspot",
+            "HubSpot",
+            &["contact", "deal", "company", "ticket"],
+        ),
+        (
+            "salesforce",
+            "Salesforce",
+            &["account", "lead", "opportunity", "case"],
+        ),
         ("zendesk", "Zendesk", &["ticket", "user", "organization"]),
         ("asana", "Asana", &["task", "project", "section"]),
         ("trello", "Trello", &["card", "board", "list"]),
@@ -52,7 +65,11 @@ fn catalog() -> Vec<Value> {
         ("monday", "monday.com", &["item", "board"]),
         ("clickup", "ClickUp", &["task", "list", "space"]),
         ("pipedrive", "Pipedrive", &["deal", "person", "activity"]),
-        ("mailchimp", "Mailchimp", &["campaign", "audience", "member"]),
+        (
+            "mailchimp",
+            "Mailchimp",
+            &["campaign", "audience", "member"],
+        ),
         ("zoom", "Zoom", &["meeting", "recording", "webinar"]),
         ("dropbox", "Dropbox", &["file", "folder"]),
         ("freshdesk", "Freshdesk", &["ticket", "contact"]),
@@ -63,24 +80,55 @@ fn catalog() -> Vec<Value> {
         ("discord", "Discord", &["message", "channel"]),
     ];
     let params = |pairs: &[(&str, &str)]| -> Map<String, Value> {
-        pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect()
     };
     'fill: for (server, product, resources) in saas {
         for resource in resources {
             let words = resource.replace('_', " ");
             let verbs = [
-                ("list", format!("List {words}s in {product}, a page at a time"), params(&[("limit", "Page size"), ("cursor", "Where the page starts")])),
-                ("get", format!("Get a {product} {words} by its id"), params(&[("id", "The id")])),
-                ("create", format!("Create a new {words} in {product}"), params(&[("properties", "Its fields")])),
-                ("update", format!("Update the fields of a {product} {words}"), params(&[("id", "The id"), ("properties", "Fields to change")])),
-                ("delete", format!("Delete a {product} {words}"), params(&[("id", "The id")])),
-                ("search", format!("Search {product} {words}s by text"), params(&[("query", "Search text")])),
+                (
+                    "list",
+                    format!("List {words}s in {product}, a page at a time"),
+                    params(&[("limit", "Page size"), ("cursor", "Where the page starts")]),
+                ),
+                (
+                    "get",
+                    format!("Get a {product} {words} by its id"),
+                    params(&[("id", "The id")]),
+                ),
+                (
+                    "create",
+                    format!("Create a new {words} in {product}"),
+                    params(&[("properties", "Its fields")]),
+                ),
+                (
+                    "update",
+                    format!("Update the fields of a {product} {words}"),
+                    params(&[("id", "The id"), ("properties", "Fields to change")]),
+                ),
+                (
+                    "delete",
+                    format!("Delete a {product} {words}"),
+                    params(&[("id", "The id")]),
+                ),
+                (
+                    "search",
+                    format!("Search {product} {words}s by text"),
+                    params(&[("query", "Search text")]),
+                ),
             ];
             for (verb, description, params) in verbs {
                 if tools.len() == CATALOG_SIZE {
                     break 'fill;
                 }
-                tools.push(tool(format!("{server}__{verb}_{resource}"), description, &params));
+                tools.push(tool(
+                    format!("{server}__{verb}_{resource}"),
+                    description,
+                    &params,
+                ));
             }
         }
     }
@@ -155,7 +203,11 @@ mod every_revision {
                 );
             }
             let rate = hits as f64 / queries.len() as f64;
-            println!("top-5 hit rate: {hits} of {} ({:.0}%)", queries.len(), rate * 100.0);
+            println!(
+                "top-5 hit rate: {hits} of {} ({:.0}%)",
+                queries.len(),
+                rate * 100.0
+            );
             assert!(rate >= MIN_HIT_RATE, "{hits} of {}", queries.len());
             // A found tool is called through mcpx__call_tool with its arguments.
             let called = daemon
@@ -166,8 +218,13 @@ mod every_revision {
                     json!({"name": "mcpx__call_tool", "arguments": {"name": "time__convert_time", "arguments": {"time": "15:00"}}}),
                 )
                 .json();
-            let text = called["result"]["content"][0]["text"].as_str().unwrap_or_default();
-            assert!(text.starts_with("time__convert_time called with"), "{called}");
+            let text = called["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                text.starts_with("time__convert_time called with"),
+                "{called}"
+            );
         }
     }
 }

@@ -137,7 +137,10 @@ impl Server {
         }
         if self.catalog.iter().any(|t| t["name"] == name) {
             let answer = format!("{name} called with {args}");
-            return self.reply(id, Ok(json!({"content": [{"type": "text", "text": answer}]})));
+            return self.reply(
+                id,
+                Ok(json!({"content": [{"type": "text", "text": answer}]})),
+            );
         }
         if self.conformance {
             let send = |message| self.send(message);
