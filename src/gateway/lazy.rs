@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Upstream {
-    fn is_lazy(&self) -> bool {
+    pub(super) fn is_lazy(&self) -> bool {
         self.config.start == Start::Lazy
     }
 }
@@ -120,17 +120,7 @@ impl Gateway {
         let every = (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
         smol::spawn(async move {
             loop {
-                let removed = smol::future::or(
-                    async {
-                        upstream.removed.cancelled().await;
-                        true
-                    },
-                    async {
-                        smol::Timer::after(every).await;
-                        false
-                    },
-                )
-                .await;
+                let removed = upstream.removed_within(every).await;
                 let Some(gateway) = gateway.upgrade().filter(|_| !removed) else {
                     return;
                 };

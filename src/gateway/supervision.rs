@@ -5,7 +5,7 @@ use super::profile::{ViewId, Views};
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Launch, RemoteTransport, Server, Start, UpstreamEra, BUILTIN_SERVER};
+use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
 use crate::protocol::Era;
 use crate::sync::{lock, write};
 use crate::upstream::auth::store::Store;
@@ -43,7 +43,7 @@ impl Gateway {
             .map(|upstream| {
                 let gateway = Arc::clone(self);
                 smol::spawn(async move {
-                    if upstream.config.start == Start::Lazy {
+                    if upstream.is_lazy() {
                         gateway.start_lazy(&upstream).await;
                     } else if !gateway.start_upstream(&upstream).await {
                         gateway.revive(upstream);
@@ -339,18 +339,7 @@ impl Gateway {
                     }
                 }
                 self.registry.notify_changed();
-                let removed = smol::future::or(
-                    async {
-                        upstream.removed.cancelled().await;
-                        true
-                    },
-                    async {
-                        smol::Timer::after(delay).await;
-                        false
-                    },
-                )
-                .await;
-                if removed {
+                if upstream.removed_within(delay).await {
                     return;
                 }
                 let previous = lock(&upstream.listing).clone();

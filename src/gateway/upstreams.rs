@@ -152,6 +152,21 @@ pub(super) struct Upstream {
 }
 
 impl Upstream {
+    /// Waits `delay`; true if the upstream was removed by a reload meanwhile (then at once).
+    pub(super) async fn removed_within(&self, delay: Duration) -> bool {
+        smol::future::or(
+            async {
+                self.removed.cancelled().await;
+                true
+            },
+            async {
+                smol::Timer::after(delay).await;
+                false
+            },
+        )
+        .await
+    }
+
     /// Whether mcpx speaks 2026-07-28 to it.
     pub(super) fn is_modern(&self) -> bool {
         lock(&self.handshake)
@@ -250,7 +265,7 @@ impl Upstreams {
     }
 
     pub(super) fn get(&self, id: usize) -> Option<Arc<Upstream>> {
-        self.all().into_iter().find(|u| u.id == id)
+        read(&self.list).iter().find(|u| u.id == id).cloned()
     }
 
     pub(super) fn by_name(&self, name: &str) -> Option<Arc<Upstream>> {

@@ -8,7 +8,21 @@
 //! through.
 
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+/// How often `test_trigger_tool_change` and `test_trigger_prompt_change` ran: each really changes
+/// its list (a gateway passes on a change, not an announcement that changed nothing).
+static TOOL_CHANGES: AtomicU64 = AtomicU64::new(0);
+static PROMPT_CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// The item a trigger changes, once it has run.
+fn changed(counter: &AtomicU64, item: impl Fn(u64) -> Value) -> Option<Value> {
+    match counter.load(Ordering::Relaxed) {
+        0 => None,
+        n => Some(item(n)),
+    }
+}
 
 /// A 1×1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
@@ -24,7 +38,10 @@ fn no_args(name: &str, description: &str) -> Value {
 }
 
 pub fn tools() -> Vec<Value> {
-    vec![
+    let dynamic = changed(&TOOL_CHANGES, |n| {
+        no_args("test_dynamic_tool", &format!("Changed {n} times."))
+    });
+    dynamic.into_iter().chain(vec![
         no_args("test_simple_text", "Returns simple text."),
         no_args("test_image_content", "Returns an image."),
         no_args("test_audio_content", "Returns audio."),
@@ -64,7 +81,8 @@ pub fn tools() -> Vec<Value> {
             "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
             "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]}, "then": {"required": ["phone"]}, "else": {"required": ["email"]},
             "additionalProperties": false}}),
-    ]
+    ])
+    .collect()
 }
 
 /// Runs a conformance tool; `None` if `name` is not one. `send` writes a message to the client
@@ -128,10 +146,12 @@ pub fn call(
             content(vec![text("Tool with progress executed successfully")])
         }
         "test_trigger_tool_change" => {
+            TOOL_CHANGES.fetch_add(1, Ordering::Relaxed);
             send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
             content(vec![text("Tool list change triggered")])
         }
         "test_trigger_prompt_change" => {
+            PROMPT_CHANGES.fetch_add(1, Ordering::Relaxed);
             send(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
             content(vec![text("Prompt list change triggered")])
         }
@@ -375,7 +395,11 @@ pub fn round(name: &str, params: &Value) -> Option<Result<Value, (i64, &'static 
 }
 
 pub fn prompts() -> Vec<Value> {
-    vec![
+    let dynamic = changed(
+        &PROMPT_CHANGES,
+        |n| json!({"name": "test_dynamic_prompt", "description": format!("Changed {n} times.")}),
+    );
+    dynamic.into_iter().chain(vec![
         json!({"name": "test_simple_prompt", "description": "A simple prompt."}),
         json!({"name": "test_prompt_with_arguments", "description": "A prompt with arguments.", "arguments": [
             {"name": "arg1", "description": "First test argument", "required": true},
@@ -383,7 +407,8 @@ pub fn prompts() -> Vec<Value> {
         json!({"name": "test_prompt_with_embedded_resource", "description": "A prompt with an embedded resource.", "arguments": [
             {"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]}),
         json!({"name": "test_prompt_with_image", "description": "A prompt with an image."}),
-    ]
+    ])
+    .collect()
 }
 
 pub fn get_prompt(name: &str, args: &Value) -> Option<Value> {

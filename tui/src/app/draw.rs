@@ -114,7 +114,18 @@ impl App {
             Constraint::Length(1),
         ])
         .areas(frame.area());
-        frame.render_widget(Line::from(self.connection.clone()).bold(), top);
+        let profiles = self.snapshot.as_ref().map_or(String::new(), |s| {
+            s.profiles
+                .iter()
+                .map(|p| format!("{} ({} sessions)", p.name, p.sessions))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let top_line = match profiles.is_empty() {
+            true => self.connection.clone(),
+            false => format!("{} · profiles: {profiles}", self.connection),
+        };
+        frame.render_widget(Line::from(top_line).bold(), top);
         let selected = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
         let counts = self.snapshot.as_ref().map_or([0; 4], |s| {
             [
