@@ -136,6 +136,8 @@ mod every_revision {
                 daemon.pid(),
                 "fixture-upstream"
             ) == 0));
+            // The learning run's stop is in the log before counting starts.
+            assert!(daemon.log_shows("upstream exited"));
             let stops = |d: &Daemon| d.stderr().matches("upstream exited").count();
             let before = stops(&daemon);
             let slow = daemon
