@@ -30,6 +30,34 @@ pub struct Config {
     /// Views of the catalog that a client chooses by its door (`mcpx serve --profile NAME`,
     /// `/mcp/NAME`).
     pub profiles: BTreeMap<String, Profile>,
+    /// The audit log.
+    pub audit: Audit,
+}
+
+/// `[audit]`: a JSON line per call, read and question (off unless `path` is set).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct Audit {
+    /// Where the lines go; no audit log when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Whether lines carry the arguments' values, not only their hash.
+    pub arguments: bool,
+    /// The file is rotated when it reaches this size.
+    pub max_bytes: u64,
+    /// How many rotated files are kept (`FILE.1` … `FILE.keep`).
+    pub keep: usize,
+}
+
+impl Default for Audit {
+    fn default() -> Self {
+        Audit {
+            path: None,
+            arguments: false,
+            max_bytes: 100 * 1024 * 1024,
+            keep: 5,
+        }
+    }
 }
 
 /// `[profiles.NAME]`: which servers and which exposed names a client of this profile sees and
@@ -142,6 +170,8 @@ pub struct Daemon {
     /// unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_socket: Option<PathBuf>,
+    /// Whether mcpx counts what it does and serves it at `GET /metrics` (Prometheus text).
+    pub metrics: bool,
 }
 
 impl Daemon {
@@ -162,6 +192,7 @@ impl Default for Daemon {
             max_headers: 100,
             max_header_bytes: 64 * 1024,
             local_socket: None,
+            metrics: true,
         }
     }
 }
@@ -643,6 +674,7 @@ impl Config {
                 t.max_in_flight_per_client == 0,
             ),
             ("transport", "sseKeepAlive", t.sse_keep_alive.is_zero()),
+            ("audit", "maxBytes", self.audit.max_bytes == 0),
             (
                 "transport",
                 "sessionIdleTimeout",
@@ -825,6 +857,7 @@ headers = { Authorization = "Bearer x" }
                 "oauth = { clientId = \"c\" }\ntransport = \"sse\"\n",
                 "[profiles.p]\nservers = [\"a\"]\ninclude = [\"a__*\"]\nexclude = [\"x\"]\n",
                 "search = true\n",
+                "[audit]\npath = \"/a\"\n",
             ))
             .unwrap();
             config.admin.socket = "/s".into();

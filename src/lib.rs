@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod attach;
+pub mod audit;
 pub mod cancel;
 pub mod cli;
 pub mod commands;
@@ -22,6 +23,7 @@ pub mod jsonrpc;
 pub mod limit;
 pub mod lines;
 pub mod mcpheaders;
+pub mod metrics;
 pub mod protocol;
 pub mod registry;
 pub mod sync;

@@ -12,11 +12,11 @@ use crate::protocol::Revision;
 use crate::sync::lock;
 use crate::view::{RequestView, SessionView, StreamView, Totals};
 use event_listener::{Event, EventListener};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Identifies a session (a client connection) in the registry.
 pub type SessionKey = u64;
@@ -193,13 +193,48 @@ impl Registry {
     }
 
     /// Closes a session, cancelling whatever it still has in flight.
-    pub fn close_session(&self, session: SessionKey) {
+    /// Ends a session (its requests in flight are cancelled); its transport and how long it
+    /// lasted, if it was open.
+    pub fn close_session(&self, session: SessionKey) -> Option<(&'static str, Duration)> {
         self.update(|state| {
-            state.sessions.remove(&session);
+            let closed = state.sessions.remove(&session);
             for request in state.in_flight.values().filter(|r| r.session == session) {
                 request.cancel.cancel();
             }
-        });
+            closed.map(|s| (s.transport, s.opened.elapsed()))
+        })
+    }
+
+    /// Who a session is, for an audit line: its transport, its legacy session id, the
+    /// `clientInfo` it sent and its profile.
+    pub fn who(&self, session: SessionKey) -> Value {
+        let state = self.lock();
+        let Some(s) = state.sessions.get(&session) else {
+            return json!({ "session": session });
+        };
+        let mut who = json!({ "door": s.transport, "session": session });
+        if let Some(id) = &s.id {
+            who["sessionId"] = json!(id);
+        }
+        if let Some(client) = &s.client {
+            who["client"] = client.clone();
+        }
+        if let Some(profile) = &s.profile {
+            who["profile"] = json!(profile);
+        }
+        who
+    }
+
+    /// How many sessions, legacy GET streams, listen streams and requests in flight there are.
+    pub fn counts(&self) -> crate::metrics::Live {
+        let state = self.lock();
+        let streams = |kind: &str| state.streams.values().filter(|s| s.kind == kind).count() as i64;
+        crate::metrics::Live {
+            sessions: state.sessions.len() as i64,
+            get_streams: streams("get"),
+            listen_streams: streams("listen"),
+            in_flight: state.in_flight.len() as i64,
+        }
     }
 
     /// Enters a request; the guard must be finished with its outcome.

@@ -33,6 +33,10 @@ pub struct Snapshot {
     /// The configured profiles.
     #[serde(default)]
     pub profiles: Vec<ProfileView>,
+    /// What `GET /metrics` serves (Prometheus text), when metrics are on: how `mcpx serve`,
+    /// which has no HTTP, shows them (`mcpx status --json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
 }
 
 /// One profile: a view of the catalog chosen by a client's door.

@@ -38,7 +38,7 @@ fn daemon() -> (Daemon, PathBuf, tempfile::TempDir) {
 
 fn snapshot(socket: &Path) -> Snapshot {
     match mcpx::admin::ask(socket, &Command::Snapshot).unwrap() {
-        Reply::Snapshot(snapshot) => snapshot,
+        Reply::Snapshot(snapshot) => *snapshot,
         other => panic!("not a snapshot: {other:?}"),
     }
 }

@@ -146,7 +146,7 @@ mod every_revision {
                 Reply::Snapshot(snapshot) => snapshot,
                 other => panic!("{other:?}"),
             };
-            let Snapshot { requests, .. } = snapshot;
+            let Snapshot { requests, .. } = *snapshot;
             let key = requests[0].key;
             let cancelled = mcpx::admin::ask(&admin, &Command::Cancel { request: key }).unwrap();
             assert!(matches!(cancelled, Reply::Done { .. }), "{cancelled:?}");

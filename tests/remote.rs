@@ -192,7 +192,7 @@ mod every_revision {
             let snapshot =
                 match mcpx::admin::ask(&socket, &mcpx::admin::protocol::Command::Snapshot).unwrap()
                 {
-                    mcpx::admin::protocol::Reply::Snapshot(snapshot) => snapshot,
+                    mcpx::admin::protocol::Reply::Snapshot(snapshot) => *snapshot,
                     other => panic!("{other:?}"),
                 };
             let session = snapshot

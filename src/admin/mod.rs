@@ -148,7 +148,7 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
 
 async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
     let outcome = match command {
-        Command::Snapshot | Command::Watch => return Reply::Snapshot(gateway.snapshot()),
+        Command::Snapshot | Command::Watch => return Reply::Snapshot(Box::new(gateway.snapshot())),
         Command::Cancel { request } => match gateway.cancel_request(request) {
             true => Ok(format!("request {request} cancelled")),
             false => Err(format!("no request {request} is in flight")),
@@ -174,7 +174,7 @@ async fn watch(
 ) {
     loop {
         let changed = gateway.changed();
-        if send(writer, &Reply::Snapshot(gateway.snapshot()))
+        if send(writer, &Reply::Snapshot(Box::new(gateway.snapshot())))
             .await
             .is_err()
         {

@@ -40,7 +40,7 @@ pub enum Command {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Reply {
     /// The live state.
-    Snapshot(Snapshot),
+    Snapshot(Box<Snapshot>),
     /// A command was carried out.
     Done {
         /// What happened.

@@ -61,6 +61,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         _ => {}
     }
+    crate::metrics::install(config.daemon.metrics);
     let gateway = Gateway::new(
         &config,
         path.map(|p| p.display().to_string()),
@@ -127,6 +128,7 @@ async fn execute(
                 max_connections: config.daemon.max_connections,
                 max_headers: config.daemon.max_headers,
                 max_header_bytes: config.daemon.max_header_bytes,
+                metrics: config.daemon.metrics,
                 token: match config
                     .daemon
                     .token
@@ -449,7 +451,8 @@ fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
     }
 }
 
-/// Fires `shutdown` on the first SIGTERM or SIGINT; reloads the configuration on SIGHUP.
+/// Fires `shutdown` on the first SIGTERM or SIGINT; reloads the configuration and reopens the
+/// audit log on SIGHUP.
 fn signal_shutdown(gateway: Arc<Gateway>, shutdown: Cancel) -> std::io::Result<smol::Task<()>> {
     use async_signal::Signal;
     use smol::stream::StreamExt;
@@ -459,6 +462,7 @@ fn signal_shutdown(gateway: Arc<Gateway>, shutdown: Cancel) -> std::io::Result<s
             tracing::info!("received {signal:?}");
             if signal == Signal::Hup {
                 let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
+                gateway.reopen_audit();
                 if let Err(e) = gateway.reload_from_disk().await {
                     tracing::error!("reload refused, the running configuration stays: {e}");
                 }

@@ -14,6 +14,7 @@ mod lazy;
 mod logging;
 mod login;
 pub mod naming;
+mod observe;
 mod profile;
 mod relay;
 mod reload;
@@ -95,6 +96,10 @@ pub struct Gateway {
     rounds: Arc<Rounds>,
     /// The gateway itself, for work that outlives the request that started it (a login).
     me: std::sync::Weak<Gateway>,
+    /// `[audit]`, opened by [`Gateway::start`] when it has a path.
+    audit: std::sync::OnceLock<Arc<crate::audit::AuditLog>>,
+    /// `[audit]` as configured.
+    audit_config: crate::config::Audit,
 }
 
 /// The methods every era answers from the merged catalog.
@@ -136,6 +141,8 @@ impl Gateway {
             catalog_cache: lazy::default_cache_dir(),
             rounds: Rounds::new(config.transport.input_timeout),
             me: me.clone(),
+            audit: std::sync::OnceLock::new(),
+            audit_config: config.audit.clone(),
         })
     }
 
@@ -210,7 +217,9 @@ impl Gateway {
         for uri in client.subscribed_uris() {
             self.release_upstream_subscription(&uri);
         }
-        self.registry.close_session(client.session);
+        if let Some((transport, lasted)) = self.registry.close_session(client.session) {
+            crate::metrics::session_ended(transport, lasted);
+        }
     }
 
     /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
@@ -293,10 +302,14 @@ impl Gateway {
         });
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
         let context_cancel = cancel.clone();
+        let observation = self.observation(&request);
         let run = async move {
             let (_place, guard) = match admitted {
                 Ok(admitted) => admitted,
-                Err(refusal) => return Some(Response::error(Some(request.id), refusal)),
+                Err(refusal) => {
+                    crate::metrics::refused(crate::metrics::Refusal::client_in_flight);
+                    return Some(Response::error(Some(request.id), refusal));
+                }
             };
             let context = RequestContext {
                 cancel: context_cancel,
@@ -313,6 +326,9 @@ impl Gateway {
             } else {
                 Outcome::Cancelled
             });
+            if let Some(observation) = observation {
+                gateway.observed(&client, observation, response.as_ref());
+            }
             response
         };
         (cancel, run)
@@ -348,7 +364,11 @@ impl Gateway {
         let params = request.params.as_ref();
         let revision = match envelope::era_of(params) {
             Era::Modern => {
-                envelope::check(params)?;
+                envelope::check(params).inspect_err(|e| {
+                    if e.code == crate::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION {
+                        crate::metrics::refused(crate::metrics::Refusal::unsupported_version);
+                    }
+                })?;
                 Revision::V2026_07_28
             }
             // The two modern-only methods without a modern envelope are missing their `_meta`.
@@ -468,6 +488,7 @@ impl Gateway {
             awaiting_input: self.rounds.waiting(),
             config: self.config_path.clone(),
             profiles,
+            metrics: self.metrics(),
         }
     }
 

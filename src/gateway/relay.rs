@@ -10,6 +10,7 @@
 
 use super::rounds::UpstreamCall;
 use super::{Client, RequestContext};
+use crate::audit::Questions;
 use crate::jsonrpc::{ErrorObject, Outbound, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::upstream::asks::{self, Ask};
 use async_channel::Sender;
@@ -30,7 +31,7 @@ pub(super) async fn for_legacy_client(
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
             return Ok(result);
         }
-        let responses = ask_each(client, &result, ctx).await?;
+        let responses = ask_each(client, &result, ctx, call.questions.as_ref()).await?;
         let params = call.params.as_object_mut();
         if let Some(params) = params {
             params.insert("inputResponses".into(), responses);
@@ -67,6 +68,7 @@ async fn run_carrying_asks(
                 Arc::clone(client),
                 ask,
                 ctx.outbound.clone(),
+                call.questions.clone(),
             ))),
             // Only the finished call closes the channel.
             Err(Err(_)) => return running.await,
@@ -74,8 +76,14 @@ async fn run_carrying_asks(
     }
 }
 
-/// Asks the client one question and hands its answer to the upstream.
-async fn carry(client: Arc<Client>, ask: Ask, outbound: Sender<Outbound>) {
+/// Asks the client one question and hands its answer to the upstream; `questions` records it.
+async fn carry(
+    client: Arc<Client>,
+    ask: Ask,
+    outbound: Sender<Outbound>,
+    questions: Option<Questions>,
+) {
+    let started = std::time::Instant::now();
     let outcome = if ask.allowed_by(&client.capabilities()) {
         client
             .request(&ask.method, ask.params.clone(), &outbound)
@@ -90,6 +98,10 @@ async fn carry(client: Arc<Client>, ask: Ask, outbound: Sender<Outbound>) {
         )
         .with_data(json!({ "requiredCapabilities": ask.required_capability() })))
     };
+    if let Some(questions) = questions {
+        let label = crate::metrics::outcome_label(Some(&outcome));
+        questions.record(&ask.method, &label, started.elapsed());
+    }
     ask.answer(outcome);
 }
 
@@ -99,6 +111,7 @@ async fn ask_each(
     client: &Arc<Client>,
     result: &Value,
     ctx: &RequestContext,
+    questions: Option<&Questions>,
 ) -> Result<Value, ErrorObject> {
     let requests = result
         .get("inputRequests")
@@ -116,7 +129,12 @@ async fn ask_each(
         }
         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
         let (ask, answer) = Ask::new(method, params);
-        let task = smol::spawn(carry(Arc::clone(client), ask, ctx.outbound.clone()));
+        let task = smol::spawn(carry(
+            Arc::clone(client),
+            ask,
+            ctx.outbound.clone(),
+            questions.cloned(),
+        ));
         waiting.push((key, answer, task));
     }
     let mut responses = Map::new();

@@ -56,6 +56,8 @@ pub(super) struct UpstreamCall {
     pub log: Option<LogSink>,
     /// Its place under the upstream's `maxInFlight`, held while it runs or waits.
     pub place: Held,
+    /// Where the questions it puts to a legacy client are recorded (the audit log).
+    pub questions: Option<crate::audit::Questions>,
 }
 
 impl UpstreamCall {

@@ -5,7 +5,9 @@
 use super::rounds::{self, Reach, UpstreamCall};
 use super::upstreams::Upstream;
 use super::{builtin, relay, search, Client, Gateway, Owner, RequestContext};
+use crate::audit::Questions;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
+use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
 use crate::upstream::failure::Failure;
 use crate::upstream::ProgressSink;
@@ -314,6 +316,7 @@ impl Gateway {
             revision,
         } = call;
         let place = upstream.in_flight.take().ok_or_else(|| {
+            metrics::refused(Refusal::upstream_in_flight);
             Failure::Refused(format!(
                 "upstream {:?} already has its {} requests in flight; retry shortly",
                 upstream.name,
@@ -341,6 +344,10 @@ impl Gateway {
             progress,
             log: client.log_sink(Some(&ctx.outbound)),
             place,
+            questions: self
+                .audit
+                .get()
+                .map(|log| Questions::new(log, client.session, &upstream.name)),
         };
         match revision.era() {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,

@@ -98,6 +98,11 @@ fn words(identifier: &str) -> String {
     out
 }
 
+/// `mcpx__call_tool`, as exposed.
+pub fn call_tool_name() -> String {
+    naming::exposed(BUILTIN_SERVER, CALL_TOOL)
+}
+
 /// The two tools a search profile lists, and their routes.
 pub fn tools() -> (Vec<Value>, Vec<(String, Route)>) {
     let exposed = |tool: &str| naming::exposed(BUILTIN_SERVER, tool);

@@ -6,6 +6,7 @@ use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
+use crate::metrics;
 use crate::protocol::Era;
 use crate::sync::{lock, write};
 use crate::upstream::auth::store::Store;
@@ -25,6 +26,7 @@ impl Gateway {
     /// logged, reported and revived by supervision while the others serve; only a name
     /// collision stops mcpx, because it would route calls to the wrong server.
     pub async fn start(self: &Arc<Self>) -> Result<(), String> {
+        self.open_audit()?;
         let (events_tx, events_rx) = async_channel::unbounded();
         let _ = self.events.set(events_tx);
         self.start_all(self.upstreams.all()).await;
@@ -344,6 +346,7 @@ impl Gateway {
                 }
                 let previous = lock(&upstream.listing).clone();
                 upstream.restarts.fetch_add(1, Ordering::Relaxed);
+                metrics::upstream_restarted(&upstream.name);
                 if self.start_upstream(&upstream).await {
                     self.publish_catalog(&upstream, previous);
                     return;
@@ -368,6 +371,7 @@ impl Gateway {
         }
         let previous = lock(&upstream.listing).clone();
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
+        metrics::upstream_restarted(&upstream.name);
         self.start_upstream(&upstream).await;
         self.publish_catalog(&upstream, previous);
         Ok(format!(

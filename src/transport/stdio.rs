@@ -10,6 +10,7 @@
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Outbound, Request, Response, INVALID_REQUEST};
 use crate::lines::{self, Read};
+use crate::metrics::{self, Refusal};
 use async_channel::{Receiver, Sender};
 use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use smol::Task;
@@ -60,18 +61,24 @@ pub async fn serve(
     loop {
         match lines::read_line(&mut input, &mut buf, options.max_message_bytes, |_| {}).await {
             Read::Eof => break,
-            Read::TooLong { .. } => connection.send(Response::error(
-                None,
-                ErrorObject::new(
-                    INVALID_REQUEST,
-                    format!(
-                        "Invalid Request: message longer than {} bytes",
-                        options.max_message_bytes
+            Read::TooLong { .. } => {
+                metrics::refused(Refusal::too_large);
+                connection.send(Response::error(
+                    None,
+                    ErrorObject::new(
+                        INVALID_REQUEST,
+                        format!(
+                            "Invalid Request: message longer than {} bytes",
+                            options.max_message_bytes
+                        ),
                     ),
-                ),
-            )),
+                ))
+            }
             Read::Line if buf.iter().all(u8::is_ascii_whitespace) => {}
-            Read::Line => connection.receive(&buf),
+            Read::Line => {
+                metrics::received(metrics::Door::stdio, buf.len() + 1);
+                connection.receive(&buf)
+            }
         }
     }
     // EOF: listens complete now; other requests get the drain period, then are cancelled.
@@ -237,6 +244,7 @@ async fn write_frames(
         if pending(&outbound, &frames) && batch.len() < 64 * 1024 {
             continue;
         }
+        metrics::sent(metrics::Door::stdio, batch.len());
         if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
             tracing::warn!("stdout is closed; stopping");
             break;

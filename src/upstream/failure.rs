@@ -52,8 +52,25 @@ impl Failure {
 
 impl From<Failure> for ErrorObject {
     fn from(failure: Failure) -> ErrorObject {
-        ErrorObject::new(INTERNAL_ERROR, failure.to_string())
+        let error = ErrorObject::new(INTERNAL_ERROR, failure.to_string());
+        match failure {
+            // Said in `data` too, so that a client (and mcpx's metrics) can tell a timeout from
+            // other internal errors without reading the message.
+            Failure::Timeout { after, .. } => {
+                error.with_data(serde_json::json!({ "timeoutMs": after.as_millis() as u64 }))
+            }
+            _ => error,
+        }
     }
+}
+
+/// Whether `error` is an upstream's timeout ([`Failure::Timeout`]).
+pub fn is_timeout(error: &ErrorObject) -> bool {
+    error.code == INTERNAL_ERROR
+        && error
+            .data
+            .as_ref()
+            .is_some_and(|d| d.get("timeoutMs").is_some())
 }
 
 #[cfg(test)]
@@ -72,6 +89,8 @@ mod every_revision {
             assert_eq!(timeout.reason_for_upstream(), "mcpx timed out waiting");
             let error = ErrorObject::from(timeout);
             assert_eq!(error.code, INTERNAL_ERROR);
+            assert!(super::super::is_timeout(&error));
+            assert_eq!(error.data.as_ref().unwrap()["timeoutMs"], 5000);
             assert_eq!(error.message, "upstream \"t\" did not answer within 5s");
             assert_eq!(
                 ErrorObject::from(Failure::Cancelled).message,

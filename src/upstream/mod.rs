@@ -97,15 +97,33 @@ impl Connection {
         cancel: &crate::cancel::Cancel,
         caller: Caller,
     ) -> Result<Value, crate::jsonrpc::ErrorObject> {
+        let started = std::time::Instant::now();
         // Boxed: an HTTP exchange's state is kilobytes, and every future that awaits a request
         // (a listen stream's, held for hours) would otherwise carry that much inline.
-        match self {
-            Connection::Stdio(c) => {
-                Box::pin(c.peer().request(method, params, cancel, caller)).await
-            }
-            Connection::Http(c) => Box::pin(c.request(method, params, cancel, caller)).await,
-            Connection::Sse(c) => Box::pin(c.peer().request(method, params, cancel, caller)).await,
+        let (server, answer) = match self {
+            Connection::Stdio(c) => (
+                c.peer().name(),
+                Box::pin(c.peer().request(method, params, cancel, caller)).await,
+            ),
+            Connection::Http(c) => (
+                c.name(),
+                Box::pin(c.request(method, params, cancel, caller)).await,
+            ),
+            Connection::Sse(c) => (
+                c.peer().name(),
+                Box::pin(c.peer().request(method, params, cancel, caller)).await,
+            ),
+        };
+        if crate::metrics::enabled() {
+            let cancelled = cancel.is_cancelled() && answer.is_err();
+            let labels = crate::metrics::ClientOperation {
+                method: crate::metrics::method_label(method),
+                upstream: server.to_owned(),
+                outcome: crate::metrics::outcome_label((!cancelled).then_some(&answer)),
+            };
+            crate::metrics::client_operation(&labels, started.elapsed());
         }
+        answer
     }
 
     /// Stops the server politely, within `grace`.

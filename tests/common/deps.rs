@@ -125,3 +125,52 @@ pub fn conformance_suite() -> String {
         .display()
         .to_string()
 }
+
+/// `promtool`, from Debian's `prometheus` package: downloaded with `apt-get download` (no root
+/// needed) and unpacked under the test dependencies, never installed.
+pub fn promtool() -> PathBuf {
+    let dir = deps_dir().join("prometheus");
+    ensure(
+        &deps_dir().join("prometheus.lock"),
+        &dir.join("mcpx-stamp"),
+        "prometheus",
+        || {
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            let download = || {
+                Command::new("apt-get")
+                    .args(["download", "--quiet", "prometheus"])
+                    .current_dir(&dir)
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            // A fresh machine may have no package lists yet; root (as CI runs) can fetch them.
+            if !download() && rustix::process::geteuid().is_root() {
+                run(
+                    "the package lists",
+                    Command::new("apt-get").args(["update", "--quiet"]),
+                );
+            }
+            if !download() {
+                run(
+                    "Debian's prometheus package (for promtool)",
+                    Command::new("apt-get")
+                        .args(["download", "prometheus"])
+                        .current_dir(&dir),
+                );
+            }
+            let deb = fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|e| e == "deb"))
+                .expect("apt-get download left no .deb");
+            run(
+                "promtool (unpacking the package)",
+                Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir),
+            );
+            let _ = fs::remove_file(deb);
+        },
+    );
+    dir.join("usr/bin/promtool")
+}

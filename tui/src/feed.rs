@@ -28,7 +28,7 @@ pub fn watch(socket: PathBuf, feed: Sender<Feed>) {
                 match serde_json::from_str::<Reply>(&line?) {
                     // A failed send means the drawing loop has ended, and the watch with it.
                     Ok(Reply::Snapshot(snapshot)) => feed
-                        .send(Feed::Snapshot(Box::new(snapshot)))
+                        .send(Feed::Snapshot(snapshot))
                         .map_err(|_| std::io::Error::other("the console has quit"))?,
                     Ok(Reply::Error { message }) => return Err(std::io::Error::other(message)),
                     _ => {}

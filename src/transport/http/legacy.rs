@@ -11,6 +11,7 @@ use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Request, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::Value;
@@ -62,6 +63,7 @@ fn revision_of(
             match Revision::parse(&text).filter(|r| r.era() == Era::Legacy) {
                 Some(revision) => Some(revision),
                 None => {
+                    metrics::refused(Refusal::unsupported_version);
                     let error = envelope::unsupported_version(&text, Revision::legacy_strings());
                     return Err(Box::new(rpc_error(StatusCode::BAD_REQUEST, error)));
                 }
@@ -199,6 +201,9 @@ fn initialize(
 }
 
 fn refused_session(refused: Refused) -> Response<Body> {
+    if let Refused::Full(_) = refused {
+        metrics::refused(Refusal::max_sessions);
+    }
     let message = match refused {
         Refused::Full(max) => format!("the daemon holds its maximum of {max} sessions (transport.maxSessions); end one with DELETE or try later"),
         Refused::NoRandomness => "the system's random source failed, so no unguessable session id can be minted".to_owned(),

@@ -21,6 +21,7 @@ use crate::jsonrpc::{
     ErrorObject, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
 };
 use crate::limit::{Held, Limit};
+use crate::metrics::{self, Refusal};
 use crate::protocol::envelope;
 use crate::protocol::Revision;
 use bytes::Bytes;
@@ -68,6 +69,8 @@ pub struct HttpOptions {
     pub max_headers: usize,
     /// The most bytes in a request's head; more are answered 431.
     pub max_header_bytes: usize,
+    /// Whether `GET /metrics` serves the Prometheus metrics.
+    pub metrics: bool,
 }
 
 /// The answer to a path that is not MCP's.
@@ -251,6 +254,7 @@ fn log_connection_error(error: &hyper::Error) {
 impl FrontDoor {
     /// The answer on a connection past `maxConnections`.
     fn too_many_connections(&self) -> Response<Body> {
+        metrics::refused(Refusal::max_connections);
         let mut refusal = rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorObject::new(
@@ -273,6 +277,24 @@ impl FrontDoor {
         found.unwrap_or(&self.modern[0])
     }
 
+    /// `GET /metrics`: the Prometheus text format.
+    fn metrics(&self, method: &Method) -> Response<Body> {
+        if method != Method::GET {
+            let mut refusal = plain(StatusCode::METHOD_NOT_ALLOWED, "/metrics takes GET\n");
+            refusal
+                .headers_mut()
+                .insert(header::ALLOW, http::HeaderValue::from_static("GET"));
+            return refusal;
+        }
+        let text = self.gateway.metrics().unwrap_or_default();
+        let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static(metrics::CONTENT_TYPE),
+        );
+        response
+    }
+
     /// The view a request's path enters: `/mcp` sees everything, `/mcp/NAME` profile NAME;
     /// any other path is not MCP's.
     fn door(&self, path: &str) -> Result<ViewId, Box<Response<Body>>> {
@@ -292,11 +314,13 @@ impl FrontDoor {
 
     async fn respond(&self, request: Request<Incoming>) -> Response<Body> {
         let path = request.uri().path();
-        if path != "/mcp" && !path.starts_with("/mcp/") {
+        let metrics = path == "/metrics" && self.options.metrics;
+        if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
         }
         if let Some(token) = &self.options.token {
             if !authorized(request.headers(), token) {
+                metrics::refused(Refusal::token);
                 let mut refusal = rpc_error(
                     StatusCode::UNAUTHORIZED,
                     ErrorObject::new(
@@ -313,10 +337,14 @@ impl FrontDoor {
         }
         let origin = request.headers().get(header::ORIGIN).map(|v| v.as_bytes());
         if !self.origins.allows(origin) {
+            metrics::refused(Refusal::origin);
             return rpc_error(
                 StatusCode::FORBIDDEN,
                 ErrorObject::new(INVALID_REQUEST, "Forbidden: this Origin is not allowed"),
             );
+        }
+        if metrics {
+            return self.metrics(request.method());
         }
         // Known profiles are named only to who passed the token and Origin checks.
         let view = match self.door(request.uri().path()) {
@@ -369,6 +397,7 @@ impl FrontDoor {
             }
             Some(Ok(collected)) => collected.to_bytes(),
         };
+        metrics::received(metrics::Door::http, bytes.len());
         let body: Value = match serde_json::from_slice(&bytes) {
             Ok(body) => body,
             Err(e) => {
@@ -412,6 +441,7 @@ fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
 }
 
 fn too_large(limit: usize) -> Response<Body> {
+    metrics::refused(Refusal::too_large);
     rpc_error(
         StatusCode::PAYLOAD_TOO_LARGE,
         ErrorObject::new(
@@ -436,6 +466,7 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
     // Written straight from the message: a result is never copied into a `Value` to be sent.
     let bytes = serde_json::to_vec(body).unwrap_or_default();
+    metrics::sent(metrics::Door::http, bytes.len());
     let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(

@@ -7,8 +7,10 @@ use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCO
 use crate::gateway::{Client, ViewId};
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, HEADER_MISMATCH, INVALID_REQUEST,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::mcpheaders;
+use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Revision};
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
@@ -40,6 +42,7 @@ pub(super) async fn post(
     match message {
         Message::Request(request) => {
             if let Err(why) = check_request_headers(door, client, headers, &request).await {
+                metrics::refused(Refusal::header_mismatch);
                 let error = ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {why}"));
                 return json_response(StatusCode::BAD_REQUEST, &jsonrpc::Response::error(Some(request.id), error));
             }
@@ -53,11 +56,15 @@ pub(super) async fn post(
                 .flatten()
                 .filter(|version| Revision::parse(version).is_none());
             if let Some(version) = unknown_revision {
+                metrics::refused(Refusal::unsupported_version);
                 let error = envelope::unsupported_version(&version, Revision::all_strings());
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
                 return json_response(status::modern_status(&refusal), &refusal);
             }
             if let Err(error) = envelope::check(request.params.as_ref()) {
+                if error.code == UNSUPPORTED_PROTOCOL_VERSION {
+                    metrics::refused(Refusal::unsupported_version);
+                }
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
                 return json_response(status::modern_status(&refusal), &refusal);
             }
@@ -66,7 +73,10 @@ pub(super) async fn post(
         // No header is required on a notification, but any it sends must agree with it.
         Message::Notification(notification) => match check_notification_headers(headers, &notification) {
             Ok(()) => accepted(),
-            Err(why) => rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {why}"))),
+            Err(why) => {
+                metrics::refused(Refusal::header_mismatch);
+                rpc_error(StatusCode::BAD_REQUEST, ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {why}")))
+            }
         },
         Message::Response(_) => rpc_error(
             StatusCode::BAD_REQUEST,

@@ -73,6 +73,7 @@ fn event(message: &impl Serialize) -> Bytes {
     // Writing into a Vec cannot fail, and the messages have string keys only.
     let _ = serde_json::to_writer(&mut event, message);
     event.extend_from_slice(b"\n\n");
+    crate::metrics::sent(crate::metrics::Door::http, event.len());
     Bytes::from(event)
 }
 

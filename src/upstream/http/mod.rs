@@ -129,6 +129,11 @@ impl Wire for HttpUpstream {
 }
 
 impl HttpUpstream {
+    /// The server's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Prepares the upstream (nothing is sent until [`HttpUpstream::handshake`]).
     pub fn new(
         name: &str,

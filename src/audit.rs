@@ -1,0 +1,295 @@
+//! The audit log (`[audit] path`): one JSON line per `tools/call`, `prompts/get`,
+//! `resources/read` and question mcpx put to a client on an upstream's behalf: when, through
+//! which door, which client (session, `clientInfo`, profile), what was named and where it went,
+//! how it ended and how long it took, and a SHA-256 of the arguments (their values only with
+//! `[audit] arguments = true`).
+//!
+//! Lines are handed to a writer thread through a bounded queue, so a call never waits for the
+//! disk; a full queue drops the line and says so in mcpx's log. The file is rotated by size
+//! (`FILE.1` … `FILE.keep`) and reopened on SIGHUP, so logrotate can move it away.
+
+use crate::config::Audit as AuditConfig;
+use crate::registry::{Registry, SessionKey};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How many lines may wait for the writer.
+const QUEUE: usize = 65_536;
+
+/// An open audit log.
+#[derive(Debug)]
+pub struct AuditLog {
+    lines: SyncSender<Message>,
+    registry: Arc<Registry>,
+    arguments: bool,
+    dropped: AtomicU64,
+}
+
+enum Message {
+    Line(Vec<u8>),
+    Reopen,
+}
+
+/// One audited operation.
+#[derive(Debug)]
+pub struct Entry<'a> {
+    /// The session it came from.
+    pub session: SessionKey,
+    /// The method (`tools/call`, `elicitation/create`, …).
+    pub method: &'a str,
+    /// The name or URI the client used.
+    pub name: Option<&'a str>,
+    /// The server that answered.
+    pub upstream: Option<&'a str>,
+    /// Its own name for what was named.
+    pub upstream_name: Option<&'a str>,
+    /// `ok`, `tool_error`, `cancelled`, `timeout`, `asked` or a JSON-RPC error code.
+    pub outcome: &'a str,
+    /// How long it took.
+    pub took: Duration,
+    /// The arguments the client sent.
+    pub arguments: Option<&'a Value>,
+}
+
+impl AuditLog {
+    /// Opens the log `config` names (creating its directory), or says why it cannot.
+    pub fn open(config: &AuditConfig, registry: Arc<Registry>) -> std::io::Result<Arc<AuditLog>> {
+        let path = config.path.clone().unwrap_or_default();
+        let file = open_append(&path)?;
+        let (lines, queue) = mpsc::sync_channel(QUEUE);
+        let writer = Writer {
+            path,
+            file,
+            max_bytes: config.max_bytes,
+            keep: config.keep,
+        };
+        std::thread::Builder::new()
+            .name("mcpx-audit".into())
+            .spawn(move || writer.run(queue))?;
+        Ok(Arc::new(AuditLog {
+            lines,
+            registry,
+            arguments: config.arguments,
+            dropped: AtomicU64::new(0),
+        }))
+    }
+
+    /// Writes one line for `entry` (later, on the writer thread).
+    pub fn record(&self, entry: &Entry<'_>) {
+        let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        let mut line = json!({ "time": now });
+        if let Value::Object(who) = self.registry.who(entry.session) {
+            if let Some(line) = line.as_object_mut() {
+                line.extend(who);
+            }
+        }
+        line["method"] = json!(entry.method);
+        if let Some(name) = entry.name {
+            line["name"] = json!(name);
+        }
+        if let Some(server) = entry.upstream {
+            line["upstream"] = json!(server);
+        }
+        if let Some(own_name) = entry.upstream_name {
+            line["upstreamName"] = json!(own_name);
+        }
+        line["outcome"] = json!(entry.outcome);
+        line["durationMs"] = json!((entry.took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
+        if let Some(arguments) = entry.arguments {
+            let canonical = serde_json::to_vec(arguments).unwrap_or_default();
+            let digest: String = Sha256::digest(&canonical)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            line["argumentsSha256"] = json!(digest);
+            if self.arguments {
+                line["arguments"] = arguments.clone();
+            }
+        }
+        let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
+        bytes.push(b'\n');
+        self.send(Message::Line(bytes));
+    }
+
+    /// Reopens the file at its path (after logrotate moved it away): SIGHUP.
+    pub fn reopen(&self) {
+        self.send(Message::Reopen);
+    }
+
+    fn send(&self, message: Message) {
+        if let Err(TrySendError::Full(_)) = self.lines.try_send(message) {
+            // Said once per thousand, not once per line.
+            if self.dropped.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+                tracing::warn!("the audit log's writer is behind: audit lines are being dropped");
+            }
+        }
+    }
+}
+
+/// Where a call's questions to its client are recorded: the call's session and server.
+#[derive(Debug, Clone)]
+pub struct Questions {
+    log: Arc<AuditLog>,
+    session: SessionKey,
+    server: String,
+}
+
+impl Questions {
+    /// The questions of a call from `session` to `server`.
+    pub fn new(log: &Arc<AuditLog>, session: SessionKey, server: &str) -> Questions {
+        Questions {
+            log: Arc::clone(log),
+            session,
+            server: server.to_owned(),
+        }
+    }
+
+    /// Records one question (`method`) and how it ended.
+    pub fn record(&self, method: &str, outcome: &str, took: Duration) {
+        self.log.record(&Entry {
+            session: self.session,
+            method,
+            name: None,
+            upstream: Some(&self.server),
+            upstream_name: None,
+            outcome,
+            took,
+            arguments: None,
+        });
+    }
+}
+
+/// The writer thread's side.
+struct Writer {
+    path: PathBuf,
+    file: File,
+    max_bytes: u64,
+    keep: usize,
+}
+
+impl Writer {
+    fn run(mut self, queue: Receiver<Message>) {
+        while let Ok(message) = queue.recv() {
+            let result = match message {
+                Message::Line(line) => self.write(&line),
+                Message::Reopen => open_append(&self.path).map(|file| self.file = file),
+            };
+            if let Err(e) = result {
+                tracing::warn!("audit log {}: {e}", self.path.display());
+            }
+        }
+    }
+
+    fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(line)?;
+        if self.file.metadata()?.len() >= self.max_bytes {
+            self.rotate()?;
+        }
+        Ok(())
+    }
+
+    /// `FILE` becomes `FILE.1`, `FILE.1` becomes `FILE.2`, …, and what would pass `keep` goes.
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let numbered = |n: usize| PathBuf::from(format!("{}.{n}", self.path.display()));
+        let _ = std::fs::remove_file(numbered(self.keep));
+        for n in (1..self.keep).rev() {
+            let _ = std::fs::rename(numbered(n), numbered(n + 1));
+        }
+        if self.keep > 0 {
+            std::fs::rename(&self.path, numbered(1))?;
+        } else {
+            std::fs::remove_file(&self.path)?;
+        }
+        self.file = open_append(&self.path)?;
+        Ok(())
+    }
+}
+
+/// The file, opened to append (0600: it names what users did), its directory created.
+fn open_append(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod audit {
+        use crate::audit::{AuditLog, Entry};
+        use crate::config::Audit;
+        use crate::registry::Registry;
+        use serde_json::{json, Value};
+        use std::time::Duration;
+
+        fn lines(path: &std::path::Path) -> Vec<Value> {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        }
+
+        #[test]
+        fn a_line_hashes_the_arguments_and_rotation_keeps_the_newest_files() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("audit.jsonl");
+            let config = Audit {
+                path: Some(path.clone()),
+                arguments: false,
+                max_bytes: 600,
+                keep: 2,
+            };
+            let registry = Registry::new();
+            let session = registry.open_session("stdio", Some("coding"));
+            let log = AuditLog::open(&config, registry).unwrap();
+            let secret = json!({"token": "hunter2"});
+            for _ in 0..6 {
+                log.record(&Entry {
+                    session,
+                    method: "tools/call",
+                    name: Some("gh__create_issue"),
+                    upstream: Some("gh"),
+                    upstream_name: Some("create_issue"),
+                    outcome: "ok",
+                    took: Duration::from_millis(3),
+                    arguments: Some(&secret),
+                });
+            }
+            let all = || {
+                [
+                    path.clone(),
+                    dir.path().join("audit.jsonl.1"),
+                    dir.path().join("audit.jsonl.2"),
+                ]
+                .iter()
+                .flat_map(|p| lines(p))
+                .collect::<Vec<_>>()
+            };
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while all().len() < 4 && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(all().len() >= 4, "{:?}", all());
+            assert!(!dir.path().join("audit.jsonl.3").exists());
+            let line = &all()[0];
+            assert_eq!(line["profile"], "coding");
+            assert_eq!(line["door"], "stdio");
+            assert_eq!(line["upstreamName"], "create_issue");
+            assert_eq!(line["argumentsSha256"].as_str().unwrap().len(), 64);
+            assert!(!line.to_string().contains("hunter2"));
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! What a finished request leaves behind: its line in the metrics, and in the audit log for the
+//! methods that act on an upstream (`tools/call`, `prompts/get`, `resources/read`).
+//!
+//! A call through `mcpx__call_tool` is observed as the call of the tool it names, since that is
+//! what ran. Nothing is gathered when neither metrics nor the audit log want it.
+
+use super::{search, Client, Gateway};
+use crate::audit::{AuditLog, Entry};
+use crate::jsonrpc::{Request, Response};
+use crate::metrics::{self, ServerOperation};
+use crate::protocol::{envelope, Era};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The methods the audit log records.
+const AUDITED: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
+/// What is kept of a request until it finishes.
+pub(super) struct Observation {
+    started: Instant,
+    method: String,
+    /// The tool or prompt name, or the resource URI.
+    name: Option<String>,
+    era: Era,
+    /// The arguments, when the audit log records this request.
+    arguments: Option<Value>,
+}
+
+impl Gateway {
+    /// Opens `[audit] path`, if set.
+    pub(super) fn open_audit(&self) -> Result<(), String> {
+        let Some(path) = &self.audit_config.path else {
+            return Ok(());
+        };
+        let log = AuditLog::open(&self.audit_config, Arc::clone(&self.registry))
+            .map_err(|e| format!("cannot open the audit log {}: {e}", path.display()))?;
+        let _ = self.audit.set(log);
+        Ok(())
+    }
+
+    /// Reopens the audit log at its path (SIGHUP: logrotate moved it away).
+    pub fn reopen_audit(&self) {
+        if let Some(audit) = self.audit.get() {
+            audit.reopen();
+        }
+    }
+
+    /// The metrics in the Prometheus text format; `None` when they are off.
+    pub fn metrics(&self) -> Option<String> {
+        metrics::render(self.registry.counts())
+    }
+
+    /// What to keep of `request` to observe it when it finishes; `None` when nothing would.
+    pub(super) fn observation(&self, request: &Request) -> Option<Observation> {
+        let audited = self.audit.get().is_some() && AUDITED.contains(&request.method.as_str());
+        if !audited && !metrics::enabled() {
+            return None;
+        }
+        let params = request.params.as_ref();
+        let field = |params: Option<&Value>, key: &str| {
+            params
+                .and_then(|p| p.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let mut name = field(params, "name").or_else(|| field(params, "uri"));
+        let mut arguments = params.and_then(|p| p.get("arguments"));
+        if request.method == "tools/call" && name.as_deref() == Some(&search::call_tool_name()) {
+            name = field(arguments, "name");
+            arguments = arguments.and_then(|a| a.get("arguments"));
+        }
+        Some(Observation {
+            started: Instant::now(),
+            method: request.method.clone(),
+            name,
+            era: envelope::era_of(params),
+            arguments: arguments.filter(|_| audited).cloned(),
+        })
+    }
+
+    /// Counts and records a finished request; `answer` is `None` when it was cancelled.
+    pub(super) fn observed(&self, client: &Client, seen: Observation, answer: Option<&Response>) {
+        let took = seen.started.elapsed();
+        let outcome = metrics::outcome_label(answer.map(|r| &r.outcome));
+        let catalog = self.catalog_of(client);
+        let name = seen.name.as_deref();
+        let method = seen.method.as_str();
+        let route = match method {
+            "tools/call" => name
+                .and_then(|n| catalog.tool(n))
+                .map(|r| (r.owner, r.name.as_str())),
+            "prompts/get" => name
+                .and_then(|n| catalog.prompt(n))
+                .map(|r| (r.owner, r.name.as_str())),
+            "resources/read" => name.and_then(|uri| Some((catalog.resource_owner(uri)?, uri))),
+            _ => None,
+        };
+        let upstream = route.map(|(owner, own_name)| (self.upstream_name(owner), own_name));
+        let server = upstream.as_ref().map(|(server, _)| server.as_str());
+        if metrics::enabled() {
+            // A name no server lists is one label value, however many were tried.
+            let name_label = match (method, route) {
+                ("tools/call" | "prompts/get", Some(_)) => name.unwrap_or_default(),
+                ("tools/call" | "prompts/get", None) => "unknown",
+                _ => "",
+            };
+            let labels = ServerOperation {
+                method: metrics::method_label(method),
+                name: name_label.to_owned(),
+                upstream: server.unwrap_or_default().to_owned(),
+                outcome: outcome.clone(),
+                era: match seen.era {
+                    Era::Legacy => "legacy",
+                    Era::Modern => "modern",
+                },
+            };
+            metrics::server_operation(&labels, took);
+        }
+        let Some(audit) = self.audit.get().filter(|_| AUDITED.contains(&method)) else {
+            return;
+        };
+        audit.record(&Entry {
+            session: client.session,
+            method,
+            name,
+            upstream: server,
+            upstream_name: upstream.as_ref().map(|(_, own)| *own),
+            outcome: &outcome,
+            took,
+            arguments: seen.arguments.as_ref(),
+        });
+        // A modern client is asked its questions in the call's result: a line for each.
+        let asked = answer
+            .and_then(|r| r.outcome.as_ref().ok())
+            .and_then(|result| result.get("inputRequests"))
+            .and_then(Value::as_object);
+        for question in asked.into_iter().flat_map(|q| q.values()) {
+            audit.record(&Entry {
+                session: client.session,
+                method: question["method"].as_str().unwrap_or_default(),
+                name,
+                upstream: server,
+                upstream_name: None,
+                outcome: "asked",
+                took: Duration::ZERO,
+                arguments: None,
+            });
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! Observability end to end against the real binary: `GET /metrics` after a mix of calls,
+//! errors, cancellations and refusals (each counted once, with its labels, and accepted by
+//! `promtool check metrics`), the metrics of `mcpx serve` in `mcpx status --json`, and the audit
+//! log (a line per call and question, no argument values, reopened after a logrotate-style move).
+
+mod common;
+
+use common::http::*;
+use common::*;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::time::Duration;
+
+/// The value of the sample `name` whose labels include every pair of `labels`; 0 if none.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+fn scrape(daemon: &Daemon) -> String {
+    let reply = daemon.raw(
+        format!(
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            daemon.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!(reply.status, 200);
+    assert!(reply
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    String::from_utf8(reply.body).unwrap()
+}
+
+fn call(daemon: &Daemon, id: i64, name: &str, arguments: Value) -> Value {
+    daemon
+        .modern(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .json()
+}
+
+mod every_revision {
+    pub mod metrics {
+        use super::super::*;
+
+        #[test]
+        fn each_call_error_cancellation_and_refusal_is_counted_once_with_its_labels() {
+            let daemon =
+                Daemon::start(&fixture_config("[transport]\nmaxMessageBytes = 4096\n"), "");
+            for id in 1..=2 {
+                assert_eq!(
+                    call(&daemon, id, "fixture__echo", json!({"text": "a"}))["result"]["isError"],
+                    false
+                );
+            }
+            let session = initialize_session(&daemon, "2025-11-25", json!({}));
+            let legacy = post(
+                &daemon,
+                Some(&session),
+                Some("2025-11-25"),
+                &request(
+                    3,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "b"}}),
+                ),
+            );
+            assert_eq!(legacy.json()["result"]["isError"], false);
+            for (id, name) in [(4, "nope"), (5, "nope_either")] {
+                assert_eq!(call(&daemon, id, name, json!({}))["error"]["code"], -32602);
+            }
+            assert_eq!(
+                call(&daemon, 6, "fixture__fail", json!({}))["result"]["isError"],
+                true
+            );
+            // Closing a modern call's stream cancels it.
+            let (headers, body) = modern_request(
+                7,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
+            let refs: Vec<(&str, &[u8])> = headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes()))
+                .collect();
+            let sleeping = daemon.send_post(&refs, body.to_string().as_bytes());
+            assert!(daemon.log_shows("fixture: sleeping request"));
+            drop(sleeping);
+            assert!(daemon.log_shows("fixture: cancelled request"));
+            // Refusals: a foreign Origin, a mirrored header that disagrees, a body too large.
+            let mut foreign = refs.clone();
+            foreign.push(("Origin", b"https://evil.example"));
+            assert_eq!(
+                daemon.post(&foreign, body.to_string().as_bytes()).status,
+                403
+            );
+            let (mut wrong, echo) = modern_request(
+                8,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "c"}}),
+            );
+            wrong.retain(|(n, _)| n != "Mcp-Name");
+            wrong.push(("Mcp-Name".into(), "fixture__sleep".into()));
+            let wrong: Vec<(&str, &[u8])> = wrong
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes()))
+                .collect();
+            assert_eq!(daemon.post(&wrong, echo.to_string().as_bytes()).status, 400);
+            assert_eq!(daemon.post(&refs, &vec![b' '; 5000]).status, 413);
+
+            let text = scrape(&daemon);
+            let operations = "mcp_server_operation_duration_seconds_count";
+            let call_of = |name: &str, outcome: &str, era: &str| {
+                sample(
+                    &text,
+                    operations,
+                    &[
+                        ("method", "tools/call"),
+                        ("name", name),
+                        ("outcome", outcome),
+                        ("era", era),
+                    ],
+                )
+            };
+            assert_eq!(call_of("fixture__echo", "ok", "modern"), 2.0, "{text}");
+            assert_eq!(call_of("fixture__echo", "ok", "legacy"), 1.0, "{text}");
+            assert_eq!(
+                call_of("unknown", "-32602", "modern"),
+                2.0,
+                "one label for every unknown name"
+            );
+            assert_eq!(call_of("fixture__fail", "tool_error", "modern"), 1.0);
+            assert_eq!(call_of("fixture__sleep", "cancelled", "modern"), 1.0);
+            assert!(
+                !text.contains("nope"),
+                "a name tried is never a label value"
+            );
+            assert!(text.contains(r#"name="fixture__echo",upstream="fixture""#));
+            let upstream_calls = |outcome: &str| {
+                sample(
+                    &text,
+                    "mcp_client_operation_duration_seconds_count",
+                    &[
+                        ("method", "tools/call"),
+                        ("upstream", "fixture"),
+                        ("outcome", outcome),
+                    ],
+                )
+            };
+            assert_eq!(upstream_calls("ok"), 3.0);
+            assert_eq!(upstream_calls("tool_error"), 1.0);
+            assert_eq!(upstream_calls("cancelled"), 1.0);
+            for reason in ["origin", "header_mismatch", "too_large"] {
+                assert_eq!(
+                    sample(&text, "mcpx_refused_requests_total", &[("reason", reason)]),
+                    1.0,
+                    "{reason}: {text}"
+                );
+            }
+            assert!(
+                sample(&text, "mcpx_sessions", &[]) >= 2.0,
+                "the legacy session and the modern callers"
+            );
+            assert!(sample(&text, "mcpx_received_bytes_total", &[("door", "http")]) > 0.0);
+            assert!(sample(&text, "mcpx_sent_bytes_total", &[("door", "http")]) > 0.0);
+
+            let mut check = std::process::Command::new(deps::promtool())
+                .args(["check", "metrics"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            check
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            let checked = check.wait_with_output().unwrap();
+            assert!(
+                checked.status.success(),
+                "promtool: {}{}",
+                String::from_utf8_lossy(&checked.stdout),
+                String::from_utf8_lossy(&checked.stderr)
+            );
+        }
+
+        #[test]
+        fn metrics_take_the_daemons_token_and_can_be_turned_off() {
+            let guarded = Daemon::start("", "token = \"s3\"\n");
+            let get = |d: &Daemon, auth: &str| {
+                d.raw(
+                    format!(
+                        "GET /metrics HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
+                        d.addr
+                    )
+                    .as_bytes(),
+                )
+                .status
+            };
+            assert_eq!(get(&guarded, ""), 401);
+            assert_eq!(get(&guarded, "Authorization: Bearer s3\r\n"), 200);
+            let off = Daemon::start("", "metrics = false\n");
+            assert_eq!(get(&off, ""), 404);
+        }
+
+        /// `mcpx serve` has no HTTP: its numbers are in `mcpx status --json`.
+        #[test]
+        fn mcpx_serve_shows_its_metrics_in_status() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let config = dir.path().join("config.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[admin]\nsocket = {:?}\n{}",
+                    socket.display().to_string(),
+                    fixture_config("")
+                ),
+            )
+            .unwrap();
+            let mut mcpx = Serve::spawn(&config, &["--standalone"]);
+            mcpx.initialize("2025-06-18");
+            mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "x"}}),
+            );
+            // `mcpx serve` answers on `serve-PID.sock` beside the configured admin socket.
+            let own = dir.path().join(format!("serve-{}.sock", mcpx.pid()));
+            assert!(eventually(|| own.exists()));
+            let status = std::process::Command::new(mcpx_bin())
+                .args(["status", "--json", "--socket", own.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let snapshot: Value = serde_json::from_slice(&status.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&status.stderr)));
+            let text = snapshot["metrics"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{snapshot}"));
+            let echo = [
+                ("name", "fixture__echo"),
+                ("era", "legacy"),
+                ("outcome", "ok"),
+            ];
+            assert_eq!(
+                sample(text, "mcp_server_operation_duration_seconds_count", &echo),
+                1.0,
+                "{text}"
+            );
+            assert!(sample(text, "mcpx_received_bytes_total", &[("door", "stdio")]) > 0.0);
+        }
+    }
+
+    pub mod audit {
+        use super::super::*;
+
+        fn lines(path: &std::path::Path) -> Vec<Value> {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        }
+
+        #[test]
+        fn one_line_per_call_without_argument_values_reopened_after_a_rotation() {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("audit").join("calls.jsonl");
+            let daemon = Daemon::start(
+                &format!(
+                    "[audit]\npath = {:?}\n{}",
+                    log.display().to_string(),
+                    fixture_config("")
+                ),
+                "",
+            );
+            call(&daemon, 1, "fixture__echo", json!({"text": "s3cret-value"}));
+            daemon.modern(
+                2,
+                "prompts/get",
+                json!({"name": "fixture__greet", "arguments": {"who": "Ada"}}),
+            );
+            daemon.modern(3, "resources/read", json!({"uri": "fixture://hello"}));
+            daemon.modern(4, "tools/list", json!({}));
+            assert!(eventually(|| lines(&log).len() >= 3));
+            std::thread::sleep(Duration::from_millis(200));
+            let written = lines(&log);
+            assert_eq!(
+                written.len(),
+                3,
+                "one line per call, prompt and read: {written:?}"
+            );
+            let echo = &written[0];
+            assert_eq!(echo["method"], "tools/call");
+            assert_eq!(echo["name"], "fixture__echo");
+            assert_eq!(echo["upstream"], "fixture");
+            assert_eq!(echo["upstreamName"], "echo");
+            assert_eq!(echo["outcome"], "ok");
+            assert_eq!(echo["door"], "http");
+            assert!(echo["durationMs"].as_f64().unwrap() > 0.0);
+            assert!(echo["time"].as_str().unwrap().ends_with('Z'));
+            assert_eq!(echo["argumentsSha256"].as_str().unwrap().len(), 64);
+            assert!(!std::fs::read_to_string(&log).unwrap().contains("s3cret"));
+            assert_eq!(written[1]["method"], "prompts/get");
+            assert_eq!(written[2]["name"], "fixture://hello");
+            // logrotate moves the file away and signals; the next line starts a new file.
+            let rotated = dir.path().join("audit").join("calls.jsonl.1");
+            std::fs::rename(&log, &rotated).unwrap();
+            daemon.signal_only("HUP");
+            assert!(daemon.log_shows("reloaded"));
+            call(&daemon, 5, "fixture__echo", json!({"text": "after"}));
+            assert!(eventually(|| lines(&log).len() == 1));
+            assert_eq!(lines(&rotated).len(), 3);
+        }
+
+        /// A question mcpx puts to a legacy client on an upstream's behalf is a line of its own.
+        #[test]
+        fn a_question_to_a_legacy_client_is_a_line() {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("audit.jsonl");
+            let mut mcpx = Serve::start(&format!(
+                "[audit]\npath = {:?}\n{}",
+                log.display().to_string(),
+                fixture_config("")
+            ));
+            mcpx.send(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "auditor", "version": "1"}}}),
+            );
+            mcpx.response(0);
+            mcpx.notify("notifications/initialized", json!({}));
+            mcpx.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__ask", "arguments": {}}),
+            );
+            let question = loop {
+                let message = mcpx.next();
+                if message["method"] == "elicitation/create" {
+                    break message;
+                }
+            };
+            mcpx.send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}));
+            assert_eq!(
+                mcpx.response(1)["result"]["content"][0]["text"],
+                "accept: Ada"
+            );
+            assert!(eventually(|| lines(&log).len() >= 2));
+            let written = lines(&log);
+            let asked = written
+                .iter()
+                .find(|l| l["method"] == "elicitation/create")
+                .unwrap_or_else(|| panic!("{written:?}"));
+            assert_eq!(asked["upstream"], "fixture");
+            assert_eq!(asked["outcome"], "ok");
+            assert_eq!(asked["client"]["name"], "auditor");
+            let called = written
+                .iter()
+                .find(|l| l["method"] == "tools/call")
+                .unwrap();
+            assert_eq!(called["name"], "fixture__ask");
+        }
+    }
+}
