@@ -32,6 +32,28 @@ pub struct Config {
     pub profiles: BTreeMap<String, Profile>,
     /// The audit log.
     pub audit: Audit,
+    /// Traces.
+    pub telemetry: Telemetry,
+}
+
+/// `[telemetry]`: mcpx's own spans, exported over OTLP/HTTP (off unless `otlpEndpoint` is set).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct Telemetry {
+    /// The collector's OTLP/HTTP base URL (`http://127.0.0.1:4318`); spans go to `/v1/traces`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` the spans carry.
+    pub service_name: String,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry {
+            otlp_endpoint: None,
+            service_name: "mcpx".into(),
+        }
+    }
 }
 
 /// `[audit]`: a JSON line per call, read and question (off unless `path` is set).
@@ -858,6 +880,7 @@ headers = { Authorization = "Bearer x" }
                 "[profiles.p]\nservers = [\"a\"]\ninclude = [\"a__*\"]\nexclude = [\"x\"]\n",
                 "search = true\n",
                 "[audit]\npath = \"/a\"\n",
+                "[telemetry]\notlpEndpoint = \"http://c:4318\"\n",
             ))
             .unwrap();
             config.admin.socket = "/s".into();

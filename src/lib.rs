@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod registry;
 pub mod sync;
+pub mod telemetry;
 pub mod transport;
 pub mod upstream;
 pub mod view;

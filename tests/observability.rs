@@ -374,4 +374,148 @@ mod every_revision {
             assert_eq!(called["name"], "fixture__ask");
         }
     }
+
+    pub mod trace {
+        use super::super::*;
+        use std::sync::{Arc, Mutex};
+
+        const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+        const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+        fn traceparent(span: &str) -> String {
+            format!("00-{TRACE}-{span}-01")
+        }
+
+        /// A legacy HTTP upstream whose one tool, `rec`, answers with the trace context it got,
+        /// as headers and in `_meta`.
+        fn recording_upstream() -> std::net::SocketAddr {
+            scripted_server(|request_line, headers, message| {
+                let id = message["id"].clone();
+                let header = headers
+                    .iter()
+                    .find(|(n, _)| n == "traceparent")
+                    .map(|(_, v)| v.clone());
+                let meta = message["params"]["_meta"]["traceparent"].clone();
+                one_tool_server(request_line, message, "rec", || {
+                    let seen = json!({"header": header, "meta": meta}).to_string();
+                    let answer = json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"content": [{"type": "text", "text": seen}]}});
+                    ("200 OK", "application/json", answer.to_string())
+                })
+            })
+        }
+
+        fn config(extra: &str) -> String {
+            format!(
+                "{extra}[servers.rec]\nurl = \"http://{}/mcp\"\nera = \"legacy\"\n{}",
+                recording_upstream(),
+                fixture_config("")
+            )
+        }
+
+        /// With tracing off, a client's trace context reaches the upstream unchanged: from
+        /// `_meta` to a stdio upstream's `_meta`, from an HTTP header to an HTTP upstream's
+        /// `traceparent` header and `_meta`.
+        #[test]
+        fn a_clients_traceparent_reaches_stdio_and_http_upstreams() {
+            let daemon = Daemon::start(&config(""), "");
+            let sent = traceparent(CLIENT_SPAN);
+            call(&daemon, 1, "fixture__echo", json!({"text": "t"}));
+            let traced = daemon
+                .modern(2, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "t"}, "_meta": {"traceparent": sent}}))
+                .json();
+            assert_eq!(traced["result"]["isError"], false, "{traced}");
+            assert!(daemon.log_shows(&format!("fixture: traceparent {sent} for echo")));
+            let headers: Vec<(&str, &[u8])> = vec![
+                ("Accept", b"application/json, text/event-stream"),
+                ("Content-Type", b"application/json"),
+                ("traceparent", sent.as_bytes()),
+            ];
+            let body = request(
+                3,
+                "tools/call",
+                json!({"name": "rec__rec", "arguments": {}}),
+            );
+            let reply = daemon.post(&headers, body.to_string().as_bytes()).json();
+            let seen: Value = serde_json::from_str(
+                reply["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{reply}")),
+            )
+            .unwrap();
+            assert_eq!(seen, json!({"header": sent, "meta": sent}));
+        }
+
+        /// With `[telemetry] otlpEndpoint`, mcpx's span sits between the client's and the
+        /// upstream's: the upstream's parent is mcpx's span, in the client's trace, and the span
+        /// is exported to the collector over OTLP/HTTP.
+        #[test]
+        fn with_otlp_mcpx_puts_its_span_in_between_and_exports_it() {
+            let exported = Arc::new(Mutex::new(Vec::<Value>::new()));
+            let collector = {
+                let exported = Arc::clone(&exported);
+                scripted_server(move |request_line, _headers, body| {
+                    if request_line.starts_with("POST /v1/traces") {
+                        exported.lock().unwrap().push(body.clone());
+                    }
+                    ("200 OK", "application/json", "{}".to_owned())
+                })
+            };
+            let daemon = Daemon::start_with_env(
+                &config(&format!(
+                    "[telemetry]\notlpEndpoint = \"http://{collector}\"\n"
+                )),
+                "",
+                &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+            );
+            let sent = traceparent(CLIENT_SPAN);
+            daemon.modern(1, "tools/call", json!({"name": "fixture__echo", "arguments": {"text": "t"}, "_meta": {"traceparent": sent}}));
+            assert!(daemon.log_shows(&format!("fixture: traceparent 00-{TRACE}-")));
+            let log = daemon.stderr();
+            let got = log
+                .split(&format!("fixture: traceparent 00-{TRACE}-"))
+                .nth(1)
+                .unwrap();
+            let mcpx_span = &got[..16];
+            assert_ne!(
+                mcpx_span, CLIENT_SPAN,
+                "mcpx's own span is the upstream's parent"
+            );
+            let span = || {
+                exported
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|b| b["resourceSpans"].as_array().cloned().unwrap_or_default())
+                    .flat_map(|r| r["scopeSpans"].as_array().cloned().unwrap_or_default())
+                    .flat_map(|s| s["spans"].as_array().cloned().unwrap_or_default())
+                    .find(|s| {
+                        s["spanId"]
+                            .as_str()
+                            .is_some_and(|id| id.eq_ignore_ascii_case(mcpx_span))
+                    })
+            };
+            assert!(
+                eventually(|| span().is_some()),
+                "no span exported: {:?}",
+                exported.lock().unwrap()
+            );
+            let span = span().unwrap();
+            assert!(
+                span["traceId"]
+                    .as_str()
+                    .unwrap()
+                    .eq_ignore_ascii_case(TRACE),
+                "{span}"
+            );
+            assert!(
+                span["parentSpanId"]
+                    .as_str()
+                    .unwrap()
+                    .eq_ignore_ascii_case(CLIENT_SPAN),
+                "{span}"
+            );
+            assert_eq!(span["name"], "tools/call fixture__echo");
+        }
+    }
 }

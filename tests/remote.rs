@@ -31,75 +31,20 @@ fn state(mcpx: &mut Serve, id: i64) -> Value {
 /// `notifications/message` on the call's event stream before answering. (The fixture speaks
 /// stdio, and mcpx's own daemon declares no logging.)
 fn logging_server() -> std::net::SocketAddr {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let (mut request_line, mut length) = (String::new(), 0);
-            let _ = reader.read_line(&mut request_line);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some((name, value)) = line.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let id = message["id"].clone();
-            let (status, kind, payload) = match message["method"].as_str() {
-                _ if request_line.starts_with("GET") => {
-                    ("405 Method Not Allowed", "text/plain", String::new())
-                }
-                Some("initialize") => (
-                    "200 OK",
-                    "application/json",
-                    json!({"jsonrpc": "2.0", "id": id, "result": {
-                    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "logging": {}},
-                    "serverInfo": {"name": "logging", "version": "1"}}})
-                    .to_string(),
-                ),
-                Some("tools/list") => (
-                    "200 OK",
-                    "application/json",
-                    json!({"jsonrpc": "2.0", "id": id,
-                    "result": {"tools": [{"name": "log", "inputSchema": {"type": "object"}}]}})
-                    .to_string(),
-                ),
-                Some("tools/call") => (
-                    "200 OK",
-                    "text/event-stream",
-                    format!(
-                        "data: {}\n\ndata: {}\n\n",
-                        json!({"jsonrpc": "2.0", "method": "notifications/message",
-                        "params": {"level": "info", "logger": "remote", "data": "hello from http"}}),
-                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "logged"}]}})
-                    ),
-                ),
-                _ if id.is_null() => ("202 Accepted", "text/plain", String::new()),
-                _ => (
-                    "200 OK",
-                    "application/json",
-                    json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string(),
-                ),
-            };
-            let mut stream = stream;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n{payload}",
-                payload.len()
-            );
-        }
-    });
-    addr
+    scripted_server(|request_line, _headers, message| {
+        let id = message["id"].clone();
+        one_tool_server(request_line, message, "log", || {
+            let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "logger": "remote", "data": "hello from http"}});
+            let answer = json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": "logged"}]}});
+            (
+                "200 OK",
+                "text/event-stream",
+                format!("data: {log}\n\ndata: {answer}\n\n"),
+            )
+        })
+    })
 }
 
 mod every_revision {

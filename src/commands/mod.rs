@@ -62,6 +62,12 @@ pub fn run(cli: Cli) -> ExitCode {
         _ => {}
     }
     crate::metrics::install(config.daemon.metrics);
+    if let Some(endpoint) = &config.telemetry.otlp_endpoint {
+        if let Err(e) = crate::telemetry::install(endpoint, &config.telemetry.service_name) {
+            eprintln!("mcpx: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let gateway = Gateway::new(
         &config,
         path.map(|p| p.display().to_string()),
@@ -73,6 +79,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let outcome = smol::future::block_on(smol::spawn(async move {
         let outcome = execute(cli.command, &config, Arc::clone(&gateway)).await;
         gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
+        smol::unblock(crate::telemetry::flush).await;
         outcome
     }));
     match outcome {

@@ -9,6 +9,7 @@ use crate::audit::Questions;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
+use crate::telemetry;
 use crate::upstream::failure::Failure;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Value};
@@ -201,7 +202,7 @@ impl Gateway {
         client: &Arc<Client>,
         owner: Owner,
         method: &str,
-        forwarded: Value,
+        mut forwarded: Value,
         original: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
@@ -228,13 +229,18 @@ impl Gateway {
             }
             (Err(error), _) => return Err(woken.err().unwrap_or(error)),
         };
+        let span = telemetry::carry(method, &target(original), original, &mut forwarded);
         let call = Call {
             method,
             forwarded,
             original,
             revision,
         };
-        self.carry_out(client, &upstream, reach, call, ctx).await
+        let outcome = self.carry_out(client, &upstream, reach, call, ctx).await;
+        if let Some(span) = span {
+            span.end(&outcome);
+        }
+        outcome
     }
 
     /// `mcpx__login`: logs in to the server named, asking the client to open the authorization

@@ -427,3 +427,79 @@ impl EventReader {
         }
     }
 }
+
+/// What a [`scripted_server`] answers: status line, content type, body.
+pub type Scripted = (&'static str, &'static str, String);
+
+/// A one-request-per-connection HTTP server on a free loopback port, written for one test:
+/// `answer` sees each request's line, its headers (names lowercase) and its JSON body.
+pub fn scripted_server(
+    answer: impl Fn(&str, &[(String, String)], &Value) -> Scripted + Send + 'static,
+) -> SocketAddr {
+    use std::io::BufRead;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut request_line, mut headers) = (String::new(), Vec::new());
+            let _ = reader.read_line(&mut request_line);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+                }
+            }
+            let length = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let (status, kind, payload) = answer(&request_line, &headers, &message);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n{payload}",
+                payload.len()
+            );
+        }
+    });
+    addr
+}
+
+/// The answers of a legacy server with one tool, `tool`, whose call is answered by `call`: the
+/// handshake, the list, 202 for notifications and 405 for GET.
+pub fn one_tool_server(
+    request_line: &str,
+    message: &Value,
+    tool: &str,
+    call: impl FnOnce() -> Scripted,
+) -> Scripted {
+    let id = message["id"].clone();
+    let json = |result: Value| {
+        (
+            "200 OK",
+            "application/json",
+            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+        )
+    };
+    match message["method"].as_str() {
+        _ if request_line.starts_with("GET") => {
+            ("405 Method Not Allowed", "text/plain", String::new())
+        }
+        Some("initialize") => json(json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "logging": {}}, "serverInfo": {"name": tool, "version": "1"}})),
+        Some("tools/list") => {
+            json(json!({"tools": [{"name": tool, "inputSchema": {"type": "object"}}]}))
+        }
+        Some("tools/call") => call(),
+        _ if id.is_null() => ("202 Accepted", "text/plain", String::new()),
+        _ => json(json!({})),
+    }
+}

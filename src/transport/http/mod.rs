@@ -398,7 +398,7 @@ impl FrontDoor {
             Some(Ok(collected)) => collected.to_bytes(),
         };
         metrics::received(metrics::Door::http, bytes.len());
-        let body: Value = match serde_json::from_slice(&bytes) {
+        let mut body: Value = match serde_json::from_slice(&bytes) {
             Ok(body) => body,
             Err(e) => {
                 return rpc_error(
@@ -407,6 +407,14 @@ impl FrontDoor {
                 )
             }
         };
+        match &mut body {
+            Value::Array(batch) => {
+                for message in batch {
+                    crate::telemetry::adopt_headers(&parts.headers, message);
+                }
+            }
+            message => crate::telemetry::adopt_headers(&parts.headers, message),
+        }
         if is_modern(&parts.headers, &body) {
             modern::post(self, view, &parts.headers, body).await
         } else {

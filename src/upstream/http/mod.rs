@@ -350,6 +350,7 @@ impl HttpUpstream {
                 HeaderValue::try_from(session).map_err(|e| e.to_string())?,
             );
         }
+        trace_headers(message, &mut headers);
         let token = match &self.auth {
             Some(auth) => auth.token().await,
             None => None,
@@ -555,5 +556,16 @@ impl Detached {
             .map_err(|e| format!("{}: {e}", self.name))?;
         let _ = response.into_body().collect().await;
         Ok(())
+    }
+}
+
+/// The W3C trace context a request's `_meta` carries, as the `traceparent` and `tracestate`
+/// headers HTTP servers (and the proxies before them) read it from.
+fn trace_headers(message: &Value, headers: &mut HeaderMap) {
+    for key in crate::telemetry::TRACE_KEYS {
+        let value = message["params"]["_meta"][key].as_str();
+        if let Some(Ok(value)) = value.map(HeaderValue::try_from) {
+            headers.insert(key, value);
+        }
     }
 }

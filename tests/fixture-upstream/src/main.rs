@@ -129,6 +129,9 @@ impl Server {
 
     fn call(self: &Arc<Self>, id: &Value, params: &Value) {
         let name = params["name"].as_str().unwrap_or_default();
+        if let Some(traceparent) = params["_meta"]["traceparent"].as_str() {
+            eprintln!("fixture: traceparent {traceparent} for {name}");
+        }
         let args = &params["arguments"];
         let key = id.to_string();
         if self.rounds {
