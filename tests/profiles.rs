@@ -463,9 +463,89 @@ mod every_revision {
     }
 }
 
+/// `mcpx serve --profile search` declaring elicitation, in `revision`.
+fn search_editor(revision: &str) -> (tempfile::TempDir, Serve) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, config()).unwrap();
+    let mut mcpx = Serve::spawn(&file, &["--standalone", "--profile", "search"]);
+    mcpx.send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": revision, "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    mcpx.response(0);
+    mcpx.notify("notifications/initialized", json!({}));
+    (dir, mcpx)
+}
+
+/// `mcpx__call_tool`'s params for the fixture's `ask` tool.
+fn call_ask() -> Value {
+    json!({"name": "mcpx__call_tool", "arguments": {"name": "fixture__ask", "arguments": {}}})
+}
+
+mod v2025_11_25 {
+    pub mod profiles {
+        use super::super::*;
+
+        /// An upstream's question during a call made through `mcpx__call_tool` reaches a legacy
+        /// client as it would during a direct call, and the answer goes back.
+        #[test]
+        fn a_question_during_a_searched_call_reaches_the_client() {
+            let (_dir, mut mcpx) = search_editor("2025-11-25");
+            mcpx.request(1, "tools/call", call_ask());
+            let question = loop {
+                let message = mcpx.next();
+                if message["method"] == "elicitation/create" {
+                    break message;
+                }
+            };
+            mcpx.send(json!({"jsonrpc": "2.0", "id": question["id"],
+                "result": {"action": "accept", "content": {"name": "Ada"}}}));
+            let answer = mcpx.response(1);
+            assert_eq!(
+                answer["result"]["content"][0]["text"], "accept: Ada",
+                "{answer}"
+            );
+        }
+    }
+}
+
 mod v2026_07_28 {
     pub mod profiles {
         use super::super::*;
+
+        /// A 2026-07-28 client gets the question as an `InputRequiredResult` of its
+        /// `mcpx__call_tool` call, and its retry of that call resumes the upstream call.
+        #[test]
+        fn a_question_during_a_searched_call_is_answered_by_the_retry() {
+            let (_dir, mut mcpx) = search_editor("2025-11-25");
+            let capabilities =
+                json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+            let mut params = modern(call_ask());
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                capabilities["io.modelcontextprotocol/clientCapabilities"].clone();
+            let first = mcpx.call(1, "tools/call", params.clone());
+            let result = &first["result"];
+            assert_eq!(result["resultType"], "input_required", "{first}");
+            assert_schema("2026-07-28", "InputRequiredResult", result);
+            let (key, question) = result["inputRequests"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .next()
+                .unwrap();
+            assert_eq!(question["method"], "elicitation/create");
+            let mut retry = params;
+            retry["inputResponses"] =
+                json!({ key: {"action": "accept", "content": {"name": "Eve"}} });
+            retry["requestState"] = result["requestState"].clone();
+            let done = mcpx.call(2, "tools/call", retry);
+            assert_eq!(
+                done["result"]["content"][0]["text"], "accept: Eve",
+                "{done}"
+            );
+        }
 
         /// A tool renamed by an override keeps its `x-mcp-header` parameter: the client's
         /// mirrored headers are checked against the exposed name, and the modern remote behind
