@@ -38,6 +38,7 @@ fn daemon() -> SocketAddr {
                     max_connections: 256,
                     max_headers: 100,
                     max_header_bytes: 16 * 1024,
+                    metrics: true,
                 };
                 let listener = smol::net::TcpListener::try_from(listener).unwrap();
                 serve(listener, gateway, options, mcpx::cancel::Cancel::new())
