@@ -193,6 +193,11 @@ impl Peer {
         self.outgoing.close();
     }
 
+    /// Whether mcpx closed its side (a stop it asked for), so the wire's end is expected.
+    pub fn closed_by_us(&self) -> bool {
+        self.outgoing.is_closed()
+    }
+
     /// Fails mcpx's request `id` at once: it could not be sent, or its answer not taken.
     pub fn fail(&self, id: &Id, failure: Failure) {
         let Id::Number(id) = id else { return };

@@ -147,7 +147,10 @@ impl StdioUpstream {
         smol::spawn(async move {
             let reason = reader.read_stdout(BufReader::new(stdout)).await;
             reader.peer.end(format!("exited: {reason}"));
-            tracing::warn!(server = %reader.peer.name(), "upstream exited: {reason}");
+            match reader.peer.closed_by_us() {
+                true => tracing::info!(server = %reader.peer.name(), "upstream stopped: {reason}"),
+                false => tracing::warn!(server = %reader.peer.name(), "upstream exited: {reason}"),
+            }
             let _ = events
                 .send(Event::Exited {
                     upstream: index,
