@@ -82,6 +82,9 @@ pub enum Command {
     /// Ask the running daemon to re-read its configuration (as SIGHUP does): added servers
     /// start, removed ones stop, changed ones restart.
     Reload,
+    /// Print a new random key for `[cluster] keyFile` (64 hexadecimal digits), e.g.
+    /// `(umask 077; mcpx keygen > /etc/mcpx/cluster.key)`.
+    Keygen,
     /// How mcpx starts an upstream server so that it dies with mcpx (internal).
     #[command(hide = true)]
     ExecUpstream {

@@ -34,6 +34,33 @@ pub struct Config {
     pub audit: Audit,
     /// Traces.
     pub telemetry: Telemetry,
+    /// Several daemons behind one proxy.
+    pub cluster: Cluster,
+}
+
+/// `[cluster]`: the key that lets every replica serve every legacy session.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct Cluster {
+    /// The shared key (`mcpx keygen`); without it, sessions live in one daemon's memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
+    /// The key being rotated out: ids sealed under it are still accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_key_file: Option<PathBuf>,
+    /// How long a sealed session id is accepted after its `initialize`.
+    #[serde(with = "humantime_serde")]
+    pub session_lifetime: Duration,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            key_file: None,
+            previous_key_file: None,
+            session_lifetime: Duration::from_secs(24 * 60 * 60),
+        }
+    }
 }
 
 /// `[telemetry]`: mcpx's own spans, exported over OTLP/HTTP (off unless `otlpEndpoint` is set).
@@ -698,6 +725,11 @@ impl Config {
             ("transport", "sseKeepAlive", t.sse_keep_alive.is_zero()),
             ("audit", "maxBytes", self.audit.max_bytes == 0),
             (
+                "cluster",
+                "sessionLifetime",
+                self.cluster.session_lifetime.is_zero(),
+            ),
+            (
                 "transport",
                 "sessionIdleTimeout",
                 t.session_idle_timeout.is_zero(),
@@ -881,6 +913,7 @@ headers = { Authorization = "Bearer x" }
                 "search = true\n",
                 "[audit]\npath = \"/a\"\n",
                 "[telemetry]\notlpEndpoint = \"http://c:4318\"\n",
+                "[cluster]\nkeyFile = \"/k\"\npreviousKeyFile = \"/p\"\n",
             ))
             .unwrap();
             config.admin.socket = "/s".into();

@@ -14,6 +14,7 @@ pub mod attach;
 pub mod audit;
 pub mod cancel;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod environment;

@@ -39,6 +39,7 @@ fn daemon() -> SocketAddr {
                     max_headers: 100,
                     max_header_bytes: 16 * 1024,
                     metrics: true,
+                    sealer: None,
                 };
                 let listener = smol::net::TcpListener::try_from(listener).unwrap();
                 serve(listener, gateway, options, mcpx::cancel::Cancel::new())

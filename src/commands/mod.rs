@@ -34,6 +34,18 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Import { file, write } => return import(&file, write, cli.config.as_deref()),
+        Command::Keygen => {
+            return match crate::cluster::keygen() {
+                Ok(key) => {
+                    println!("{key}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("mcpx keygen: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         _ => {}
     }
     let (config, path) = match Config::load(cli.config.as_deref()) {
@@ -136,6 +148,7 @@ async fn execute(
                 max_headers: config.daemon.max_headers,
                 max_header_bytes: config.daemon.max_header_bytes,
                 metrics: config.daemon.metrics,
+                sealer: crate::cluster::Sealer::from_config(&config.cluster)?.map(Arc::new),
                 token: match config
                     .daemon
                     .token
@@ -180,6 +193,7 @@ async fn execute(
         | Command::Import { .. }
         | Command::Completions { .. }
         | Command::Status { .. }
+        | Command::Keygen
         | Command::ExecUpstream { .. } => {
             unreachable!("handled before the gateway starts")
         }

@@ -167,6 +167,26 @@ impl Gateway {
         self.profiles.names()
     }
 
+    /// The profile a view is, by name; `None` for everything.
+    pub fn profile_name(&self, view: ViewId) -> Option<&str> {
+        self.profiles.name(view)
+    }
+
+    /// A legacy session minted elsewhere (a sealed id), resumed here with what its
+    /// `initialize` negotiated.
+    pub fn resume_session(
+        &self,
+        client: &Client,
+        revision: Revision,
+        capabilities: Value,
+        client_info: Option<Value>,
+    ) {
+        client.set_revision(revision);
+        client.set_capabilities(capabilities);
+        self.registry
+            .set_initialized(client.session, revision, client_info);
+    }
+
     fn clients(&self) -> Vec<Arc<Client>> {
         lock(&self.clients).values().cloned().collect()
     }

@@ -9,6 +9,7 @@
 use super::exchange::Exchange;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
+use crate::cluster::SealedSession;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::metrics::{self, Refusal};
@@ -189,7 +190,20 @@ fn initialize(
         door.gateway.close_client(&client);
         return json_response(StatusCode::OK, &answer);
     }
-    let session = match door.sessions.insert(client, outbound) {
+    let negotiated = SealedSession::new(
+        client
+            .revision()
+            .unwrap_or(Revision::LATEST_LEGACY)
+            .as_str(),
+        client.capabilities(),
+        request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("clientInfo"))
+            .cloned(),
+        door.gateway.profile_name(view),
+    );
+    let session = match door.sessions.insert(client, outbound, &negotiated) {
         Ok(session) => session,
         Err(refused) => return refused_session(refused),
     };

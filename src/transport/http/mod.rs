@@ -71,6 +71,8 @@ pub struct HttpOptions {
     pub max_header_bytes: usize,
     /// Whether `GET /metrics` serves the Prometheus metrics.
     pub metrics: bool,
+    /// Seals legacy session ids, so that any replica with the same key serves them.
+    pub sealer: Option<Arc<crate::cluster::Sealer>>,
 }
 
 /// The answer to a path that is not MCP's.
@@ -118,6 +120,7 @@ pub async fn serve(
             Arc::clone(&gateway),
             options.max_sessions,
             options.session_idle_timeout,
+            options.sealer.clone(),
         ),
         connections: Limit::new("maxConnections", options.max_connections),
         gateway,

@@ -1,8 +1,14 @@
 //! Legacy sessions: minted by `initialize`, named by `Mcp-Session-Id`, ended by `DELETE` or by
 //! idling past `transport.sessionIdleTimeout`. The table is capped (`transport.maxSessions`), so
 //! a flood of `initialize` cannot grow it without bound.
+//!
+//! With a cluster key ([`crate::cluster`]) the id is the session, sealed: a replica that does
+//! not hold it rebuilds it from the id, and idling only frees a replica's copy (the next request
+//! rebuilds it). `DELETE` ends it on the replica that takes it, which remembers the id until it
+//! would have expired anyway; other replicas accept it until its lifetime ends.
 
 use crate::cancel::Cancel;
+use crate::cluster::{SealedSession, Sealer};
 use crate::gateway::{Client, Gateway, ViewId};
 use crate::jsonrpc::Outbound;
 use crate::sync::lock;
@@ -68,16 +74,26 @@ pub struct Sessions {
     table: Mutex<HashMap<String, Arc<Session>>>,
     max: usize,
     idle: Duration,
+    sealer: Option<Arc<Sealer>>,
+    /// Sealed ids ended here, and when: refused until they would have expired.
+    ended: Mutex<HashMap<String, Instant>>,
 }
 
 impl Sessions {
     /// An empty table holding at most `max` sessions, each expiring after `idle`.
-    pub fn new(gateway: Arc<Gateway>, max: usize, idle: Duration) -> Self {
+    pub fn new(
+        gateway: Arc<Gateway>,
+        max: usize,
+        idle: Duration,
+        sealer: Option<Arc<Sealer>>,
+    ) -> Self {
         Sessions {
             gateway,
             table: Mutex::default(),
             max,
             idle,
+            sealer,
+            ended: Mutex::default(),
         }
     }
 
@@ -99,18 +115,42 @@ impl Sessions {
         ))
     }
 
-    /// Mints a session for a client that initialized; its id is 128 random bits.
+    /// Mints a session for a client that initialized (`negotiated`): its id is 128 random bits,
+    /// or, with a cluster key, the session sealed.
     pub fn insert(
         &self,
         client: Arc<Client>,
         outbound: Receiver<Outbound>,
+        negotiated: &SealedSession,
     ) -> Result<Arc<Session>, Refused> {
-        let mut bytes = [0u8; 16];
-        if getrandom::fill(&mut bytes).is_err() {
+        let id = match &self.sealer {
+            Some(sealer) => sealer.seal(negotiated).ok(),
+            None => {
+                let mut bytes = [0u8; 16];
+                getrandom::fill(&mut bytes)
+                    .ok()
+                    .map(|_| bytes.iter().map(|b| format!("{b:02x}")).collect())
+            }
+        };
+        let Some(id) = id else {
             self.gateway.close_client(&client);
             return Err(Refused::NoRandomness);
+        };
+        self.insert_as(id, client, outbound)
+    }
+
+    /// Enters a session under `id`; a session already entered under it (two requests rebuilt
+    /// the same sealed one at once) is kept.
+    fn insert_as(
+        &self,
+        id: String,
+        client: Arc<Client>,
+        outbound: Receiver<Outbound>,
+    ) -> Result<Arc<Session>, Refused> {
+        if let Some(existing) = self.lock().get(&id).cloned() {
+            self.gateway.close_client(&client);
+            return Ok(existing);
         }
-        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         // The registry holds the signal that ends the session, so the admin can end it too.
         let ended = self.gateway.name_session(&client, &id);
         let session = Arc::new(Session {
@@ -134,20 +174,58 @@ impl Sessions {
     /// The live session with this id minted at `view`'s door (and marks it used); `None` if
     /// unknown there, ended or expired.
     pub fn get(&self, id: &str, view: ViewId) -> Option<Arc<Session>> {
-        let session = self.lock().get(id).cloned()?;
+        let held = self.lock().get(id).cloned();
+        let session = held.or_else(|| self.rebuild(id, view))?;
         if session.client.view != view {
             return None;
         }
-        if session.is_idle(self.idle) || session.ended.is_cancelled() {
+        if session.ended.is_cancelled() {
             self.end(id);
             return None;
+        }
+        if session.is_idle(self.idle) {
+            self.forget(id);
+            return self.rebuild(id, view);
         }
         session.touch();
         Some(session)
     }
 
-    /// Ends a session: its GET stream closes, its requests are cancelled.
+    /// A sealed session this replica does not hold, rebuilt from its id; `None` without a
+    /// cluster key, or for an id that does not open, ended here, or another door's.
+    fn rebuild(&self, id: &str, view: ViewId) -> Option<Arc<Session>> {
+        let sealed = self.sealer.as_ref()?.open(id)?;
+        if lock(&self.ended).contains_key(id)
+            || sealed.profile.as_deref() != self.gateway.profile_name(view)
+        {
+            return None;
+        }
+        let revision = crate::protocol::Revision::parse(&sealed.revision)?;
+        let (client, outbound) = self.prepare(view).ok()?;
+        self.gateway
+            .resume_session(&client, revision, sealed.capabilities, sealed.client);
+        tracing::debug!("rebuilt a sealed session minted elsewhere");
+        self.insert_as(id.to_owned(), client, outbound).ok()
+    }
+
+    /// Ends a session: its GET stream closes, its requests are cancelled, and a sealed id is
+    /// refused here from now on.
     pub fn end(&self, id: &str) -> Option<Arc<Session>> {
+        if self.sealer.is_some() {
+            let mut ended = lock(&self.ended);
+            let lifetime = self
+                .sealer
+                .as_ref()
+                .map_or(Duration::ZERO, |s| s.lifetime());
+            ended.retain(|_, at| at.elapsed() < lifetime);
+            ended.insert(id.to_owned(), Instant::now());
+        }
+        self.forget(id)
+    }
+
+    /// Frees this replica's copy of a session (its GET stream closes, its requests are
+    /// cancelled); a sealed one may be rebuilt by its next request.
+    fn forget(&self, id: &str) -> Option<Arc<Session>> {
         let session = self.lock().remove(id)?;
         session.ended.cancel();
         self.gateway.close_client(&session.client);
@@ -164,7 +242,7 @@ impl Sessions {
             .collect();
         for id in idle {
             tracing::debug!(session = %id, "session expired");
-            self.end(&id);
+            self.forget(&id);
         }
     }
 
@@ -172,7 +250,7 @@ impl Sessions {
     pub fn end_all(&self) {
         let ids: Vec<String> = self.lock().keys().cloned().collect();
         for id in ids {
-            self.end(&id);
+            self.forget(&id);
         }
     }
 

@@ -1,0 +1,240 @@
+//! Several daemons behind one proxy (`[cluster] keyFile`): a legacy session's id carries the
+//! session itself, sealed, so that any replica holding the same key can serve it.
+//!
+//! The id is `mcpxs1.` and the base64url of a random 24-byte nonce and the XChaCha20-Poly1305
+//! sealing of what the session negotiated (revision, client capabilities, `clientInfo`, the
+//! profile whose door minted it, when). A replica that meets an id it does not hold opens it and
+//! rebuilds the session; a tampered id, one sealed under another key, or one older than
+//! `sessionLifetime` is unknown (404). Keys are derived from the key file by HMAC-SHA256 with a
+//! label per use, and `previousKeyFile` still opens ids during a rotation.
+
+use crate::config::Cluster as ClusterConfig;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What every sealed session id starts with.
+const PREFIX: &str = "mcpxs1.";
+
+/// The fewest bytes a key file may hold.
+const MIN_KEY_BYTES: usize = 32;
+
+/// A `clientInfo` longer than this is left out of the id, which stays short.
+const MAX_CLIENT_INFO: usize = 256;
+
+/// A fresh key, as `mcpx keygen` prints it: 64 hexadecimal digits.
+pub fn keygen() -> Result<String, String> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| format!("the system's random source failed: {e}"))?;
+    Ok(key.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// What a sealed id says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SealedSession {
+    /// The negotiated revision.
+    pub revision: String,
+    /// The client's capabilities from `initialize`.
+    pub capabilities: Value,
+    /// Its `clientInfo`, unless long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Value>,
+    /// The profile whose door minted it; `None` for `/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Milliseconds since the Unix epoch when it was minted.
+    pub created_ms: u64,
+}
+
+impl SealedSession {
+    /// A session minted now.
+    pub fn new(
+        revision: &str,
+        capabilities: Value,
+        client: Option<Value>,
+        profile: Option<&str>,
+    ) -> SealedSession {
+        SealedSession {
+            revision: revision.to_owned(),
+            capabilities,
+            client: client.filter(|c| c.to_string().len() <= MAX_CLIENT_INFO),
+            profile: profile.map(str::to_owned),
+            created_ms: now_ms(),
+        }
+    }
+}
+
+/// Seals and opens session ids.
+pub struct Sealer {
+    current: XChaCha20Poly1305,
+    previous: Option<XChaCha20Poly1305>,
+    lifetime: Duration,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer { .. }")
+    }
+}
+
+impl Sealer {
+    /// The sealer `[cluster]` describes; `None` without a key file.
+    pub fn from_config(config: &ClusterConfig) -> Result<Option<Sealer>, String> {
+        let Some(path) = &config.key_file else {
+            return Ok(None);
+        };
+        let cipher = |path: &std::path::Path| -> Result<XChaCha20Poly1305, String> {
+            let key = derive(&read_key(path)?, b"mcpx session v1");
+            Ok(XChaCha20Poly1305::new(&key.into()))
+        };
+        Ok(Some(Sealer {
+            current: cipher(path)?,
+            previous: config
+                .previous_key_file
+                .as_deref()
+                .map(cipher)
+                .transpose()?,
+            lifetime: config.session_lifetime,
+        }))
+    }
+
+    /// How long an id is accepted after its `initialize`.
+    pub fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// The id that carries `session`.
+    pub fn seal(&self, session: &SealedSession) -> Result<String, String> {
+        let mut nonce = [0u8; 24];
+        getrandom::fill(&mut nonce).map_err(|e| format!("no randomness: {e}"))?;
+        let plain = serde_json::to_vec(session).map_err(|e| e.to_string())?;
+        let sealed = self
+            .current
+            .encrypt(XNonce::from_slice(&nonce), plain.as_slice())
+            .map_err(|_| "sealing failed".to_owned())?;
+        let mut bytes = nonce.to_vec();
+        bytes.extend(sealed);
+        Ok(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    }
+
+    /// What `id` carries, if it was sealed under the current or the previous key and is not
+    /// older than the session lifetime.
+    pub fn open(&self, id: &str) -> Option<SealedSession> {
+        let bytes = URL_SAFE_NO_PAD.decode(id.strip_prefix(PREFIX)?).ok()?;
+        if bytes.len() < 24 {
+            return None;
+        }
+        let (nonce, sealed) = bytes.split_at(24);
+        let nonce = XNonce::from_slice(nonce);
+        let plain = self
+            .current
+            .decrypt(nonce, sealed)
+            .ok()
+            .or_else(|| self.previous.as_ref()?.decrypt(nonce, sealed).ok())?;
+        let session: SealedSession = serde_json::from_slice(&plain).ok()?;
+        let age = now_ms().saturating_sub(session.created_ms);
+        (age <= self.lifetime.as_millis() as u64).then_some(session)
+    }
+}
+
+/// A key file: 64 hexadecimal digits (as `mcpx keygen` writes them), or 32 raw bytes or more.
+fn read_key(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cluster key {}: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let hex = text.trim();
+    let key = match hex.len() >= 2 * MIN_KEY_BYTES && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        true => (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default())
+            .collect(),
+        false => bytes,
+    };
+    if key.len() < MIN_KEY_BYTES {
+        return Err(format!(
+            "cluster key {} holds {} bytes; it needs {MIN_KEY_BYTES} or more (`mcpx keygen` makes one)",
+            path.display(),
+            key.len()
+        ));
+    }
+    Ok(key)
+}
+
+/// A key for one use, derived from the file's.
+fn derive(key: &[u8], label: &[u8]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC accepts any key length");
+    mac.update(label);
+    mac.finalize().into_bytes().into()
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod cluster {
+        use crate::cluster::{keygen, SealedSession, Sealer};
+        use crate::config::Cluster;
+        use serde_json::json;
+        use std::time::Duration;
+
+        fn sealer(dir: &std::path::Path, key: &str, previous: Option<&str>) -> Sealer {
+            let write = |name: &str, key: &str| {
+                let path = dir.join(name);
+                std::fs::write(&path, key).unwrap();
+                path
+            };
+            Sealer::from_config(&Cluster {
+                key_file: Some(write("key", key)),
+                previous_key_file: previous.map(|p| write("previous", p)),
+                session_lifetime: Duration::from_secs(3600),
+            })
+            .unwrap()
+            .unwrap()
+        }
+
+        #[test]
+        fn a_sealed_id_opens_under_its_key_or_as_previous_and_not_tampered() {
+            let dir = tempfile::tempdir().unwrap();
+            let (old, new) = (keygen().unwrap(), keygen().unwrap());
+            let session = SealedSession::new(
+                "2025-06-18",
+                json!({"roots": {}}),
+                Some(json!({"name": "editor", "version": "1"})),
+                Some("coding"),
+            );
+            let id = sealer(dir.path(), &old, None).seal(&session).unwrap();
+            assert!(id.len() < 1024, "{}", id.len());
+            assert_eq!(
+                sealer(dir.path(), &old, None).open(&id),
+                Some(session.clone())
+            );
+            assert_eq!(
+                sealer(dir.path(), &new, Some(&old)).open(&id),
+                Some(session)
+            );
+            assert_eq!(sealer(dir.path(), &new, None).open(&id), None);
+            let mut tampered = id.into_bytes();
+            let last = tampered.len() - 2;
+            tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+            let tampered = String::from_utf8(tampered).unwrap();
+            assert_eq!(sealer(dir.path(), &old, None).open(&tampered), None);
+            assert!(Sealer::from_config(&Cluster {
+                key_file: Some({
+                    let p = dir.path().join("short");
+                    std::fs::write(&p, "abcd").unwrap();
+                    p
+                }),
+                ..Cluster::default()
+            })
+            .is_err());
+        }
+    }
+}

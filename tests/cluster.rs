@@ -1,0 +1,122 @@
+//! Several daemons sharing a cluster key, end to end: a legacy session minted by one replica is
+//! served by another, a tampered or foreign id is unknown, and a rotation keeps sessions.
+
+mod common;
+
+use common::http::*;
+use common::*;
+use serde_json::json;
+
+/// A daemon with the fixture and these cluster keys.
+fn replica(key: &std::path::Path, previous: Option<&std::path::Path>) -> Daemon {
+    let previous = previous.map_or(String::new(), |p| {
+        format!("previousKeyFile = {:?}\n", p.display().to_string())
+    });
+    Daemon::start(
+        &format!(
+            "[cluster]\nkeyFile = {:?}\n{previous}{}",
+            key.display().to_string(),
+            fixture_config("")
+        ),
+        "",
+    )
+}
+
+fn keygen(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let out = std::process::Command::new(mcpx_bin())
+        .arg("keygen")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim().len(), 64);
+    let path = dir.join(name);
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+fn echo(d: &Daemon, session: &str, revision: &str, id: i64) -> Reply {
+    post(
+        d,
+        Some(session),
+        Some(revision),
+        &request(
+            id,
+            "tools/call",
+            json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
+        ),
+    )
+}
+
+mod every_revision {
+    pub mod cluster {
+        use super::super::*;
+
+        /// In every legacy revision a session minted by one replica is served by another with
+        /// the same key (its negotiated revision kept), and by no replica without it.
+        #[test]
+        fn a_sealed_session_is_served_by_any_replica_with_the_key() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let (a, b) = (replica(&key, None), replica(&key, None));
+            let stranger = Daemon::start(&fixture_config(""), "");
+            for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+                let session = initialize_session(&a, revision, json!({"roots": {}}));
+                println!("session id at {revision}: {} bytes", session.len());
+                assert!(session.len() < 1024, "{}", session.len());
+                for (id, replica) in [(1, &b), (2, &a), (3, &b)] {
+                    let reply = echo(replica, &session, revision, id);
+                    assert_eq!(reply.status, 200, "{revision}");
+                    let body = match reply.events().pop() {
+                        Some(event) => event,
+                        None => reply.json(),
+                    };
+                    assert_eq!(
+                        body["result"]["content"][0]["text"], "r",
+                        "{revision}: {body}"
+                    );
+                    assert_result(revision, "tools/call", &body);
+                }
+                assert_eq!(echo(&stranger, &session, revision, 4).status, 404);
+            }
+        }
+
+        #[test]
+        fn a_tampered_or_ended_id_is_unknown() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let (a, b) = (replica(&key, None), replica(&key, None));
+            let session = initialize_session(&a, "2025-11-25", json!({}));
+            let mut tampered = session.clone().into_bytes();
+            let at = tampered.len() / 2;
+            tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+            let tampered = String::from_utf8(tampered).unwrap();
+            assert_eq!(echo(&b, &tampered, "2025-11-25", 1).status, 404);
+            let delete = b.raw(
+                format!(
+                    "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
+                    b.addr
+                )
+                .as_bytes(),
+            );
+            assert_eq!(delete.status, 204);
+            assert_eq!(echo(&b, &session, "2025-11-25", 2).status, 404);
+        }
+
+        /// A new key with the old one as `previousKeyFile` keeps the sessions sealed under the
+        /// old; a replica with only the new key does not know them.
+        #[test]
+        fn a_key_rotation_loses_no_session() {
+            let dir = tempfile::tempdir().unwrap();
+            let (old, new) = (keygen(dir.path(), "old.key"), keygen(dir.path(), "new.key"));
+            let before = replica(&old, None);
+            let session = initialize_session(&before, "2025-06-18", json!({}));
+            let rotated = replica(&new, Some(&old));
+            assert_eq!(echo(&rotated, &session, "2025-06-18", 1).status, 200);
+            let fresh = initialize_session(&rotated, "2025-06-18", json!({}));
+            assert_eq!(echo(&rotated, &fresh, "2025-06-18", 2).status, 200);
+            let only_new = replica(&new, None);
+            assert_eq!(echo(&only_new, &session, "2025-06-18", 3).status, 404);
+            assert_eq!(echo(&only_new, &fresh, "2025-06-18", 4).status, 200);
+        }
+    }
+}
