@@ -118,5 +118,30 @@ mod every_revision {
             assert_eq!(echo(&only_new, &session, "2025-06-18", 3).status, 404);
             assert_eq!(echo(&only_new, &fresh, "2025-06-18", 4).status, 200);
         }
+
+        /// `GET /healthz` is 200 for a load balancer's probe, and tells each upstream's state to
+        /// who has the daemon's token.
+        #[test]
+        fn healthz_is_200_with_upstream_states_for_who_has_the_token() {
+            let daemon = Daemon::start(&fixture_config(""), "token = \"s3\"\n");
+            let get = |auth: &str| {
+                daemon.raw(
+                    format!(
+                        "GET /healthz HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
+                        daemon.addr
+                    )
+                    .as_bytes(),
+                )
+            };
+            let anonymous = get("");
+            assert_eq!(anonymous.status, 200);
+            assert_eq!(anonymous.json(), json!({"status": "ok"}));
+            let trusted = get("Authorization: Bearer s3\r\n");
+            assert_eq!(trusted.status, 200);
+            assert!(eventually(|| get("Authorization: Bearer s3\r\n").json()
+                ["upstreams"]["fixture"]
+                == "ready"));
+            assert_eq!(trusted.json()["status"], "ok");
+        }
     }
 }

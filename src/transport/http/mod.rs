@@ -280,6 +280,32 @@ impl FrontDoor {
         found.unwrap_or(&self.modern[0])
     }
 
+    /// `GET /healthz`, for load balancers and probes: 200 while the daemon serves. Without
+    /// the daemon's token (where it has one) it says only that; with it, each upstream's state.
+    fn health(&self, headers: &HeaderMap) -> Response<Body> {
+        let trusted = self
+            .options
+            .token
+            .as_ref()
+            .is_none_or(|token| authorized(headers, token));
+        let mut health = serde_json::json!({ "status": "ok" });
+        if trusted {
+            let upstreams: serde_json::Map<String, Value> = self
+                .gateway
+                .summaries()
+                .into_iter()
+                .map(|u| (u.name, Value::String(u.state)))
+                .collect();
+            health["upstreams"] = Value::Object(upstreams);
+        }
+        let mut response = json_response(StatusCode::OK, &health);
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
+        response
+    }
+
     /// `GET /metrics`: the Prometheus text format.
     fn metrics(&self, method: &Method) -> Response<Body> {
         if method != Method::GET {
@@ -317,6 +343,9 @@ impl FrontDoor {
 
     async fn respond(&self, request: Request<Incoming>) -> Response<Body> {
         let path = request.uri().path();
+        if path == "/healthz" {
+            return self.health(request.headers());
+        }
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
