@@ -5,7 +5,9 @@ mod common;
 
 use common::http::*;
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
 
 /// A daemon with the fixture and these cluster keys.
 fn replica(key: &std::path::Path, previous: Option<&std::path::Path>) -> Daemon {
@@ -45,6 +47,126 @@ fn echo(d: &Daemon, session: &str, revision: &str, id: i64) -> Reply {
             json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
         ),
     )
+}
+
+/// nginx on a free loopback port, configured with `packaging/nginx/mcpx.conf` pointed at
+/// `replicas`; killed when dropped.
+struct Nginx {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    fn start(replicas: &[&Daemon]) -> Nginx {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let shipped = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/packaging/nginx/mcpx.conf"
+        ))
+        .unwrap();
+        let servers: String = replicas
+            .iter()
+            .map(|r| format!("server {};\n    ", r.addr))
+            .collect();
+        let site = shipped
+            .replace("server 127.0.0.1:7777;\n    server 127.0.0.1:7778;\n    server 127.0.0.1:7779;\n    ", &servers)
+            .replace("listen 127.0.0.1:8080;", &format!("listen 127.0.0.1:{port};"));
+        assert!(
+            site.contains(&servers),
+            "the shipped configuration's upstream block changed"
+        );
+        let prefix = dir.path().display().to_string();
+        let conf = format!(
+            "daemon off;\nworker_processes 1;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\n\
+             events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
+             client_body_temp_path {prefix}/body;\n proxy_temp_path {prefix}/proxy;\n\
+             fastcgi_temp_path {prefix}/fastcgi;\n uwsgi_temp_path {prefix}/uwsgi;\n scgi_temp_path {prefix}/scgi;\n\
+             {site}\n}}\n"
+        );
+        let path = dir.path().join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(deps::nginx())
+            .args(["-p", &prefix, "-c", path.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        assert!(
+            eventually(|| std::net::TcpStream::connect(addr).is_ok()),
+            "nginx did not start"
+        );
+        Nginx {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    /// A legacy request through nginx (retried once if the replica it reached died under it).
+    fn legacy(&self, session: Option<&str>, body: &Value) -> Reply {
+        let mut headers: Vec<(&str, &[u8])> = vec![
+            ("Accept", b"application/json, text/event-stream"),
+            ("Content-Type", b"application/json"),
+            ("MCP-Protocol-Version", b"2025-11-25"),
+        ];
+        if let Some(session) = session {
+            headers.push(("Mcp-Session-Id", session.as_bytes()));
+        }
+        let send = || post_to_addr(self.addr, "/mcp", &headers, body.to_string().as_bytes());
+        let reply = send();
+        if reply.status == 502 {
+            send()
+        } else {
+            reply
+        }
+    }
+
+    /// A 2026-07-28 request through nginx, retried once as a client would after a 502.
+    fn modern(&self, id: i64, method: &str, params: Value) -> Reply {
+        let (headers, body) = modern_request(id, method, params);
+        let refs: Vec<(&str, &[u8])> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
+        let send = || post_to_addr(self.addr, "/mcp", &refs, body.to_string().as_bytes());
+        let reply = send();
+        if reply.status == 502 {
+            send()
+        } else {
+            reply
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How many legacy echo calls a replica served, from its metrics.
+fn legacy_echoes(replica: &Daemon) -> f64 {
+    let reply = replica.raw(
+        format!(
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            replica.addr
+        )
+        .as_bytes(),
+    );
+    String::from_utf8_lossy(&reply.body)
+        .lines()
+        .filter(|l| l.starts_with("mcp_server_operation_duration_seconds_count{"))
+        .filter(|l| l.contains(r#"name="fixture__echo""#) && l.contains(r#"era="legacy""#))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
 }
 
 mod every_revision {
@@ -142,6 +264,66 @@ mod every_revision {
                 ["upstreams"]["fixture"]
                 == "ready"));
             assert_eq!(trusted.json()["status"], "ok");
+        }
+
+        /// Three replicas behind nginx, configured with the shipped `packaging/nginx/mcpx.conf`:
+        /// a legacy session's requests land on different replicas and all succeed, 2026-07-28
+        /// calls too; one replica is killed with SIGKILL, and the session and the calls go on
+        /// on the survivors without a new `initialize`.
+        #[test]
+        fn three_replicas_behind_nginx_serve_every_request_and_survive_a_kill() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let mut replicas = [
+                replica(&key, None),
+                replica(&key, None),
+                replica(&key, None),
+            ];
+            let nginx = Nginx::start(&replicas.iter().collect::<Vec<_>>());
+            let initialize = request(
+                0,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25",
+                "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            );
+            let minted = nginx.legacy(None, &initialize);
+            assert_eq!(minted.status, 200);
+            let session = minted.header("mcp-session-id").unwrap().to_owned();
+            let echo = |id: i64| {
+                request(
+                    id,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
+                )
+            };
+            let answered = |reply: Reply| {
+                assert_eq!(reply.status, 200);
+                let body = reply.events().pop().unwrap_or_else(|| reply.json());
+                assert_eq!(body["result"]["content"][0]["text"], "r", "{body}");
+            };
+            for id in 1..=9 {
+                answered(nginx.legacy(Some(&session), &echo(id)));
+                answered(nginx.modern(
+                    id,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
+                ));
+            }
+            let served: Vec<f64> = replicas.iter().map(legacy_echoes).collect();
+            assert_eq!(served.iter().sum::<f64>(), 9.0, "{served:?}");
+            assert!(
+                served.iter().filter(|n| **n > 0.0).count() >= 2,
+                "one session, several replicas: {served:?}"
+            );
+            replicas[1].signal("KILL");
+            for id in 10..=18 {
+                answered(nginx.legacy(Some(&session), &echo(id)));
+                answered(nginx.modern(
+                    id,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
+                ));
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! need so that `cargo test --workspace` alone passes on a fresh clone: a virtual environment
 //! with the published `mcp-server-time` and the Python SDK (`tests/sdk/requirements.txt`), and
 //! the npm packages of `tests/sdk` (Node 24 and the TypeScript SDKs) and `tests/conformance` (the
-//! official suite).
+//! official suite), and programs unpacked from Debian packages (`promtool`, `nginx`).
 //!
 //! Test binaries run one after another but their tests run in parallel, and a developer may run
 //! two `cargo test`s at once, so each install happens under an exclusive file lock and leaves a
@@ -126,20 +126,30 @@ pub fn conformance_suite() -> String {
         .to_string()
 }
 
-/// `promtool`, from Debian's `prometheus` package: downloaded with `apt-get download` (no root
-/// needed) and unpacked under the test dependencies, never installed.
+/// `promtool`, from Debian's `prometheus` package.
 pub fn promtool() -> PathBuf {
-    let dir = deps_dir().join("prometheus");
+    debian_program("prometheus", "usr/bin/promtool")
+}
+
+/// `nginx`, from Debian's `nginx` package (its libraries are the machine's own).
+pub fn nginx() -> PathBuf {
+    debian_program("nginx", "usr/sbin/nginx")
+}
+
+/// A program from a Debian package, downloaded with `apt-get download` (no root needed) and
+/// unpacked under the test dependencies, never installed.
+fn debian_program(package: &str, program: &str) -> PathBuf {
+    let dir = deps_dir().join(package);
     ensure(
-        &deps_dir().join("prometheus.lock"),
+        &deps_dir().join(format!("{package}.lock")),
         &dir.join("mcpx-stamp"),
-        "prometheus",
+        package,
         || {
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             let download = || {
                 Command::new("apt-get")
-                    .args(["download", "--quiet", "prometheus"])
+                    .args(["download", "--quiet", package])
                     .current_dir(&dir)
                     .status()
                     .is_ok_and(|s| s.success())
@@ -153,9 +163,9 @@ pub fn promtool() -> PathBuf {
             }
             if !download() {
                 run(
-                    "Debian's prometheus package (for promtool)",
+                    &format!("Debian's {package} package"),
                     Command::new("apt-get")
-                        .args(["download", "prometheus"])
+                        .args(["download", package])
                         .current_dir(&dir),
                 );
             }
@@ -166,11 +176,11 @@ pub fn promtool() -> PathBuf {
                 .find(|p| p.extension().is_some_and(|e| e == "deb"))
                 .expect("apt-get download left no .deb");
             run(
-                "promtool (unpacking the package)",
+                &format!("{package} (unpacking the package)"),
                 Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir),
             );
             let _ = fs::remove_file(deb);
         },
     );
-    dir.join("usr/bin/promtool")
+    dir.join(program)
 }

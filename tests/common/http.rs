@@ -123,8 +123,7 @@ impl Daemon {
 
     /// POSTs `body` to `path` (a profile's `/mcp/NAME`) with exactly these headers.
     pub fn post_to(&self, path: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
-        let stream = self.send_post_on(TcpStream::connect(self.addr).unwrap(), path, headers, body);
-        read_reply(stream)
+        post_to_addr(self.addr, path, headers, body)
     }
 
     /// POSTs and returns the open connection, for streams read as they arrive.
@@ -140,28 +139,12 @@ impl Daemon {
 
     fn send_post_on(
         &self,
-        mut stream: TcpStream,
+        stream: TcpStream,
         path: &str,
         headers: &[(&str, &[u8])],
         body: &[u8],
     ) -> TcpStream {
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        let mut head = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.addr,
-            body.len()
-        )
-        .into_bytes();
-        for (name, value) in headers {
-            head.extend_from_slice(name.as_bytes());
-            head.extend_from_slice(b": ");
-            head.extend_from_slice(value);
-            head.extend_from_slice(b"\r\n");
-        }
-        head.extend_from_slice(b"\r\n");
-        head.extend_from_slice(body);
-        stream.write_all(&head).unwrap();
-        stream
+        send_post_on(stream, self.addr, path, headers, body)
     }
 
     /// Sends a raw request (any method and path).
@@ -188,6 +171,37 @@ impl Daemon {
             .collect();
         self.post_to(path, &refs, body.to_string().as_bytes())
     }
+}
+
+/// POSTs `body` to `path` on whatever listens at `addr` (a proxy in front of daemons).
+pub fn post_to_addr(addr: SocketAddr, path: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Reply {
+    let stream = TcpStream::connect(addr).unwrap();
+    read_reply(send_post_on(stream, addr, path, headers, body))
+}
+
+fn send_post_on(
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &[u8])],
+    body: &[u8],
+) -> TcpStream {
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    )
+    .into_bytes();
+    for (name, value) in headers {
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value);
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head.extend_from_slice(body);
+    stream.write_all(&head).unwrap();
+    stream
 }
 
 fn read_reply(mut stream: TcpStream) -> Reply {
