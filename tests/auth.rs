@@ -22,8 +22,9 @@ struct State {
     issued: Vec<String>,
     refresh_requests: usize,
     next: usize,
-    /// The open HTTP+SSE stream, where answers to `/message` go.
-    stream: Option<TcpStream>,
+    /// The open HTTP+SSE streams by their session, where answers to `/message?session=N` go
+    /// (two mcpx processes may each hold one).
+    streams: HashMap<String, TcpStream>,
 }
 
 /// One server playing both the authorization server and the MCP server (issuer and resource on
@@ -143,7 +144,10 @@ impl AuthServer {
             ("POST", "/mcp") => self.mcp(&headers, &body),
             ("GET", "/sse") if self.authorized(&headers) => return self.open_stream(stream),
             ("GET", "/sse") => ("401 Unauthorized", self.challenge("/sse"), String::new()),
-            ("POST", "/message") => self.message(&headers, &body),
+            ("POST", "/message") => {
+                let session = target.split("session=").nth(1).unwrap_or_default();
+                self.message(&headers, &body, session)
+            }
             _ => ("404 Not Found", String::new(), String::new()),
         };
         let kind = if payload.starts_with('{') {
@@ -177,11 +181,18 @@ impl AuthServer {
     /// The same server on the 2024-11-05 HTTP+SSE transport: the stream names `/message` as
     /// its endpoint, and is held open until the client goes.
     fn open_stream(&self, mut stream: TcpStream) {
-        let opened = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\ndata: /message?session=1\n\n";
+        let session = {
+            let mut state = self.state.lock().unwrap();
+            state.next += 1;
+            format!("s{}", state.next)
+        };
+        let opened = format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\ndata: /message?session={session}\n\n");
         if stream.write_all(opened.as_bytes()).is_err() {
             return;
         }
-        self.state.lock().unwrap().stream = stream.try_clone().ok();
+        if let Ok(held) = stream.try_clone() {
+            self.state.lock().unwrap().streams.insert(session, held);
+        }
         let _ = stream.read(&mut [0; 1]);
     }
 
@@ -190,13 +201,14 @@ impl AuthServer {
         &self,
         headers: &HashMap<String, String>,
         body: &str,
+        session: &str,
     ) -> (&'static str, String, String) {
         if !self.authorized(headers) {
             return ("401 Unauthorized", self.challenge("/sse"), String::new());
         }
         let (_, _, answer) = self.mcp(headers, body);
         if !answer.is_empty() {
-            if let Some(stream) = &mut self.state.lock().unwrap().stream {
+            if let Some(stream) = self.state.lock().unwrap().streams.get_mut(session) {
                 let _ = write!(stream, "event: message\ndata: {answer}\n\n");
             }
         }
