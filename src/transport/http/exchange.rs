@@ -200,9 +200,18 @@ impl Exchange {
                     Next::Message(message) => events.message(&message).await,
                     Next::Answer(answer) => {
                         delivered += 1;
+                        // A message the request queued in the very poll that finished it (an
+                        // upstream's last progress, read with its answer) still goes first.
+                        let mut written = true;
+                        while written {
+                            let Ok(message) = outbound.try_recv() else {
+                                break;
+                            };
+                            written = events.message(&message).await;
+                        }
                         match answer {
-                            Some(answer) => events.message(&answer).await,
-                            None => true,
+                            Some(answer) if written => events.message(&answer).await,
+                            _ => written,
                         }
                     }
                     Next::KeepAlive => events.keep_alive().await,
