@@ -525,10 +525,7 @@ mod every_revision {
                         "tools/call",
                         json!({"name": "fixture__sleep", "arguments": {}}),
                     );
-                    let refs: Vec<(&str, &[u8])> = headers
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_bytes()))
-                        .collect();
+                    let refs = header_refs(&headers);
                     let stream = d.send_post(&refs, body.to_string().as_bytes());
                     std::thread::sleep(Duration::from_millis(fastrand::u64(0..30)));
                     drop(stream);

@@ -131,10 +131,7 @@ impl Nginx {
     /// A 2026-07-28 request through nginx, retried once as a client would after a 502.
     fn modern(&self, id: i64, method: &str, params: Value) -> Reply {
         let (headers, body) = modern_request(id, method, params);
-        let refs: Vec<(&str, &[u8])> = headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_bytes()))
-            .collect();
+        let refs = header_refs(&headers);
         let send = || post_to_addr(self.addr, "/mcp", &refs, body.to_string().as_bytes());
         let reply = send();
         if reply.status == 502 {
@@ -154,19 +151,12 @@ impl Drop for Nginx {
 
 /// How many legacy echo calls a replica served, from its metrics.
 fn legacy_echoes(replica: &Daemon) -> f64 {
-    let reply = replica.raw(
-        format!(
-            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            replica.addr
-        )
-        .as_bytes(),
-    );
-    String::from_utf8_lossy(&reply.body)
-        .lines()
-        .filter(|l| l.starts_with("mcp_server_operation_duration_seconds_count{"))
-        .filter(|l| l.contains(r#"name="fixture__echo""#) && l.contains(r#"era="legacy""#))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
+    let echoes = [("name", "fixture__echo"), ("era", "legacy")];
+    metric_sample(
+        &replica.metrics(),
+        "mcp_server_operation_duration_seconds_count",
+        &echoes,
+    )
 }
 
 mod every_revision {

@@ -13,14 +13,6 @@ fn daemon() -> Daemon {
     Daemon::start(&fixture_config(""), "")
 }
 
-/// Headers as the raw client takes them.
-fn refs(headers: &[(String, String)]) -> Vec<(&str, &[u8])> {
-    headers
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_bytes()))
-        .collect()
-}
-
 /// A modern request with one header replaced (`None` removes it).
 fn with_header(
     id: i64,
@@ -454,7 +446,7 @@ mod v2026_07_28 {
             let d = daemon();
             let (mut headers, body) = modern_request(60, "tools/list", json!({}));
             headers.push(("Mcp-Session-Id".into(), "no-such-session".into()));
-            let reply = d.post(&refs(&headers), body.to_string().as_bytes());
+            let reply = d.post(&header_refs(&headers), body.to_string().as_bytes());
             assert_eq!(reply.status, 200);
             assert!(reply.header("mcp-session-id").is_none());
             let discover = d.modern(61, "server/discover", json!({}));
@@ -466,7 +458,7 @@ mod v2026_07_28 {
         fn a_batch_is_400_invalid_request() {
             let d = daemon();
             let (headers, body) = modern_request(70, "tools/list", json!({}));
-            let reply = d.post(&refs(&headers), json!([body]).to_string().as_bytes());
+            let reply = d.post(&header_refs(&headers), json!([body]).to_string().as_bytes());
             assert_eq!(reply.status, 400);
             assert_eq!(reply.json()["error"]["code"], -32600);
         }
@@ -546,7 +538,7 @@ mod v2026_07_28 {
                 "subscriptions/listen",
                 json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["fixture://hello"]}}),
             );
-            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let stream = d.send_post(&header_refs(&headers), body.to_string().as_bytes());
             let (mut events, head) = EventReader::open(stream);
             assert!(
                 head.to_ascii_lowercase().contains("text/event-stream"),
@@ -598,7 +590,7 @@ mod v2026_07_28 {
                 "tools/call",
                 json!({"name": "fixture__sleep", "arguments": {}}),
             );
-            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let stream = d.send_post(&header_refs(&headers), body.to_string().as_bytes());
             // Once the call has reached the upstream, vanish.
             assert!(d.log_shows("fixture: sleeping request"));
             drop(stream);
@@ -636,7 +628,7 @@ mod v2026_07_28 {
         /// upstream was told to cancel; returns that first event.
         fn close_after_the_first_event(d: &Daemon, params: Value) -> Value {
             let (headers, body) = modern_request(101, "tools/call", params);
-            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let stream = d.send_post(&header_refs(&headers), body.to_string().as_bytes());
             let (mut events, _) = EventReader::open(stream);
             let first = events.next_event().expect("no first event");
             drop(events);
@@ -660,7 +652,7 @@ mod v2026_07_28 {
                 b"null",
                 b"http://localhost.evil.example",
             ] {
-                let mut h = refs(&headers);
+                let mut h = header_refs(&headers);
                 h.push(("Origin", origin));
                 let reply = d.post(&h, body.to_string().as_bytes());
                 assert_eq!(reply.status, 403, "{}", String::from_utf8_lossy(origin));
@@ -674,7 +666,7 @@ mod v2026_07_28 {
                 b"https://127.0.0.1",
                 b"https://app.example",
             ] {
-                let mut h = refs(&headers);
+                let mut h = header_refs(&headers);
                 h.push(("Origin", origin));
                 assert_eq!(
                     d.post(&h, body.to_string().as_bytes()).status,
@@ -702,7 +694,8 @@ mod v2026_07_28 {
                 modern_request(120, "tools/list", json!({"pad": "x".repeat(2000)}));
             body["params"]["pad"] = json!("x".repeat(2000));
             assert_eq!(
-                d.post(&refs(&headers), body.to_string().as_bytes()).status,
+                d.post(&header_refs(&headers), body.to_string().as_bytes())
+                    .status,
                 413
             );
         }
@@ -754,7 +747,7 @@ mod v2026_07_28 {
                 "tools/call",
                 json!({"name": "fixture__sleep", "arguments": {"ms": 300}}),
             );
-            let stream = d.send_post(&refs(&headers), body.to_string().as_bytes());
+            let stream = d.send_post(&header_refs(&headers), body.to_string().as_bytes());
             std::thread::sleep(Duration::from_millis(100));
             let status = d.signal("TERM").expect("the daemon did not exit");
             assert!(status.success());
@@ -853,7 +846,7 @@ mod every_revision {
             std::env::set_var("MCPX_TEST_DAEMON_TOKEN", "s3cret");
             let d = Daemon::start(&fixture_config(""), "token = \"${MCPX_TEST_DAEMON_TOKEN}\"");
             let (headers, body) = modern_request(1, "tools/list", json!({}));
-            let bare = d.post(&refs(&headers), body.to_string().as_bytes());
+            let bare = d.post(&header_refs(&headers), body.to_string().as_bytes());
             assert_eq!(bare.status, 401);
             assert_eq!(
                 bare.header("www-authenticate"),
@@ -866,7 +859,7 @@ mod every_revision {
                 (b"bearer s3cret", 200),
                 (b"Basic s3cret", 401),
             ] {
-                let mut h = refs(&headers);
+                let mut h = header_refs(&headers);
                 h.push(("Authorization", token));
                 assert_eq!(
                     d.post(&h, body.to_string().as_bytes()).status,
@@ -894,7 +887,7 @@ mod every_revision {
             assert!(d.log_shows("maxConnections (2) reached"));
             // A held connection still serves, and a closed one frees its place.
             let (headers, body) = modern_request(2, "tools/list", json!({}));
-            let reply = d.post_on(first, &refs(&headers), body.to_string().as_bytes());
+            let reply = d.post_on(first, &header_refs(&headers), body.to_string().as_bytes());
             assert_eq!(reply.status, 200);
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
             loop {

@@ -11,35 +11,6 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
 
-/// The value of the sample `name` whose labels include every pair of `labels`; 0 if none.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
-        .filter(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
-}
-
-fn scrape(daemon: &Daemon) -> String {
-    let reply = daemon.raw(
-        format!(
-            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            daemon.addr
-        )
-        .as_bytes(),
-    );
-    assert_eq!(reply.status, 200);
-    assert!(reply
-        .header("content-type")
-        .unwrap()
-        .starts_with("text/plain; version=0.0.4"));
-    String::from_utf8(reply.body).unwrap()
-}
-
 fn call(daemon: &Daemon, id: i64, name: &str, arguments: Value) -> Value {
     daemon
         .modern(
@@ -89,10 +60,7 @@ mod every_revision {
                 "tools/call",
                 json!({"name": "fixture__sleep", "arguments": {}}),
             );
-            let refs: Vec<(&str, &[u8])> = headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes()))
-                .collect();
+            let refs = header_refs(&headers);
             let sleeping = daemon.send_post(&refs, body.to_string().as_bytes());
             assert!(daemon.log_shows("fixture: sleeping request"));
             drop(sleeping);
@@ -111,17 +79,14 @@ mod every_revision {
             );
             wrong.retain(|(n, _)| n != "Mcp-Name");
             wrong.push(("Mcp-Name".into(), "fixture__sleep".into()));
-            let wrong: Vec<(&str, &[u8])> = wrong
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes()))
-                .collect();
+            let wrong = header_refs(&wrong);
             assert_eq!(daemon.post(&wrong, echo.to_string().as_bytes()).status, 400);
             assert_eq!(daemon.post(&refs, &vec![b' '; 5000]).status, 413);
 
-            let text = scrape(&daemon);
+            let text = daemon.metrics();
             let operations = "mcp_server_operation_duration_seconds_count";
             let call_of = |name: &str, outcome: &str, era: &str| {
-                sample(
+                metric_sample(
                     &text,
                     operations,
                     &[
@@ -147,7 +112,7 @@ mod every_revision {
             );
             assert!(text.contains(r#"name="fixture__echo",upstream="fixture""#));
             let upstream_calls = |outcome: &str| {
-                sample(
+                metric_sample(
                     &text,
                     "mcp_client_operation_duration_seconds_count",
                     &[
@@ -162,17 +127,17 @@ mod every_revision {
             assert_eq!(upstream_calls("cancelled"), 1.0);
             for reason in ["origin", "header_mismatch", "too_large"] {
                 assert_eq!(
-                    sample(&text, "mcpx_refused_requests_total", &[("reason", reason)]),
+                    metric_sample(&text, "mcpx_refused_requests_total", &[("reason", reason)]),
                     1.0,
                     "{reason}: {text}"
                 );
             }
             assert!(
-                sample(&text, "mcpx_sessions", &[]) >= 2.0,
+                metric_sample(&text, "mcpx_sessions", &[]) >= 2.0,
                 "the legacy session and the modern callers"
             );
-            assert!(sample(&text, "mcpx_received_bytes_total", &[("door", "http")]) > 0.0);
-            assert!(sample(&text, "mcpx_sent_bytes_total", &[("door", "http")]) > 0.0);
+            assert!(metric_sample(&text, "mcpx_received_bytes_total", &[("door", "http")]) > 0.0);
+            assert!(metric_sample(&text, "mcpx_sent_bytes_total", &[("door", "http")]) > 0.0);
 
             let mut check = std::process::Command::new(deps::promtool())
                 .args(["check", "metrics"])
@@ -255,11 +220,11 @@ mod every_revision {
                 ("outcome", "ok"),
             ];
             assert_eq!(
-                sample(text, "mcp_server_operation_duration_seconds_count", &echo),
+                metric_sample(text, "mcp_server_operation_duration_seconds_count", &echo),
                 1.0,
                 "{text}"
             );
-            assert!(sample(text, "mcpx_received_bytes_total", &[("door", "stdio")]) > 0.0);
+            assert!(metric_sample(text, "mcpx_received_bytes_total", &[("door", "stdio")]) > 0.0);
         }
     }
 

@@ -571,10 +571,7 @@ mod v2026_07_28 {
                 if let Some(region) = region {
                     headers.push(("Mcp-Param-Region".into(), region.into()));
                 }
-                let refs: Vec<(&str, &[u8])> = headers
-                    .iter()
-                    .map(|(n, v)| (n.as_str(), v.as_bytes()))
-                    .collect();
+                let refs = header_refs(&headers);
                 daemon.post(&refs, body.to_string().as_bytes())
             };
             let ok = call("remote__shout", Some("eu"));

@@ -157,6 +157,23 @@ impl Daemon {
         Reply::parse(&raw)
     }
 
+    /// `GET /metrics`: the Prometheus text (checked to be served as such).
+    pub fn metrics(&self) -> String {
+        let reply = self.raw(
+            format!(
+                "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                self.addr
+            )
+            .as_bytes(),
+        );
+        assert_eq!(reply.status, 200);
+        assert!(reply
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4"));
+        String::from_utf8(reply.body).unwrap()
+    }
+
     /// A modern request with every header right.
     pub fn modern(&self, id: i64, method: &str, params: Value) -> Reply {
         self.modern_to("/mcp", id, method, params)
@@ -165,12 +182,31 @@ impl Daemon {
     /// A modern request with every header right, to `path`.
     pub fn modern_to(&self, path: &str, id: i64, method: &str, params: Value) -> Reply {
         let (headers, body) = modern_request(id, method, params);
-        let refs: Vec<(&str, &[u8])> = headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_bytes()))
-            .collect();
+        let refs = header_refs(&headers);
         self.post_to(path, &refs, body.to_string().as_bytes())
     }
+}
+
+/// The sum of the samples `name` in Prometheus `text` whose labels include every pair of
+/// `labels`; 0 if none.
+pub fn metric_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+/// Owned header pairs as the borrowed pairs the posting functions take.
+pub fn header_refs(headers: &[(String, String)]) -> Vec<(&str, &[u8])> {
+    headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_bytes()))
+        .collect()
 }
 
 /// POSTs `body` to `path` on whatever listens at `addr` (a proxy in front of daemons).
