@@ -70,6 +70,43 @@ impl SealedSession {
     }
 }
 
+/// The key files of `[cluster]`, read once; every key mcpx uses is derived from them.
+pub struct ClusterKeys {
+    current: Vec<u8>,
+    previous: Option<Vec<u8>>,
+    session_lifetime: Duration,
+}
+
+impl std::fmt::Debug for ClusterKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterKeys { .. }")
+    }
+}
+
+impl ClusterKeys {
+    /// The keys `[cluster]` names; `None` without a key file.
+    pub fn from_config(config: &ClusterConfig) -> Result<Option<ClusterKeys>, String> {
+        let Some(path) = &config.key_file else {
+            return Ok(None);
+        };
+        Ok(Some(ClusterKeys {
+            current: read_key(path)?,
+            previous: config
+                .previous_key_file
+                .as_deref()
+                .map(read_key)
+                .transpose()?,
+            session_lifetime: config.session_lifetime,
+        }))
+    }
+
+    /// The key for one use (`label`), and the one the previous key file gives it.
+    pub fn derive(&self, label: &[u8]) -> ([u8; 32], Option<[u8; 32]>) {
+        let derived = derive(&self.current, label);
+        (derived, self.previous.as_deref().map(|p| derive(p, label)))
+    }
+}
+
 /// Seals and opens session ids.
 pub struct Sealer {
     current: XChaCha20Poly1305,
@@ -84,24 +121,14 @@ impl std::fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    /// The sealer `[cluster]` describes; `None` without a key file.
-    pub fn from_config(config: &ClusterConfig) -> Result<Option<Sealer>, String> {
-        let Some(path) = &config.key_file else {
-            return Ok(None);
-        };
-        let cipher = |path: &std::path::Path| -> Result<XChaCha20Poly1305, String> {
-            let key = derive(&read_key(path)?, b"mcpx session v1");
-            Ok(XChaCha20Poly1305::new(&key.into()))
-        };
-        Ok(Some(Sealer {
-            current: cipher(path)?,
-            previous: config
-                .previous_key_file
-                .as_deref()
-                .map(cipher)
-                .transpose()?,
-            lifetime: config.session_lifetime,
-        }))
+    /// The sealer for these keys.
+    pub fn new(keys: &ClusterKeys) -> Sealer {
+        let (current, previous) = keys.derive(b"mcpx session v1");
+        Sealer {
+            current: XChaCha20Poly1305::new(&current.into()),
+            previous: previous.map(|key| XChaCha20Poly1305::new(&key.into())),
+            lifetime: keys.session_lifetime,
+        }
     }
 
     /// How long an id is accepted after its `initialize`.
@@ -180,7 +207,7 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod every_revision {
     mod cluster {
-        use crate::cluster::{keygen, SealedSession, Sealer};
+        use crate::cluster::{keygen, ClusterKeys, SealedSession, Sealer};
         use crate::config::Cluster;
         use serde_json::json;
         use std::time::Duration;
@@ -191,13 +218,13 @@ mod every_revision {
                 std::fs::write(&path, key).unwrap();
                 path
             };
-            Sealer::from_config(&Cluster {
+            let keys = ClusterKeys::from_config(&Cluster {
                 key_file: Some(write("key", key)),
                 previous_key_file: previous.map(|p| write("previous", p)),
                 session_lifetime: Duration::from_secs(3600),
-            })
-            .unwrap()
-            .unwrap()
+                ..Cluster::default()
+            });
+            Sealer::new(&keys.unwrap().unwrap())
         }
 
         #[test]
@@ -226,7 +253,7 @@ mod every_revision {
             tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
             let tampered = String::from_utf8(tampered).unwrap();
             assert_eq!(sealer(dir.path(), &old, None).open(&tampered), None);
-            assert!(Sealer::from_config(&Cluster {
+            assert!(ClusterKeys::from_config(&Cluster {
                 key_file: Some({
                     let p = dir.path().join("short");
                     std::fs::write(&p, "abcd").unwrap();

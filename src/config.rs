@@ -51,6 +51,11 @@ pub struct Cluster {
     /// How long a sealed session id is accepted after its `initialize`.
     #[serde(with = "humantime_serde")]
     pub session_lifetime: Duration,
+    /// Where the other replicas reach this one (`host:port`, `${VAR}` from the environment): a
+    /// 2026-07-28 retry that lands elsewhere is forwarded here to the call it resumes. Unset, the
+    /// daemon's `address` unless that is a wildcard (`0.0.0.0`, `[::]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advertise: Option<String>,
 }
 
 impl Default for Cluster {
@@ -59,6 +64,7 @@ impl Default for Cluster {
             key_file: None,
             previous_key_file: None,
             session_lifetime: Duration::from_secs(24 * 60 * 60),
+            advertise: None,
         }
     }
 }
@@ -554,6 +560,17 @@ impl Config {
         match stem {
             "admin" => admin.with_file_name("serve.sock"),
             other => admin.with_file_name(format!("{other}.serve.sock")),
+        }
+    }
+
+    /// Where the other replicas reach this daemon, listening on `bound`: `[cluster] advertise`
+    /// (its `${VAR}`s expanded), else `bound` unless that is a wildcard, which names no one host.
+    pub fn advertised(&self, bound: SocketAddr) -> Result<Option<String>, String> {
+        match &self.cluster.advertise {
+            Some(address) => crate::environment::expand(address)
+                .map(Some)
+                .map_err(|e| format!("cluster.advertise: {e}")),
+            None => Ok((!bound.ip().is_unspecified()).then(|| bound.to_string())),
         }
     }
 }

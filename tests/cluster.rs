@@ -3,37 +3,14 @@
 
 mod common;
 
+use common::cluster::*;
 use common::http::*;
 use common::*;
 use serde_json::{json, Value};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 
 /// A daemon with the fixture and these cluster keys.
 fn replica(key: &std::path::Path, previous: Option<&std::path::Path>) -> Daemon {
-    let previous = previous.map_or(String::new(), |p| {
-        format!("previousKeyFile = {:?}\n", p.display().to_string())
-    });
-    Daemon::start(
-        &format!(
-            "[cluster]\nkeyFile = {:?}\n{previous}{}",
-            key.display().to_string(),
-            fixture_config("")
-        ),
-        "",
-    )
-}
-
-fn keygen(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
-    let out = std::process::Command::new(mcpx_bin())
-        .arg("keygen")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim().len(), 64);
-    let path = dir.join(name);
-    std::fs::write(&path, &out.stdout).unwrap();
-    path
+    replica_of(&fixture_config(""), key, previous)
 }
 
 fn echo(d: &Daemon, session: &str, revision: &str, id: i64) -> Reply {
@@ -49,66 +26,13 @@ fn echo(d: &Daemon, session: &str, revision: &str, id: i64) -> Reply {
     )
 }
 
-/// nginx on a free loopback port, configured with `packaging/nginx/mcpx.conf` pointed at
-/// `replicas`; killed when dropped.
-struct Nginx {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
+/// Requests through nginx, retried once after a 502 as a client would.
+trait ThroughNginx {
+    fn legacy(&self, session: Option<&str>, body: &Value) -> Reply;
+    fn modern(&self, id: i64, method: &str, params: Value) -> Reply;
 }
 
-impl Nginx {
-    fn start(replicas: &[&Daemon]) -> Nginx {
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let shipped = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/packaging/nginx/mcpx.conf"
-        ))
-        .unwrap();
-        let servers: String = replicas
-            .iter()
-            .map(|r| format!("server {};\n    ", r.addr))
-            .collect();
-        let site = shipped
-            .replace("server 127.0.0.1:7777;\n    server 127.0.0.1:7778;\n    server 127.0.0.1:7779;\n    ", &servers)
-            .replace("listen 127.0.0.1:8080;", &format!("listen 127.0.0.1:{port};"));
-        assert!(
-            site.contains(&servers),
-            "the shipped configuration's upstream block changed"
-        );
-        let prefix = dir.path().display().to_string();
-        let conf = format!(
-            "daemon off;\nworker_processes 1;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\n\
-             events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
-             client_body_temp_path {prefix}/body;\n proxy_temp_path {prefix}/proxy;\n\
-             fastcgi_temp_path {prefix}/fastcgi;\n uwsgi_temp_path {prefix}/uwsgi;\n scgi_temp_path {prefix}/scgi;\n\
-             {site}\n}}\n"
-        );
-        let path = dir.path().join("nginx.conf");
-        std::fs::write(&path, conf).unwrap();
-        let child = Command::new(deps::nginx())
-            .args(["-p", &prefix, "-c", path.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        assert!(
-            eventually(|| std::net::TcpStream::connect(addr).is_ok()),
-            "nginx did not start"
-        );
-        Nginx {
-            child,
-            addr,
-            _dir: dir,
-        }
-    }
-
+impl ThroughNginx for Nginx {
     /// A legacy request through nginx (retried once if the replica it reached died under it).
     fn legacy(&self, session: Option<&str>, body: &Value) -> Reply {
         let mut headers: Vec<(&str, &[u8])> = vec![
@@ -139,13 +63,6 @@ impl Nginx {
         } else {
             reply
         }
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -256,48 +173,17 @@ mod every_revision {
             assert_eq!(trusted.json()["status"], "ok");
         }
 
-        /// Three replicas behind nginx, configured with the shipped `packaging/nginx/mcpx.conf`:
-        /// a legacy session's requests land on different replicas and all succeed, 2026-07-28
-        /// calls too; one replica is killed with SIGKILL, and the session and the calls go on
-        /// on the survivors without a new `initialize`.
+        /// Round-robin through nginx (the shipped file's alternative): a legacy session's
+        /// consecutive requests land on different replicas and all succeed.
         #[test]
-        fn three_replicas_behind_nginx_serve_every_request_and_survive_a_kill() {
+        fn round_robin_through_nginx_serves_a_session_on_several_replicas() {
             let dir = tempfile::tempdir().unwrap();
             let key = keygen(dir.path(), "cluster.key");
-            let mut replicas = [
-                replica(&key, None),
-                replica(&key, None),
-                replica(&key, None),
-            ];
-            let nginx = Nginx::start(&replicas.iter().collect::<Vec<_>>());
-            let initialize = request(
-                0,
-                "initialize",
-                json!({"protocolVersion": "2025-11-25",
-                "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-            );
-            let minted = nginx.legacy(None, &initialize);
-            assert_eq!(minted.status, 200);
-            let session = minted.header("mcp-session-id").unwrap().to_owned();
-            let echo = |id: i64| {
-                request(
-                    id,
-                    "tools/call",
-                    json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
-                )
-            };
-            let answered = |reply: Reply| {
-                assert_eq!(reply.status, 200);
-                let body = reply.events().pop().unwrap_or_else(|| reply.json());
-                assert_eq!(body["result"]["content"][0]["text"], "r", "{body}");
-            };
+            let replicas: Vec<Daemon> = (0..3).map(|_| replica(&key, None)).collect();
+            let nginx = Nginx::start(&replicas.iter().collect::<Vec<_>>(), Balance::RoundRobin);
+            let session = initialize_through(&nginx);
             for id in 1..=9 {
-                answered(nginx.legacy(Some(&session), &echo(id)));
-                answered(nginx.modern(
-                    id,
-                    "tools/call",
-                    json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
-                ));
+                answered(nginx.legacy(Some(&session), &echo_request(id)));
             }
             let served: Vec<f64> = replicas.iter().map(legacy_echoes).collect();
             assert_eq!(served.iter().sum::<f64>(), 9.0, "{served:?}");
@@ -305,15 +191,165 @@ mod every_revision {
                 served.iter().filter(|n| **n > 0.0).count() >= 2,
                 "one session, several replicas: {served:?}"
             );
-            replicas[1].signal("KILL");
-            for id in 10..=18 {
-                answered(nginx.legacy(Some(&session), &echo(id)));
-                answered(nginx.modern(
-                    id,
-                    "tools/call",
-                    json!({"name": "fixture__echo", "arguments": {"text": "r"}}),
-                ));
+        }
+
+        /// Three replicas behind the shipped nginx site: a legacy session's requests stay on
+        /// one replica, 2026-07-28 calls and multi-round calls go anywhere. That replica is
+        /// killed with SIGKILL mid-way: the session goes on on a survivor without a new
+        /// `initialize`, no modern call fails after its retry, and the session's GET stream,
+        /// opened again, hears the survivor's `list_changed`.
+        #[test]
+        fn three_replicas_behind_nginx_survive_a_kill_of_the_sessions_replica() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let mut replicas: Vec<Daemon> = (0..3).map(|_| replica(&key, None)).collect();
+            let nginx = Nginx::start(&replicas.iter().collect::<Vec<_>>(), Balance::Shipped);
+            let session = initialize_through(&nginx);
+            for id in 1..=6 {
+                answered(nginx.legacy(Some(&session), &echo_request(id)));
+                answered(nginx.modern(id, "tools/call", echo_params()));
+                let asked = nginx.modern(100 + id, "tools/call", ask()).json();
+                let resumed = nginx.modern(200 + id, "tools/call", answer(&asked)).json();
+                assert_eq!(
+                    resumed["result"]["content"][0]["text"], "accept: Ada",
+                    "{resumed}"
+                );
             }
+            let served: Vec<f64> = replicas.iter().map(legacy_echoes).collect();
+            let holder = served.iter().position(|n| *n == 6.0);
+            let holder = holder.unwrap_or_else(|| panic!("one session, one replica: {served:?}"));
+            let (mut stream, head) = open_get(&nginx, &session);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            replicas[holder].signal("KILL");
+            assert!(
+                std::iter::from_fn(|| stream.next_line()).all(|line| line.starts_with(':')),
+                "the dead replica's stream ends"
+            );
+            for id in 7..=12 {
+                answered(nginx.legacy(Some(&session), &echo_request(id)));
+                answered(nginx.modern(id, "tools/call", echo_params()));
+            }
+            let (mut reopened, head) = open_get(&nginx, &session);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            let add = request(
+                13,
+                "tools/call",
+                json!({"name": "fixture__add_tool", "arguments": {}}),
+            );
+            assert_eq!(nginx.legacy(Some(&session), &add).status, 200);
+            let heard = std::iter::from_fn(|| reopened.next_event())
+                .find(|event| event["method"] == "notifications/tools/list_changed");
+            assert!(
+                heard.is_some(),
+                "the reopened GET stream heard no list_changed"
+            );
+        }
+    }
+}
+
+/// `initialize` at 2025-11-25 through nginx; the session id.
+fn initialize_through(nginx: &Nginx) -> String {
+    let initialize = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let minted = nginx.legacy(None, &initialize);
+    assert_eq!(minted.status, 200);
+    let session = minted.header("mcp-session-id").unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(nginx.legacy(Some(&session), &initialized).status, 202);
+    session
+}
+
+/// A session's GET stream through nginx.
+fn open_get(nginx: &Nginx, session: &str) -> (EventReader, String) {
+    let mut stream = std::net::TcpStream::connect(nginx.addr).unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session}\r\n\r\n"
+    );
+    std::io::Write::write_all(&mut stream, get.as_bytes()).unwrap();
+    EventReader::open(stream)
+}
+
+fn echo_params() -> Value {
+    json!({"name": "fixture__echo", "arguments": {"text": "r"}})
+}
+
+fn echo_request(id: i64) -> Value {
+    request(id, "tools/call", echo_params())
+}
+
+/// Asserts an echo call was answered.
+fn answered(reply: Reply) {
+    assert_eq!(reply.status, 200);
+    let body = reply.events().pop().unwrap_or_else(|| reply.json());
+    assert_eq!(body["result"]["content"][0]["text"], "r", "{body}");
+}
+
+/// A call that asks `fixture__ask`'s question, by a modern client that can answer it.
+fn ask() -> Value {
+    json!({"name": "fixture__ask", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}})
+}
+
+/// The retry of `first`'s call with the answer "Ada".
+fn answer(first: &Value) -> Value {
+    let mut retry = ask();
+    retry["requestState"] = first["result"]["requestState"].clone();
+    retry["inputResponses"] =
+        json!({"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}});
+    retry
+}
+
+mod v2026_07_28 {
+    pub mod cluster {
+        use super::super::*;
+
+        /// The upstream call waits on the replica that started it; the retry that lands on
+        /// another replica is forwarded there (its `requestState`, signed under the cluster key,
+        /// names the holder) and resumes the same call: one question upstream, one answer.
+        #[test]
+        fn a_retry_that_lands_on_another_replica_resumes_its_call() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let (holder, other) = (replica(&key, None), replica(&key, None));
+            let first = holder.modern(1, "tools/call", ask()).json();
+            assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+            let resumed = other.modern(2, "tools/call", answer(&first)).json();
+            assert_eq!(
+                resumed["result"]["content"][0]["text"], "accept: Ada",
+                "{resumed}"
+            );
+            assert_result("2026-07-28", "tools/call", &resumed);
+            assert_eq!(holder.stderr().matches("fixture: asking").count(), 1);
+            assert!(!other.stderr().contains("fixture: asking"));
+            let stranger = Daemon::start(&fixture_config(""), "");
+            let refused = stranger.modern(3, "tools/call", answer(&first)).json();
+            assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        }
+
+        /// A retry for a call whose replica died is refused with -32602, telling the client to
+        /// call again without the state; it does not hang.
+        #[test]
+        fn a_retry_for_a_dead_replicas_call_says_to_call_again() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let (mut holder, other) = (replica(&key, None), replica(&key, None));
+            let first = holder.modern(1, "tools/call", ask()).json();
+            holder.signal("KILL");
+            let refused = other.modern(2, "tools/call", answer(&first)).json();
+            assert_eq!(refused["error"]["code"], -32602, "{refused}");
+            assert!(
+                refused["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("call again without requestState"),
+                "{refused}"
+            );
+            let again = other.modern(3, "tools/call", ask()).json();
+            assert_eq!(again["result"]["resultType"], "input_required", "{again}");
         }
     }
 }

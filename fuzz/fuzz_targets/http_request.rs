@@ -23,7 +23,7 @@ fn daemon() -> SocketAddr {
         let address = listener.local_addr().unwrap();
         std::thread::spawn(move || {
             smol::block_on(async move {
-                let gateway = Gateway::new(&Config::default(), None, None);
+                let gateway = Gateway::new(&Config::default(), None, None, None);
                 gateway.start().await.unwrap();
                 let options = HttpOptions {
                     address,

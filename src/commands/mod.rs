@@ -80,16 +80,26 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let cluster = match crate::cluster::ClusterKeys::from_config(&config.cluster)
+        .and_then(|keys| config.advertised(config.daemon.address).map(|_| keys))
+    {
+        Ok(keys) => keys,
+        Err(e) => {
+            eprintln!("mcpx: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let gateway = Gateway::new(
         &config,
         path.map(|p| p.display().to_string()),
         std::env::current_exe().ok(),
+        cluster.as_ref(),
     );
     // The work runs on the executor's threads and this one only waits (`future::block_on` parks
     // it without driving the reactor): were it to hold the reactor, as `smol::block_on` does,
     // every socket event would wake a worker from here, one cross-thread hop per event.
     let outcome = smol::future::block_on(smol::spawn(async move {
-        let outcome = execute(cli.command, &config, Arc::clone(&gateway)).await;
+        let outcome = execute(cli.command, &config, cluster.as_ref(), Arc::clone(&gateway)).await;
         gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
         smol::unblock(crate::telemetry::flush).await;
         outcome
@@ -106,6 +116,7 @@ pub fn run(cli: Cli) -> ExitCode {
 async fn execute(
     command: Command,
     config: &Config,
+    cluster: Option<&crate::cluster::ClusterKeys>,
     gateway: Arc<Gateway>,
 ) -> Result<ExitCode, String> {
     match command {
@@ -148,7 +159,7 @@ async fn execute(
                 max_headers: config.daemon.max_headers,
                 max_header_bytes: config.daemon.max_header_bytes,
                 metrics: config.daemon.metrics,
-                sealer: crate::cluster::Sealer::from_config(&config.cluster)?.map(Arc::new),
+                sealer: cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys))),
                 token: match config
                     .daemon
                     .token
@@ -166,6 +177,13 @@ async fn execute(
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
+            if let Some(address) = listener
+                .local_addr()
+                .ok()
+                .and_then(|bound| config.advertised(bound).ok().flatten())
+            {
+                gateway.reached_at(address);
+            }
             // Under systemd (Type=notify), accepting connections is readiness.
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             let serving = http::serve(listener, Arc::clone(&gateway), options, shutdown);

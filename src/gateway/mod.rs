@@ -117,11 +117,13 @@ const CATALOG_METHODS: [&str; 9] = [
 
 impl Gateway {
     /// A gateway for this configuration; nothing runs until [`Gateway::start`]. `launcher`, when
-    /// given, is the mcpx binary, which starts each upstream so that it dies with mcpx.
+    /// given, is the mcpx binary, which starts each upstream so that it dies with mcpx; `cluster`,
+    /// when given, signs `requestState`s that every replica sharing the key trusts.
     pub fn new(
         config: &Config,
         config_path: Option<String>,
         launcher: Option<std::path::PathBuf>,
+        cluster: Option<&crate::cluster::ClusterKeys>,
     ) -> Arc<Gateway> {
         Arc::new_cyclic(|me| Gateway {
             upstreams: upstreams::Upstreams::from_config(config),
@@ -139,11 +141,28 @@ impl Gateway {
             max_message_bytes: config.transport.max_message_bytes,
             credentials: config.auth.credentials.clone(),
             catalog_cache: lazy::default_cache_dir(),
-            rounds: Rounds::new(config.transport.input_timeout),
+            rounds: Rounds::new(
+                config.transport.input_timeout,
+                cluster.map(|keys| {
+                    let (key, previous) = keys.derive(b"mcpx requestState v1");
+                    request_state::Signer::shared(key, previous)
+                }),
+            ),
             me: me.clone(),
             audit: std::sync::OnceLock::new(),
             audit_config: config.audit.clone(),
         })
+    }
+
+    /// Where the other replicas of a cluster reach this daemon: the states it signs say so.
+    pub fn reached_at(&self, address: String) {
+        self.rounds.reached_at(address);
+    }
+
+    /// The replica to forward a modern retry to: the one holding the call its `requestState`
+    /// resumes, when that is not this one.
+    pub fn resumed_elsewhere(&self, params: Option<&Value>) -> Option<String> {
+        self.rounds.held_elsewhere(params)
     }
 
     /// The whole merged catalog.

@@ -1,10 +1,12 @@
 //! The `requestState` mcpx mints when a modern client's call waits on an upstream's question.
 //!
-//! It names the waiting call, the method and target it was for, and when it expires, and is signed
-//! with HMAC-SHA256 under a key made when mcpx starts: the client holds it between rounds but can
-//! neither forge one nor alter one (the specification requires integrity protection, since the
-//! state decides which call a retry resumes). States of mcpx's own start with [`PREFIX`]; any
-//! other `requestState` is a modern upstream's, passed through untouched.
+//! It names the waiting call, the method and target it was for, the mcpx process holding the call
+//! (and where other replicas reach it), and when it expires, and is signed with HMAC-SHA256: the
+//! client holds it between rounds but can neither forge one nor alter one (the specification
+//! requires integrity protection, since the state decides which call a retry resumes). The key
+//! is made when mcpx starts, or derived from the cluster key, so that a replica the retry lands
+//! on can trust the address it names and forward the retry there. States of mcpx's own start
+//! with [`PREFIX`]; any other `requestState` is a modern upstream's, passed through untouched.
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -20,7 +22,11 @@ pub const PREFIX: &str = "mcpx1.";
 /// What a state says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claims {
-    /// The waiting call's number.
+    /// The mcpx process holding the call (random, per process).
+    pub holder: String,
+    /// Where other replicas reach that process, if it serves HTTP in a cluster.
+    pub at: Option<String>,
+    /// The waiting call's number, in its holder.
     pub call: u64,
     /// The method the client called.
     pub method: String,
@@ -30,9 +36,10 @@ pub struct Claims {
     pub expires_ms: u64,
 }
 
-/// Mints and checks states under one secret key.
+/// Mints states under one secret key, and checks them under it or the key it replaces.
 pub struct Signer {
     key: [u8; 32],
+    previous: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Signer {
@@ -46,24 +53,46 @@ impl Signer {
     pub fn new() -> Option<Signer> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).ok()?;
-        Some(Signer { key })
+        Some(Signer {
+            key,
+            previous: None,
+        })
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
+    /// A signer every replica of a cluster shares (keys derived from the cluster key).
+    pub fn shared(key: [u8; 32], previous: Option<[u8; 32]>) -> Signer {
+        Signer { key, previous }
+    }
+
+    fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
         // HMAC takes a key of any length, so this cannot fail.
-        Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC accepts any key length")
+        Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length")
+    }
+
+    /// Whether `tag` is the MAC of `payload` under the key or the previous one, compared in
+    /// constant time: timing tells a forger nothing.
+    fn authentic(&self, payload: &[u8], tag: &[u8]) -> bool {
+        std::iter::once(&self.key)
+            .chain(self.previous.as_ref())
+            .any(|key| {
+                let mut mac = Self::mac(key);
+                mac.update(payload);
+                mac.verify_slice(tag).is_ok()
+            })
     }
 
     /// The state for `claims`.
     pub fn sign(&self, claims: &Claims) -> String {
         let payload = json!({
+            "holder": claims.holder,
+            "at": claims.at,
             "call": claims.call,
             "method": claims.method,
             "target": claims.target,
             "exp": claims.expires_ms,
         })
         .to_string();
-        let mut mac = self.mac();
+        let mut mac = Self::mac(&self.key);
         mac.update(payload.as_bytes());
         let tag = mac.finalize().into_bytes();
         format!(
@@ -87,12 +116,13 @@ impl Signer {
             .ok_or_else(tampered)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| tampered())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| tampered())?;
-        let mut mac = self.mac();
-        mac.update(&payload);
-        // Constant-time comparison: timing tells a forger nothing.
-        mac.verify_slice(&tag).map_err(|_| tampered())?;
+        if !self.authentic(&payload, &tag) {
+            return Err(tampered());
+        }
         let payload: Value = serde_json::from_slice(&payload).map_err(|_| tampered())?;
         let claims = Claims {
+            holder: payload["holder"].as_str().ok_or_else(tampered)?.to_owned(),
+            at: payload["at"].as_str().map(str::to_owned),
             call: payload["call"].as_u64().ok_or_else(tampered)?,
             method: payload["method"].as_str().ok_or_else(tampered)?.to_owned(),
             target: payload["target"].as_str().ok_or_else(tampered)?.to_owned(),
@@ -126,6 +156,8 @@ mod v2026_07_28 {
 
         fn claims() -> Claims {
             Claims {
+                holder: "0123456789abcdef".into(),
+                at: Some("10.0.0.2:7777".into()),
                 call: 7,
                 method: "tools/call".into(),
                 target: "fixture__ask".into(),
@@ -142,6 +174,24 @@ mod v2026_07_28 {
             assert_eq!(signer.verify(&state, SystemTime::now()).unwrap(), signed);
             let other = Signer::new().unwrap();
             assert!(other.verify(&state, SystemTime::now()).is_err());
+        }
+
+        /// Replicas sharing the cluster key trust each other's states, also through a rotation.
+        #[test]
+        fn a_shared_key_verifies_on_every_replica_and_as_the_previous_one() {
+            let (old, new) = ([1u8; 32], [2u8; 32]);
+            let signed = claims();
+            let state = Signer::shared(old, None).sign(&signed);
+            let now = SystemTime::now();
+            assert_eq!(
+                Signer::shared(old, None).verify(&state, now).unwrap(),
+                signed
+            );
+            assert_eq!(
+                Signer::shared(new, Some(old)).verify(&state, now).unwrap(),
+                signed
+            );
+            assert!(Signer::shared(new, None).verify(&state, now).is_err());
         }
 
         #[test]

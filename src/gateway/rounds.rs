@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
 
 /// The methods whose result may be an `InputRequiredResult`.
@@ -128,6 +128,10 @@ pub struct Rounds {
     next: AtomicU64,
     /// `None` when the system gave no randomness for a key: then no call is parked.
     signer: Option<Signer>,
+    /// This process, as its states name it: random, so that a state outlives no restart.
+    holder: String,
+    /// Where other replicas reach this process, once it serves HTTP.
+    at: OnceLock<String>,
     /// How long a parked call waits for its retry.
     wait: Duration,
 }
@@ -212,14 +216,38 @@ enum Next {
 }
 
 impl Rounds {
-    /// Parked calls wait `wait` for their retry.
-    pub fn new(wait: Duration) -> Arc<Rounds> {
+    /// Parked calls wait `wait` for their retry; states are signed by `signer` (a cluster's
+    /// shared one), else under a key of this process's own.
+    pub fn new(wait: Duration, signer: Option<Signer>) -> Arc<Rounds> {
+        let mut holder = [0u8; 8];
+        let _ = getrandom::fill(&mut holder);
         Arc::new(Rounds {
             parked: Mutex::default(),
             next: AtomicU64::new(1),
-            signer: Signer::new(),
+            signer: signer.or_else(Signer::new),
+            holder: holder.iter().map(|b| format!("{b:02x}")).collect(),
+            at: OnceLock::new(),
             wait,
         })
+    }
+
+    /// Tells where other replicas reach this process, for the states it signs from now on.
+    pub fn reached_at(&self, address: String) {
+        let _ = self.at.set(address);
+    }
+
+    /// Where the call a retry's `requestState` resumes is held, when another replica holds it:
+    /// the address to forward the retry to. `None` for a call held here, and for a state that
+    /// does not verify (refused here, never forwarded).
+    pub fn held_elsewhere(&self, params: Option<&Value>) -> Option<String> {
+        let claims = self
+            .signer
+            .as_ref()?
+            .verify(own_state(params)?, SystemTime::now())
+            .ok()?;
+        (claims.holder != self.holder)
+            .then_some(claims.at)
+            .flatten()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Parked>> {
@@ -279,7 +307,11 @@ impl Rounds {
                 ),
             ));
         }
-        let mut parked = self.lock().remove(&claims.call).ok_or_else(|| {
+        let held_here = claims.holder == self.holder;
+        let parked = held_here
+            .then(|| self.lock().remove(&claims.call))
+            .flatten();
+        let mut parked = parked.ok_or_else(|| {
             ErrorObject::new(
                 crate::jsonrpc::INVALID_PARAMS,
                 "Invalid params: this requestState was used already, or its call ended; call again without it",
@@ -395,6 +427,8 @@ impl Rounds {
         let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let state = signer.sign(&Claims {
+            holder: self.holder.clone(),
+            at: self.at.get().cloned(),
             call: number,
             method: parked.method.clone(),
             target: parked.target.clone(),

@@ -8,6 +8,7 @@
 //! request's exchange, whose guard cancels it ([`exchange`]).
 
 mod exchange;
+mod forward;
 mod legacy;
 mod modern;
 pub mod origin;
@@ -448,7 +449,7 @@ impl FrontDoor {
             message => crate::telemetry::adopt_headers(&parts.headers, message),
         }
         if is_modern(&parts.headers, &body) {
-            modern::post(self, view, &parts.headers, body).await
+            modern::post(self, view, parts.uri.path(), &parts.headers, body).await
         } else {
             legacy::post(self, view, &parts.headers, body).await
         }

@@ -3,6 +3,7 @@
 //! are no sessions (an `Mcp-Session-Id` is ignored), no batches, and closing the stream cancels.
 
 use super::exchange::Exchange;
+use super::forward;
 use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::gateway::{Client, ViewId};
 use crate::jsonrpc::{
@@ -22,6 +23,7 @@ const NAME_HEADER: &str = "mcp-name";
 pub(super) async fn post(
     door: &FrontDoor,
     view: ViewId,
+    path: &str,
     headers: &HeaderMap,
     body: Value,
 ) -> Response<Body> {
@@ -68,7 +70,13 @@ pub(super) async fn post(
                 let refusal = jsonrpc::Response::error(Some(request.id), error);
                 return json_response(status::modern_status(&refusal), &refusal);
             }
-            run(door, client, request).await
+            let holder = (!headers.contains_key(forward::FORWARDED))
+                .then(|| door.gateway.resumed_elsewhere(request.params.as_ref()))
+                .flatten();
+            match holder {
+                Some(at) => forward::to_holder(&at, path, headers, &request).await,
+                None => run(door, client, request).await,
+            }
         }
         // No header is required on a notification, but any it sends must agree with it.
         Message::Notification(notification) => match check_notification_headers(headers, &notification) {

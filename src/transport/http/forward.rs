@@ -1,0 +1,101 @@
+//! A 2026-07-28 retry that lands on a replica other than the one holding the call it resumes
+//! (its `requestState` names the holder and where it is reached, signed under the cluster key,
+//! so the address is trusted) goes to the holder: the request as the client sent it, the answer
+//! streamed back as the holder writes it, progress events included. The client closing its
+//! stream closes the forwarded one, which cancels the call there as it would anywhere.
+
+use super::{json_response, status, Body};
+use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
+use crate::upstream::http::connection::Pool;
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, Method, Response};
+use http_body_util::BodyExt;
+use hyper::body::{Frame, Incoming};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Marks a forwarded request: its receiver serves it, never forwards it again.
+pub(super) const FORWARDED: &str = "mcpx-forwarded";
+
+/// Headers of one hop only, never passed on.
+const HOP_BY_HOP: [HeaderName; 6] = [
+    header::HOST,
+    header::CONNECTION,
+    header::CONTENT_LENGTH,
+    header::TRANSFER_ENCODING,
+    header::TE,
+    header::UPGRADE,
+];
+
+/// Sends `request`, received with `headers` at `path`, to the replica at `at`, and relays its
+/// answer.
+pub(super) async fn to_holder(
+    at: &str,
+    path: &str,
+    headers: &HeaderMap,
+    request: &jsonrpc::Request,
+) -> Response<Body> {
+    match relay(at, path, headers, request).await {
+        Ok(response) => response,
+        Err(why) => {
+            tracing::warn!("a retry for the call held at {at} could not be forwarded: {why}");
+            let error = ErrorObject::new(
+                INVALID_PARAMS,
+                format!(
+                    "Invalid params: the replica holding this call ({at}) cannot be reached; call again without requestState"
+                ),
+            );
+            let refusal = jsonrpc::Response::error(Some(request.id.clone()), error);
+            json_response(status::modern_status(&refusal), &refusal)
+        }
+    }
+}
+
+async fn relay(
+    at: &str,
+    path: &str,
+    headers: &HeaderMap,
+    request: &jsonrpc::Request,
+) -> Result<Response<Body>, String> {
+    let uri = format!("http://{at}{path}")
+        .parse()
+        .map_err(|e| format!("{at:?}: {e}"))?;
+    let mut passed = headers.clone();
+    for name in HOP_BY_HOP {
+        passed.remove(name);
+    }
+    passed.insert(FORWARDED, http::HeaderValue::from_static("1"));
+    let pool = Pool::new(uri, HeaderMap::new());
+    let forwarded = pool.build(Method::POST, request.to_value().to_string(), passed)?;
+    let mut sender = pool.detached().await?;
+    let answer = sender
+        .send_request(forwarded)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut parts, body) = answer.into_parts();
+    for name in HOP_BY_HOP {
+        parts.headers.remove(name);
+    }
+    Ok(Response::from_parts(parts, Relayed(body).boxed()))
+}
+
+/// The holder's body as the client's: a failure mid-way ends it (the client sees the stream
+/// end without its answer, as when any replica dies under it).
+struct Relayed(Incoming);
+
+impl hyper::body::Body for Relayed {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match Pin::new(&mut self.0).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+            Poll::Ready(Some(Err(_)) | None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
