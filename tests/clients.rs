@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::cluster::*;
 use common::http::*;
 use common::*;
 use serde_json::Value;
@@ -23,16 +24,19 @@ fn sdk_dir() -> String {
     format!("{}/tests/sdk", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Where a client reaches mcpx: a daemon's URL, or a config for `mcpx serve` it spawns.
+/// Where a client reaches mcpx: a daemon's URL, a config for `mcpx serve` it spawns, or nginx in
+/// front of three replicas that share one remote fixture.
 enum Door {
     Http(Daemon),
     Stdio(tempfile::NamedTempFile),
+    Nginx(Cluster),
 }
 
 impl Door {
     fn open(transport: &str, config: &str) -> Door {
         match transport {
             "http" => Door::Http(Daemon::start(config, "")),
+            "nginx" => Door::Nginx(Cluster::start(config, Balance::Shipped)),
             _ => {
                 let mut file = tempfile::NamedTempFile::new().unwrap();
                 std::io::Write::write_all(&mut file, config.as_bytes()).unwrap();
@@ -44,6 +48,7 @@ impl Door {
     fn args(&self) -> Vec<String> {
         match self {
             Door::Http(d) => vec!["http".into(), format!("http://{}/mcp", d.addr)],
+            Door::Nginx(cluster) => vec!["http".into(), cluster.url()],
             Door::Stdio(config) => vec![
                 "stdio".into(),
                 mcpx_bin().display().to_string(),
@@ -52,10 +57,23 @@ impl Door {
         }
     }
 
+    /// What the door's proxy logged, if it has one.
+    fn diagnostics(&self) -> String {
+        match self {
+            Door::Nginx(cluster) => format!(
+                "\nnginx: {}\nreplica: {}",
+                cluster.nginx.errors(),
+                cluster.replicas[0].stderr()
+            ),
+            _ => String::new(),
+        }
+    }
+
     /// The mcpx log that shows the fixture upstream saw a cancellation.
     fn saw_cancel(&self, client_stderr: &str) -> bool {
         match self {
             Door::Http(d) => d.log_shows("fixture: cancelled request"),
+            Door::Nginx(cluster) => cluster.backend.log_shows("fixture: cancelled request"),
             Door::Stdio(_) => client_stderr.contains("fixture: cancelled request"),
         }
     }
@@ -90,7 +108,8 @@ fn run_program(
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success(),
-        "{client} {first} {transport}: {stderr}"
+        "{client} {first} {transport}: {stderr}{}",
+        door.diagnostics()
     );
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
@@ -234,6 +253,32 @@ mod every_revision {
                     let script = "ts_input_client.mjs";
                     answers_questions("TypeScript SDK v2", &node, script, era, transport);
                 }
+            }
+        }
+
+        /// The matrix through the shipped nginx site and three replicas with a cluster key,
+        /// which share a remote upstream: calls, progress, cancellation and list_changed work
+        /// whichever replica each request reaches.
+        #[test]
+        fn python_sdk_v2_at_every_revision_through_nginx_and_three_replicas() {
+            python("nginx");
+        }
+
+        /// Through nginx and three replicas whose upstream is another mcpx: a legacy client's
+        /// answers reach the replica that asked (the session's affinity); a modern client's
+        /// retries carry the inner mcpx's `requestState`, which the replicas pass through.
+        #[test]
+        fn python_sdk_v2_answers_upstream_questions_through_nginx_and_three_replicas() {
+            for era in ["legacy", "2026-07-28"] {
+                let script = "python_input_client.py";
+                answers_questions("Python SDK v2", &deps::python(), script, era, "nginx");
+            }
+        }
+
+        #[test]
+        fn typescript_sdk_v1_and_v2_in_both_eras_through_nginx_and_three_replicas() {
+            for sdk in ["v1", "v2", "v2@2026-07-28"] {
+                typescript(sdk, "nginx");
             }
         }
 

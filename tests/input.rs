@@ -373,7 +373,7 @@ mod v2026_07_28 {
             let first = mcpx.call(1, "tools/call", params.clone());
             let state = first["result"]["requestState"].as_str().unwrap().to_owned();
             let mut tampered = params.clone();
-            tampered["requestState"] = json!(state.replacen("mcpx1.e", "mcpx1.f", 1));
+            tampered["requestState"] = json!(state.replacen(".eyJ", ".eyK", 1));
             tampered["inputResponses"] = json!({"elicitation-1": accept("Eve")});
             let refused = mcpx.call(2, "tools/call", tampered);
             assert_eq!(refused["error"]["code"], -32602, "{refused}");

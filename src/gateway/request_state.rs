@@ -6,7 +6,8 @@
 //! requires integrity protection, since the state decides which call a retry resumes). The key
 //! is made when mcpx starts, or derived from the cluster key, so that a replica the retry lands
 //! on can trust the address it names and forward the retry there. States of mcpx's own start
-//! with [`PREFIX`]; any other `requestState` is a modern upstream's, passed through untouched.
+//! with [`PREFIX`] and the id of the key that signed them; any other `requestState` (another
+//! mcpx's too, when this one is its client) is a modern upstream's, passed through untouched.
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -38,8 +39,25 @@ pub struct Claims {
 
 /// Mints states under one secret key, and checks them under it or the key it replaces.
 pub struct Signer {
-    key: [u8; 32],
-    previous: Option<[u8; 32]>,
+    key: Key,
+    previous: Option<Key>,
+}
+
+/// A signing key and its public id, which every state signed under it carries: an mcpx that is
+/// the upstream of another mints states with the same prefix, and the id tells the outer one
+/// which states are its own (the rest pass through to the upstream that minted them).
+struct Key {
+    secret: [u8; 32],
+    id: String,
+}
+
+impl Key {
+    fn new(secret: [u8; 32]) -> Key {
+        let mut mac = Signer::mac(&secret);
+        mac.update(b"mcpx requestState key id");
+        let id = URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..6]);
+        Key { secret, id }
+    }
 }
 
 impl std::fmt::Debug for Signer {
@@ -53,32 +71,34 @@ impl Signer {
     pub fn new() -> Option<Signer> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).ok()?;
-        Some(Signer {
-            key,
-            previous: None,
-        })
+        Some(Signer::shared(key, None))
     }
 
     /// A signer every replica of a cluster shares (keys derived from the cluster key).
     pub fn shared(key: [u8; 32], previous: Option<[u8; 32]>) -> Signer {
-        Signer { key, previous }
+        Signer {
+            key: Key::new(key),
+            previous: previous.map(Key::new),
+        }
+    }
+
+    /// Whether `state` was signed by this signer's keys (intact or not), not by another mcpx.
+    pub fn owns(&self, state: &str) -> bool {
+        self.key_of(state).is_some()
+    }
+
+    /// The key whose id `state` carries, and the rest of it.
+    fn key_of<'s>(&self, state: &'s str) -> Option<(&Key, &'s str)> {
+        let (id, rest) = state.strip_prefix(PREFIX)?.split_once('.')?;
+        let key = std::iter::once(&self.key)
+            .chain(self.previous.as_ref())
+            .find(|key| key.id == id)?;
+        Some((key, rest))
     }
 
     fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
         // HMAC takes a key of any length, so this cannot fail.
         Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length")
-    }
-
-    /// Whether `tag` is the MAC of `payload` under the key or the previous one, compared in
-    /// constant time: timing tells a forger nothing.
-    fn authentic(&self, payload: &[u8], tag: &[u8]) -> bool {
-        std::iter::once(&self.key)
-            .chain(self.previous.as_ref())
-            .any(|key| {
-                let mut mac = Self::mac(key);
-                mac.update(payload);
-                mac.verify_slice(tag).is_ok()
-            })
     }
 
     /// The state for `claims`.
@@ -92,11 +112,12 @@ impl Signer {
             "exp": claims.expires_ms,
         })
         .to_string();
-        let mut mac = Self::mac(&self.key);
+        let mut mac = Self::mac(&self.key.secret);
         mac.update(payload.as_bytes());
         let tag = mac.finalize().into_bytes();
         format!(
-            "{PREFIX}{}.{}",
+            "{PREFIX}{}.{}.{}",
+            self.key.id,
             URL_SAFE_NO_PAD.encode(payload),
             URL_SAFE_NO_PAD.encode(tag)
         )
@@ -104,21 +125,15 @@ impl Signer {
 
     /// What a state of mcpx's says, if it is intact and not expired at `now`.
     pub fn verify(&self, state: &str, now: SystemTime) -> Result<Claims, ErrorObject> {
-        let tampered = || {
-            ErrorObject::new(
-                INVALID_PARAMS,
-                "Invalid params: requestState failed its integrity check; call again without it",
-            )
-        };
-        let (payload, tag) = state
-            .strip_prefix(PREFIX)
-            .and_then(|rest| rest.split_once('.'))
-            .ok_or_else(tampered)?;
+        let tampered = failed_integrity;
+        let (key, signed) = self.key_of(state).ok_or_else(tampered)?;
+        let (payload, tag) = signed.split_once('.').ok_or_else(tampered)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| tampered())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| tampered())?;
-        if !self.authentic(&payload, &tag) {
-            return Err(tampered());
-        }
+        let mut mac = Self::mac(&key.secret);
+        mac.update(&payload);
+        // Constant-time comparison: timing tells a forger nothing.
+        mac.verify_slice(&tag).map_err(|_| tampered())?;
         let payload: Value = serde_json::from_slice(&payload).map_err(|_| tampered())?;
         let claims = Claims {
             holder: payload["holder"].as_str().ok_or_else(tampered)?.to_owned(),
@@ -136,6 +151,14 @@ impl Signer {
         }
         Ok(claims)
     }
+}
+
+/// The refusal of a state that is not intact, or that no one this mcpx can reach signed.
+pub fn failed_integrity() -> ErrorObject {
+    ErrorObject::new(
+        INVALID_PARAMS,
+        "Invalid params: requestState failed its integrity check; call again without it",
+    )
 }
 
 /// `now + wait` as the milliseconds a claim carries.
@@ -174,6 +197,7 @@ mod v2026_07_28 {
             assert_eq!(signer.verify(&state, SystemTime::now()).unwrap(), signed);
             let other = Signer::new().unwrap();
             assert!(other.verify(&state, SystemTime::now()).is_err());
+            assert!(signer.owns(&state) && !other.owns(&state));
         }
 
         /// Replicas sharing the cluster key trust each other's states, also through a rotation.

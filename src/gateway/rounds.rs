@@ -109,18 +109,6 @@ impl UpstreamCall {
     }
 }
 
-/// Whether `params` carry a `requestState` of mcpx's own.
-pub fn carries_own_state(params: Option<&Value>) -> bool {
-    own_state(params).is_some()
-}
-
-fn own_state(params: Option<&Value>) -> Option<&str> {
-    params
-        .and_then(|p| p.get("requestState"))
-        .and_then(Value::as_str)
-        .filter(|state| state.starts_with(request_state::PREFIX))
-}
-
 /// The calls waiting for a modern client's input.
 #[derive(Debug)]
 pub struct Rounds {
@@ -231,6 +219,20 @@ impl Rounds {
         })
     }
 
+    /// Whether `params` carry a `requestState` this mcpx (or its cluster) signed; any other is
+    /// a modern upstream's (another mcpx's among them), for the upstream to resume.
+    pub fn carries_own_state(&self, params: Option<&Value>) -> bool {
+        self.own_state(params).is_some()
+    }
+
+    fn own_state<'p>(&self, params: Option<&'p Value>) -> Option<&'p str> {
+        let signer = self.signer.as_ref()?;
+        params
+            .and_then(|p| p.get("requestState"))
+            .and_then(Value::as_str)
+            .filter(|state| signer.owns(state))
+    }
+
     /// Tells where other replicas reach this process, for the states it signs from now on.
     pub fn reached_at(&self, address: String) {
         let _ = self.at.set(address);
@@ -243,7 +245,7 @@ impl Rounds {
         let claims = self
             .signer
             .as_ref()?
-            .verify(own_state(params)?, SystemTime::now())
+            .verify(self.own_state(params)?, SystemTime::now())
             .ok()?;
         (claims.holder != self.holder)
             .then_some(claims.at)
@@ -295,7 +297,7 @@ impl Rounds {
         capabilities: &Value,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let state = own_state(params).unwrap_or_default();
+        let state = self.own_state(params).unwrap_or_default();
         let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
         let claims = signer.verify(state, SystemTime::now())?;
         if claims.method != method || claims.target != target {

@@ -2,7 +2,7 @@
 //! routed to the upstream that owns the name or URI they carry, with the caller's progress and
 //! the upstream's questions carried between them.
 
-use super::rounds::{self, Reach, UpstreamCall};
+use super::rounds::{Reach, UpstreamCall};
 use super::upstreams::Upstream;
 use super::{builtin, relay, search, Client, Gateway, Owner, RequestContext};
 use crate::audit::Questions;
@@ -292,7 +292,7 @@ impl Gateway {
         revision: Revision,
         ctx: &'a RequestContext,
     ) -> Option<impl std::future::Future<Output = Result<Value, ErrorObject>> + 'a> {
-        if revision.era() != Era::Modern || !rounds::carries_own_state(original) {
+        if revision.era() != Era::Modern || !self.rounds.carries_own_state(original) {
             return None;
         }
         let capabilities = declared_capabilities(client, original, revision);
@@ -321,6 +321,12 @@ impl Gateway {
             original,
             revision,
         } = call;
+        let foreign_state = original.and_then(|p| p.get("requestState")).is_some();
+        if foreign_state && revision.era() == Era::Modern && !upstream.is_modern() {
+            // Not this mcpx's (a retry carrying one was resumed before this), and a legacy
+            // upstream mints none: no call can be resumed with it.
+            return Err(super::request_state::failed_integrity());
+        }
         let place = upstream.in_flight.take().ok_or_else(|| {
             metrics::refused(Refusal::upstream_in_flight);
             Failure::Refused(format!(

@@ -107,6 +107,13 @@ impl Nginx {
     }
 }
 
+impl Nginx {
+    /// nginx's error log, for a failure's message.
+    pub fn errors(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("error.log")).unwrap_or_default()
+    }
+}
+
 impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -114,8 +121,8 @@ impl Drop for Nginx {
     }
 }
 
-/// Three replicas that reach one shared remote upstream (a daemon serving the fixture, as a
-/// team's remote server would be), behind nginx: what a client sees is the same whichever
+/// Three replicas that reach one shared remote upstream (a daemon serving `backend`'s servers,
+/// the fixture, as a team's remote server would be), behind nginx: what a client sees is the same whichever
 /// replica serves it, and the upstream's `list_changed` reaches every replica.
 pub struct Cluster {
     pub backend: Daemon,
@@ -125,12 +132,18 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn start(balance: Balance) -> Cluster {
+    pub fn start(backend: &str, balance: Balance) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let key = keygen(dir.path(), "cluster.key");
-        let backend = Daemon::start(&fixture_config(""), "");
+        let backend = Daemon::start(backend, "");
+        // The backend's names kept as they are, but for its own built-in tools (the replica has
+        // its own).
+        let builtins: String = ["upstreams", "echo", "login", "about"]
+            .iter()
+            .map(|tool| format!("[servers.fixture.tools.mcpx__{tool}]\ndisabled = true\n"))
+            .collect();
         let servers = format!(
-            "[servers.fixture]\nurl = \"http://{}/mcp\"\nprefix = \"\"\n",
+            "[servers.fixture]\nurl = \"http://{}/mcp\"\nprefix = \"\"\n{builtins}",
             backend.addr
         );
         let replicas: Vec<Daemon> = (0..3).map(|_| replica_of(&servers, &key, None)).collect();
