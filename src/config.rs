@@ -56,6 +56,10 @@ pub struct Cluster {
     /// daemon's `address` unless that is a wildcard (`0.0.0.0`, `[::]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advertise: Option<String>,
+    /// The other replicas (`host:port`, `${VAR}` from the environment; a name that resolves to
+    /// several addresses, such as a Kubernetes headless Service, is each of them): a legacy
+    /// session's `DELETE` is passed to them, so that every replica refuses its id at once.
+    pub peers: Vec<String>,
 }
 
 impl Default for Cluster {
@@ -65,6 +69,7 @@ impl Default for Cluster {
             previous_key_file: None,
             session_lifetime: Duration::from_secs(24 * 60 * 60),
             advertise: None,
+            peers: Vec::new(),
         }
     }
 }

@@ -131,6 +131,39 @@ mod every_revision {
             assert_eq!(echo(&b, &session, "2025-11-25", 2).status, 404);
         }
 
+        /// A `DELETE` taken by one replica is passed to its `peers`: the id is refused
+        /// everywhere at once, not only where it was ended.
+        #[test]
+        fn a_delete_ends_the_session_on_every_peer() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let (a, b) = (replica(&key, None), replica(&key, None));
+            let peers = format!(
+                "peers = [\"{}\", \"{}\"]\n{}",
+                a.addr,
+                b.addr,
+                fixture_config("")
+            );
+            let c = replica_of(&peers, &key, None);
+            let session = initialize_session(&a, "2025-11-25", json!({}));
+            assert_eq!(echo(&b, &session, "2025-11-25", 1).status, 200);
+            let delete = c.raw(
+                format!(
+                    "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
+                    c.addr
+                )
+                .as_bytes(),
+            );
+            assert_eq!(delete.status, 204);
+            for (id, peer) in [(2, &a), (3, &b)] {
+                assert!(
+                    eventually(|| echo(peer, &session, "2025-11-25", id).status == 404),
+                    "a peer still serves the ended session"
+                );
+            }
+            assert_eq!(echo(&c, &session, "2025-11-25", 4).status, 404);
+        }
+
         /// A new key with the old one as `previousKeyFile` keeps the sessions sealed under the
         /// old; a replica with only the new key does not know them.
         #[test]

@@ -40,6 +40,7 @@ fn daemon() -> SocketAddr {
                     max_header_bytes: 16 * 1024,
                     metrics: true,
                     sealer: None,
+                    peers: Vec::new(),
                 };
                 let listener = smol::net::TcpListener::try_from(listener).unwrap();
                 serve(listener, gateway, options, mcpx::cancel::Cancel::new())

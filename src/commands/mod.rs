@@ -160,6 +160,13 @@ async fn execute(
                 max_header_bytes: config.daemon.max_header_bytes,
                 metrics: config.daemon.metrics,
                 sealer: cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys))),
+                peers: config
+                    .cluster
+                    .peers
+                    .iter()
+                    .map(|peer| crate::environment::expand(peer))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("cluster.peers: {e}"))?,
                 token: match config
                     .daemon
                     .token

@@ -1,8 +1,13 @@
+//! Requests one replica passes to others.
+//!
 //! A 2026-07-28 retry that lands on a replica other than the one holding the call it resumes
 //! (its `requestState` names the holder and where it is reached, signed under the cluster key,
 //! so the address is trusted) goes to the holder: the request as the client sent it, the answer
 //! streamed back as the holder writes it, progress events included. The client closing its
 //! stream closes the forwarded one, which cancels the call there as it would anywhere.
+//!
+//! A legacy session's `DELETE` goes to every peer (`[cluster] peers`), so that each refuses the
+//! id from then on, not only the replica that took it.
 
 use super::{json_response, status, Body};
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
@@ -27,6 +32,66 @@ const HOP_BY_HOP: [HeaderName; 6] = [
     header::TE,
     header::UPGRADE,
 ];
+
+/// How long a peer may take to hear of a `DELETE`.
+const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Passes a `DELETE` received with `headers` at `path` to every address of every peer, in the
+/// background; a peer that cannot be reached is logged (it refuses the id only once its
+/// `sessionLifetime` ends).
+pub(super) fn tell_peers(peers: &[String], path: &str, headers: &HeaderMap) {
+    if peers.is_empty() {
+        return;
+    }
+    let (peers, path) = (peers.to_vec(), path.to_owned());
+    let mut passed = passed_on(headers);
+    passed.remove(header::CONTENT_TYPE);
+    smol::spawn(async move {
+        for peer in peers {
+            let told = smol::future::or(tell(&peer, &path, &passed), async {
+                smol::Timer::after(PEER_TIMEOUT).await;
+                Err(format!("no answer in {PEER_TIMEOUT:?}"))
+            });
+            if let Err(why) = told.await {
+                tracing::warn!("could not tell peer {peer} of a session's end: {why}");
+            }
+        }
+    })
+    .detach();
+}
+
+/// Sends the `DELETE` to each address `peer` resolves to.
+async fn tell(peer: &str, path: &str, headers: &HeaderMap) -> Result<(), String> {
+    let addresses = smol::net::resolve(peer)
+        .await
+        .map_err(|e| format!("cannot resolve it: {e}"))?;
+    for address in addresses {
+        let uri = format!("http://{address}{path}")
+            .parse()
+            .map_err(|e| format!("{address}: {e}"))?;
+        let pool = Pool::new(uri, HeaderMap::new());
+        let delete = pool.build(Method::DELETE, String::new(), headers.clone())?;
+        let mut sender = pool.detached().await?;
+        let answer = sender
+            .send_request(delete)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !answer.status().is_success() {
+            return Err(format!("{address} answered {}", answer.status()));
+        }
+    }
+    Ok(())
+}
+
+/// `headers` without those of one hop, marked as passed on by a replica.
+fn passed_on(headers: &HeaderMap) -> HeaderMap {
+    let mut passed = headers.clone();
+    for name in HOP_BY_HOP {
+        passed.remove(name);
+    }
+    passed.insert(FORWARDED, http::HeaderValue::from_static("1"));
+    passed
+}
 
 /// Sends `request`, received with `headers` at `path`, to the replica at `at`, and relays its
 /// answer.
@@ -61,13 +126,12 @@ async fn relay(
     let uri = format!("http://{at}{path}")
         .parse()
         .map_err(|e| format!("{at:?}: {e}"))?;
-    let mut passed = headers.clone();
-    for name in HOP_BY_HOP {
-        passed.remove(name);
-    }
-    passed.insert(FORWARDED, http::HeaderValue::from_static("1"));
     let pool = Pool::new(uri, HeaderMap::new());
-    let forwarded = pool.build(Method::POST, request.to_value().to_string(), passed)?;
+    let forwarded = pool.build(
+        Method::POST,
+        request.to_value().to_string(),
+        passed_on(headers),
+    )?;
     let mut sender = pool.detached().await?;
     let answer = sender
         .send_request(forwarded)

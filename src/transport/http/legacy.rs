@@ -7,6 +7,7 @@
 //! `notifications/cancelled` is; without a session the disconnect remains the only signal.
 
 use super::exchange::Exchange;
+use super::forward;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::cluster::SealedSession;
@@ -324,7 +325,12 @@ pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> 
 
 /// DELETE ends a session: 204; no session header is 400 (mcpx does allow termination, so 405
 /// would be wrong); an unknown session is 404.
-pub(super) fn delete(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Response<Body> {
+pub(super) fn delete(
+    door: &FrontDoor,
+    view: ViewId,
+    path: &str,
+    headers: &HeaderMap,
+) -> Response<Body> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -334,18 +340,24 @@ pub(super) fn delete(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Res
             ),
         );
     };
-    match value
-        .to_str()
-        .ok()
-        .filter(|id| door.sessions.get(id.trim(), view).is_some())
-        .and_then(|id| door.sessions.end(id.trim()))
-    {
-        Some(_) => {
+    let id = value.to_str().unwrap_or_default().trim();
+    let ended = if headers.contains_key(forward::FORWARDED) {
+        // A peer ended it: refused here too, whether or not this replica holds it.
+        door.sessions.end_sealed(id)
+    } else {
+        let ended = door.sessions.get(id, view).is_some() && door.sessions.end(id).is_some();
+        if ended && door.sessions.sealed() {
+            forward::tell_peers(&door.options.peers, path, headers);
+        }
+        ended
+    };
+    match ended {
+        true => {
             let mut response = accepted();
             *response.status_mut() = StatusCode::NO_CONTENT;
             response
         }
-        None => rpc_error(
+        false => rpc_error(
             StatusCode::NOT_FOUND,
             ErrorObject::new(INVALID_REQUEST, "Session not found"),
         ),

@@ -74,6 +74,8 @@ pub struct HttpOptions {
     pub metrics: bool,
     /// Seals legacy session ids, so that any replica with the same key serves them.
     pub sealer: Option<Arc<crate::cluster::Sealer>>,
+    /// The other replicas, told of each legacy session's `DELETE`.
+    pub peers: Vec<String>,
 }
 
 /// The answer to a path that is not MCP's.
@@ -387,7 +389,7 @@ impl FrontDoor {
         match *request.method() {
             Method::POST => self.post(view, request).await,
             Method::GET => legacy::get(self, view, request.headers()).await,
-            Method::DELETE => legacy::delete(self, view, request.headers()),
+            Method::DELETE => legacy::delete(self, view, request.uri().path(), request.headers()),
             _ => legacy::method_not_allowed(
                 "/mcp takes POST, and GET and DELETE for legacy sessions",
             ),

@@ -223,6 +223,20 @@ impl Sessions {
         self.forget(id)
     }
 
+    /// Ends a sealed session another replica ended: `false` for an id that does not open.
+    pub fn end_sealed(&self, id: &str) -> bool {
+        let opens = self.sealer.as_ref().is_some_and(|s| s.open(id).is_some());
+        if opens {
+            self.end(id);
+        }
+        opens
+    }
+
+    /// Whether session ids are sealed (a cluster key is set).
+    pub fn sealed(&self) -> bool {
+        self.sealer.is_some()
+    }
+
     /// Frees this replica's copy of a session (its GET stream closes, its requests are
     /// cancelled); a sealed one may be rebuilt by its next request.
     fn forget(&self, id: &str) -> Option<Arc<Session>> {
