@@ -28,6 +28,13 @@ const MIN_KEY_BYTES: usize = 32;
 /// A `clientInfo` longer than this is left out of the id, which stays short.
 const MAX_CLIENT_INFO: usize = 256;
 
+/// Capabilities longer than this keep only those mcpx acts on ([`ACTED_ON`]): an `experimental`
+/// block can be any size, and the id must stay well under a proxy's header limits (~1 KB).
+const MAX_CAPABILITIES: usize = 384;
+
+/// The client capabilities that decide what mcpx asks the client.
+const ACTED_ON: [&str; 3] = ["roots", "sampling", "elicitation"];
+
 /// A fresh key, as `mcpx keygen` prints it: 64 hexadecimal digits.
 pub fn keygen() -> Result<String, String> {
     let mut key = [0u8; 32];
@@ -40,7 +47,7 @@ pub fn keygen() -> Result<String, String> {
 pub struct SealedSession {
     /// The negotiated revision.
     pub revision: String,
-    /// The client's capabilities from `initialize`.
+    /// The client's capabilities from `initialize` (only those mcpx acts on, when long).
     pub capabilities: Value,
     /// Its `clientInfo`, unless long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +67,14 @@ impl SealedSession {
         client: Option<Value>,
         profile: Option<&str>,
     ) -> SealedSession {
+        let capabilities = match capabilities.to_string().len() <= MAX_CAPABILITIES {
+            true => capabilities,
+            false => ACTED_ON
+                .iter()
+                .filter_map(|key| Some((key.to_string(), capabilities.get(key)?.clone())))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        };
         SealedSession {
             revision: revision.to_owned(),
             capabilities,
@@ -253,6 +268,15 @@ mod every_revision {
             tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
             let tampered = String::from_utf8(tampered).unwrap();
             assert_eq!(sealer(dir.path(), &old, None).open(&tampered), None);
+            let bulky = SealedSession::new(
+                "2025-11-25",
+                json!({"elicitation": {"form": {}}, "experimental": {"x": "y".repeat(4096)}}),
+                None,
+                None,
+            );
+            assert_eq!(bulky.capabilities, json!({"elicitation": {"form": {}}}));
+            let id = sealer(dir.path(), &old, None).seal(&bulky).unwrap();
+            assert!(id.len() < 1024, "{}", id.len());
             assert!(ClusterKeys::from_config(&Cluster {
                 key_file: Some({
                     let p = dir.path().join("short");
