@@ -232,6 +232,10 @@ pub struct Daemon {
     pub local_socket: Option<PathBuf>,
     /// Whether mcpx counts what it does and serves it at `GET /metrics` (Prometheus text).
     pub metrics: bool,
+    /// The executor threads of `mcpx daemon` and `mcpx serve`; 0 for half the machine's cores
+    /// (at least one). Each thread more lets a task be woken on one thread and run on another,
+    /// which costs more than it gains on a machine mcpx shares with its upstreams.
+    pub threads: usize,
 }
 
 impl Daemon {
@@ -253,6 +257,7 @@ impl Default for Daemon {
             max_header_bytes: 64 * 1024,
             local_socket: None,
             metrics: true,
+            threads: 0,
         }
     }
 }

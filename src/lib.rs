@@ -17,6 +17,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod deadline;
 pub mod environment;
 pub mod gateway;
 pub mod import;

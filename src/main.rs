@@ -1,5 +1,5 @@
-//! The `mcpx` command: sets up the executor threads and logging, parses the command line, and
-//! hands it to the library ([`mcpx::commands`]).
+//! The `mcpx` command: sets up logging, parses the command line, and hands it to the library
+//! ([`mcpx::commands`], which sizes the executor from the configuration).
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -13,11 +13,6 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    // smol's executor runs one thread unless told otherwise; a gateway should use every core.
-    if std::env::var_os("SMOL_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        std::env::set_var("SMOL_THREADS", cores.to_string());
-    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

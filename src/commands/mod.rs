@@ -24,6 +24,22 @@ use std::time::Duration;
 /// How long an upstream may take to exit once its stdin closes, before it is killed.
 const UPSTREAM_EXIT_GRACE: Duration = Duration::from_secs(2);
 
+/// Sizes smol's executor, before its first task: `SMOL_THREADS` if set, else `threads`, else
+/// half the cores. On two cores one thread serves 37-47% more calls forwarded to an upstream than
+/// two (bench/ab, docs/performance.md): the upstream process needs the other core, and a second
+/// executor thread mostly moves tasks between threads.
+fn set_executor_threads(threads: usize) {
+    if std::env::var_os("SMOL_THREADS").is_some() {
+        return;
+    }
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get() / 2),
+        chosen => chosen,
+    };
+    // No other thread runs yet, and smol reads the variable when its executor starts.
+    std::env::set_var("SMOL_THREADS", threads.max(1).to_string());
+}
+
 /// Runs the parsed command line; the exit code says how it went.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
@@ -55,6 +71,7 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    set_executor_threads(config.daemon.threads);
     match &cli.command {
         Command::Status { json, socket } => {
             return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))

@@ -138,7 +138,7 @@ impl Peer {
         // Whichever first: the answer, the caller's cancellation, or the upstream's timeout.
         let timed_out = Cancel::new();
         let reply = smol::future::or(cancel.run(rx.recv()), async {
-            smol::Timer::after(self.timeout).await;
+            crate::deadline::sleep(self.timeout).await;
             timed_out.cancel();
             None
         })

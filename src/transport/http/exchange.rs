@@ -188,7 +188,7 @@ impl Exchange {
                 let next = async { Next::Message(next_message(&outbound).await) }
                     .or(async { Next::Answer(next_answer(&mut inline, answers.as_ref()).await.1) })
                     .or(async {
-                        smol::Timer::after(keep_alive).await;
+                        crate::deadline::sleep(keep_alive).await;
                         Next::KeepAlive
                     })
                     .or(async {

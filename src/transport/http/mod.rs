@@ -222,7 +222,7 @@ async fn serve_connection(
         }
     });
     let connection = hyper::server::conn::http1::Builder::new()
-        .timer(smol_hyper::rt::SmolTimer::new())
+        .timer(crate::deadline::HyperTimer)
         .header_read_timeout(read_timeout)
         .max_headers(max_headers)
         .max_buf_size(max_header_bytes.max(MIN_HEAD_BUFFER))
@@ -411,7 +411,7 @@ impl FrontDoor {
         let collected = smol::future::or(
             async { Some(Limited::new(body, limit).collect().await) },
             async {
-                smol::Timer::after(self.options.read_timeout).await;
+                crate::deadline::sleep(self.options.read_timeout).await;
                 None
             },
         )

@@ -242,7 +242,7 @@ impl HttpUpstream {
             let exchange = self.exchange(id, method, &message, &caller);
             let timed_out = Cancel::new();
             let answer = smol::future::or(cancel.run(exchange), async {
-                smol::Timer::after(self.timeout).await;
+                crate::deadline::sleep(self.timeout).await;
                 timed_out.cancel();
                 None
             })
