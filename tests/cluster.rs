@@ -120,14 +120,7 @@ mod every_revision {
             tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
             let tampered = String::from_utf8(tampered).unwrap();
             assert_eq!(echo(&b, &tampered, "2025-11-25", 1).status, 404);
-            let delete = b.raw(
-                format!(
-                    "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
-                    b.addr
-                )
-                .as_bytes(),
-            );
-            assert_eq!(delete.status, 204);
+            assert_eq!(b.delete_session(&session).status, 204);
             assert_eq!(echo(&b, &session, "2025-11-25", 2).status, 404);
         }
 
@@ -147,14 +140,7 @@ mod every_revision {
             let c = replica_of(&peers, &key, None);
             let session = initialize_session(&a, "2025-11-25", json!({}));
             assert_eq!(echo(&b, &session, "2025-11-25", 1).status, 200);
-            let delete = c.raw(
-                format!(
-                    "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
-                    c.addr
-                )
-                .as_bytes(),
-            );
-            assert_eq!(delete.status, 204);
+            assert_eq!(c.delete_session(&session).status, 204);
             for (id, peer) in [(2, &a), (3, &b)] {
                 assert!(
                     eventually(|| echo(peer, &session, "2025-11-25", id).status == 404),

@@ -79,8 +79,7 @@ mod v2025_03_26 {
             let session = initialize(&d, "2025-03-26");
             let (mut events, head) = open_stream(&d, &session);
             assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-            let deleted = d.raw(format!("DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nMcp-Session-Id: {session}\r\n\r\n").as_bytes());
-            assert_eq!(deleted.status, 204);
+            assert_eq!(d.delete_session(&session).status, 204);
             assert_eq!(events.next_event(), None, "the GET stream stayed open");
             assert_eq!(
                 post(

@@ -157,6 +157,17 @@ impl Daemon {
         Reply::parse(&raw)
     }
 
+    /// `DELETE /mcp` of a legacy session.
+    pub fn delete_session(&self, session: &str) -> Reply {
+        self.raw(
+            format!(
+                "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
+                self.addr
+            )
+            .as_bytes(),
+        )
+    }
+
     /// `GET /metrics`: the Prometheus text (checked to be served as such).
     pub fn metrics(&self) -> String {
         let reply = self.raw(
