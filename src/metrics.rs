@@ -71,6 +71,22 @@ struct DoorLabel {
     door: Door,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PassedOnLabel {
+    kind: PassedOn,
+    outcome: &'static str,
+}
+
+/// What one replica of a cluster passed to another.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum PassedOn {
+    /// A 2026-07-28 retry, to the replica holding the call it resumes.
+    retry,
+    /// A legacy session's `DELETE`, to a peer.
+    end,
+}
+
 /// Why mcpx refused a request before serving it.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
@@ -130,6 +146,7 @@ struct Metrics {
     refused: Family<RefusalLabel, Counter>,
     received: Family<DoorLabel, Counter>,
     sent: Family<DoorLabel, Counter>,
+    passed_on: Family<PassedOnLabel, Counter>,
 }
 
 /// Operation latencies: half a millisecond (a built-in tool) to five minutes (an upstream's
@@ -181,6 +198,7 @@ impl Metrics {
             refused: Family::default(),
             received: Family::default(),
             sent: Family::default(),
+            passed_on: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -219,6 +237,11 @@ impl Metrics {
             "Bytes of MCP messages sent to clients, by door",
             Unit::Bytes,
             metrics.sent.clone(),
+        );
+        registry.register(
+            "mcpx_cluster_passed_on",
+            "Requests passed to another replica, by kind (retry, end) and outcome (ok, unreachable)",
+            metrics.passed_on.clone(),
         );
         Metrics {
             registry,
@@ -273,6 +296,16 @@ pub fn session_ended(transport: &str, lasted: Duration) {
 pub fn refused(reason: Refusal) {
     if let Some(m) = METRICS.get() {
         m.refused.get_or_create(&RefusalLabel { reason }).inc();
+    }
+}
+
+/// Counts a request passed to another replica; `reached` whether it got there.
+pub fn passed_on(kind: PassedOn, reached: bool) {
+    if let Some(m) = METRICS.get() {
+        let outcome = if reached { "ok" } else { "unreachable" };
+        m.passed_on
+            .get_or_create(&PassedOnLabel { kind, outcome })
+            .inc();
     }
 }
 

@@ -148,6 +148,9 @@ mod every_revision {
                 );
             }
             assert_eq!(echo(&c, &session, "2025-11-25", 4).status, 404);
+            let told = [("kind", "end"), ("outcome", "ok")];
+            let counted = || metric_sample(&c.metrics(), "mcpx_cluster_passed_on_total", &told);
+            assert!(eventually(|| counted() == 2.0), "{}", counted());
         }
 
         /// A new key with the old one as `previousKeyFile` keeps the sessions sealed under the
@@ -344,6 +347,9 @@ mod v2026_07_28 {
             assert_result("2026-07-28", "tools/call", &resumed);
             assert_eq!(holder.stderr().matches("fixture: asking").count(), 1);
             assert!(!other.stderr().contains("fixture: asking"));
+            let passed = [("kind", "retry"), ("outcome", "ok")];
+            let counted = metric_sample(&other.metrics(), "mcpx_cluster_passed_on_total", &passed);
+            assert_eq!(counted, 1.0);
             let stranger = Daemon::start(&fixture_config(""), "");
             let refused = stranger.modern(3, "tools/call", answer(&first)).json();
             assert_eq!(refused["error"]["code"], -32602, "{refused}");
@@ -367,6 +373,9 @@ mod v2026_07_28 {
                     .contains("call again without requestState"),
                 "{refused}"
             );
+            let lost = [("kind", "retry"), ("outcome", "unreachable")];
+            let counted = metric_sample(&other.metrics(), "mcpx_cluster_passed_on_total", &lost);
+            assert_eq!(counted, 1.0);
             let again = other.modern(3, "tools/call", ask()).json();
             assert_eq!(again["result"]["resultType"], "input_required", "{again}");
         }

@@ -11,6 +11,7 @@
 
 use super::{json_response, status, Body};
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
+use crate::metrics::{self, PassedOn};
 use crate::upstream::http::connection::Pool;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, Method, Response};
@@ -52,7 +53,9 @@ pub(super) fn tell_peers(peers: &[String], path: &str, headers: &HeaderMap) {
                 smol::Timer::after(PEER_TIMEOUT).await;
                 Err(format!("no answer in {PEER_TIMEOUT:?}"))
             });
-            if let Err(why) = told.await {
+            let told = told.await;
+            metrics::passed_on(PassedOn::end, told.is_ok());
+            if let Err(why) = told {
                 tracing::warn!("could not tell peer {peer} of a session's end: {why}");
             }
         }
@@ -101,7 +104,9 @@ pub(super) async fn to_holder(
     headers: &HeaderMap,
     request: &jsonrpc::Request,
 ) -> Response<Body> {
-    match relay(at, path, headers, request).await {
+    let relayed = relay(at, path, headers, request).await;
+    metrics::passed_on(PassedOn::retry, relayed.is_ok());
+    match relayed {
         Ok(response) => response,
         Err(why) => {
             tracing::warn!("a retry for the call held at {at} could not be forwarded: {why}");
