@@ -157,14 +157,14 @@ fn rust(transport: &str) {
     }
 }
 
-fn typescript(sdk: &str, transport: &str) {
+fn typescript(sdk: &str, transport: &str) -> Value {
     let node = deps::node();
     let name = if sdk.starts_with("v1") {
         "TypeScript SDK v1"
     } else {
         "TypeScript SDK v2"
     };
-    run(name, &node, "ts_client.mjs", sdk, transport);
+    run(name, &node, "ts_client.mjs", sdk, transport)
 }
 
 /// Runs a client script that answers the fixture's questions in `era` over `transport`, with a
@@ -276,7 +276,11 @@ mod every_revision {
         }
 
         #[test]
-        fn typescript_sdk_v1_and_v2_in_both_eras_through_nginx_and_three_replicas() {
+        fn typescript_sdks_at_every_revision_through_nginx_and_three_replicas() {
+            for revision in &REVISIONS[..3] {
+                let report = typescript(&format!("v1@{revision}"), "nginx");
+                assert_eq!(report["negotiated"], *revision);
+            }
             for sdk in ["v1", "v2", "v2@2026-07-28"] {
                 typescript(sdk, "nginx");
             }

@@ -2,7 +2,9 @@
 // call, and hears notifications/tools/list_changed.
 // Usage: node ts_client.mjs v1|v2[@2026-07-28] http URL
 //        node ts_client.mjs v1|v2[@2026-07-28] stdio MCPX_BIN CONFIG
-// (v2@2026-07-28 pins the stateless revision; otherwise each SDK offers its newest handshake one.)
+// (v2@2026-07-28 pins the stateless revision; v1|v2@<legacy revision> makes the SDK offer that
+// revision in initialize, as a client built on an older SDK would, over http; otherwise each SDK
+// offers its newest handshake one.)
 // Prints one JSON object. (The cancelled call's arrival upstream shows in mcpx's log.)
 const [choice, transportKind, ...target] = process.argv.slice(2);
 const [sdk, pinned] = choice.split("@");
@@ -22,19 +24,32 @@ if (sdk === "v1") {
   callTool = (client, params, options) => client.callTool(params, options);
 }
 
-const options = pinned ? { versionNegotiation: { mode: { pin: pinned } } } : undefined;
+const modern = pinned?.startsWith("2026") ? pinned : undefined;
+const legacy = pinned && !modern ? pinned : undefined;
+const options = modern ? { versionNegotiation: { mode: { pin: modern } } } : undefined;
+// The SDKs offer their newest revision; an older one goes in initialize's body instead.
+const offering = legacy
+  ? {
+      fetch: (url, init) => {
+        const body = typeof init?.body === "string" && init.body.includes('"method":"initialize"')
+          ? init.body.replace(/"protocolVersion":"[^"]*"/, `"protocolVersion":"${legacy}"`)
+          : init?.body;
+        return fetch(url, { ...init, body });
+      },
+    }
+  : undefined;
 const client = new Client({ name: `mcpx-test-${sdk}`, version: "1.0.0" }, options);
 let listChanged;
 const changed = new Promise((resolve) => (listChanged = resolve));
 onListChanged(client, () => listChanged(true));
 const transport = transportKind === "http"
-  ? new HttpTransport(new URL(target[0]))
+  ? new HttpTransport(new URL(target[0]), offering)
   : new StdioTransport({ command: target[0], args: ["--config", target[1], "serve"], stderr: "inherit" });
 await client.connect(transport);
 const report = { sdk, transport: transportKind };
-report.negotiated = pinned ?? transport.protocolVersion ?? null;
+report.negotiated = modern ?? transport.protocolVersion ?? null;
 // On the stateless revision, change notifications come on a listen stream.
-const subscription = pinned ? await client.listen({ toolsListChanged: true }) : null;
+const subscription = modern ? await client.listen({ toolsListChanged: true }) : null;
 const tools = await client.listTools();
 report.listed = tools.tools.some((t) => t.name === "fixture__echo");
 const echo = await callTool(client, { name: "fixture__echo", arguments: { text: `hello from ${sdk}` } });
