@@ -104,10 +104,7 @@ impl AuditLog {
         line["durationMs"] = json!((entry.took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
         if let Some(arguments) = entry.arguments {
             let canonical = serde_json::to_vec(arguments).unwrap_or_default();
-            let digest: String = Sha256::digest(&canonical)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let digest = hex::encode(Sha256::digest(&canonical));
             line["argumentsSha256"] = json!(digest);
             if self.arguments {
                 line["arguments"] = arguments.clone();

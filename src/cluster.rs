@@ -39,7 +39,7 @@ const ACTED_ON: [&str; 3] = ["roots", "sampling", "elicitation"];
 pub fn keygen() -> Result<String, String> {
     let mut key = [0u8; 32];
     getrandom::fill(&mut key).map_err(|e| format!("the system's random source failed: {e}"))?;
-    Ok(key.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(key))
 }
 
 /// What a sealed id says.
@@ -180,21 +180,22 @@ impl Sealer {
             .ok()
             .or_else(|| self.previous.as_ref()?.decrypt(nonce, sealed).ok())?;
         let session: SealedSession = serde_json::from_slice(&plain).ok()?;
-        let age = now_ms().saturating_sub(session.created_ms);
-        (age <= self.lifetime.as_millis() as u64).then_some(session)
+        (!self.remaining(&session).is_zero()).then_some(session)
+    }
+
+    /// How much of its lifetime a sealed session has left.
+    pub fn remaining(&self, session: &SealedSession) -> Duration {
+        let age = Duration::from_millis(now_ms().saturating_sub(session.created_ms));
+        self.lifetime.saturating_sub(age)
     }
 }
 
 /// A key file: 64 hexadecimal digits (as `mcpx keygen` writes them), or 32 raw bytes or more.
 fn read_key(path: &std::path::Path) -> Result<Vec<u8>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cluster key {}: {e}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let hex = text.trim();
-    let key = match hex.len() >= 2 * MIN_KEY_BYTES && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        true => (0..hex.len() / 2)
-            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default())
-            .collect(),
-        false => bytes,
+    let key = match hex::decode(String::from_utf8_lossy(&bytes).trim()) {
+        Ok(decoded) if decoded.len() >= MIN_KEY_BYTES => decoded,
+        _ => bytes,
     };
     if key.len() < MIN_KEY_BYTES {
         return Err(format!(

@@ -124,6 +124,24 @@ mod every_revision {
             assert_eq!(echo(&b, &session, "2025-11-25", 2).status, 404);
         }
 
+        /// A sealed id older than `sessionLifetime` is an expired session: 404 on every replica,
+        /// the one that minted it included, so the client initializes again.
+        #[test]
+        fn a_sealed_id_past_its_lifetime_is_unknown_everywhere() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let short = format!("sessionLifetime = \"1s\"\n{}", fixture_config(""));
+            let (a, b) = (
+                replica_of(&short, &key, None),
+                replica_of(&short, &key, None),
+            );
+            let session = initialize_session(&a, "2025-11-25", json!({}));
+            assert_eq!(echo(&b, &session, "2025-11-25", 1).status, 200);
+            std::thread::sleep(std::time::Duration::from_millis(1200));
+            assert_eq!(echo(&b, &session, "2025-11-25", 2).status, 404);
+            assert_eq!(echo(&a, &session, "2025-11-25", 3).status, 404);
+        }
+
         /// A `DELETE` taken by one replica is passed to its `peers`: the id is refused
         /// everywhere at once, not only where it was ended.
         #[test]

@@ -25,7 +25,7 @@ use std::time::Duration;
 const UPSTREAM_EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Sizes smol's executor, before its first task: `SMOL_THREADS` if set, else `threads`, else
-/// half the cores. On two cores one thread serves 37-47% more calls forwarded to an upstream than
+/// half the cores. On two cores one thread serves 9-13% more calls forwarded to an upstream than
 /// two (bench/ab, docs/performance.md): the upstream process needs the other core, and a second
 /// executor thread mostly moves tasks between threads.
 fn set_executor_threads(threads: usize) {

@@ -163,7 +163,7 @@ pub(super) fn default_cache_dir() -> Option<PathBuf> {
 fn cache_file(dir: &Path, name: &str, server: &Server) -> PathBuf {
     let configuration = serde_json::to_vec(&(name, server)).unwrap_or_default();
     let digest = Sha256::digest(&configuration);
-    let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let key = hex::encode(&digest[..8]);
     let safe: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

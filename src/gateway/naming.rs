@@ -25,7 +25,7 @@ pub fn exposed(prefix: &str, name: &str) -> String {
         return candidate;
     }
     let digest = Sha256::digest(candidate.as_bytes());
-    let suffix: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let suffix = hex::encode(&digest[..4]);
     let mut stem: String = candidate
         .chars()
         .map(|c| {

@@ -213,7 +213,7 @@ impl Rounds {
             parked: Mutex::default(),
             next: AtomicU64::new(1),
             signer: signer.or_else(Signer::new),
-            holder: holder.iter().map(|b| format!("{b:02x}")).collect(),
+            holder: hex::encode(holder),
             at: OnceLock::new(),
             wait,
         })

@@ -18,6 +18,7 @@ use http::{header, HeaderMap, HeaderName, Method, Response};
 use http_body_util::BodyExt;
 use hyper::body::{Frame, Incoming};
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -38,8 +39,8 @@ const HOP_BY_HOP: [HeaderName; 6] = [
 const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Passes a `DELETE` received with `headers` at `path` to every address of every peer, in the
-/// background; a peer that cannot be reached is logged (it refuses the id only once its
-/// `sessionLifetime` ends).
+/// background; an address that cannot be told is logged and counted, and the others are told all
+/// the same (it refuses the id only once its `sessionLifetime` ends).
 pub(super) fn tell_peers(peers: &[String], path: &str, headers: &HeaderMap) {
     if peers.is_empty() {
         return;
@@ -49,41 +50,48 @@ pub(super) fn tell_peers(peers: &[String], path: &str, headers: &HeaderMap) {
     passed.remove(header::CONTENT_TYPE);
     smol::spawn(async move {
         for peer in peers {
-            let told = smol::future::or(tell(&peer, &path, &passed), async {
-                smol::Timer::after(PEER_TIMEOUT).await;
-                Err(format!("no answer in {PEER_TIMEOUT:?}"))
-            });
-            let told = told.await;
-            metrics::passed_on(PassedOn::end, told.is_ok());
-            if let Err(why) = told {
-                tracing::warn!("could not tell peer {peer} of a session's end: {why}");
+            let addresses = match smol::net::resolve(peer.as_str()).await {
+                Ok(addresses) => addresses,
+                Err(e) => {
+                    metrics::passed_on(PassedOn::end, false);
+                    tracing::warn!("could not tell peer {peer} of a session's end: {e}");
+                    continue;
+                }
+            };
+            for address in addresses {
+                let told = smol::future::or(tell(address, &path, &passed), async {
+                    crate::deadline::sleep(PEER_TIMEOUT).await;
+                    Err(format!("no answer in {PEER_TIMEOUT:?}"))
+                })
+                .await;
+                metrics::passed_on(PassedOn::end, told.is_ok());
+                if let Err(why) = told {
+                    tracing::warn!(
+                        "could not tell peer {peer} ({address}) of a session's end: {why}"
+                    );
+                }
             }
         }
     })
     .detach();
 }
 
-/// Sends the `DELETE` to each address `peer` resolves to.
-async fn tell(peer: &str, path: &str, headers: &HeaderMap) -> Result<(), String> {
-    let addresses = smol::net::resolve(peer)
+/// Sends the `DELETE` to one address of a peer.
+async fn tell(address: SocketAddr, path: &str, headers: &HeaderMap) -> Result<(), String> {
+    let uri = format!("http://{address}{path}")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let pool = Pool::new(uri, HeaderMap::new());
+    let delete = pool.build(Method::DELETE, String::new(), headers.clone())?;
+    let mut sender = pool.detached().await?;
+    let answer = sender
+        .send_request(delete)
         .await
-        .map_err(|e| format!("cannot resolve it: {e}"))?;
-    for address in addresses {
-        let uri = format!("http://{address}{path}")
-            .parse()
-            .map_err(|e| format!("{address}: {e}"))?;
-        let pool = Pool::new(uri, HeaderMap::new());
-        let delete = pool.build(Method::DELETE, String::new(), headers.clone())?;
-        let mut sender = pool.detached().await?;
-        let answer = sender
-            .send_request(delete)
-            .await
-            .map_err(|e| e.to_string())?;
-        if !answer.status().is_success() {
-            return Err(format!("{address} answered {}", answer.status()));
-        }
+        .map_err(|e| e.to_string())?;
+    match answer.status().is_success() {
+        true => Ok(()),
+        false => Err(format!("answered {}", answer.status())),
     }
-    Ok(())
 }
 
 /// `headers` without those of one hop, marked as passed on by a replica.
@@ -134,7 +142,7 @@ async fn relay(
     let pool = Pool::new(uri, HeaderMap::new());
     let forwarded = pool.build(
         Method::POST,
-        request.to_value().to_string(),
+        serde_json::to_string(request).map_err(|e| e.to_string())?,
         passed_on(headers),
     )?;
     let mut sender = pool.detached().await?;

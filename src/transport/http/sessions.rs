@@ -5,7 +5,7 @@
 //! With a cluster key ([`crate::cluster`]) the id is the session, sealed: a replica that does
 //! not hold it rebuilds it from the id, and idling only frees a replica's copy (the next request
 //! rebuilds it). `DELETE` ends it on the replica that takes it, which remembers the id until it
-//! would have expired anyway; other replicas accept it until its lifetime ends.
+//! would have expired anyway and tells its `peers`, which do the same.
 
 use crate::cancel::Cancel;
 use crate::cluster::{SealedSession, Sealer};
@@ -34,6 +34,8 @@ pub struct Session {
     pub ended: Cancel,
     stream_open: AtomicBool,
     last_used: Mutex<Instant>,
+    /// When a sealed id's `sessionLifetime` ends: the session with it, on every replica.
+    expires: Option<Instant>,
 }
 
 impl Session {
@@ -55,6 +57,11 @@ impl Session {
     /// Idle: no request for `timeout`, and no GET stream open (a listening client is not idle).
     fn is_idle(&self, timeout: Duration) -> bool {
         !self.stream_open.load(Ordering::Acquire) && lock(&self.last_used).elapsed() >= timeout
+    }
+
+    /// Past its sealed id's lifetime.
+    fn is_expired(&self) -> bool {
+        self.expires.is_some_and(|at| Instant::now() >= at)
     }
 }
 
@@ -123,20 +130,19 @@ impl Sessions {
         outbound: Receiver<Outbound>,
         negotiated: &SealedSession,
     ) -> Result<Arc<Session>, Refused> {
+        let expires = self.sealer.as_ref().map(|s| Instant::now() + s.lifetime());
         let id = match &self.sealer {
             Some(sealer) => sealer.seal(negotiated).ok(),
             None => {
                 let mut bytes = [0u8; 16];
-                getrandom::fill(&mut bytes)
-                    .ok()
-                    .map(|_| bytes.iter().map(|b| format!("{b:02x}")).collect())
+                getrandom::fill(&mut bytes).ok().map(|_| hex::encode(bytes))
             }
         };
         let Some(id) = id else {
             self.gateway.close_client(&client);
             return Err(Refused::NoRandomness);
         };
-        self.insert_as(id, client, outbound)
+        self.insert_as(id, client, outbound, expires)
     }
 
     /// Enters a session under `id`; a session already entered under it (two requests rebuilt
@@ -146,6 +152,7 @@ impl Sessions {
         id: String,
         client: Arc<Client>,
         outbound: Receiver<Outbound>,
+        expires: Option<Instant>,
     ) -> Result<Arc<Session>, Refused> {
         if let Some(existing) = self.lock().get(&id).cloned() {
             self.gateway.close_client(&client);
@@ -160,6 +167,7 @@ impl Sessions {
             ended,
             stream_open: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
+            expires,
         });
         let mut table = self.lock();
         if table.len() >= self.max {
@@ -183,6 +191,11 @@ impl Sessions {
             self.end(id);
             return None;
         }
+        if session.is_expired() {
+            // Its id no longer opens anywhere: nothing to remember it by.
+            self.forget(id);
+            return None;
+        }
         if session.is_idle(self.idle) {
             self.forget(id);
             return self.rebuild(id, view);
@@ -194,7 +207,9 @@ impl Sessions {
     /// A sealed session this replica does not hold, rebuilt from its id; `None` without a
     /// cluster key, or for an id that does not open, ended here, or another door's.
     fn rebuild(&self, id: &str, view: ViewId) -> Option<Arc<Session>> {
-        let sealed = self.sealer.as_ref()?.open(id)?;
+        let sealer = self.sealer.as_ref()?;
+        let sealed = sealer.open(id)?;
+        let expires = Instant::now() + sealer.remaining(&sealed);
         if lock(&self.ended).contains_key(id)
             || sealed.profile.as_deref() != self.gateway.profile_name(view)
         {
@@ -205,19 +220,16 @@ impl Sessions {
         self.gateway
             .resume_session(&client, revision, sealed.capabilities, sealed.client);
         tracing::debug!("rebuilt a sealed session minted elsewhere");
-        self.insert_as(id.to_owned(), client, outbound).ok()
+        self.insert_as(id.to_owned(), client, outbound, Some(expires))
+            .ok()
     }
 
     /// Ends a session: its GET stream closes, its requests are cancelled, and a sealed id is
     /// refused here from now on.
     pub fn end(&self, id: &str) -> Option<Arc<Session>> {
-        if self.sealer.is_some() {
+        if let Some(sealer) = &self.sealer {
             let mut ended = lock(&self.ended);
-            let lifetime = self
-                .sealer
-                .as_ref()
-                .map_or(Duration::ZERO, |s| s.lifetime());
-            ended.retain(|_, at| at.elapsed() < lifetime);
+            ended.retain(|_, at| at.elapsed() < sealer.lifetime());
             ended.insert(id.to_owned(), Instant::now());
         }
         self.forget(id)
@@ -251,7 +263,7 @@ impl Sessions {
         let idle: Vec<String> = self
             .lock()
             .values()
-            .filter(|s| s.is_idle(self.idle) || s.ended.is_cancelled())
+            .filter(|s| s.is_idle(self.idle) || s.is_expired() || s.ended.is_cancelled())
             .map(|s| s.id.clone())
             .collect();
         for id in idle {
