@@ -4,10 +4,12 @@
 //! harmless. Every request makes one, so it costs one allocation, plus the event's list only if
 //! somebody waits (a channel, the obvious alternative, costs several, and more when dropped).
 
-use event_listener::Event;
+use event_listener::{Event, EventListener};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 
 /// A cloneable cancellation signal.
 #[derive(Debug, Clone, Default)]
@@ -56,14 +58,51 @@ impl Cancel {
     }
 
     /// Runs `work` unless the signal fires first; `None` means it was cancelled.
-    pub async fn run<T>(&self, work: impl Future<Output = T>) -> Option<T> {
-        use smol::future::FutureExt;
-        async { Some(work.await) }
-            .or(async {
-                self.cancelled().await;
-                None
-            })
-            .await
+    pub fn run<F: Future>(&self, work: F) -> Run<'_, F> {
+        Run {
+            cancel: self,
+            listener: None,
+            work,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`Cancel::run`]'s future. A struct, not an `async fn`: an `async fn` taking `work` holds
+    /// it twice more (the argument, and the future it is moved into to be raced), and `work` is
+    /// often an upstream exchange of kilobytes, copied on every call.
+    #[derive(Debug)]
+    pub struct Run<'a, F> {
+        cancel: &'a Cancel,
+        listener: Option<EventListener>,
+        #[pin]
+        work: F,
+    }
+}
+
+impl<F: Future> Future for Run<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // The work first: finished work is not thrown away because the signal fired as well.
+        if let Poll::Ready(out) = this.work.poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        loop {
+            if this.cancel.is_cancelled() {
+                return Poll::Ready(None);
+            }
+            match this.listener {
+                Some(listener) => {
+                    ready!(Pin::new(listener).poll(cx));
+                    *this.listener = None;
+                }
+                // Checked again before waiting: fired between the check and the listening, the
+                // notification would be missed.
+                None => *this.listener = Some(this.cancel.0.waiters.listen()),
+            }
+        }
     }
 }
 

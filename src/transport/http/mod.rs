@@ -155,7 +155,6 @@ pub async fn serve(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
         let admitted = door.connections.take();
         let (door, alive, shutdown) = (Arc::clone(&door), alive.clone(), shutdown.clone());
         smol::spawn(async move {
@@ -227,7 +226,10 @@ async fn serve_connection(
         .max_headers(max_headers)
         .max_buf_size(max_header_bytes.max(MIN_HEAD_BUFFER))
         .keep_alive(!over_capacity)
-        .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
+        .serve_connection(
+            crate::hyper_io::HyperIo(crate::tcp::Stream::from(stream)),
+            service,
+        );
     let mut connection = std::pin::pin!(connection);
     let finished = smol::future::or(async { Some(connection.as_mut().await) }, async {
         shutdown.cancelled().await;

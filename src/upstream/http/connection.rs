@@ -2,12 +2,13 @@
 //! the Mozilla roots), hyper's client on smol, requests built with the server's configured
 //! headers, and a pool of kept-alive connections that the request using one drives itself.
 
+use crate::hyper_io::HyperIo;
 use crate::sync::lock;
+use crate::tcp::Stream as TcpStream;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 use http_body_util::Full;
 use hyper::client::conn::http1::SendRequest;
-use smol::net::TcpStream;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 /// The sending half of a connection.
 pub type Sender = SendRequest<Full<Bytes>>;
-type Driver = hyper::client::conn::http1::Connection<smol_hyper::rt::FuturesIo<Io>, Full<Bytes>>;
+type Driver = hyper::client::conn::http1::Connection<HyperIo<Io>, Full<Bytes>>;
 
 /// How long connecting and the handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -353,7 +354,6 @@ async fn connect(uri: &Uri) -> Result<Link, String> {
         let tcp = TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
-        let _ = tcp.set_nodelay(true);
         let io = if tls {
             let name = futures_rustls::rustls::pki_types::ServerName::try_from(host.clone())
                 .map_err(|e| format!("{host}: {e}"))?;
@@ -365,10 +365,9 @@ async fn connect(uri: &Uri) -> Result<Link, String> {
         } else {
             Io::Plain(tcp)
         };
-        let (sender, driver) =
-            hyper::client::conn::http1::handshake(smol_hyper::rt::FuturesIo::new(io))
-                .await
-                .map_err(|e| format!("HTTP with {host}: {e}"))?;
+        let (sender, driver) = hyper::client::conn::http1::handshake(HyperIo(io))
+            .await
+            .map_err(|e| format!("HTTP with {host}: {e}"))?;
         Ok(Link {
             sender,
             driver: Some(driver),

@@ -1,0 +1,153 @@
+//! A TCP stream that reads only when the reactor has said there is something to read.
+//!
+//! hyper polls its connection's reader every time the task holding the connection is polled:
+//! the server side to notice a client that hangs up mid-request (how a 2026-07-28 client
+//! cancels), the client side of a pooled upstream link whenever the request it carries is
+//! polled. smol's `TcpStream` answers each of those polls with a `recv` syscall first, and
+//! only asks the reactor after `EAGAIN`; a forwarded call's task is polled several times (on the
+//! client's request, on the upstream's answer, on its own wakeups), so most of those reads came
+//! back empty. [`Stream`] remembers that the last read found the socket drained and, until the
+//! reactor reports it readable again, answers a read with `Pending` without a syscall: one
+//! `EAGAIN` per readiness event instead of one per poll.
+
+use smol::io::{AsyncRead, AsyncWrite};
+use smol::Async;
+use std::io::{self, Read, Write};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+/// A TCP stream whose reads skip the syscall while the socket is known to be drained.
+#[derive(Debug)]
+pub struct Stream {
+    socket: Arc<Async<std::net::TcpStream>>,
+    /// The last read returned `EAGAIN`, and the reactor has not reported the socket readable
+    /// since.
+    drained: bool,
+}
+
+impl Stream {
+    /// Connects to `address` (a name is resolved), with `TCP_NODELAY` set: MCP messages are
+    /// small and answered one at a time, so Nagle's algorithm would only delay them.
+    pub async fn connect(address: (&str, u16)) -> io::Result<Stream> {
+        let stream = smol::net::TcpStream::connect(address).await?;
+        Ok(Stream::from(stream))
+    }
+}
+
+impl From<smol::net::TcpStream> for Stream {
+    fn from(stream: smol::net::TcpStream) -> Stream {
+        // Failing to set it only costs latency.
+        let _ = stream.set_nodelay(true);
+        Stream {
+            socket: stream.into(),
+            drained: false,
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            if self.drained {
+                // Registers this task's waker once; later polls with the same waker and no
+                // event in between return here without touching the socket.
+                ready!(self.socket.poll_readable(cx))?;
+                self.drained = false;
+            }
+            match self.socket.get_ref().read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.drained = true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut &*self.socket).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut &*self.socket).poll_write_vectored(cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Writes go straight to the socket: there is nothing to flush.
+        Poll::Ready(self.socket.get_ref().flush())
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.socket.get_ref().shutdown(std::net::Shutdown::Write))
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod tcp {
+        use crate::tcp::Stream;
+        use smol::io::{AsyncReadExt, AsyncWriteExt};
+        use smol::net::TcpListener;
+        use std::time::Duration;
+
+        #[test]
+        fn a_read_after_a_drained_one_gets_what_arrives_later_and_then_the_peers_close() {
+            smol::block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let port = listener.local_addr().unwrap().port();
+                let peer = smol::spawn(async move {
+                    let (mut peer, _) = listener.accept().await.unwrap();
+                    for part in [&b"first"[..], b"second"] {
+                        smol::Timer::after(Duration::from_millis(50)).await;
+                        peer.write_all(part).await.unwrap();
+                    }
+                    // Closing is what a client hanging up mid-request looks like.
+                });
+                let mut stream = Stream::connect(("127.0.0.1", port)).await.unwrap();
+                let mut buf = [0; 16];
+                // Nothing is there yet: the first poll finds the socket drained.
+                let early = smol::future::poll_once(stream.read(&mut buf)).await;
+                assert!(early.is_none(), "{early:?}");
+                assert!(stream.drained);
+                let n = stream.read(&mut buf).await.unwrap();
+                assert_eq!(&buf[..n], b"first");
+                let n = stream.read(&mut buf).await.unwrap();
+                assert_eq!(&buf[..n], b"second");
+                peer.await;
+                assert_eq!(stream.read(&mut buf).await.unwrap(), 0);
+            });
+        }
+
+        #[test]
+        fn what_is_written_arrives_whole() {
+            smol::block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let port = listener.local_addr().unwrap().port();
+                let reader = smol::spawn(async move {
+                    let (mut peer, _) = listener.accept().await.unwrap();
+                    let mut all = Vec::new();
+                    peer.read_to_end(&mut all).await.unwrap();
+                    all
+                });
+                let mut stream = Stream::connect(("127.0.0.1", port)).await.unwrap();
+                let big = vec![7u8; 4 << 20];
+                stream.write_all(&big).await.unwrap();
+                stream.close().await.unwrap();
+                assert_eq!(reader.await, big);
+            });
+        }
+    }
+}
