@@ -81,6 +81,8 @@ pub async fn fetch(
 /// Kept-alive connections to one server's endpoint, and the requests built for it.
 pub struct Pool {
     uri: Uri,
+    /// What every request names: the endpoint's path and query, and its `Host`, parsed once.
+    target: Result<(Uri, http::HeaderValue), String>,
     /// The configured headers (secrets among them: never printed).
     headers: HeaderMap,
     idle: Mutex<Vec<Link>>,
@@ -98,8 +100,15 @@ impl std::fmt::Debug for Pool {
 impl Pool {
     /// A pool for the endpoint `uri`, whose requests carry `headers`.
     pub fn new(uri: Uri, headers: HeaderMap) -> Pool {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let host = uri.authority().map_or("", |a| a.as_str());
+        let target = match (path.parse(), http::HeaderValue::try_from(host)) {
+            (Ok(path), Ok(host)) => Ok((path, host)),
+            _ => Err(format!("{uri} cannot be requested over HTTP/1.1")),
+        };
         Pool {
             uri,
+            target,
             headers,
             idle: Mutex::default(),
         }
@@ -151,19 +160,21 @@ impl Pool {
         body: String,
         extra: HeaderMap,
     ) -> Result<http::Request<Full<Bytes>>, String> {
-        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut request = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header(
-                http::header::HOST,
-                self.uri.authority().map_or("", |a| a.as_str()),
-            )
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        request.headers_mut().extend(self.headers.clone());
+        use http::header::{ACCEPT, CONTENT_TYPE, HOST};
+        use http::HeaderValue;
+        let (path, host) = self.target.clone()?;
+        let mut request = http::Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = method;
+        *request.uri_mut() = path;
+        let headers = request.headers_mut();
+        headers.insert(HOST, host);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let accept = HeaderValue::from_static("application/json, text/event-stream");
+        headers.insert(ACCEPT, accept);
+        // The configured headers replace those defaults (a TOML table names each header once).
+        for (name, value) in &self.headers {
+            headers.insert(name, value.clone());
+        }
         request.headers_mut().extend(extra);
         Ok(request)
     }
@@ -340,8 +351,13 @@ impl Link {
     }
 }
 
-/// Opens an HTTP/1.1 connection (TLS for https).
-async fn connect(uri: &Uri) -> Result<Link, String> {
+/// Opens an HTTP/1.1 connection (TLS for https). Boxed: a TLS handshake's state is kilobytes,
+/// and every request's future, which rarely connects, would otherwise carry (and copy) it.
+fn connect(uri: &Uri) -> Pin<Box<dyn Future<Output = Result<Link, String>> + Send + '_>> {
+    Box::pin(open(uri))
+}
+
+async fn open(uri: &Uri) -> Result<Link, String> {
     let host = uri
         .host()
         .unwrap_or_default()
