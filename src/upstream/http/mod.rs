@@ -227,15 +227,18 @@ impl HttpUpstream {
         cancel: &Cancel,
         caller: Caller,
     ) -> Reply {
+        // Built once: a second attempt (after a new session or token) differs only in its id.
+        let mut message = self.message(0, method, params);
         for attempt in 0..2 {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let mut params = params.clone();
+            message["id"] = Value::from(id);
             if caller.progress.is_some() {
                 // The server reports progress on this request's own stream, under a token of
                 // mcpx's; the sink puts the caller's back.
+                let mut params = message.get_mut("params").map(Value::take);
                 client::put_progress_token(&mut params, &client::progress_token(id));
+                message["params"] = params.unwrap_or_default();
             }
-            let message = self.message(id, method, params);
             if let Some(asks) = &caller.asks {
                 self.askers.enter(id, asks.clone());
             }
