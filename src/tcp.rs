@@ -100,23 +100,29 @@ mod every_revision {
     mod tcp {
         use crate::tcp::Stream;
         use smol::io::{AsyncReadExt, AsyncWriteExt};
-        use smol::net::TcpListener;
+        use smol::net::{TcpListener, TcpStream};
         use std::time::Duration;
+
+        /// Both ends of a loopback connection: mcpx's, and its peer's.
+        async fn connected() -> (Stream, TcpStream) {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let (ours, theirs) =
+                smol::future::zip(Stream::connect(("127.0.0.1", port)), listener.accept()).await;
+            (ours.unwrap(), theirs.unwrap().0)
+        }
 
         #[test]
         fn a_read_after_a_drained_one_gets_what_arrives_later_and_then_the_peers_close() {
             smol::block_on(async {
-                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let port = listener.local_addr().unwrap().port();
-                let peer = smol::spawn(async move {
-                    let (mut peer, _) = listener.accept().await.unwrap();
+                let (mut stream, mut peer) = connected().await;
+                let writer = smol::spawn(async move {
                     for part in [&b"first"[..], b"second"] {
                         smol::Timer::after(Duration::from_millis(50)).await;
                         peer.write_all(part).await.unwrap();
                     }
                     // Closing is what a client hanging up mid-request looks like.
                 });
-                let mut stream = Stream::connect(("127.0.0.1", port)).await.unwrap();
                 let mut buf = [0; 16];
                 // Nothing is there yet: the first poll finds the socket drained.
                 let early = smol::future::poll_once(stream.read(&mut buf)).await;
@@ -126,7 +132,7 @@ mod every_revision {
                 assert_eq!(&buf[..n], b"first");
                 let n = stream.read(&mut buf).await.unwrap();
                 assert_eq!(&buf[..n], b"second");
-                peer.await;
+                writer.await;
                 assert_eq!(stream.read(&mut buf).await.unwrap(), 0);
             });
         }
@@ -134,15 +140,12 @@ mod every_revision {
         #[test]
         fn what_is_written_arrives_whole() {
             smol::block_on(async {
-                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let port = listener.local_addr().unwrap().port();
+                let (mut stream, mut peer) = connected().await;
                 let reader = smol::spawn(async move {
-                    let (mut peer, _) = listener.accept().await.unwrap();
                     let mut all = Vec::new();
                     peer.read_to_end(&mut all).await.unwrap();
                     all
                 });
-                let mut stream = Stream::connect(("127.0.0.1", port)).await.unwrap();
                 let big = vec![7u8; 4 << 20];
                 stream.write_all(&big).await.unwrap();
                 stream.close().await.unwrap();
