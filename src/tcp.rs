@@ -9,11 +9,17 @@
 //! back empty. [`Stream`] remembers that the last read found the socket drained and, until the
 //! reactor reports it readable again, answers a read with `Pending` without a syscall: one
 //! `EAGAIN` per readiness event instead of one per poll.
+//!
+//! The reactor's word can be stale for a connection nobody polled for a while: a pooled
+//! upstream link whose server closed it as it idled has had its close reported to a task that
+//! is gone, or not yet at all. A [`Recheck`] makes the next read ask the kernel, so the pool
+//! learns of the close before a request is written to a dead connection.
 
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::Async;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -24,6 +30,24 @@ pub struct Stream {
     /// The last read returned `EAGAIN`, and the reactor has not reported the socket readable
     /// since.
     drained: bool,
+    /// Set from outside: the next read goes to the kernel whatever `drained` says.
+    recheck: Recheck,
+}
+
+/// Tells a [`Stream`] that its next read must ask the kernel, not the reactor.
+#[derive(Debug, Clone, Default)]
+pub struct Recheck(Arc<AtomicBool>);
+
+impl Recheck {
+    /// Asks for it: for a connection taken back into use after idling.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether it was asked for, clearing it; a plain load first, as it rarely is.
+    fn take(&self) -> bool {
+        self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::Relaxed)
+    }
 }
 
 impl Stream {
@@ -32,6 +56,11 @@ impl Stream {
     pub async fn connect(address: (&str, u16)) -> io::Result<Stream> {
         let stream = smol::net::TcpStream::connect(address).await?;
         Ok(Stream::from(stream))
+    }
+
+    /// A handle that makes the next read ask the kernel (see [`Recheck`]).
+    pub fn recheck(&self) -> Recheck {
+        self.recheck.clone()
     }
 }
 
@@ -42,6 +71,7 @@ impl From<smol::net::TcpStream> for Stream {
         Stream {
             socket: stream.into(),
             drained: false,
+            recheck: Recheck::default(),
         }
     }
 }
@@ -53,12 +83,12 @@ impl AsyncRead for Stream {
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         loop {
-            if self.drained {
+            if self.drained && !self.recheck.take() {
                 // Registers this task's waker once; later polls with the same waker and no
                 // event in between return here without touching the socket.
                 ready!(self.socket.poll_readable(cx))?;
-                self.drained = false;
             }
+            self.drained = false;
             match self.socket.get_ref().read(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -134,6 +164,24 @@ mod every_revision {
                 assert_eq!(&buf[..n], b"second");
                 writer.await;
                 assert_eq!(stream.read(&mut buf).await.unwrap(), 0);
+            });
+        }
+
+        #[test]
+        fn a_recheck_makes_a_drained_read_ask_the_kernel_at_once() {
+            smol::block_on(async {
+                let (mut stream, mut peer) = connected().await;
+                let mut buf = [0; 16];
+                assert!(smol::future::poll_once(stream.read(&mut buf))
+                    .await
+                    .is_none());
+                // On loopback the bytes are in the socket once the write returns, whether or not
+                // the reactor has looked: the very next poll must find them.
+                peer.write_all(b"closing soon").await.unwrap();
+                stream.recheck().request();
+                let read = smol::future::poll_once(stream.read(&mut buf)).await;
+                assert_eq!(read.map(Result::unwrap), Some(12));
+                assert!(!stream.recheck.take(), "a recheck serves one read");
             });
         }
 

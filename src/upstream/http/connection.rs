@@ -307,12 +307,14 @@ pub struct Link {
     sender: Sender,
     /// `None` once the connection ended.
     driver: Option<Driver>,
+    /// Makes the socket's next read ask the kernel: see [`Link::ready`].
+    recheck: crate::tcp::Recheck,
 }
 
 impl Link {
     /// Runs `work` (given the link's sender) while driving the connection in this same task.
     pub async fn drive<T>(&mut self, work: impl AsyncFnOnce(&mut Sender) -> T) -> T {
-        let Link { sender, driver } = self;
+        let Link { sender, driver, .. } = self;
         let mut work = pin!(work(sender));
         poll_fn(move |cx| loop {
             if let Poll::Ready(out) = work.as_mut().poll(cx) {
@@ -327,8 +329,13 @@ impl Link {
         .await
     }
 
-    /// Whether it can carry a request (the server may have closed it while it idled).
+    /// Whether it can carry a request (the server may have closed it while it idled). The
+    /// close shows when the driver next reads, which it does before writing a request: that
+    /// read must ask the kernel, since the reactor reported the close (if it has yet) to the
+    /// task that last used the link, and a request written to a closed connection is lost
+    /// where one still queued is given back to go on another.
     async fn ready(&mut self) -> bool {
+        self.recheck.request();
         self.is_open()
             && self
                 .drive(async |sender| sender.ready().await.is_ok())
@@ -370,6 +377,7 @@ async fn open(uri: &Uri) -> Result<Link, String> {
         let tcp = TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+        let recheck = tcp.recheck();
         let io = if tls {
             let name = futures_rustls::rustls::pki_types::ServerName::try_from(host.clone())
                 .map_err(|e| format!("{host}: {e}"))?;
@@ -387,6 +395,7 @@ async fn open(uri: &Uri) -> Result<Link, String> {
         Ok(Link {
             sender,
             driver: Some(driver),
+            recheck,
         })
     };
     smol::future::or(connecting, async {
