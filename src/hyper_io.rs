@@ -12,7 +12,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-/// The most bytes one read takes: as much as hyper's read buffer grows to on a large body.
+/// The most bytes one read takes: a large body takes several reads, each a syscall's worth.
 const SCRATCH_BYTES: usize = 64 * 1024;
 
 thread_local! {
