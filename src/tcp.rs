@@ -7,8 +7,11 @@
 //! only asks the reactor after `EAGAIN`; a forwarded call's task is polled several times (on the
 //! client's request, on the upstream's answer, on its own wakeups), so most of those reads came
 //! back empty. [`Stream`] remembers that the last read found the socket drained and, until the
-//! reactor reports it readable again, answers a read with `Pending` without a syscall: one
-//! `EAGAIN` per readiness event instead of one per poll.
+//! reactor reports it readable again, answers a read with `Pending` without a syscall. A read
+//! that did not fill its buffer counts as finding it drained, as in tokio: a stream socket hands
+//! over all it holds, so the read after it would only come back with `EAGAIN`. Whatever arrives
+//! meanwhile is not missed: asking the reactor re-arms the socket's interest, and epoll reports
+//! a socket that is readable when re-armed.
 //!
 //! The reactor's word can be stale for a connection nobody polled for a while: a pooled
 //! upstream link whose server closed it as it idled has had its close reported to a task that
@@ -27,8 +30,8 @@ use std::task::{ready, Context, Poll};
 #[derive(Debug)]
 pub struct Stream {
     socket: Arc<Async<std::net::TcpStream>>,
-    /// The last read returned `EAGAIN`, and the reactor has not reported the socket readable
-    /// since.
+    /// The last read returned `EAGAIN` or left room in its buffer, and the reactor has not
+    /// reported the socket readable since.
     drained: bool,
     /// Set from outside: the next read goes to the kernel whatever `drained` says.
     recheck: Recheck,
@@ -88,11 +91,16 @@ impl AsyncRead for Stream {
                 // event in between return here without touching the socket.
                 ready!(self.socket.poll_readable(cx))?;
             }
-            self.drained = false;
             match self.socket.get_ref().read(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.drained = true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                result => return Poll::Ready(result),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.drained = false,
+                Ok(n) => {
+                    // A read that left room took all the socket held: the next read would
+                    // only find it empty.
+                    self.drained = n > 0 && n < buf.len();
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) => return Poll::Ready(Err(e)),
             }
         }
     }
@@ -164,6 +172,29 @@ mod every_revision {
                 assert_eq!(&buf[..n], b"second");
                 writer.await;
                 assert_eq!(stream.read(&mut buf).await.unwrap(), 0);
+            });
+        }
+
+        #[test]
+        fn a_short_read_leaves_the_next_to_the_reactor_which_still_reports_what_came_between() {
+            smol::block_on(async {
+                let (mut stream, mut peer) = connected().await;
+                let mut buf = [0; 16];
+                peer.write_all(b"first").await.unwrap();
+                assert_eq!(stream.read(&mut buf).await.unwrap(), 5);
+                assert!(stream.drained, "a read that left room found all there was");
+                // These bytes are in the socket before anything asks the reactor about it.
+                peer.write_all(b"second").await.unwrap();
+                let n = stream.read(&mut buf).await.unwrap();
+                assert_eq!(&buf[..n], b"second");
+                // A read that fills its buffer may have left more behind: the next asks the
+                // kernel at once.
+                peer.write_all(&[1; 20]).await.unwrap();
+                smol::Timer::after(Duration::from_millis(20)).await;
+                assert_eq!(stream.read(&mut buf).await.unwrap(), 16);
+                assert!(!stream.drained);
+                let rest = smol::future::poll_once(stream.read(&mut buf)).await;
+                assert_eq!(rest.map(Result::unwrap), Some(4));
             });
         }
 
