@@ -302,6 +302,13 @@ fn as_value(message: &impl Serialize) -> Value {
     serde_json::to_value(message).unwrap_or(Value::Null)
 }
 
+/// A message as an HTTP body, written straight into bytes: `Value`'s `Display` goes through
+/// `fmt`'s machinery, which profiles showed at twice the cost.
+pub fn to_body(message: &Value) -> Vec<u8> {
+    // Serializing a `Value` cannot fail: its map keys are strings.
+    serde_json::to_vec(message).unwrap_or_default()
+}
+
 /// One JSON-RPC message of any kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {

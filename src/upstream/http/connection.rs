@@ -157,13 +157,13 @@ impl Pool {
     pub fn build(
         &self,
         method: Method,
-        body: String,
+        body: impl Into<Bytes>,
         extra: HeaderMap,
     ) -> Result<http::Request<Full<Bytes>>, String> {
         use http::header::{ACCEPT, CONTENT_TYPE, HOST};
         use http::HeaderValue;
         let (path, host) = self.target.clone()?;
-        let mut request = http::Request::new(Full::new(Bytes::from(body)));
+        let mut request = http::Request::new(Full::new(body.into()));
         *request.method_mut() = method;
         *request.uri_mut() = path;
         let headers = request.headers_mut();

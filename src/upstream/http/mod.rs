@@ -361,7 +361,7 @@ impl HttpUpstream {
         bearer(&mut headers, token.as_deref())?;
         let request = self
             .pool
-            .build(Method::POST, message.to_string(), headers)?;
+            .build(Method::POST, jsonrpc::to_body(message), headers)?;
         let (mut link, response) = self.pool.send(request).await?;
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED && self.auth.is_some() {
@@ -552,7 +552,9 @@ impl Detached {
         }
         bearer(&mut extra, self.token.as_deref())?;
         let mut sender = self.pool.detached().await?;
-        let request = self.pool.build(Method::POST, message.to_string(), extra)?;
+        let request = self
+            .pool
+            .build(Method::POST, jsonrpc::to_body(message), extra)?;
         let response = sender
             .send_request(request)
             .await
