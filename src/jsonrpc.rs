@@ -303,7 +303,7 @@ fn as_value(message: &impl Serialize) -> Value {
 }
 
 /// A message as an HTTP body, written straight into bytes: `Value`'s `Display` goes through
-/// `fmt`'s machinery, which profiles showed at twice the cost.
+/// `fmt`'s adapter, which was 2% of a forwarded call's CPU.
 pub fn to_body(message: &Value) -> Vec<u8> {
     // Serializing a `Value` cannot fail: its map keys are strings.
     serde_json::to_vec(message).unwrap_or_default()
