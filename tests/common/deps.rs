@@ -100,8 +100,10 @@ fn npm_packages(name: &str) -> PathBuf {
         || {
             run(
                 &format!("the npm packages of tests/{name}"),
+                // Errors only: `--silent` hid why an install failed (a certificate, a registry).
                 Command::new("npm")
-                    .args(["ci", "--no-audit", "--no-fund", "--silent", "--prefix"])
+                    .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                    .arg("--prefix")
                     .arg(&dir),
             )
         },
