@@ -47,7 +47,8 @@ impl Recheck {
         self.0.store(true, Ordering::Relaxed);
     }
 
-    /// Whether it was asked for, clearing it; a plain load first, as it rarely is.
+    /// Whether it was asked for, clearing it; a plain load first, since most reads that get
+    /// here find it clear (it is asked for once per call, reads come several times).
     fn take(&self) -> bool {
         self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::Relaxed)
     }
