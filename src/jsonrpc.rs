@@ -152,12 +152,29 @@ impl Serialize for Request {
     }
 }
 
+/// A request to write out, borrowed: its params stay where they are held, in any form that
+/// serializes (an upstream call's, with a modern server's envelope added as they are written).
+pub struct Outgoing<'a, P> {
+    /// The id the response will carry.
+    pub id: &'a Id,
+    /// The method name.
+    pub method: &'a str,
+    /// The parameters, if any.
+    pub params: Option<&'a P>,
+}
+
+impl<P: Serialize> Serialize for Outgoing<'_, P> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_call(serializer, Some(self.id), self.method, self.params)
+    }
+}
+
 /// A request (with its id) or a notification (without one).
-fn serialize_call<S: Serializer>(
+fn serialize_call<S: Serializer, P: Serialize>(
     serializer: S,
     id: Option<&Id>,
     method: &str,
-    params: Option<&Value>,
+    params: Option<&P>,
 ) -> Result<S::Ok, S::Error> {
     let mut message = serializer.serialize_map(None)?;
     message.serialize_entry("jsonrpc", "2.0")?;
@@ -304,8 +321,8 @@ fn as_value(message: &impl Serialize) -> Value {
 
 /// A message as an HTTP body, written straight into bytes: `Value`'s `Display` goes through
 /// `fmt`'s adapter, which was 2% of a forwarded call's CPU.
-pub fn to_body(message: &Value) -> Vec<u8> {
-    // Serializing a `Value` cannot fail: its map keys are strings.
+pub fn to_body(message: &impl Serialize) -> Vec<u8> {
+    // Serializing mcpx's messages cannot fail: their map keys are strings.
     serde_json::to_vec(message).unwrap_or_default()
 }
 

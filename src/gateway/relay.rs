@@ -54,7 +54,9 @@ async fn run_carrying_asks(
     ctx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
     let (asks_tx, asks) = async_channel::unbounded();
-    let mut running = std::pin::pin!(call.run(ctx.cancel.clone(), asks_tx));
+    // A copy: a modern upstream's next round goes with these params and its answers added.
+    let params = call.params.clone();
+    let mut running = std::pin::pin!(call.run(params, ctx.cancel.clone(), asks_tx));
     // Dropping a task cancels it: questions still open when the call ends are withdrawn.
     let mut carried = Vec::new();
     loop {

@@ -61,15 +61,17 @@ pub(super) struct UpstreamCall {
 }
 
 impl UpstreamCall {
-    /// The call as a future owning all it needs (it may outlive the client request that started
-    /// it), cancelled by `cancel`; the server's questions arrive on `asks`.
+    /// The call with `params` as a future owning all it needs (it may outlive the client request
+    /// that started it), cancelled by `cancel`; the server's questions arrive on `asks`. The
+    /// params are given apart so that a call run once hands over its own instead of a copy.
     pub fn run(
         &self,
+        params: Value,
         cancel: Cancel,
         asks: Sender<Ask>,
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let (reach, method) = (self.reach.clone(), self.method.clone());
-        let (params, progress) = (self.params.clone(), self.progress.clone());
+        let progress = self.progress.clone();
         let log = self.log.clone();
         async move {
             let (connection, login) = match reach {
@@ -265,7 +267,7 @@ impl Rounds {
     /// `InputRequiredResult` when the upstream asks something mid-call.
     pub(super) async fn start(
         self: &Arc<Self>,
-        call: UpstreamCall,
+        mut call: UpstreamCall,
         method: &str,
         target: String,
         capabilities: &Value,
@@ -273,7 +275,8 @@ impl Rounds {
     ) -> Result<Value, ErrorObject> {
         let cancel = Cancel::new();
         let (asks_tx, asks) = async_channel::unbounded();
-        let running = Running::Here(Box::pin(call.run(cancel.clone(), asks_tx)));
+        let params = std::mem::take(&mut call.params);
+        let running = Running::Here(Box::pin(call.run(params, cancel.clone(), asks_tx)));
         let parked = Parked {
             call: Some(running),
             cancel,

@@ -12,7 +12,7 @@ use crate::protocol::{envelope, Era, Revision};
 use crate::telemetry;
 use crate::upstream::failure::Failure;
 use crate::upstream::ProgressSink;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 impl Gateway {
@@ -427,24 +427,32 @@ fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
 /// token are the upstream connection's own business, so they are removed here, and a `_meta`
 /// that is not an object (no schema allows one) is dropped rather than passed on.
 fn forwardable(params: Option<&Value>) -> Value {
-    let mut params = params
-        .cloned()
-        .filter(Value::is_object)
-        .unwrap_or_else(|| json!({}));
-    let keep_meta = match params.get_mut("_meta") {
-        Some(Value::Object(meta)) => {
-            meta.retain(|key, _| {
-                key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
-            });
-            !meta.is_empty()
-        }
-        Some(_) => false,
-        None => true,
+    let Some(Value::Object(params)) = params else {
+        return json!({});
     };
-    if !keep_meta {
-        params.as_object_mut().map(|p| p.remove("_meta"));
+    // Copied field by field, so that the envelope mcpx drops is never copied.
+    let mut forwarded = Map::with_capacity(params.len());
+    for (key, value) in params {
+        let value = match (key.as_str(), value) {
+            ("_meta", Value::Object(meta)) => {
+                let kept: Map<String, Value> = meta
+                    .iter()
+                    .filter(|(key, _)| {
+                        *key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
+                    })
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                if kept.is_empty() {
+                    continue;
+                }
+                Value::Object(kept)
+            }
+            ("_meta", _) => continue,
+            _ => value.clone(),
+        };
+        forwarded.insert(key.clone(), value);
     }
-    params
+    Value::Object(forwarded)
 }
 
 #[cfg(test)]

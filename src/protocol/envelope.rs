@@ -3,7 +3,9 @@
 
 use super::{Era, Revision};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
-use serde_json::{json, Value};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
 
 /// `_meta` key: the revision a modern request is written in.
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -78,21 +80,69 @@ pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
 /// upstream. The capabilities are the ones the gateway put there (those of the client the call
 /// is for, whose input the upstream may ask for), or none.
 pub fn wrap(params: Option<Value>) -> Value {
-    let mut params = params.unwrap_or_else(|| json!({}));
-    if let Some(map) = params.as_object_mut() {
-        let meta = map.entry("_meta").or_insert_with(|| json!({}));
-        if !meta.is_object() {
-            *meta = json!({});
-        }
-        meta[PROTOCOL_VERSION] = json!(Revision::V2026_07_28.as_str());
-        // mcpx is the client of the upstream (a caller's own clientInfo is not passed on).
-        meta[CLIENT_INFO] = json!({"name": "mcpx", "version": env!("CARGO_PKG_VERSION")});
-        if meta.get(CLIENT_CAPABILITIES).is_none() {
-            meta[CLIENT_CAPABILITIES] = json!({});
-        }
-    }
-    params
+    serde_json::to_value(Wrapped(params.as_ref())).unwrap_or_default()
 }
+
+/// [`wrap`]'s params as they are serialized: the envelope is written with them, not copied into
+/// them, so a forwarded call's body is written straight from the params the gateway holds.
+pub struct Wrapped<'a>(pub Option<&'a Value>);
+
+impl Serialize for Wrapped<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let params = match self.0 {
+            None => None,
+            Some(Value::Object(params)) => Some(params),
+            // Not an object, so no `_meta` to carry the envelope: passed on as it is.
+            Some(other) => return other.serialize(serializer),
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in params.into_iter().flatten() {
+            if key != "_meta" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        let meta = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object);
+        map.serialize_entry("_meta", &WrappedMeta(meta))?;
+        map.end()
+    }
+}
+
+/// A forwarded `_meta` (anything but an object counts as none) with mcpx's envelope.
+struct WrappedMeta<'a>(Option<&'a Map<String, Value>>);
+
+impl Serialize for WrappedMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let mut has_capabilities = false;
+        for (key, value) in self.0.into_iter().flatten() {
+            if key != PROTOCOL_VERSION && key != CLIENT_INFO {
+                has_capabilities |= key == CLIENT_CAPABILITIES;
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.serialize_entry(PROTOCOL_VERSION, Revision::V2026_07_28.as_str())?;
+        // mcpx is the client of the upstream (a caller's own clientInfo is not passed on).
+        map.serialize_entry(CLIENT_INFO, &MCPX)?;
+        if !has_capabilities {
+            map.serialize_entry(CLIENT_CAPABILITIES, &Map::new())?;
+        }
+        map.end()
+    }
+}
+
+/// mcpx as an `Implementation`.
+#[derive(Serialize)]
+struct Implementation {
+    name: &'static str,
+    version: &'static str,
+}
+
+const MCPX: Implementation = Implementation {
+    name: "mcpx",
+    version: env!("CARGO_PKG_VERSION"),
+};
 
 /// A -32022 error naming what was asked for and what is served.
 pub fn unsupported_version(requested: &str, supported: Vec<&str>) -> ErrorObject {

@@ -153,7 +153,9 @@ impl Pool {
         &self.uri
     }
 
-    /// A request to the endpoint: the configured headers, then `extra`.
+    /// A request to the endpoint with `extra`, then the configured headers, then the defaults,
+    /// each only where the one before named none (a TOML table names each header once). `extra`
+    /// becomes the request's own map: no second map is built and merged per request.
     pub fn build(
         &self,
         method: Method,
@@ -166,16 +168,16 @@ impl Pool {
         let mut request = http::Request::new(Full::new(body.into()));
         *request.method_mut() = method;
         *request.uri_mut() = path;
+        *request.headers_mut() = extra;
         let headers = request.headers_mut();
-        headers.insert(HOST, host);
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let accept = HeaderValue::from_static("application/json, text/event-stream");
-        headers.insert(ACCEPT, accept);
-        // The configured headers replace those defaults (a TOML table names each header once).
         for (name, value) in &self.headers {
-            headers.insert(name, value.clone());
+            headers.entry(name).or_insert_with(|| value.clone());
         }
-        request.headers_mut().extend(extra);
+        headers.entry(HOST).or_insert(host);
+        let json = HeaderValue::from_static("application/json");
+        headers.entry(CONTENT_TYPE).or_insert(json);
+        let accept = HeaderValue::from_static("application/json, text/event-stream");
+        headers.entry(ACCEPT).or_insert(accept);
         Ok(request)
     }
 

@@ -11,18 +11,21 @@ use serde_json::Value;
 
 impl HttpUpstream {
     /// The 2026-07-28 mirrored headers for a request.
-    pub(super) fn mirror_headers(&self, method: &str, message: &Value, headers: &mut HeaderMap) {
+    pub(super) fn mirror_headers(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        headers: &mut HeaderMap,
+    ) {
+        let version = HeaderValue::from_static(Revision::V2026_07_28.as_str());
+        headers.insert("mcp-protocol-version", version);
         let mut put = |name: &'static str, value: String| {
             if let Ok(value) = HeaderValue::try_from(value) {
                 headers.insert(name, value);
             }
         };
-        put(
-            "mcp-protocol-version",
-            Revision::V2026_07_28.as_str().to_owned(),
-        );
         put("mcp-method", method.to_owned());
-        let params = &message["params"];
+        let params = params.unwrap_or(&Value::Null);
         let name = match method {
             "tools/call" | "prompts/get" => params["name"].as_str(),
             "resources/read" => params["uri"].as_str(),

@@ -28,7 +28,7 @@ use super::failure::Failure;
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
-use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Response};
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Response};
 use crate::mcpheaders::HeaderParam;
 use crate::protocol::envelope;
 use crate::protocol::Era;
@@ -227,22 +227,18 @@ impl HttpUpstream {
         cancel: &Cancel,
         caller: Caller,
     ) -> Reply {
-        // Built once: a second attempt (after a new session or token) differs only in its id.
-        let mut message = self.message(0, method, params);
+        let mut params = params;
         for attempt in 0..2 {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            message["id"] = Value::from(id);
             if caller.progress.is_some() {
                 // The server reports progress on this request's own stream, under a token of
                 // mcpx's; the sink puts the caller's back.
-                let mut params = message.get_mut("params").map(Value::take);
                 client::put_progress_token(&mut params, &client::progress_token(id));
-                message["params"] = params.unwrap_or_default();
             }
             if let Some(asks) = &caller.asks {
                 self.askers.enter(id, asks.clone());
             }
-            let exchange = self.exchange(id, method, &message, &caller);
+            let exchange = self.exchange(id, method, params.as_ref(), &caller);
             let timed_out = Cancel::new();
             let answer = smol::future::or(cancel.run(exchange), async {
                 crate::deadline::sleep(self.timeout).await;
@@ -303,17 +299,21 @@ impl HttpUpstream {
         Err(Failure::gone(&self.name, "lost its session").into())
     }
 
-    /// The JSON-RPC message, with the modern envelope when the server is modern.
-    fn message(&self, id: i64, method: &str, params: Option<Value>) -> Value {
-        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
-        let params = match self.is_modern() {
-            true => Some(envelope::wrap(params)),
-            false => params,
-        };
-        if let Some(params) = params {
-            message["params"] = params;
+    /// The request's body, with the modern envelope when the server is modern.
+    fn body(&self, id: i64, method: &str, params: Option<&Value>) -> Vec<u8> {
+        let id = Id::Number(id);
+        match self.is_modern() {
+            true => jsonrpc::to_body(&Outgoing {
+                id: &id,
+                method,
+                params: Some(&envelope::Wrapped(params)),
+            }),
+            false => jsonrpc::to_body(&Outgoing {
+                id: &id,
+                method,
+                params,
+            }),
         }
-        message
     }
 
     /// Sends a notification (legacy servers only; modern ones take none over HTTP).
@@ -336,24 +336,25 @@ impl HttpUpstream {
         }
     }
 
-    /// POSTs `message` and reads what comes back until the answer to `id`.
+    /// POSTs the request `id` and reads what comes back until its answer.
     async fn exchange(
         &self,
         id: i64,
         method: &str,
-        message: &Value,
+        params: Option<&Value>,
         caller: &Caller,
     ) -> Result<Answer, String> {
-        let mut headers = HeaderMap::new();
+        // Room for the mirrored, trace and auth headers and the pool's defaults, grown once.
+        let mut headers = HeaderMap::with_capacity(12);
         if self.is_modern() {
-            self.mirror_headers(method, message, &mut headers);
+            self.mirror_headers(method, params, &mut headers);
         } else if let Some(session) = lock(&self.session).clone() {
             headers.insert(
                 "mcp-session-id",
                 HeaderValue::try_from(session).map_err(|e| e.to_string())?,
             );
         }
-        trace_headers(message, &mut headers);
+        trace_headers(params, &mut headers);
         let token = match &self.auth {
             Some(auth) => auth.token().await,
             None => None,
@@ -361,7 +362,7 @@ impl HttpUpstream {
         bearer(&mut headers, token.as_deref())?;
         let request = self
             .pool
-            .build(Method::POST, jsonrpc::to_body(message), headers)?;
+            .build(Method::POST, self.body(id, method, params), headers)?;
         let (mut link, response) = self.pool.send(request).await?;
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED && self.auth.is_some() {
@@ -566,9 +567,9 @@ impl Detached {
 
 /// The W3C trace context a request's `_meta` carries, as the `traceparent` and `tracestate`
 /// headers HTTP servers (and the proxies before them) read it from.
-fn trace_headers(message: &Value, headers: &mut HeaderMap) {
+fn trace_headers(params: Option<&Value>, headers: &mut HeaderMap) {
     for key in crate::telemetry::TRACE_KEYS {
-        let value = message["params"]["_meta"][key].as_str();
+        let value = params.and_then(|p| p["_meta"][key].as_str());
         if let Some(Ok(value)) = value.map(HeaderValue::try_from) {
             headers.insert(key, value);
         }

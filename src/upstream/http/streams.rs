@@ -88,14 +88,15 @@ impl HttpUpstream {
             loop {
                 let opened = if this.is_modern() {
                     let id = this.next_id.fetch_add(1, Ordering::Relaxed);
-                    let message = this.message(
+                    let params = json!({ "notifications": filter });
+                    this.exchange(
                         id,
                         "subscriptions/listen",
-                        Some(json!({ "notifications": filter })),
-                    );
-                    this.exchange(id, "subscriptions/listen", &message, &Caller::default())
-                        .await
-                        .map(|_| ())
+                        Some(&params),
+                        &Caller::default(),
+                    )
+                    .await
+                    .map(|_| ())
                 } else {
                     this.listen_legacy().await
                 };
