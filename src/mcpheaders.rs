@@ -9,6 +9,7 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Opens an encoded value.
 pub const SENTINEL_PREFIX: &str = "=?base64?";
@@ -56,8 +57,8 @@ pub enum Malformed {
 }
 
 /// Reads a header value (already stripped of surrounding whitespace): decodes the sentinel form
-/// strictly; anything without both exact markers is literal text.
-pub fn decode(value: &[u8]) -> Result<String, Malformed> {
+/// strictly; anything without both exact markers is literal text (borrowed, as most headers are).
+pub fn decode(value: &[u8]) -> Result<Cow<'_, str>, Malformed> {
     if !is_header_safe(value) {
         return Err(Malformed::UnsafeBytes);
     }
@@ -67,10 +68,12 @@ pub fn decode(value: &[u8]) -> Result<String, Malformed> {
         .strip_prefix(SENTINEL_PREFIX)
         .and_then(|rest| rest.strip_suffix(SENTINEL_SUFFIX));
     match inner {
-        None => Ok(text.to_owned()),
+        None => Ok(Cow::Borrowed(text)),
         Some(encoded) => {
             let bytes = STANDARD.decode(encoded).map_err(|_| Malformed::BadBase64)?;
-            String::from_utf8(bytes).map_err(|_| Malformed::BadBase64)
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| Malformed::BadBase64)
         }
     }
 }

@@ -66,7 +66,7 @@ impl Gateway {
         };
         let mut name = field(params, "name").or_else(|| field(params, "uri"));
         let mut arguments = params.and_then(|p| p.get("arguments"));
-        if request.method == "tools/call" && name.as_deref() == Some(&search::call_tool_name()) {
+        if request.method == "tools/call" && name.as_deref() == Some(search::call_tool_name()) {
             name = field(arguments, "name");
             arguments = arguments.and_then(|a| a.get("arguments"));
         }

@@ -98,9 +98,10 @@ fn words(identifier: &str) -> String {
     out
 }
 
-/// `mcpx__call_tool`, as exposed.
-pub fn call_tool_name() -> String {
-    naming::exposed(BUILTIN_SERVER, CALL_TOOL)
+/// `mcpx__call_tool`, as exposed: made once, since every observed call is compared with it.
+pub fn call_tool_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| naming::exposed(BUILTIN_SERVER, CALL_TOOL))
 }
 
 /// The two tools a search profile lists, and their routes.

@@ -137,9 +137,9 @@ fn agrees(
     let text = if decoded {
         mcpheaders::decode(raw).map_err(|e| format!("{name} is malformed ({e:?})"))?
     } else {
-        String::from_utf8_lossy(raw).into_owned()
+        String::from_utf8_lossy(raw)
     };
-    if Some(text.as_str()) != body {
+    if Some(&*text) != body {
         return Err(format!("{name} {text:?} differs from the body's {body:?}"));
     }
     Ok(())
@@ -187,10 +187,9 @@ async fn check_request_headers(
         {
             let arguments = params
                 .and_then(|p| p.get("arguments"))
-                .cloned()
-                .unwrap_or(Value::Null);
+                .unwrap_or(&Value::Null);
             let lookup = |name: &str| headers.get(name).map(|v| v.as_bytes().trim_ascii());
-            mcpheaders::check_params(&header_params, &arguments, lookup)?;
+            mcpheaders::check_params(&header_params, arguments, lookup)?;
         }
     }
     Ok(())
