@@ -307,7 +307,7 @@ mod v2026_07_28 {
                 let decoded = decode(case["header_value"].as_str().unwrap().as_bytes());
                 match case["expected"].as_str().unwrap() {
                     "reject" => assert_eq!(decoded, Err(Malformed::BadBase64), "{}", case["id"]),
-                    _ => assert_eq!(decoded.unwrap(), case["decoded"], "{}", case["id"]),
+                    _ => assert_eq!(*decoded.unwrap(), case["decoded"], "{}", case["id"]),
                 }
             }
         }
