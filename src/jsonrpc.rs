@@ -375,26 +375,26 @@ pub fn frame(value: Value) -> Result<Frame, Box<Response>> {
 
 /// Reads one message from JSON. An error is the -32600 response to send back.
 pub fn parse_message(value: Value) -> Result<Message, Box<Response>> {
-    let Value::Object(mut object) = value else {
+    let Value::Object(object) = value else {
         return Err(invalid(None, "a message must be a JSON object"));
     };
-    let raw_id = object.remove("id");
-    let id = match &raw_id {
+    let members = Members::of(object);
+    let id = match &members.id {
         None => None,
         Some(raw) => match Id::from_value(raw) {
             Some(id) => Some(id),
-            None if raw.is_null() && is_response_shaped(&object) => None,
+            None if raw.is_null() && members.error.is_some() && members.method.is_none() => None,
             None => return Err(invalid(None, "id must be a string or an integer")),
         },
     };
-    if object.get("jsonrpc") != Some(&Value::from("2.0")) {
+    if members.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err(invalid(id, "jsonrpc must be \"2.0\""));
     }
-    if let Some(method) = object.remove("method") {
+    if let Some(method) = members.method {
         let Value::String(method) = method else {
             return Err(invalid(id, "method must be a string"));
         };
-        let params = object.remove("params");
+        let params = members.params;
         if params
             .as_ref()
             .is_some_and(|p| !p.is_object() && !p.is_array())
@@ -403,11 +403,11 @@ pub fn parse_message(value: Value) -> Result<Message, Box<Response>> {
         }
         return Ok(match id {
             Some(id) => Message::Request(Request { id, method, params }),
-            None if raw_id.is_some() => return Err(invalid(None, "id must not be null")),
+            None if members.id.is_some() => return Err(invalid(None, "id must not be null")),
             None => Message::Notification(Notification { method, params }),
         });
     }
-    match (object.remove("result"), object.remove("error")) {
+    match (members.result, members.error) {
         (Some(result), None) if id.is_some() => Ok(Message::Response(Response {
             id,
             outcome: Ok(result),
@@ -420,8 +420,36 @@ pub fn parse_message(value: Value) -> Result<Message, Box<Response>> {
     }
 }
 
-fn is_response_shaped(object: &Map<String, Value>) -> bool {
-    object.contains_key("error") && !object.contains_key("method")
+/// The members of a message object that JSON-RPC defines; the others are ignored.
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Members {
+    /// Takes the object apart in one pass: removing each member by name would hash every key
+    /// again, on every message mcpx reads.
+    fn of(object: Map<String, Value>) -> Self {
+        let mut members = Members::default();
+        for (key, value) in object {
+            let slot = match key.as_str() {
+                "jsonrpc" => &mut members.jsonrpc,
+                "id" => &mut members.id,
+                "method" => &mut members.method,
+                "params" => &mut members.params,
+                "result" => &mut members.result,
+                "error" => &mut members.error,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        members
+    }
 }
 
 fn invalid(id: Option<Id>, why: &str) -> Box<Response> {

@@ -22,6 +22,7 @@ use crate::upstream::failure::Failure;
 use crate::upstream::Connection;
 use async_channel::Sender;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A call's way to an upstream that needs a login first: one waiting for a login, or one whose
@@ -39,11 +40,11 @@ impl Gateway {
     /// The login a `method` call to `owner` can run when its server needs one: a `url` server,
     /// and a client (which declared `capabilities`, asked only then) that can open a URL for
     /// the person.
-    pub(super) fn login_first(
+    pub(super) fn login_first<'a>(
         &self,
         owner: Owner,
         method: &str,
-        capabilities: impl FnOnce() -> Value,
+        capabilities: impl FnOnce() -> Cow<'a, Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Option<LoginFirst> {

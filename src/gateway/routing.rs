@@ -13,6 +13,7 @@ use crate::telemetry;
 use crate::upstream::failure::Failure;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 impl Gateway {
@@ -335,10 +336,10 @@ impl Gateway {
                 upstream.in_flight.describe()
             ))
         })?;
-        let capabilities = || declared_capabilities(client, original, revision);
+        let capabilities = declared_capabilities(client, original, revision);
         if upstream.is_modern() {
             // A modern upstream asks only for what the client can give.
-            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities();
+            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities.clone().into_owned();
         }
         let progress = original
             .and_then(|p| p.get("_meta"))
@@ -365,7 +366,7 @@ impl Gateway {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
             Era::Modern => {
                 self.rounds
-                    .start(call, method, target(original), &capabilities(), ctx)
+                    .start(call, method, target(original), &capabilities, ctx)
                     .await
             }
         }
@@ -395,13 +396,17 @@ fn target(original: Option<&Value>) -> String {
 
 /// What the client can answer: declared per request in the modern era, at `initialize` in the
 /// legacy one.
-fn declared_capabilities(client: &Client, original: Option<&Value>, revision: Revision) -> Value {
+/// A modern request's are borrowed from it.
+fn declared_capabilities<'a>(
+    client: &Client,
+    original: Option<&'a Value>,
+    revision: Revision,
+) -> Cow<'a, Value> {
     match revision.era() {
         Era::Modern => original
             .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-        Era::Legacy => client.capabilities(),
+            .map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed),
+        Era::Legacy => Cow::Owned(client.capabilities()),
     }
 }
 
