@@ -35,7 +35,7 @@ impl HttpUpstream {
             put("mcp-name", mcpheaders::encode(name));
         }
         if method == "tools/call" {
-            let tool = params["name"].as_str().unwrap_or_default();
+            let tool = name.unwrap_or_default();
             let annotated = lock(&self.header_params)
                 .get(tool)
                 .cloned()

@@ -568,8 +568,11 @@ impl Detached {
 /// The W3C trace context a request's `_meta` carries, as the `traceparent` and `tracestate`
 /// headers HTTP servers (and the proxies before them) read it from.
 fn trace_headers(params: Option<&Value>, headers: &mut HeaderMap) {
+    let Some(meta) = params.and_then(|p| p.get("_meta")) else {
+        return;
+    };
     for key in crate::telemetry::TRACE_KEYS {
-        let value = params.and_then(|p| p["_meta"][key].as_str());
+        let value = meta[key].as_str();
         if let Some(Ok(value)) = value.map(HeaderValue::try_from) {
             headers.insert(key, value);
         }
