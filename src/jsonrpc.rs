@@ -5,6 +5,7 @@
 //! request's id whenever it could be read). Nothing here panics on input.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -378,57 +379,46 @@ pub fn parse_message(value: Value) -> Result<Message, Box<Response>> {
     let Value::Object(object) = value else {
         return Err(invalid(None, "a message must be a JSON object"));
     };
-    let members = Members::of(object);
-    let id = match &members.id {
-        None => None,
-        Some(raw) => match Id::from_value(raw) {
-            Some(id) => Some(id),
-            None if raw.is_null() && members.error.is_some() && members.method.is_none() => None,
-            None => return Err(invalid(None, "id must be a string or an integer")),
-        },
-    };
-    if members.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
-        return Err(invalid(id, "jsonrpc must be \"2.0\""));
-    }
-    if let Some(method) = members.method {
-        let Value::String(method) = method else {
-            return Err(invalid(id, "method must be a string"));
-        };
-        let params = members.params;
-        if params
-            .as_ref()
-            .is_some_and(|p| !p.is_object() && !p.is_array())
-        {
-            return Err(invalid(id, "params must be an object or an array"));
+    Members::of(object).into_message()
+}
+
+/// The messages of a body: one object or a batch. A single message's members are read straight
+/// from the bytes, without building its object (a map of hashed keys) first. `None`: not JSON.
+pub fn parse_body(bytes: &[u8]) -> Option<Vec<Result<Message, Box<Response>>>> {
+    let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if !batch {
+        if let Ok(members) = serde_json::from_slice::<Members>(bytes) {
+            return Some(vec![members.into_message()]);
         }
-        return Ok(match id {
-            Some(id) => Message::Request(Request { id, method, params }),
-            None if members.id.is_some() => return Err(invalid(None, "id must not be null")),
-            None => Message::Notification(Notification { method, params }),
-        });
     }
-    match (members.result, members.error) {
-        (Some(result), None) if id.is_some() => Ok(Message::Response(Response {
-            id,
-            outcome: Ok(result),
-        })),
-        (None, Some(error)) => Ok(Message::Response(Response {
-            id,
-            outcome: Err(ErrorObject::from_value(&error)),
-        })),
-        _ => Err(invalid(id, "not a request, notification or response")),
+    // A batch, or JSON that is not an object (or repeats a member): judged as a `Value`.
+    match serde_json::from_slice(bytes).ok()? {
+        Value::Array(items) => Some(items.into_iter().map(parse_message).collect()),
+        single => Some(vec![parse_message(single)]),
     }
 }
 
-/// The members of a message object that JSON-RPC defines; the others are ignored.
-#[derive(Default)]
+/// The members of a message object that JSON-RPC defines; the others are ignored. Each is
+/// `Some` when present, `null` included (a null id is told from a missing one).
+#[derive(Default, Deserialize)]
+#[serde(default)]
 struct Members {
+    #[serde(deserialize_with = "present")]
     jsonrpc: Option<Value>,
+    #[serde(deserialize_with = "present")]
     id: Option<Value>,
+    #[serde(deserialize_with = "present")]
     method: Option<Value>,
+    #[serde(deserialize_with = "present")]
     params: Option<Value>,
+    #[serde(deserialize_with = "present")]
     result: Option<Value>,
+    #[serde(deserialize_with = "present")]
     error: Option<Value>,
+}
+
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 impl Members {
@@ -450,6 +440,49 @@ impl Members {
         }
         members
     }
+
+    /// What the members make: a request, a notification or a response, or the -32600 answer.
+    fn into_message(self) -> Result<Message, Box<Response>> {
+        let id = match &self.id {
+            None => None,
+            Some(raw) => match Id::from_value(raw) {
+                Some(id) => Some(id),
+                None if raw.is_null() && self.error.is_some() && self.method.is_none() => None,
+                None => return Err(invalid(None, "id must be a string or an integer")),
+            },
+        };
+        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+            return Err(invalid(id, "jsonrpc must be \"2.0\""));
+        }
+        if let Some(method) = self.method {
+            let Value::String(method) = method else {
+                return Err(invalid(id, "method must be a string"));
+            };
+            let params = self.params;
+            if params
+                .as_ref()
+                .is_some_and(|p| !p.is_object() && !p.is_array())
+            {
+                return Err(invalid(id, "params must be an object or an array"));
+            }
+            return Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params }),
+                None if self.id.is_some() => return Err(invalid(None, "id must not be null")),
+                None => Message::Notification(Notification { method, params }),
+            });
+        }
+        match (self.result, self.error) {
+            (Some(result), None) if id.is_some() => Ok(Message::Response(Response {
+                id,
+                outcome: Ok(result),
+            })),
+            (None, Some(error)) => Ok(Message::Response(Response {
+                id,
+                outcome: Err(ErrorObject::from_value(&error)),
+            })),
+            _ => Err(invalid(id, "not a request, notification or response")),
+        }
+    }
 }
 
 fn invalid(id: Option<Id>, why: &str) -> Box<Response> {
@@ -464,6 +497,30 @@ mod every_revision {
     mod jsonrpc {
         use crate::jsonrpc::*;
         use serde_json::{json, Value};
+
+        /// A body read straight into its members reads as the same messages as through a
+        /// `Value`: null ids, batches, non-objects and repeated members included.
+        #[test]
+        fn a_body_reads_as_the_same_messages_either_way() {
+            for body in [
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"extra":1}"#,
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}"#,
+                r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1}}"#,
+                r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+                r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
+                r#" [{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":5}]"#,
+                r#""not an object""#,
+            ] {
+                let value: Value = serde_json::from_str(body).unwrap();
+                let expected = match value {
+                    Value::Array(items) => items.into_iter().map(parse_message).collect(),
+                    single => vec![parse_message(single)],
+                };
+                assert_eq!(parse_body(body.as_bytes()), Some(expected), "{body}");
+            }
+            assert_eq!(parse_body(b"{not json"), None);
+        }
 
         #[test]
         fn unreadable_json_is_parse_error_without_id() {

@@ -408,15 +408,11 @@ impl HttpUpstream {
                 .map_err(|e| format!("reading the response failed: {e}"))?
                 .to_bytes();
             self.pool.recycle(link);
-            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+            let Some(messages) = jsonrpc::parse_body(&bytes) else {
                 if status.is_client_error() {
                     self.posts_refused.store(true, Ordering::Relaxed);
                 }
                 return Err(format!("HTTP {status} with a body that is not JSON-RPC"));
-            };
-            let messages = match value {
-                Value::Array(items) => items,
-                single => vec![single],
             };
             for message in messages {
                 if let Some(reply) = self.receive(message, id, caller) {
@@ -441,8 +437,13 @@ impl HttpUpstream {
 
     /// Handles one message from the server on the stream of the call `id` (0 for the session's
     /// GET stream); returns the reply if it answers `id`.
-    fn receive(&self, message: Value, id: i64, caller: &Caller) -> Option<Reply> {
-        match jsonrpc::parse_message(message) {
+    fn receive(
+        &self,
+        message: Result<Message, Box<Response>>,
+        id: i64,
+        caller: &Caller,
+    ) -> Option<Reply> {
+        match message {
             Ok(Message::Response(Response {
                 id: Some(Id::Number(n)),
                 outcome,

@@ -3,6 +3,7 @@
 //! the modern `subscriptions/listen` stream that carry the server's notifications.
 
 use super::{HttpUpstream, Reply, MAX_UPSTREAM_MESSAGE};
+use crate::jsonrpc;
 use crate::sync::lock;
 use crate::upstream::auth::bearer;
 use crate::upstream::auth::Authorizer;
@@ -30,7 +31,7 @@ impl HttpUpstream {
                 continue;
             };
             for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
+                for message in jsonrpc::parse_body(event.data.as_bytes()).unwrap_or_default() {
                     if let Some(reply) = self.receive(message, id, caller) {
                         return Ok(Some(reply));
                     }
@@ -159,7 +160,7 @@ impl HttpUpstream {
                 continue;
             };
             for event in events.push(&data).map_err(|e| e.to_string())? {
-                if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
+                for message in jsonrpc::parse_body(event.data.as_bytes()).unwrap_or_default() {
                     self.receive(message, 0, &Caller::default());
                 }
             }
