@@ -230,7 +230,7 @@ impl Gateway {
             }
             (Err(error), _) => return Err(woken.err().unwrap_or(error)),
         };
-        let span = telemetry::carry(method, &target(original), original, &mut forwarded);
+        let span = telemetry::carry(method, target(original), original, &mut forwarded);
         let call = Call {
             method,
             forwarded,
@@ -298,9 +298,8 @@ impl Gateway {
         }
         let capabilities = declared_capabilities(client, original, revision);
         Some(async move {
-            let target = target(original);
             self.rounds
-                .resume(method, &target, original, &capabilities, ctx)
+                .resume(method, target(original), original, &capabilities, ctx)
                 .await
         })
     }
@@ -366,7 +365,13 @@ impl Gateway {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
             Era::Modern => {
                 self.rounds
-                    .start(call, method, target(original), &capabilities, ctx)
+                    .start(
+                        call,
+                        method,
+                        target(original).to_owned(),
+                        &capabilities,
+                        ctx,
+                    )
                     .await
             }
         }
@@ -386,12 +391,11 @@ struct Call<'a> {
 }
 
 /// What a call names (a tool, a prompt, a resource), for the parked calls' bookkeeping.
-fn target(original: Option<&Value>) -> String {
+fn target(original: Option<&Value>) -> &str {
     original
         .and_then(|p| p.get("name").or_else(|| p.get("uri")))
         .and_then(Value::as_str)
         .unwrap_or_default()
-        .to_owned()
 }
 
 /// What the client can answer: declared per request in the modern era, at `initialize` in the
