@@ -350,18 +350,88 @@ pub enum Frame {
 /// Parses a frame. An error is the response to send back as it stands (boxed: it is the rare
 /// path, and this keeps the common one small).
 pub fn parse_frame(bytes: &[u8]) -> Result<Frame, Box<Response>> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        Box::new(Response::error(
-            None,
-            ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")),
-        ))
-    })?;
-    frame(value)
+    read(bytes).map_err(parse_error)?.into_frame()
+}
+
+/// The -32700 answer to a body that is not JSON.
+pub fn parse_error(e: serde_json::Error) -> Box<Response> {
+    Box::new(Response::error(
+        None,
+        ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")),
+    ))
+}
+
+/// JSON read as messages are, before it is judged: the front door looks at it (its era, its
+/// trace headers) before it becomes a [`Frame`].
+#[derive(Debug)]
+// Not boxed: it lives on the stack from the read to the frame, and the one message is the
+// common case a box would cost an allocation on.
+#[allow(clippy::large_enum_variant)]
+pub enum Parsed {
+    /// A JSON array: its elements, each still to be read.
+    Batch(Vec<Value>),
+    /// One object's JSON-RPC members.
+    One(Members),
+    /// JSON that is neither: the -32600 answer.
+    Neither(Box<Response>),
+}
+
+/// Reads JSON as messages. A single message's members are read straight from the bytes, without
+/// building its object (a map of hashed keys) first; a batch, JSON that is not an object, or one
+/// that repeats a member goes through a `Value`, so either way it reads the same. The error is
+/// the JSON's.
+pub fn read(bytes: &[u8]) -> Result<Parsed, serde_json::Error> {
+    let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if !batch {
+        if let Ok(members) = serde_json::from_slice::<Members>(bytes) {
+            return Ok(Parsed::One(members));
+        }
+    }
+    Ok(match serde_json::from_slice(bytes)? {
+        Value::Array(items) => Parsed::Batch(items),
+        Value::Object(object) => Parsed::One(Members::of(object)),
+        _ => Parsed::Neither(invalid(None, "a message must be a JSON object")),
+    })
+}
+
+impl Parsed {
+    /// A frame: a batch (not empty), or one message.
+    pub fn into_frame(self) -> Result<Frame, Box<Response>> {
+        match self {
+            Parsed::Batch(items) => frame(Value::Array(items)),
+            single => single.into_message().map(Frame::Single),
+        }
+    }
+
+    /// One message (an array is not one).
+    pub fn into_message(self) -> Result<Message, Box<Response>> {
+        match self {
+            Parsed::One(members) => members.into_message(),
+            Parsed::Batch(_) => Err(invalid(None, "a message must be a JSON object")),
+            Parsed::Neither(rejection) => Err(rejection),
+        }
+    }
+
+    /// Each message: a batch's elements, or the one.
+    pub fn into_messages(self) -> Vec<Result<Message, Box<Response>>> {
+        match self {
+            Parsed::Batch(items) => items.into_iter().map(parse_message).collect(),
+            single => vec![single.into_message()],
+        }
+    }
+
+    /// The params of the one message it is, if it is one.
+    pub fn params(&self) -> Option<&Value> {
+        match self {
+            Parsed::One(members) => members.params.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// Reads a frame from JSON already parsed: a batch (not empty), or one message. An error is the
 /// -32600 response to send back.
-pub fn frame(value: Value) -> Result<Frame, Box<Response>> {
+fn frame(value: Value) -> Result<Frame, Box<Response>> {
     match value {
         Value::Array(elements) if elements.is_empty() => Err(Box::new(Response::error(
             None,
@@ -382,27 +452,16 @@ pub fn parse_message(value: Value) -> Result<Message, Box<Response>> {
     Members::of(object).into_message()
 }
 
-/// The messages of a body: one object or a batch. A single message's members are read straight
-/// from the bytes, without building its object (a map of hashed keys) first. `None`: not JSON.
+/// The messages of a body: one object or a batch. `None`: not JSON.
 pub fn parse_body(bytes: &[u8]) -> Option<Vec<Result<Message, Box<Response>>>> {
-    let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-    if !batch {
-        if let Ok(members) = serde_json::from_slice::<Members>(bytes) {
-            return Some(vec![members.into_message()]);
-        }
-    }
-    // A batch, or JSON that is not an object (or repeats a member): judged as a `Value`.
-    match serde_json::from_slice(bytes).ok()? {
-        Value::Array(items) => Some(items.into_iter().map(parse_message).collect()),
-        single => Some(vec![parse_message(single)]),
-    }
+    read(bytes).ok().map(Parsed::into_messages)
 }
 
 /// The members of a message object that JSON-RPC defines; the others are ignored. Each is
 /// `Some` when present, `null` included (a null id is told from a missing one).
-#[derive(Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Members {
+pub struct Members {
     #[serde(deserialize_with = "present")]
     jsonrpc: Option<Value>,
     #[serde(deserialize_with = "present")]
@@ -422,6 +481,16 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 }
 
 impl Members {
+    /// Whether it names a method: a request or a notification, not a response.
+    pub fn names_method(&self) -> bool {
+        self.method.is_some()
+    }
+
+    /// Its params, to add to (the front door adopts trace headers into them).
+    pub fn params_mut(&mut self) -> &mut Option<Value> {
+        &mut self.params
+    }
+
     /// Takes the object apart in one pass: removing each member by name would hash every key
     /// again, on every message mcpx reads.
     fn of(object: Map<String, Value>) -> Self {
@@ -511,8 +580,10 @@ mod every_revision {
                 r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
                 r#" [{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":5}]"#,
                 r#""not an object""#,
+                r#"[]"#,
             ] {
                 let value: Value = serde_json::from_str(body).unwrap();
+                assert_eq!(parse_frame(body.as_bytes()), frame(value.clone()), "{body}");
                 let expected = match value {
                     Value::Array(items) => items.into_iter().map(parse_message).collect(),
                     single => vec![parse_message(single)],

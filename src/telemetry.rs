@@ -5,7 +5,7 @@
 //! its spans over OTLP/HTTP (JSON) with its own HTTP client: the OpenTelemetry SDK's batch
 //! processor runs on a thread of its own, so no second async runtime is involved.
 
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, Parsed};
 use async_trait::async_trait;
 use bytes::Bytes;
 use opentelemetry::propagation::TextMapPropagator;
@@ -14,7 +14,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -134,27 +134,42 @@ impl CallSpan {
 }
 
 /// The client's trace context from HTTP headers, put into a request's `_meta` where the body
-/// carries none of its own.
-pub fn adopt_headers(headers: &http::HeaderMap, message: &mut Value) {
-    let Some(request) = message.as_object_mut().filter(|m| m.contains_key("method")) else {
+/// carries none of its own (into each request of a batch).
+pub fn adopt_headers(headers: &http::HeaderMap, body: &mut Parsed) {
+    let found = TRACE_KEYS.map(|key| {
+        let value = headers.get(key).and_then(|v| v.to_str().ok());
+        value.map(|value| (key, value))
+    });
+    if found.iter().all(Option::is_none) {
+        return;
+    }
+    let empty = || Value::Object(Map::new());
+    match body {
+        Parsed::Batch(items) => {
+            for item in items {
+                if let Some(request) = item.as_object_mut().filter(|m| m.contains_key("method")) {
+                    put_trace_context(&found, request.entry("params").or_insert_with(empty));
+                }
+            }
+        }
+        Parsed::One(members) if members.names_method() => {
+            put_trace_context(&found, members.params_mut().get_or_insert_with(empty));
+        }
+        _ => {}
+    }
+}
+
+fn put_trace_context(found: &[Option<(&str, &str)>], params: &mut Value) {
+    let Some(params) = params.as_object_mut() else {
         return;
     };
-    for key in TRACE_KEYS {
-        let Some(value) = headers.get(key).and_then(|v| v.to_str().ok()) else {
-            continue;
-        };
-        let params = request
-            .entry("params")
-            .or_insert_with(|| serde_json::json!({}));
-        let Some(params) = params.as_object_mut() else {
-            return;
-        };
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| serde_json::json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.entry(key)
-                .or_insert_with(|| Value::String(value.to_owned()));
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        for (key, value) in found.iter().flatten() {
+            meta.entry(*key)
+                .or_insert_with(|| Value::String((*value).to_owned()));
         }
     }
 }

@@ -12,11 +12,10 @@ use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::cluster::SealedSession;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
-use crate::jsonrpc::{self, ErrorObject, Request, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::jsonrpc::{self, ErrorObject, Parsed, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// `Mcp-Session-Id`, lowercase as `http` stores names.
@@ -83,7 +82,7 @@ pub(super) async fn post(
     door: &FrontDoor,
     view: ViewId,
     headers: &HeaderMap,
-    body: Value,
+    body: Parsed,
 ) -> Response<Body> {
     let session = match named_session(door, view, headers) {
         Named::Refusal(response) => return response,
@@ -94,7 +93,7 @@ pub(super) async fn post(
         Ok(revision) => revision,
         Err(response) => return *response,
     };
-    let frame = match jsonrpc::frame(body) {
+    let frame = match body.into_frame() {
         Ok(frame) => frame,
         Err(rejection) => return json_response(StatusCode::BAD_REQUEST, &rejection),
     };

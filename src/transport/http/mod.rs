@@ -19,7 +19,7 @@ pub mod status;
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, ViewId};
 use crate::jsonrpc::{
-    ErrorObject, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
+    self, ErrorObject, Parsed, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST,
 };
 use crate::limit::{Held, Limit};
 use crate::metrics::{self, Refusal};
@@ -435,23 +435,11 @@ impl FrontDoor {
             Some(Ok(collected)) => collected.to_bytes(),
         };
         metrics::received(metrics::Door::http, bytes.len());
-        let mut body: Value = match serde_json::from_slice(&bytes) {
+        let mut body = match jsonrpc::read(&bytes) {
             Ok(body) => body,
-            Err(e) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    ErrorObject::new(PARSE_ERROR, format!("Parse error: {e}")),
-                )
-            }
+            Err(e) => return json_response(StatusCode::BAD_REQUEST, &jsonrpc::parse_error(e)),
         };
-        match &mut body {
-            Value::Array(batch) => {
-                for message in batch {
-                    crate::telemetry::adopt_headers(&parts.headers, message);
-                }
-            }
-            message => crate::telemetry::adopt_headers(&parts.headers, message),
-        }
+        crate::telemetry::adopt_headers(&parts.headers, &mut body);
         if is_modern(&parts.headers, &body) {
             modern::post(self, view, parts.uri.path(), &parts.headers, body).await
         } else {
@@ -476,8 +464,8 @@ fn authorized(headers: &HeaderMap, token: &str) -> bool {
 /// A POST is modern if its body names a protocol version in `_meta`, or its header names a
 /// revision at or after 2026-07-28 (a later one mcpx does not know still counts: it gets
 /// -32022 rather than being mistaken for legacy).
-fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
-    let body_says = envelope::declared_version(body.get("params")).is_some();
+fn is_modern(headers: &HeaderMap, body: &Parsed) -> bool {
+    let body_says = envelope::declared_version(body.params()).is_some();
     let header_says = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())

@@ -7,7 +7,7 @@ use super::forward;
 use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::gateway::{Client, ViewId};
 use crate::jsonrpc::{
-    self, ErrorObject, Message, Notification, Request, HEADER_MISMATCH, INVALID_REQUEST,
+    self, ErrorObject, Message, Notification, Parsed, Request, HEADER_MISMATCH, INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::mcpheaders;
@@ -25,10 +25,10 @@ pub(super) async fn post(
     view: ViewId,
     path: &str,
     headers: &HeaderMap,
-    body: Value,
+    body: Parsed,
 ) -> Response<Body> {
     let client = door.modern(view);
-    if body.is_array() {
+    if matches!(body, Parsed::Batch(_)) {
         return rpc_error(
             StatusCode::BAD_REQUEST,
             ErrorObject::new(
@@ -37,7 +37,7 @@ pub(super) async fn post(
             ),
         );
     }
-    let message = match jsonrpc::parse_message(body) {
+    let message = match body.into_message() {
         Ok(message) => message,
         Err(rejection) => return json_response(StatusCode::BAD_REQUEST, &rejection),
     };
