@@ -398,9 +398,8 @@ fn target(original: Option<&Value>) -> &str {
         .unwrap_or_default()
 }
 
-/// What the client can answer: declared per request in the modern era, at `initialize` in the
-/// legacy one.
-/// A modern request's are borrowed from it.
+/// What the client can answer: declared per request in the modern era (borrowed from the
+/// request), at `initialize` in the legacy one.
 fn declared_capabilities<'a>(
     client: &Client,
     original: Option<&'a Value>,
