@@ -18,9 +18,10 @@ pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// What a valid modern envelope tells the server about one request.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Envelope {
-    /// The client's capabilities for this request alone.
-    pub client_capabilities: Value,
+pub struct Envelope<'a> {
+    /// The client's capabilities for this request alone, borrowed: every modern request is
+    /// checked (twice over HTTP), and most checks want only the verdict.
+    pub client_capabilities: &'a Value,
 }
 
 /// The protocol version a request's `_meta` names, if any.
@@ -40,7 +41,7 @@ pub fn era_of(params: Option<&Value>) -> Era {
 /// Checks a modern request's envelope: missing fields are -32602, and a version mcpx does not
 /// serve is -32022 listing every revision it does (a dual-era client learns from the list that
 /// `initialize` would work too).
-pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
+pub fn check(params: Option<&Value>) -> Result<Envelope<'_>, ErrorObject> {
     let meta = params
         .and_then(|p| p.get("_meta"))
         .filter(|m| m.is_object())
@@ -72,7 +73,7 @@ pub fn check(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
         return Err(unsupported_version(version, Revision::all_strings()));
     }
     Ok(Envelope {
-        client_capabilities: client_capabilities.clone(),
+        client_capabilities,
     })
 }
 
@@ -206,7 +207,7 @@ mod v2026_07_28 {
                 "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
             assert_eq!(
                 check(Some(&p)).unwrap().client_capabilities,
-                json!({"elicitation": {}})
+                &json!({"elicitation": {}})
             );
         }
     }
