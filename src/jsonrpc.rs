@@ -398,7 +398,10 @@ impl Parsed {
     /// A frame: a batch (not empty), or one message.
     pub fn into_frame(self) -> Result<Frame, Box<Response>> {
         match self {
-            Parsed::Batch(items) => frame(Value::Array(items)),
+            Parsed::Batch(items) if items.is_empty() => Err(invalid(None, "empty batch")),
+            Parsed::Batch(items) => {
+                Ok(Frame::Batch(items.into_iter().map(parse_message).collect()))
+            }
             single => single.into_message().map(Frame::Single),
         }
     }
@@ -426,21 +429,6 @@ impl Parsed {
             Parsed::One(members) => members.params.as_ref(),
             _ => None,
         }
-    }
-}
-
-/// Reads a frame from JSON already parsed: a batch (not empty), or one message. An error is the
-/// -32600 response to send back.
-fn frame(value: Value) -> Result<Frame, Box<Response>> {
-    match value {
-        Value::Array(elements) if elements.is_empty() => Err(Box::new(Response::error(
-            None,
-            ErrorObject::new(INVALID_REQUEST, "Invalid Request: empty batch"),
-        ))),
-        Value::Array(elements) => Ok(Frame::Batch(
-            elements.into_iter().map(parse_message).collect(),
-        )),
-        other => parse_message(other).map(Frame::Single),
     }
 }
 
@@ -583,7 +571,14 @@ mod every_revision {
                 r#"[]"#,
             ] {
                 let value: Value = serde_json::from_str(body).unwrap();
-                assert_eq!(parse_frame(body.as_bytes()), frame(value.clone()), "{body}");
+                let frame = match value.clone() {
+                    Value::Array(items) if items.is_empty() => Err(invalid(None, "empty batch")),
+                    Value::Array(items) => {
+                        Ok(Frame::Batch(items.into_iter().map(parse_message).collect()))
+                    }
+                    single => parse_message(single).map(Frame::Single),
+                };
+                assert_eq!(parse_frame(body.as_bytes()), frame, "{body}");
                 let expected = match value {
                     Value::Array(items) => items.into_iter().map(parse_message).collect(),
                     single => vec![parse_message(single)],
