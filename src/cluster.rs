@@ -9,6 +9,7 @@
 //! label per use, and `previousKeyFile` still opens ids during a rotation.
 
 use crate::config::Cluster as ClusterConfig;
+use crate::json::Member;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chacha20poly1305::aead::{Aead, KeyInit};
@@ -71,7 +72,7 @@ impl SealedSession {
             true => capabilities,
             false => ACTED_ON
                 .iter()
-                .filter_map(|key| Some((key.to_string(), capabilities.get(key)?.clone())))
+                .filter_map(|key| Some((key.to_string(), capabilities.member(key)?.clone())))
                 .collect::<serde_json::Map<_, _>>()
                 .into(),
         };

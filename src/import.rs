@@ -8,6 +8,7 @@
 //! command then asks each whether it needs a login, and says so.
 
 use crate::config::{Config, RemoteTransport, Server, BUILTIN_SERVER};
+use crate::json::Member;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -27,9 +28,9 @@ pub fn import(text: &str) -> Result<Imported, String> {
     let root: Value = jsonc_parser::parse_to_serde_value(text, &Default::default())
         .map_err(|e| format!("not JSON: {e}"))?;
     let servers = root
-        .get("mcpServers")
-        .or_else(|| root.get("servers"))
-        .or_else(|| root.get("mcp").and_then(|m| m.get("servers")))
+        .member("mcpServers")
+        .or_else(|| root.member("servers"))
+        .or_else(|| root.member("mcp").and_then(|m| m.member("servers")))
         .and_then(Value::as_object)
         .ok_or("no MCP servers found: expected `mcpServers` (Claude Desktop, Cursor), `servers` (.vscode/mcp.json) or `mcp.servers` (VS Code settings)")?;
     let mut imported = Imported::default();
@@ -51,13 +52,13 @@ fn convert(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Server,
             "the name {BUILTIN_SERVER:?} is mcpx's own; rename it"
         ));
     }
-    if entry.get("envFile").is_some() {
+    if entry.member("envFile").is_some() {
         notes.push(format!(
             "{name}: envFile is not carried over; copy its variables into `env`"
         ));
     }
     let strings = |key: &str| -> Result<BTreeMap<String, String>, String> {
-        match entry.get(key) {
+        match entry.member(key) {
             None => Ok(BTreeMap::new()),
             Some(Value::Object(map)) => map
                 .iter()
@@ -71,14 +72,14 @@ fn convert(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Server,
         }
     };
     let mut server = Server::default();
-    if let Some(command) = entry.get("command") {
+    if let Some(command) = entry.member("command") {
         server.command = Some(
             command
                 .as_str()
                 .ok_or("`command` is not a string")?
                 .to_owned(),
         );
-        server.args = match entry.get("args") {
+        server.args = match entry.member("args") {
             None => Vec::new(),
             Some(Value::Array(args)) => args
                 .iter()
@@ -91,11 +92,11 @@ fn convert(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Server,
             Some(_) => return Err("`args` is not a list".into()),
         };
         server.env = strings("env")?.into_iter().collect();
-        server.cwd = entry.get("cwd").and_then(Value::as_str).map(Into::into);
-    } else if let Some(url) = entry.get("url").or_else(|| entry.get("serverUrl")) {
+        server.cwd = entry.member("cwd").and_then(Value::as_str).map(Into::into);
+    } else if let Some(url) = entry.member("url").or_else(|| entry.member("serverUrl")) {
         server.url = Some(url.as_str().ok_or("`url` is not a string")?.to_owned());
         server.headers = strings("headers")?.into_iter().collect();
-        let kind = entry.get("type").or_else(|| entry.get("transport"));
+        let kind = entry.member("type").or_else(|| entry.member("transport"));
         if kind.and_then(Value::as_str) == Some("sse") {
             server.transport = RemoteTransport::Sse;
         }

@@ -4,6 +4,7 @@
 //! written straight back (-32700 for unreadable JSON, -32600 for JSON that is not a message, with the
 //! request's id whenever it could be read). Nothing here panics on input.
 
+use crate::json::Member;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
@@ -108,13 +109,13 @@ impl ErrorObject {
 
     /// Reads an error object; a malformed one becomes an internal error saying so.
     pub fn from_value(value: &Value) -> Self {
-        let code = value.get("code").and_then(Value::as_i64);
-        let message = value.get("message").and_then(Value::as_str);
+        let code = value.member("code").and_then(Value::as_i64);
+        let message = value.member("message").and_then(Value::as_str);
         match (code, message) {
             (Some(code), Some(message)) => ErrorObject {
                 code,
                 message: message.to_owned(),
-                data: value.get("data").cloned(),
+                data: value.member("data").cloned(),
             },
             _ => ErrorObject::new(INTERNAL_ERROR, format!("malformed error object: {value}")),
         }

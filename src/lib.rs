@@ -22,6 +22,7 @@ pub mod environment;
 pub mod gateway;
 pub mod hyper_io;
 pub mod import;
+pub mod json;
 pub mod jsonrpc;
 pub mod limit;
 pub mod lines;

@@ -6,6 +6,7 @@
 //! the same headers from a body. Values that are not plain header-safe text travel as
 //! `=?base64?…?=` with strict, padded standard Base64.
 
+use crate::json::Member;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde_json::Value;
@@ -125,7 +126,10 @@ impl HeaderParam {
 
     /// The value in the arguments, if present and not null.
     pub fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
-        let value = self.path.iter().try_fold(arguments, |v, key| v.get(key))?;
+        let value = self
+            .path
+            .iter()
+            .try_fold(arguments, |v, key| v.member(key))?;
         (!value.is_null()).then_some(value)
     }
 }
@@ -156,7 +160,7 @@ fn collect(
     path: &mut Vec<String>,
     found: &mut Vec<HeaderParam>,
 ) -> Result<(), String> {
-    if let Some(annotation) = schema.get(ANNOTATION) {
+    if let Some(annotation) = schema.member(ANNOTATION) {
         let name = annotation.as_str().filter(|n| is_token(n)).ok_or_else(|| {
             format!(
                 "{ANNOTATION} {annotation} at {} is not a valid header name",
@@ -168,7 +172,7 @@ fn collect(
                 "{ANNOTATION} {name:?} annotates the arguments object itself"
             ));
         }
-        let kind = schema.get("type").and_then(Value::as_str);
+        let kind = schema.member("type").and_then(Value::as_str);
         if !matches!(kind, Some("integer" | "string" | "boolean")) {
             return Err(format!("{ANNOTATION} {name:?} is on a property of type {kind:?}; only integer, string and boolean can be headers"));
         }
@@ -177,7 +181,7 @@ fn collect(
             path: path.clone(),
         });
     }
-    if let Some(Value::Object(properties)) = schema.get("properties") {
+    if let Some(Value::Object(properties)) = schema.member("properties") {
         for (key, property) in properties {
             path.push(key.clone());
             collect(property, path, found)?;
@@ -210,7 +214,7 @@ const UNREACHABLE_VIA: [&str; 15] = [
 fn reject_unreachable(schema: &Value, below_other_keyword: bool) -> Result<(), String> {
     match schema {
         Value::Object(map) => {
-            if below_other_keyword && map.contains_key(ANNOTATION) {
+            if below_other_keyword && map.member(ANNOTATION).is_some() {
                 return Err(format!("{ANNOTATION} is reachable only through items, composition, conditionals or $ref"));
             }
             for (key, child) in map {

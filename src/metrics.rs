@@ -7,6 +7,7 @@
 //! and a disabled registry (`[daemon] metrics = false`) costs them one atomic load. Label values
 //! stay bounded: a name a client tried that no server lists is `unknown`, never itself.
 
+use crate::json::Member;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -389,7 +390,7 @@ pub fn outcome_label(
 ) -> String {
     match answer {
         None => "cancelled".into(),
-        Some(Ok(result)) if result.get("isError") == Some(&serde_json::Value::Bool(true)) => {
+        Some(Ok(result)) if result.member("isError") == Some(&serde_json::Value::Bool(true)) => {
             "tool_error".into()
         }
         Some(Ok(_)) => "ok".into(),

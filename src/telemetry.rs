@@ -5,6 +5,7 @@
 //! its spans over OTLP/HTTP (JSON) with its own HTTP client: the OpenTelemetry SDK's batch
 //! processor runs on a thread of its own, so no second async runtime is involved.
 
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Parsed};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -80,7 +81,7 @@ pub fn carry(
     let incoming: HashMap<String, String> = TRACE_KEYS
         .iter()
         .filter_map(|key| {
-            let value = original?.get("_meta")?.get(*key)?.as_str()?;
+            let value = original?.member("_meta")?.member(key)?.as_str()?;
             Some((key.to_string(), value.to_owned()))
         })
         .collect();
@@ -120,7 +121,7 @@ impl CallSpan {
     pub fn end(self, outcome: &Result<Value, ErrorObject>) {
         let span = self.context.span();
         match outcome {
-            Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => {
+            Ok(result) if result.member("isError") == Some(&Value::Bool(true)) => {
                 span.set_status(Status::error("tool error"))
             }
             Ok(_) => span.set_status(Status::Ok),
@@ -147,7 +148,10 @@ pub fn adopt_headers(headers: &http::HeaderMap, body: &mut Parsed) {
     match body {
         Parsed::Batch(items) => {
             for item in items {
-                if let Some(request) = item.as_object_mut().filter(|m| m.contains_key("method")) {
+                if let Some(request) = item
+                    .as_object_mut()
+                    .filter(|m| m.member("method").is_some())
+                {
                     put_trace_context(&found, request.entry("params").or_insert_with(empty));
                 }
             }

@@ -8,6 +8,7 @@ pub mod protocol;
 
 use crate::cancel::Cancel;
 use crate::gateway::Gateway;
+use crate::json::Member;
 use protocol::{Command, Reply};
 use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use smol::net::unix::{UnixListener, UnixStream};
@@ -249,7 +250,7 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
         let client = s
             .client
             .as_ref()
-            .and_then(|c| c.get("name"))
+            .and_then(|c| c.member("name"))
             .and_then(|n| n.as_str())
             .unwrap_or("-");
         let _ = writeln!(

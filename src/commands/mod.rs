@@ -11,6 +11,7 @@ use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
 use crate::config::Config;
 use crate::gateway::{Gateway, Owner, ViewId};
+use crate::json::Member;
 use crate::transport::http::{self, HttpOptions};
 use crate::transport::local::{self, Attach};
 use crate::transport::stdio::{self, StdioOptions};
@@ -253,7 +254,7 @@ async fn execute(
                 "{}",
                 serde_json::to_string_pretty(&result).unwrap_or_default()
             );
-            let failed = result.get("isError") == Some(&json!(true));
+            let failed = result.member("isError") == Some(&json!(true));
             Ok(if failed {
                 ExitCode::FAILURE
             } else {

@@ -4,6 +4,7 @@
 //! upstream behind it.
 
 use super::Listing;
+use crate::json::Member;
 use crate::protocol::Revision;
 use crate::view::{ProfileView, UpstreamView};
 use serde_json::{json, Value};
@@ -50,7 +51,7 @@ pub fn listing() -> Listing {
 pub fn login_refused(server: &str, state: &str, capabilities: &Value) -> Value {
     let why = if !state.starts_with("needs-login") {
         format!("{server} does not need a login: it is {state}")
-    } else if capabilities["elicitation"].get("url").is_none() {
+    } else if capabilities["elicitation"].member("url").is_none() {
         format!("this client cannot open a sign-in page (it did not declare URL-mode elicitation): run `mcpx auth login {server}` in a terminal")
     } else {
         format!("{server} cannot be logged in to from here: run `mcpx auth login {server}`")
@@ -68,7 +69,7 @@ pub fn call(
 ) -> Value {
     if tool == "echo" {
         let text = arguments
-            .and_then(|a| a.get("text"))
+            .and_then(|a| a.member("text"))
             .and_then(Value::as_str)
             .unwrap_or_default();
         return json!({ "content": [{"type": "text", "text": text}], "isError": false });

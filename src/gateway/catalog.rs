@@ -8,6 +8,7 @@
 use super::naming;
 use super::search::ToolIndex;
 use crate::config::ToolOverride;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::upstream::ListKind;
@@ -131,7 +132,7 @@ impl Catalog {
                 catalog.prompts.push(exposed.2);
             }
             for resource in &source.listing.resources {
-                if let Some(uri) = resource.get("uri").and_then(Value::as_str) {
+                if let Some(uri) = resource.member("uri").and_then(Value::as_str) {
                     catalog
                         .resource_owners
                         .entry(uri.to_owned())
@@ -140,7 +141,7 @@ impl Catalog {
                 }
             }
             for template in &source.listing.templates {
-                if let Some(pattern) = template.get("uriTemplate").and_then(Value::as_str) {
+                if let Some(pattern) = template.member("uriTemplate").and_then(Value::as_str) {
                     catalog
                         .template_owners
                         .push((pattern.to_owned(), source.owner));
@@ -239,7 +240,7 @@ impl Catalog {
                 .resources
                 .iter()
                 .filter(|r| {
-                    r.get("uri")
+                    r.member("uri")
                         .and_then(Value::as_str)
                         .is_some_and(|uri| resource_owners.contains_key(uri))
                 })
@@ -338,13 +339,13 @@ impl Catalog {
 
 /// An item's `name`, if it is a string.
 fn named(item: &Value) -> Option<&str> {
-    item.get("name").and_then(Value::as_str)
+    item.member("name").and_then(Value::as_str)
 }
 
 /// Whether a listed tool or prompt has a name: anything else (a string, a number, an object
 /// without one) could never be called, so it is left out with a warning.
 fn has_name(item: &Value, source: &Source<'_>, what: &str) -> bool {
-    let named = item.get("name").is_some_and(Value::is_string);
+    let named = item.member("name").is_some_and(Value::is_string);
     if !named {
         tracing::warn!(
             server = source.server,
@@ -363,7 +364,10 @@ fn rename(
     seen: &mut HashMap<String, String>,
     what: &str,
 ) -> Result<(String, Route, Value), String> {
-    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+    let name = item
+        .member("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let shown = overridden.and_then(|o| o.name.as_deref()).unwrap_or(name);
     let exposed = naming::exposed(source.prefix, shown);
     if let Some(other) = seen.insert(exposed.clone(), source.server.to_owned()) {

@@ -4,6 +4,7 @@
 //! what becomes of a response that answers no question of mcpx's.
 
 use super::{Client, Gateway};
+use crate::json::Member;
 use crate::jsonrpc::INVALID_REQUEST;
 use crate::jsonrpc::{ErrorObject, Frame, Id, Message, Notification, Request, Response};
 use crate::protocol::{envelope, Era, Revision};
@@ -114,7 +115,7 @@ impl Gateway {
         let id = notification
             .params
             .as_ref()
-            .and_then(|p| p.get("requestId"))
+            .and_then(|p| p.member("requestId"))
             .and_then(Id::from_value);
         if let (Some(client), Some(id)) = (client, id) {
             self.registry.cancel(client.session, &id);

@@ -7,6 +7,7 @@
 //! modern clients get none, and mcpx's own log keeps every message either way.
 
 use super::{Client, Gateway};
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::protocol::Era;
 use crate::sync::lock;
@@ -22,7 +23,9 @@ impl Gateway {
         client: &Client,
         params: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
-        let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+        let level = params
+            .and_then(|p| p.member("level"))
+            .and_then(Value::as_str);
         let severity = level.and_then(log_severity).ok_or_else(|| {
             let levels = LOG_LEVELS.join(", ");
             ErrorObject::new(
@@ -52,7 +55,7 @@ impl Gateway {
     async fn tell_upstreams_log_level(&self, level: &str) {
         for upstream in self.upstreams.all() {
             let logs = lock(&upstream.handshake).as_ref().is_some_and(|h| {
-                h.revision.era() == Era::Legacy && h.capabilities.get("logging").is_some()
+                h.revision.era() == Era::Legacy && h.capabilities.member("logging").is_some()
             });
             let connection = lock(&upstream.connection).clone();
             if let (true, Some(connection)) = (logs, connection) {

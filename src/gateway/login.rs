@@ -12,6 +12,7 @@
 use super::rounds::INPUT_METHODS;
 use super::upstreams::{Upstream, UpstreamState};
 use super::{Gateway, Owner, RequestContext};
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification, Outbound};
 use crate::protocol::{Era, Revision};
 use crate::sync::lock;
@@ -55,7 +56,7 @@ impl Gateway {
         if upstream.config.url.is_none() || !INPUT_METHODS.contains(&method) {
             return None;
         }
-        capabilities()["elicitation"].get("url")?;
+        capabilities()["elicitation"].member("url")?;
         let gateway = self.me.upgrade()?;
         let legacy = (revision.era() == Era::Legacy).then(|| ctx.outbound.clone());
         Some(LoginFirst {

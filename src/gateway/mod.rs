@@ -33,6 +33,7 @@ pub use profile::ViewId;
 
 use crate::cancel::Cancel;
 use crate::config::Config;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Outbound, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::limit::Limit;
 use crate::protocol::envelope;
@@ -267,7 +268,7 @@ impl Gateway {
         let requested = request
             .params
             .as_ref()
-            .and_then(|p| p.get("protocolVersion"))
+            .and_then(|p| p.member("protocolVersion"))
             .and_then(Value::as_str);
         let Some(requested) = requested else {
             return Response::error(
@@ -282,12 +283,15 @@ impl Gateway {
             .filter(|r| r.era() == Era::Legacy)
             .unwrap_or(Revision::LATEST_LEGACY);
         client.set_revision(revision);
-        let declared = request.params.as_ref().and_then(|p| p.get("capabilities"));
+        let declared = request
+            .params
+            .as_ref()
+            .and_then(|p| p.member("capabilities"));
         client.set_capabilities(declared.cloned().unwrap_or(Value::Null));
         let client_info = request
             .params
             .as_ref()
-            .and_then(|p| p.get("clientInfo"))
+            .and_then(|p| p.member("clientInfo"))
             .cloned();
         self.registry
             .set_initialized(client.session, revision, client_info);
@@ -327,7 +331,7 @@ impl Gateway {
             let target = request
                 .params
                 .as_ref()
-                .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                .and_then(|p| p.member("name").or_else(|| p.member("uri")))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             let guard = self.registry.begin(
@@ -570,7 +574,7 @@ impl Gateway {
                     all.push((route.owner, tool.clone()));
                 }
             }
-            match page.get("nextCursor") {
+            match page.member("nextCursor") {
                 Some(next) => cursor = Some(next.clone()),
                 None => break,
             }

@@ -6,6 +6,7 @@
 
 use super::{search, Client, Gateway};
 use crate::audit::{AuditLog, Entry};
+use crate::json::Member;
 use crate::jsonrpc::{Request, Response};
 use crate::metrics::{self, ServerOperation};
 use crate::protocol::{envelope, Era};
@@ -60,15 +61,15 @@ impl Gateway {
         let params = request.params.as_ref();
         let field = |params: Option<&Value>, key: &str| {
             params
-                .and_then(|p| p.get(key))
+                .and_then(|p| p.member(key))
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
         let mut name = field(params, "name").or_else(|| field(params, "uri"));
-        let mut arguments = params.and_then(|p| p.get("arguments"));
+        let mut arguments = params.and_then(|p| p.member("arguments"));
         if request.method == "tools/call" && name.as_deref() == Some(search::call_tool_name()) {
             name = field(arguments, "name");
-            arguments = arguments.and_then(|a| a.get("arguments"));
+            arguments = arguments.and_then(|a| a.member("arguments"));
         }
         Some(Observation {
             started: Instant::now(),
@@ -133,7 +134,7 @@ impl Gateway {
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer
             .and_then(|r| r.outcome.as_ref().ok())
-            .and_then(|result| result.get("inputRequests"))
+            .and_then(|result| result.member("inputRequests"))
             .and_then(Value::as_object);
         for question in asked.into_iter().flat_map(|q| q.values()) {
             audit.record(&Entry {

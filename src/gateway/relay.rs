@@ -11,6 +11,7 @@
 use super::rounds::UpstreamCall;
 use super::{Client, RequestContext};
 use crate::audit::Questions;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Outbound, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::upstream::asks::{self, Ask};
 use async_channel::Sender;
@@ -28,14 +29,14 @@ pub(super) async fn for_legacy_client(
 ) -> Result<Value, ErrorObject> {
     for _ in 0..MAX_ROUNDS {
         let result = run_carrying_asks(client, &call, ctx).await?;
-        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        if result.member("resultType").and_then(Value::as_str) != Some("input_required") {
             return Ok(result);
         }
         let responses = ask_each(client, &result, ctx, call.questions.as_ref()).await?;
         let params = call.params.as_object_mut();
         if let Some(params) = params {
             params.insert("inputResponses".into(), responses);
-            match result.get("requestState") {
+            match result.member("requestState") {
                 Some(state) => params.insert("requestState".into(), state.clone()),
                 None => params.remove("requestState"),
             };
@@ -116,7 +117,7 @@ async fn ask_each(
     questions: Option<&Questions>,
 ) -> Result<Value, ErrorObject> {
     let requests = result
-        .get("inputRequests")
+        .member("inputRequests")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -129,7 +130,10 @@ async fn ask_each(
                 format!("the upstream asked for input by {method:?}, which is no client method"),
             ));
         }
-        let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+        let params = request
+            .member("params")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         let (ask, answer) = Ask::new(method, params);
         let task = smol::spawn(carry(
             Arc::clone(client),

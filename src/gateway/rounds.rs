@@ -14,6 +14,7 @@ use super::login::LoginFirst;
 use super::request_state::{self, Claims, Signer};
 use super::RequestContext;
 use crate::cancel::Cancel;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY};
 use crate::limit::Held;
 use crate::sync::lock;
@@ -230,7 +231,7 @@ impl Rounds {
     fn own_state<'p>(&self, params: Option<&'p Value>) -> Option<&'p str> {
         let signer = self.signer.as_ref()?;
         params
-            .and_then(|p| p.get("requestState"))
+            .and_then(|p| p.member("requestState"))
             .and_then(Value::as_str)
             .filter(|state| signer.owns(state))
     }
@@ -323,14 +324,14 @@ impl Rounds {
             )
         })?;
         let responses = params
-            .and_then(|p| p.get("inputResponses"))
+            .and_then(|p| p.member("inputResponses"))
             .and_then(Value::as_object);
         let answered: Vec<String> = parked
             .open
             .keys()
             .filter(|key| {
                 responses
-                    .and_then(|r| r.get(*key))
+                    .and_then(|r| r.member(key))
                     .is_some_and(Value::is_object)
             })
             .cloned()
@@ -338,7 +339,7 @@ impl Rounds {
         for key in answered {
             if let (Some(ask), Some(response)) = (
                 parked.open.remove(&key),
-                responses.and_then(|r| r.get(&key)),
+                responses.and_then(|r| r.member(&key)),
             ) {
                 ask.answer(Ok(response.clone()));
             }

@@ -6,6 +6,7 @@ use super::rounds::{Reach, UpstreamCall};
 use super::upstreams::Upstream;
 use super::{builtin, relay, search, Client, Gateway, Owner, RequestContext};
 use crate::audit::Questions;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
@@ -28,7 +29,7 @@ impl Gateway {
     ) -> Result<Value, ErrorObject> {
         match method {
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
-                let cursor = params.and_then(|p| p.get("cursor"));
+                let cursor = params.and_then(|p| p.member("cursor"));
                 self.catalog_of(client).page(method, cursor)
             }
             "tools/call" | "prompts/get" => {
@@ -55,7 +56,7 @@ impl Gateway {
     ) -> Result<Value, ErrorObject> {
         let catalog = self.catalog_of(client);
         let name = params
-            .and_then(|p| p.get("name"))
+            .and_then(|p| p.member("name"))
             .and_then(Value::as_str)
             .unwrap_or_default();
         let (route, what) = match method {
@@ -65,7 +66,7 @@ impl Gateway {
         let route = route
             .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
         if route.owner == Owner::Builtin {
-            let arguments = params.and_then(|p| p.get("arguments"));
+            let arguments = params.and_then(|p| p.member("arguments"));
             return match (route.name.as_str(), catalog.search_index()) {
                 (builtin::LOGIN, _) => self.login_tool(client, params, revision, ctx).await,
                 (search::SEARCH_TOOLS, Some(index)) => Ok(search::answer(index, arguments)),
@@ -149,17 +150,17 @@ impl Gateway {
     ) -> Result<Value, ErrorObject> {
         let catalog = self.catalog_of(client);
         let reference = params
-            .and_then(|p| p.get("ref"))
+            .and_then(|p| p.member("ref"))
             .cloned()
             .unwrap_or(Value::Null);
         let field = |key: &str| {
             reference
-                .get(key)
+                .member(key)
                 .and_then(Value::as_str)
                 .unwrap_or_default()
         };
         let mut forwarded = forwardable(params);
-        let owner = match reference.get("type").and_then(Value::as_str) {
+        let owner = match reference.member("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = field("name");
                 let route = catalog.prompt(name).ok_or_else(|| {
@@ -253,9 +254,9 @@ impl Gateway {
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let arguments = params.and_then(|p| p.get("arguments"));
+        let arguments = params.and_then(|p| p.member("arguments"));
         let name = arguments
-            .and_then(|a| a.get("server"))
+            .and_then(|a| a.member("server"))
             .and_then(Value::as_str)
             .unwrap_or_default();
         let upstream = self.upstreams.by_name(name).ok_or_else(|| {
@@ -321,7 +322,7 @@ impl Gateway {
             original,
             revision,
         } = call;
-        let foreign_state = original.and_then(|p| p.get("requestState")).is_some();
+        let foreign_state = original.and_then(|p| p.member("requestState")).is_some();
         if foreign_state && revision.era() == Era::Modern && !upstream.is_modern() {
             // Not this mcpx's (a retry carrying one was resumed before this), and a legacy
             // upstream mints none: no call can be resumed with it.
@@ -341,8 +342,8 @@ impl Gateway {
             forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities.clone().into_owned();
         }
         let progress = original
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get("progressToken"))
+            .and_then(|p| p.member("_meta"))
+            .and_then(|m| m.member("progressToken"))
             .map(|token| ProgressSink {
                 token: token.clone(),
                 revision,
@@ -393,7 +394,7 @@ struct Call<'a> {
 /// What a call names (a tool, a prompt, a resource), for the parked calls' bookkeeping.
 fn target(original: Option<&Value>) -> &str {
     original
-        .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+        .and_then(|p| p.member("name").or_else(|| p.member("uri")))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -407,7 +408,7 @@ fn declared_capabilities<'a>(
 ) -> Cow<'a, Value> {
     match revision.era() {
         Era::Modern => original
-            .and_then(|p| p["_meta"].get(envelope::CLIENT_CAPABILITIES))
+            .and_then(|p| p["_meta"].member(envelope::CLIENT_CAPABILITIES))
             .map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed),
         Era::Legacy => Cow::Owned(client.capabilities()),
     }
@@ -417,7 +418,7 @@ fn declared_capabilities<'a>(
 /// The `uri` a request names, or "".
 fn uri_of(params: Option<&Value>) -> &str {
     params
-        .and_then(|p| p.get("uri"))
+        .and_then(|p| p.member("uri"))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }

@@ -9,6 +9,7 @@
 use super::catalog::{Owner, Route};
 use super::naming;
 use crate::config::BUILTIN_SERVER;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 use serde_json::{json, Value};
@@ -151,7 +152,7 @@ pub fn tools() -> (Vec<Value>, Vec<(String, Route)>) {
 /// `mcpx__search_tools`: the matches as a tool result.
 pub fn answer(index: &ToolIndex, arguments: Option<&Value>) -> Value {
     let query = arguments
-        .and_then(|a| a.get("query"))
+        .and_then(|a| a.member("query"))
         .and_then(Value::as_str)
         .unwrap_or_default();
     if query.trim().is_empty() {
@@ -161,7 +162,7 @@ pub fn answer(index: &ToolIndex, arguments: Option<&Value>) -> Value {
         });
     }
     let limit = arguments
-        .and_then(|a| a.get("limit"))
+        .and_then(|a| a.member("limit"))
         .and_then(Value::as_u64)
         .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
     let report = json!({ "tools": index.search(query, limit) });
@@ -173,9 +174,9 @@ pub fn answer(index: &ToolIndex, arguments: Option<&Value>) -> Value {
 /// in place of the wrapper's, everything else (`_meta`, a retry's input) kept. A search tool is
 /// not called through it.
 pub fn called(params: Option<&Value>) -> Result<Value, ErrorObject> {
-    let arguments = params.and_then(|p| p.get("arguments"));
+    let arguments = params.and_then(|p| p.member("arguments"));
     let name = arguments
-        .and_then(|a| a.get("name"))
+        .and_then(|a| a.member("name"))
         .and_then(Value::as_str)
         .ok_or_else(|| {
             ErrorObject::new(
@@ -194,7 +195,7 @@ pub fn called(params: Option<&Value>) -> Result<Value, ErrorObject> {
     }
     let mut direct = params.cloned().unwrap_or_else(|| json!({}));
     direct["arguments"] = arguments
-        .and_then(|a| a.get("arguments"))
+        .and_then(|a| a.member("arguments"))
         .cloned()
         .unwrap_or_else(|| json!({}));
     direct["name"] = json!(name);

@@ -4,6 +4,7 @@
 
 use super::{client, Client, Gateway, Listen, Owner, RequestContext};
 use crate::cancel::Cancel;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Request, INVALID_PARAMS};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
 use crate::sync::lock;
@@ -30,7 +31,7 @@ impl Gateway {
         params: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
         let uri = params
-            .and_then(|p| p.get("uri"))
+            .and_then(|p| p.member("uri"))
             .and_then(Value::as_str)
             .unwrap_or_default();
         if client.unsubscribe(uri) {
@@ -113,7 +114,7 @@ impl Gateway {
         let filter = request
             .params
             .as_ref()
-            .and_then(|p| p.get("notifications"))
+            .and_then(|p| p.member("notifications"))
             .and_then(Value::as_object)
             .ok_or_else(|| {
                 ErrorObject::new(
@@ -128,7 +129,7 @@ impl Gateway {
             ("promptsListChanged", ListKind::Prompts),
             ("resourcesListChanged", ListKind::Resources),
         ] {
-            if filter.get(key) == Some(&json!(true)) {
+            if filter.member(key) == Some(&json!(true)) {
                 honoured.insert(key.into(), json!(true));
                 lists.push(kind);
             }
@@ -137,7 +138,7 @@ impl Gateway {
         let catalog = self.catalog_of(client);
         let mut resources = Vec::new();
         for uri in filter
-            .get("resourceSubscriptions")
+            .member("resourceSubscriptions")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()

@@ -6,6 +6,7 @@ use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
+use crate::json::Member;
 use crate::metrics;
 use crate::protocol::Era;
 use crate::sync::{lock, write};
@@ -401,7 +402,7 @@ impl Gateway {
 /// Lists everything a server declares, following its pagination.
 async fn list_everything(connection: &Connection, capabilities: &Value) -> Result<Listing, String> {
     let cancel = Cancel::new();
-    let declared = |key: &str| capabilities.get(key).is_some_and(|v| !v.is_null());
+    let declared = |key: &str| capabilities.member(key).is_some_and(|v| !v.is_null());
     let mut listing = Listing::default();
     if declared("tools") {
         listing.tools = list_all(connection, "tools/list", "tools", &cancel).await?;
@@ -442,13 +443,13 @@ async fn list_all(
             .await
             .map_err(|e| format!("{method} failed: {}", e.message))?;
         items.extend(
-            page.get(key)
+            page.member(key)
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
                 .cloned(),
         );
-        match page.get("nextCursor") {
+        match page.member("nextCursor") {
             Some(next) if !next.is_null() => cursor = Some(next.clone()),
             _ => return Ok(items),
         }

@@ -2,6 +2,7 @@
 //! the client's capabilities on every request, because there is no handshake to remember them.
 
 use super::{Era, Revision};
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -26,7 +27,7 @@ pub struct Envelope<'a> {
 
 /// The protocol version a request's `_meta` names, if any.
 pub fn declared_version(params: Option<&Value>) -> Option<&Value> {
-    params?.get("_meta")?.get(PROTOCOL_VERSION)
+    params?.member("_meta")?.member(PROTOCOL_VERSION)
 }
 
 /// Which era a request was written in: modern exactly when its `_meta` names a protocol version.
@@ -43,7 +44,7 @@ pub fn era_of(params: Option<&Value>) -> Era {
 /// `initialize` would work too).
 pub fn check(params: Option<&Value>) -> Result<Envelope<'_>, ErrorObject> {
     let meta = params
-        .and_then(|p| p.get("_meta"))
+        .and_then(|p| p.member("_meta"))
         .filter(|m| m.is_object())
         .ok_or_else(|| {
             ErrorObject::new(
@@ -52,7 +53,7 @@ pub fn check(params: Option<&Value>) -> Result<Envelope<'_>, ErrorObject> {
             )
         })?;
     let version = meta
-        .get(PROTOCOL_VERSION)
+        .member(PROTOCOL_VERSION)
         .and_then(Value::as_str)
         .ok_or_else(|| {
             ErrorObject::new(
@@ -61,7 +62,7 @@ pub fn check(params: Option<&Value>) -> Result<Envelope<'_>, ErrorObject> {
             )
         })?;
     let client_capabilities = meta
-        .get(CLIENT_CAPABILITIES)
+        .member(CLIENT_CAPABILITIES)
         .filter(|c| c.is_object())
         .ok_or_else(|| {
             ErrorObject::new(
@@ -103,7 +104,7 @@ impl Serialize for Wrapped<'_> {
             }
         }
         let meta = params
-            .and_then(|p| p.get("_meta"))
+            .and_then(|p| p.member("_meta"))
             .and_then(Value::as_object);
         map.serialize_entry("_meta", &WrappedMeta(meta))?;
         map.end()

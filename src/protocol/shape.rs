@@ -8,6 +8,7 @@
 //! `ttlMs`/`cacheScope` where the schema makes them required); legacy results lose them.
 
 use super::Revision::{self, *};
+use crate::json::Member;
 use serde_json::{json, Map, Value};
 
 /// A field and the first and last revisions whose schema defines it.
@@ -255,7 +256,7 @@ impl Definition {
         if let Value::Object(map) = object {
             let keep = self.fields_in(revision);
             map.retain(|key, _| keep.contains(&key.as_str()));
-            if let Some(annotations) = map.get_mut("annotations") {
+            if let Some(annotations) = map.member_mut("annotations") {
                 retain_annotations(annotations, revision);
             }
         }
@@ -300,7 +301,8 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
     if !result.is_object() {
         result = json!({});
     }
-    let input_required = result.get("resultType").and_then(Value::as_str) == Some("input_required");
+    let input_required =
+        result.member("resultType").and_then(Value::as_str) == Some("input_required");
     match method {
         // Only a modern client is ever given one; its content is the questions, not a result.
         _ if input_required && revision >= V2026_07_28 => {
@@ -323,7 +325,7 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
         "prompts/get" => {
             Definition::GetPromptResult.retain(&mut result, revision);
             each(&mut result, "messages", |message| {
-                if let Some(content) = message.get_mut("content") {
+                if let Some(content) = message.member_mut("content") {
                     shape_content(content, revision);
                 }
             });
@@ -348,7 +350,7 @@ fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &
         for key in ["resultType", "ttlMs", "cacheScope"] {
             map.remove(key);
         }
-        if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+        if let Some(Value::Object(meta)) = map.member_mut("_meta") {
             meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
             if meta.is_empty() {
                 map.remove("_meta");
@@ -356,7 +358,7 @@ fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &
         }
         return;
     }
-    if !map.contains_key("resultType") {
+    if map.member("resultType").is_none() {
         map.insert("resultType".into(), json!("complete"));
     }
     let complete = map["resultType"] == "complete";
@@ -373,7 +375,7 @@ fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &
 }
 
 fn each(result: &mut Value, key: &str, mut f: impl FnMut(&mut Value)) {
-    if let Some(Value::Array(items)) = result.get_mut(key) {
+    if let Some(Value::Array(items)) = result.member_mut(key) {
         items.iter_mut().for_each(&mut f);
     }
 }
@@ -390,7 +392,7 @@ fn shape_prompt(prompt: &mut Value, revision: Revision) {
 }
 
 fn shape_resource_contents(contents: &mut Value, revision: Revision) {
-    if contents.get("blob").is_some() {
+    if contents.member("blob").is_some() {
         Definition::BlobResourceContents.retain(contents, revision);
     } else {
         Definition::TextResourceContents.retain(contents, revision);
@@ -400,7 +402,7 @@ fn shape_resource_contents(contents: &mut Value, revision: Revision) {
 /// Shapes one content block; a kind the revision lacks becomes a text block describing it.
 pub fn shape_content(content: &mut Value, revision: Revision) {
     let kind = content
-        .get("type")
+        .member("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let definition = match kind {
@@ -419,14 +421,14 @@ pub fn shape_content(content: &mut Value, revision: Revision) {
         return;
     }
     definition.retain(content, revision);
-    if let Some(resource) = content.get_mut("resource") {
+    if let Some(resource) = content.member_mut("resource") {
         shape_resource_contents(resource, revision);
     }
 }
 
 /// The text that stands in for a content block a revision cannot carry.
 fn describe(content: &Value, kind: &str, revision: Revision) -> String {
-    let field = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or("");
+    let field = |key: &str| content.member(key).and_then(Value::as_str).unwrap_or("");
     match kind {
         "resource_link" => {
             let mut text = format!("Resource link: {} <{}>", field("name"), field("uri"));

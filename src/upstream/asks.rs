@@ -6,6 +6,7 @@
 //! server is answered under its own id with what the client said. Ids the server chose never
 //! reach a client, so ids from different upstreams cannot collide.
 
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
 use crate::sync::lock;
 use async_channel::{Receiver, Sender};
@@ -50,7 +51,7 @@ impl Ask {
     /// The client capability it needs, as a `ClientCapabilities` object.
     pub fn required_capability(&self) -> Value {
         match self.method.as_str() {
-            "sampling/createMessage" if self.params.get("tools").is_some() => {
+            "sampling/createMessage" if self.params.member("tools").is_some() => {
                 json!({"sampling": {"tools": {}}})
             }
             "sampling/createMessage" => json!({"sampling": {}}),
@@ -69,18 +70,18 @@ impl Ask {
         let Some((feature, detail)) = needed.as_object().and_then(|n| n.iter().next()) else {
             return false;
         };
-        let Some(declared) = capabilities.get(feature).filter(|d| d.is_object()) else {
+        let Some(declared) = capabilities.member(feature).filter(|d| d.is_object()) else {
             return false;
         };
         let form_by_default = feature == "elicitation"
-            && detail.get("form").is_some()
+            && detail.member("form").is_some()
             && declared.as_object().is_some_and(|d| d.is_empty());
         form_by_default
             || detail
                 .as_object()
                 .into_iter()
                 .flatten()
-                .all(|(sub, _)| declared.get(sub).is_some())
+                .all(|(sub, _)| declared.member(sub).is_some())
     }
 }
 

@@ -18,6 +18,7 @@
 
 use super::{Event, Handshake, ListKind, CLIENT_CAPABILITIES};
 use crate::config::UpstreamEra;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::protocol::{Era, Revision};
 use serde_json::{json, Value};
@@ -160,7 +161,7 @@ fn offers_modern(error: &ErrorObject) -> bool {
     let supported = error
         .data
         .as_ref()
-        .and_then(|d| d.get("supported"))
+        .and_then(|d| d.member("supported"))
         .and_then(Value::as_array);
     error.code == UNSUPPORTED_PROTOCOL_VERSION
         && supported.is_some_and(|list| {
@@ -174,7 +175,7 @@ fn speaks_modern(error: &ErrorObject) -> bool {
     let supported = error
         .data
         .as_ref()
-        .and_then(|d| d.get("supported"))
+        .and_then(|d| d.member("supported"))
         .and_then(Value::as_array);
     let lists_modern = supported.is_some_and(|list| {
         list.iter()
@@ -225,7 +226,7 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
     }
     match method {
         "notifications/resources/updated" => {
-            let uri = params.get("uri").and_then(Value::as_str)?;
+            let uri = params.member("uri").and_then(Value::as_str)?;
             Some(Event::ResourceUpdated {
                 uri: uri.to_owned(),
             })

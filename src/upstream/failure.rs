@@ -2,6 +2,7 @@
 //! gateway name the same few failures, so they are one type, and each is told to the client in
 //! one wording; a server's own JSON-RPC error is not a failure of mcpx's and passes unchanged.
 
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use std::time::Duration;
 
@@ -70,7 +71,7 @@ pub fn is_timeout(error: &ErrorObject) -> bool {
         && error
             .data
             .as_ref()
-            .is_some_and(|d| d.get("timeoutMs").is_some())
+            .is_some_and(|d| d.member("timeoutMs").is_some())
 }
 
 #[cfg(test)]

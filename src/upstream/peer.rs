@@ -12,6 +12,7 @@ use super::client::{self, Wire};
 use super::failure::Failure;
 use super::{Caller, Event, LogSink, ProgressSink};
 use crate::cancel::Cancel;
+use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request, Response};
 use crate::protocol::envelope;
 use crate::protocol::Era;
@@ -231,7 +232,7 @@ impl Peer {
         let params = n.params.unwrap_or(Value::Null);
         if n.method == "notifications/progress" {
             let token = params
-                .get("progressToken")
+                .member("progressToken")
                 .map(token_key)
                 .unwrap_or_default();
             let sink = lock(&self.progress).get(&token).cloned();

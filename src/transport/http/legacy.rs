@@ -12,6 +12,7 @@ use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::cluster::SealedSession;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
+use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Parsed, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
@@ -199,7 +200,7 @@ fn initialize(
         request
             .params
             .as_ref()
-            .and_then(|p| p.get("clientInfo"))
+            .and_then(|p| p.member("clientInfo"))
             .cloned(),
         door.gateway.profile_name(view),
     );

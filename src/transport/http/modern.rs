@@ -6,6 +6,7 @@ use super::exchange::Exchange;
 use super::forward;
 use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
 use crate::gateway::{Client, ViewId};
+use crate::json::Member;
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Parsed, Request, HEADER_MISMATCH, INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -170,7 +171,7 @@ async fn check_request_headers(
         }
     }
     agrees(headers, METHOD_HEADER, Some(&request.method), true, false)?;
-    let field = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    let field = |key: &str| params.and_then(|p| p.member(key)).and_then(Value::as_str);
     let name = match request.method.as_str() {
         "tools/call" | "prompts/get" => Some(field("name")),
         "resources/read" => Some(field("uri")),
@@ -186,7 +187,7 @@ async fn check_request_headers(
             .await
         {
             let arguments = params
-                .and_then(|p| p.get("arguments"))
+                .and_then(|p| p.member("arguments"))
                 .unwrap_or(&Value::Null);
             let lookup = |name: &str| headers.get(name).map(|v| v.as_bytes().trim_ascii());
             mcpheaders::check_params(&header_params, arguments, lookup)?;

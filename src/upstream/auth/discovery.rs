@@ -5,6 +5,7 @@
 //! metadata is a 2025-03-26 server: its origin is its authorization server, with metadata at the
 //! origin's well-known URL or, failing that, the default endpoints.
 
+use crate::json::Member;
 use crate::upstream::http::connection::{fetch, Fetched};
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::Value;
@@ -99,9 +100,9 @@ pub struct AuthServer {
 
 impl AuthServer {
     fn from_metadata(value: &Value) -> Option<AuthServer> {
-        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let text = |key: &str| value.member(key).and_then(Value::as_str).map(str::to_owned);
         let list = |key: &str| {
-            value.get(key).and_then(Value::as_array).map(|items| {
+            value.member(key).and_then(Value::as_array).map(|items| {
                 items
                     .iter()
                     .filter_map(Value::as_str)
@@ -109,7 +110,7 @@ impl AuthServer {
                     .collect::<Vec<_>>()
             })
         };
-        let flag = |key: &str| value.get(key).and_then(Value::as_bool) == Some(true);
+        let flag = |key: &str| value.member(key).and_then(Value::as_bool) == Some(true);
         Some(AuthServer {
             issuer: text("issuer")?,
             authorization_endpoint: text("authorization_endpoint")?,
@@ -183,7 +184,7 @@ pub async fn discover(server_url: &str, challenge: &Challenge) -> Result<Discove
         return legacy_discovery(&server).await;
     };
     let resource = metadata
-        .get("resource")
+        .member("resource")
         .and_then(Value::as_str)
         .unwrap_or(server_url)
         .to_owned();
@@ -193,14 +194,14 @@ pub async fn discover(server_url: &str, challenge: &Challenge) -> Result<Discove
         ));
     }
     let issuer = metadata
-        .get("authorization_servers")
+        .member("authorization_servers")
         .and_then(Value::as_array)
         .and_then(|servers| servers.first())
         .and_then(Value::as_str)
         .ok_or("the server's resource metadata names no authorization server")?
         .to_owned();
     let scopes_supported = metadata
-        .get("scopes_supported")
+        .member("scopes_supported")
         .and_then(Value::as_array)
         .map(|s| {
             s.iter()

@@ -13,6 +13,7 @@ use super::store::Credential;
 use super::token_request;
 use crate::config::Server;
 use crate::environment;
+use crate::json::Member;
 use crate::upstream::http::connection::fetch;
 use base64::Engine;
 use http::{HeaderMap, Method};
@@ -290,7 +291,7 @@ async fn identify(
     }
     let text = |key: &str| {
         registered
-            .get(key)
+            .member(key)
             .and_then(Value::as_str)
             .map(str::to_owned)
     };

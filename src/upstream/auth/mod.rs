@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod login;
 pub mod store;
 
+use crate::json::Member;
 use crate::sync::lock;
 use crate::upstream::http::connection::{fetch, Pool};
 use base64::Engine;
@@ -243,7 +244,7 @@ pub async fn token_request(
     let value: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
     if !answer.status.is_success() {
         let error = value
-            .get("error")
+            .member("error")
             .and_then(Value::as_str)
             .unwrap_or("no error code");
         return Err(format!(
@@ -251,11 +252,11 @@ pub async fn token_request(
             answer.status
         ));
     }
-    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    let text = |key: &str| value.member(key).and_then(Value::as_str).map(str::to_owned);
     Ok(TokenAnswer {
         access_token: text("access_token").ok_or("the token endpoint sent no access_token")?,
         refresh_token: text("refresh_token"),
-        expires_in: value.get("expires_in").and_then(Value::as_u64),
+        expires_in: value.member("expires_in").and_then(Value::as_u64),
         scope: text("scope"),
     })
 }

@@ -28,6 +28,7 @@ use super::failure::Failure;
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
+use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Response};
 use crate::mcpheaders::HeaderParam;
 use crate::protocol::envelope;
@@ -569,7 +570,7 @@ impl Detached {
 /// The W3C trace context a request's `_meta` carries, as the `traceparent` and `tracestate`
 /// headers HTTP servers (and the proxies before them) read it from.
 fn trace_headers(params: Option<&Value>, headers: &mut HeaderMap) {
-    let Some(meta) = params.and_then(|p| p.get("_meta")) else {
+    let Some(meta) = params.and_then(|p| p.member("_meta")) else {
         return;
     };
     for key in crate::telemetry::TRACE_KEYS {
