@@ -9,8 +9,19 @@
 use crate::json::Member;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use http::HeaderName;
 use serde_json::Value;
 use std::borrow::Cow;
+
+/// `MCP-Protocol-Version`. The names are `HeaderName`s made at compile time: a lookup by `&str`
+/// parses and classifies the name again at each call.
+pub const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method`, the method a 2026-07-28 request's body names.
+pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name`, the tool, prompt or resource a 2026-07-28 request names.
+pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+/// `Mcp-Session-Id`, a legacy session.
+pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// Opens an encoded value.
 pub const SENTINEL_PREFIX: &str = "=?base64?";

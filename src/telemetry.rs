@@ -9,6 +9,7 @@ use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Parsed};
 use async_trait::async_trait;
 use bytes::Bytes;
+use http::HeaderName;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Context, KeyValue};
@@ -20,7 +21,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The `_meta` keys (and HTTP header names) of the W3C trace context.
-pub const TRACE_KEYS: [&str; 2] = ["traceparent", "tracestate"];
+pub static TRACE_KEYS: [HeaderName; 2] = [
+    HeaderName::from_static("traceparent"),
+    HeaderName::from_static("tracestate"),
+];
 
 /// The exporter, once [`install`]ed with an endpoint.
 static TRACING: OnceLock<Tracing> = OnceLock::new();
@@ -81,7 +85,7 @@ pub fn carry(
     let incoming: HashMap<String, String> = TRACE_KEYS
         .iter()
         .filter_map(|key| {
-            let value = original?.member("_meta")?.member(key)?.as_str()?;
+            let value = original?.member("_meta")?.member(key.as_str())?.as_str()?;
             Some((key.to_string(), value.to_owned()))
         })
         .collect();
@@ -137,9 +141,9 @@ impl CallSpan {
 /// The client's trace context from HTTP headers, put into a request's `_meta` where the body
 /// carries none of its own (into each request of a batch).
 pub fn adopt_headers(headers: &http::HeaderMap, body: &mut Parsed) {
-    let found = TRACE_KEYS.map(|key| {
+    let found = TRACE_KEYS.each_ref().map(|key| {
         let value = headers.get(key).and_then(|v| v.to_str().ok());
-        value.map(|value| (key, value))
+        value.map(|value| (key.as_str(), value))
     });
     if found.iter().all(Option::is_none) {
         return;

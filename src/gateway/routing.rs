@@ -408,7 +408,7 @@ fn declared_capabilities<'a>(
 ) -> Cow<'a, Value> {
     match revision.era() {
         Era::Modern => original
-            .and_then(|p| p["_meta"].member(envelope::CLIENT_CAPABILITIES))
+            .and_then(|p| p.member("_meta")?.member(envelope::CLIENT_CAPABILITIES))
             .map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed),
         Era::Legacy => Cow::Owned(client.capabilities()),
     }

@@ -358,10 +358,13 @@ fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &
         }
         return;
     }
-    if map.member("resultType").is_none() {
-        map.insert("resultType".into(), json!("complete"));
-    }
-    let complete = map["resultType"] == "complete";
+    let complete = match map.member("resultType") {
+        Some(kind) => kind == "complete",
+        None => {
+            map.insert("resultType".into(), json!("complete"));
+            true
+        }
+    };
     if is_cacheable(method) && complete {
         map.entry("ttlMs").or_insert(json!(CACHE_TTL_MS));
         map.entry("cacheScope").or_insert(json!(CACHE_SCOPE));

@@ -9,18 +9,16 @@
 use super::exchange::Exchange;
 use super::forward;
 use super::sessions::{Refused, Session};
-use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
+use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor};
 use crate::cluster::SealedSession;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Parsed, Request, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::mcpheaders::{PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use std::sync::Arc;
-
-/// `Mcp-Session-Id`, lowercase as `http` stores names.
-pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What the session header names.
 enum Named {

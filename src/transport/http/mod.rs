@@ -22,6 +22,7 @@ use crate::jsonrpc::{
     self, ErrorObject, Parsed, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST,
 };
 use crate::limit::{Held, Limit};
+use crate::mcpheaders::PROTOCOL_VERSION_HEADER;
 use crate::metrics::{self, Refusal};
 use crate::protocol::envelope;
 use crate::protocol::Revision;
@@ -39,9 +40,6 @@ use std::time::Duration;
 
 /// The body of every response mcpx sends.
 pub type Body = BoxBody<Bytes, Infallible>;
-
-/// `MCP-Protocol-Version`, lowercase as `http` stores names.
-pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// How the daemon behaves at its edges.
 #[derive(Debug, Clone)]

@@ -4,22 +4,19 @@
 
 use super::exchange::Exchange;
 use super::forward;
-use super::{accepted, json_response, rpc_error, status, Body, FrontDoor, PROTOCOL_VERSION_HEADER};
+use super::{accepted, json_response, rpc_error, status, Body, FrontDoor};
 use crate::gateway::{Client, ViewId};
 use crate::json::Member;
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Parsed, Request, HEADER_MISMATCH, INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::mcpheaders;
+use crate::mcpheaders::{self, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Revision};
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, HeaderName, Response, StatusCode};
 use serde_json::Value;
 use std::sync::Arc;
-
-const METHOD_HEADER: &str = "mcp-method";
-const NAME_HEADER: &str = "mcp-name";
 
 pub(super) async fn post(
     door: &FrontDoor,
@@ -55,7 +52,7 @@ pub(super) async fn post(
             // list), since it tells a newer client what to fall back to.
             let unknown_revision = envelope::declared_version(request.params.as_ref())
                 .is_none()
-                .then(|| header_text(headers, PROTOCOL_VERSION_HEADER))
+                .then(|| header_text(headers, &PROTOCOL_VERSION_HEADER))
                 .flatten()
                 .filter(|version| Revision::parse(version).is_none());
             if let Some(version) = unknown_revision {
@@ -96,7 +93,7 @@ pub(super) async fn post(
 
 /// The one value of a header (surrounding whitespace stripped), `None` if absent; a header sent
 /// twice or with bytes a header may not carry is an error.
-fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h [u8]>, String> {
+fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h [u8]>, String> {
     let mut values = headers.get_all(name).iter();
     let Some(value) = values.next() else {
         return Ok(None);
@@ -114,7 +111,7 @@ fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h [u8]>, St
 }
 
 /// A header's one value as text, if it has one that a header may carry.
-fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
     let bytes = single(headers, name).ok()??;
     Some(String::from_utf8_lossy(bytes).into_owned())
 }
@@ -123,7 +120,7 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
 /// `decoded` is set.
 fn agrees(
     headers: &HeaderMap,
-    name: &str,
+    name: &HeaderName,
     body: Option<&str>,
     required: bool,
     decoded: bool,
@@ -157,7 +154,7 @@ async fn check_request_headers(
         // The header must agree with a version the body names...
         Some(version) => agrees(
             headers,
-            PROTOCOL_VERSION_HEADER,
+            &PROTOCOL_VERSION_HEADER,
             version.as_str(),
             true,
             false,
@@ -166,11 +163,11 @@ async fn check_request_headers(
         // -32602 (as the specification's conformance suite expects); the header is still
         // required, and must be readable.
         None => {
-            single(headers, PROTOCOL_VERSION_HEADER)?
+            single(headers, &PROTOCOL_VERSION_HEADER)?
                 .ok_or(format!("{PROTOCOL_VERSION_HEADER} is required"))?;
         }
     }
-    agrees(headers, METHOD_HEADER, Some(&request.method), true, false)?;
+    agrees(headers, &METHOD_HEADER, Some(&request.method), true, false)?;
     let field = |key: &str| params.and_then(|p| p.member(key)).and_then(Value::as_str);
     let name = match request.method.as_str() {
         "tools/call" | "prompts/get" => Some(field("name")),
@@ -178,7 +175,7 @@ async fn check_request_headers(
         _ => None,
     };
     if let Some(name) = name {
-        agrees(headers, NAME_HEADER, name, true, true)?;
+        agrees(headers, &NAME_HEADER, name, true, true)?;
     }
     if request.method == "tools/call" {
         if let Some(header_params) = door
@@ -202,13 +199,13 @@ fn check_notification_headers(
 ) -> Result<(), String> {
     let version = envelope::declared_version(notification.params.as_ref()).and_then(Value::as_str);
     if version.is_some() {
-        agrees(headers, PROTOCOL_VERSION_HEADER, version, false, false)?;
+        agrees(headers, &PROTOCOL_VERSION_HEADER, version, false, false)?;
     } else {
-        single(headers, PROTOCOL_VERSION_HEADER)?;
+        single(headers, &PROTOCOL_VERSION_HEADER)?;
     }
     agrees(
         headers,
-        METHOD_HEADER,
+        &METHOD_HEADER,
         Some(&notification.method),
         false,
         false,

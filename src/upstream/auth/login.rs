@@ -14,6 +14,7 @@ use super::token_request;
 use crate::config::Server;
 use crate::environment;
 use crate::json::Member;
+use crate::mcpheaders;
 use crate::upstream::http::connection::fetch;
 use base64::Engine;
 use http::{HeaderMap, Method};
@@ -45,12 +46,10 @@ pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
         let accept = http::HeaderValue::from_static("application/json, text/event-stream");
         headers.insert(http::header::ACCEPT, accept);
         if let Some(version) = version {
-            headers.insert(
-                "mcp-protocol-version",
-                http::HeaderValue::from_static(version),
-            );
+            let version = http::HeaderValue::from_static(version);
+            headers.insert(mcpheaders::PROTOCOL_VERSION_HEADER, version);
             let method = http::HeaderValue::from_static("server/discover");
-            headers.insert("mcp-method", method);
+            headers.insert(mcpheaders::METHOD_HEADER, method);
         }
         let answer = fetch(
             Method::POST,

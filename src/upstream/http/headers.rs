@@ -3,7 +3,8 @@
 //! server's tools declare, learnt from each `tools/list`.
 
 use super::HttpUpstream;
-use crate::mcpheaders;
+use crate::json::Member;
+use crate::mcpheaders::{self, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use crate::protocol::Revision;
 use crate::sync::lock;
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -18,21 +19,21 @@ impl HttpUpstream {
         headers: &mut HeaderMap,
     ) {
         let version = HeaderValue::from_static(Revision::V2026_07_28.as_str());
-        headers.insert("mcp-protocol-version", version);
-        let mut put = |name: &'static str, value: String| {
+        headers.insert(PROTOCOL_VERSION_HEADER, version);
+        let mut put = |name: HeaderName, value: String| {
             if let Ok(value) = HeaderValue::try_from(value) {
                 headers.insert(name, value);
             }
         };
-        put("mcp-method", method.to_owned());
+        put(METHOD_HEADER, method.to_owned());
         let params = params.unwrap_or(&Value::Null);
         let name = match method {
-            "tools/call" | "prompts/get" => params["name"].as_str(),
-            "resources/read" => params["uri"].as_str(),
+            "tools/call" | "prompts/get" => params.member("name").and_then(Value::as_str),
+            "resources/read" => params.member("uri").and_then(Value::as_str),
             _ => None,
         };
         if let Some(name) = name {
-            put("mcp-name", mcpheaders::encode(name));
+            put(NAME_HEADER, mcpheaders::encode(name));
         }
         if method == "tools/call" {
             let tool = name.unwrap_or_default();
@@ -42,7 +43,7 @@ impl HttpUpstream {
                 .unwrap_or_default();
             for param in annotated {
                 if let Some(text) = param
-                    .value_in(&params["arguments"])
+                    .value_in(params.member("arguments").unwrap_or(&Value::Null))
                     .and_then(mcpheaders::param_text)
                 {
                     if let (Ok(name), Ok(value)) = (

@@ -30,7 +30,7 @@ use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
 use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Response};
-use crate::mcpheaders::HeaderParam;
+use crate::mcpheaders::{HeaderParam, SESSION_HEADER};
 use crate::protocol::envelope;
 use crate::protocol::Era;
 use crate::sync::lock;
@@ -350,10 +350,8 @@ impl HttpUpstream {
         if self.is_modern() {
             self.mirror_headers(method, params, &mut headers);
         } else if let Some(session) = lock(&self.session).clone() {
-            headers.insert(
-                "mcp-session-id",
-                HeaderValue::try_from(session).map_err(|e| e.to_string())?,
-            );
+            let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
+            headers.insert(SESSION_HEADER, session);
         }
         trace_headers(params, &mut headers);
         let token = match &self.auth {
@@ -384,7 +382,7 @@ impl HttpUpstream {
         self.needs_login.store(false, Ordering::Relaxed);
         if let Some(session) = response
             .headers()
-            .get("mcp-session-id")
+            .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
         {
             *lock(&self.session) = Some(session.to_owned());
@@ -493,7 +491,7 @@ impl HttpUpstream {
         if let (false, Some(session)) = (self.is_modern(), session) {
             let mut headers = HeaderMap::new();
             if let Ok(value) = HeaderValue::try_from(session) {
-                headers.insert("mcp-session-id", value);
+                headers.insert(SESSION_HEADER, value);
             }
             let delete = async {
                 let mut sender = self.pool.detached().await?;
@@ -573,10 +571,10 @@ fn trace_headers(params: Option<&Value>, headers: &mut HeaderMap) {
     let Some(meta) = params.and_then(|p| p.member("_meta")) else {
         return;
     };
-    for key in crate::telemetry::TRACE_KEYS {
-        let value = meta[key].as_str();
+    for key in &crate::telemetry::TRACE_KEYS {
+        let value = meta.member(key.as_str()).and_then(Value::as_str);
         if let Some(Ok(value)) = value.map(HeaderValue::try_from) {
-            headers.insert(key, value);
+            headers.insert(key.clone(), value);
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{HttpUpstream, Reply, MAX_UPSTREAM_MESSAGE};
 use crate::jsonrpc;
+use crate::mcpheaders::SESSION_HEADER;
 use crate::sync::lock;
 use crate::upstream::auth::bearer;
 use crate::upstream::auth::Authorizer;
@@ -119,7 +120,7 @@ impl HttpUpstream {
     ) -> Result<http::Response<hyper::body::Incoming>, String> {
         if let Some(session) = lock(&self.session).clone() {
             let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
-            headers.insert("mcp-session-id", session);
+            headers.insert(SESSION_HEADER, session);
         }
         let stream = HeaderValue::from_static("text/event-stream");
         headers.insert(http::header::ACCEPT, stream);
