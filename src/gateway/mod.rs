@@ -78,7 +78,6 @@ pub struct Gateway {
     upstream_subscriptions: Mutex<HashMap<String, usize>>,
     /// Live sessions and requests in flight: reached from outside only through the gateway.
     registry: Arc<Registry>,
-    server_info: Value,
     config_path: Option<String>,
     /// Where upstreams report, once started.
     events: std::sync::OnceLock<Sender<Event>>,
@@ -134,7 +133,6 @@ impl Gateway {
             clients: Mutex::default(),
             upstream_subscriptions: Mutex::default(),
             registry: Registry::new(),
-            server_info: json!({"name": "mcpx", "version": env!("CARGO_PKG_VERSION")}),
             config_path,
             events: std::sync::OnceLock::new(),
             launcher,
@@ -307,7 +305,7 @@ impl Gateway {
         let result = json!({
             "protocolVersion": revision.as_str(),
             "capabilities": capabilities,
-            "serverInfo": self.server_info,
+            "serverInfo": envelope::MCPX,
             "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
         });
         Response::result(request.id.clone(), result)
@@ -390,10 +388,13 @@ impl Gateway {
         if is_legacy_initialize(&request) {
             return self.initialize(client, &request);
         }
+        // Every result of a modern request is a modern result, which names its server.
+        let server_info = envelope::era_of(request.params.as_ref()) == Era::Modern;
         let outcome = self.dispatch(client, request, ctx).await;
         Response {
             id: Some(id),
             outcome,
+            server_info,
         }
     }
 
@@ -437,7 +438,7 @@ impl Gateway {
             }
             _ => Err(not_found(method)),
         }?;
-        Ok(shape::result(method, revision, result, &self.server_info))
+        Ok(shape::result(method, revision, result))
     }
 
     fn discover(&self) -> Value {

@@ -134,14 +134,15 @@ impl Serialize for WrappedMeta<'_> {
     }
 }
 
-/// mcpx as an `Implementation`.
+/// An MCP `Implementation`: a client's or server's name and version.
 #[derive(Serialize)]
-struct Implementation {
+pub struct Implementation {
     name: &'static str,
     version: &'static str,
 }
 
-const MCPX: Implementation = Implementation {
+/// mcpx, as the client of its upstreams and the server of its clients.
+pub const MCPX: Implementation = Implementation {
     name: "mcpx",
     version: env!("CARGO_PKG_VERSION"),
 };

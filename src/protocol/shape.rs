@@ -7,8 +7,10 @@
 //! says what was there. Modern results get their required envelope fields (`resultType`, and
 //! `ttlMs`/`cacheScope` where the schema makes them required); legacy results lose them.
 
+use super::envelope;
 use super::Revision::{self, *};
 use crate::json::Member;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 /// A field and the first and last revisions whose schema defines it.
@@ -295,9 +297,9 @@ fn is_cacheable(method: &str) -> bool {
     )
 }
 
-/// Shapes the result of `method` for a client of `revision`. `server_info` is mcpx's own
-/// `Implementation`, which modern results carry in `_meta`.
-pub fn result(method: &str, revision: Revision, mut result: Value, server_info: &Value) -> Value {
+/// Shapes the result of `method` for a client of `revision`. A modern result's `serverInfo`
+/// is added as it is written ([`WithServerInfo`]).
+pub fn result(method: &str, revision: Revision, mut result: Value) -> Value {
     if !result.is_object() {
         result = json!({});
     }
@@ -339,12 +341,12 @@ pub fn result(method: &str, revision: Revision, mut result: Value, server_info: 
         "completion/complete" => Definition::CompleteResult.retain(&mut result, revision),
         _ => {}
     }
-    envelope(method, revision, &mut result, server_info);
+    envelope(method, revision, &mut result);
     result
 }
 
 /// Adds or removes the modern envelope fields of a result.
-fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &Value) {
+fn envelope(method: &str, revision: Revision, result: &mut Value) {
     let Value::Object(map) = result else { return };
     if revision < V2026_07_28 {
         for key in ["resultType", "ttlMs", "cacheScope"] {
@@ -369,11 +371,55 @@ fn envelope(method: &str, revision: Revision, result: &mut Value, server_info: &
         map.entry("ttlMs").or_insert(json!(CACHE_TTL_MS));
         map.entry("cacheScope").or_insert(json!(CACHE_SCOPE));
     }
-    let meta = map
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(SERVER_INFO_KEY.into(), server_info.clone());
+}
+
+/// A 2026-07-28 result as it is written: with mcpx's `Implementation` under
+/// [`SERVER_INFO_KEY`] in its `_meta`, as the specification asks of every result. It is
+/// written, not copied into each result (the copy, the `_meta` made for it and their hashed
+/// keys were 3% of a forwarded call). An upstream's own entry is replaced where it stands, and
+/// a `_meta` that is not an object is left as it is.
+pub struct WithServerInfo<'a>(pub &'a Value);
+
+impl Serialize for WithServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(result) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in result {
+            match (key.as_str(), value) {
+                ("_meta", Value::Object(meta)) => {
+                    map.serialize_entry(key, &MetaWithServerInfo(Some(meta)))?
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        if result.member("_meta").is_none() {
+            map.serialize_entry("_meta", &MetaWithServerInfo(None))?;
+        }
+        map.end()
+    }
+}
+
+/// A result's `_meta` (or none) with mcpx's server info in it.
+struct MetaWithServerInfo<'a>(Option<&'a Map<String, Value>>);
+
+impl Serialize for MetaWithServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let mut named = false;
+        for (key, value) in self.0.into_iter().flatten() {
+            if key == SERVER_INFO_KEY {
+                map.serialize_entry(key, &envelope::MCPX)?;
+                named = true;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if !named {
+            map.serialize_entry(SERVER_INFO_KEY, &envelope::MCPX)?;
+        }
+        map.end()
     }
 }
 
@@ -509,37 +555,33 @@ mod every_revision {
 
         #[test]
         fn resource_link_becomes_text_before_2025_06_18() {
-            let info = json!({"name": "mcpx", "version": "0"});
             let link =
                 json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]});
-            let old = shape::result("tools/call", Revision::V2025_03_26, link.clone(), &info);
+            let old = shape::result("tools/call", Revision::V2025_03_26, link.clone());
             assert_eq!(old["content"][0]["type"], "text");
             assert!(old["content"][0]["text"]
                 .as_str()
                 .unwrap()
                 .contains("file:///a"));
-            let new = shape::result("tools/call", Revision::V2025_06_18, link, &info);
+            let new = shape::result("tools/call", Revision::V2025_06_18, link);
             assert_eq!(new["content"][0]["type"], "resource_link");
         }
 
         #[test]
         fn audio_becomes_text_in_2024_11_05() {
-            let info = json!({"name": "mcpx", "version": "0"});
             let audio =
                 json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]});
-            let old = shape::result("tools/call", Revision::V2024_11_05, audio, &info);
+            let old = shape::result("tools/call", Revision::V2024_11_05, audio);
             assert_eq!(old["content"][0]["type"], "text");
         }
 
         #[test]
         fn result_type_only_for_2026_07_28() {
-            let info = json!({"name": "mcpx", "version": "0"});
             for revision in Revision::ALL {
                 let r = shape::result(
                     "tools/list",
                     revision,
                     json!({"tools": [], "resultType": "complete"}),
-                    &info,
                 );
                 assert_eq!(
                     r.get("resultType").is_some(),
@@ -554,16 +596,39 @@ mod every_revision {
             }
         }
 
+        /// The key order is the result's own: an upstream's `serverInfo` is replaced where it
+        /// stands, a missing one (or `_meta`) comes last.
+        #[test]
+        fn a_modern_result_is_written_with_mcpx_server_info_in_its_meta() {
+            let written =
+                |result: Value| serde_json::to_string(&shape::WithServerInfo(&result)).unwrap();
+            let mcpx = serde_json::to_string(&crate::protocol::envelope::MCPX).unwrap();
+            let key = shape::SERVER_INFO_KEY;
+            assert_eq!(
+                written(json!({"content": [], "isError": false})),
+                format!(r#"{{"content":[],"isError":false,"_meta":{{"{key}":{mcpx}}}}}"#)
+            );
+            assert_eq!(
+                written(json!({"_meta": {key: {"name": "up"}, "k": 1}, "content": []})),
+                format!(r#"{{"_meta":{{"{key}":{mcpx},"k":1}},"content":[]}}"#)
+            );
+            assert_eq!(
+                written(json!({"_meta": {"k": 1}})),
+                format!(r#"{{"_meta":{{"k":1,"{key}":{mcpx}}}}}"#)
+            );
+            assert_eq!(written(json!({"_meta": 5})), r#"{"_meta":5}"#);
+            assert_eq!(written(json!([1])), "[1]");
+        }
+
         #[test]
         fn structured_content_only_from_2025_06_18() {
-            let info = json!({"name": "mcpx", "version": "0"});
             let r = json!({"content": [], "structuredContent": {"a": 1}});
             assert!(
-                shape::result("tools/call", Revision::V2025_03_26, r.clone(), &info)
+                shape::result("tools/call", Revision::V2025_03_26, r.clone())
                     .get("structuredContent")
                     .is_none()
             );
-            assert!(shape::result("tools/call", Revision::V2025_06_18, r, &info)
+            assert!(shape::result("tools/call", Revision::V2025_06_18, r)
                 .get("structuredContent")
                 .is_some());
         }

@@ -149,6 +149,7 @@ pub async fn answer(request: Request, asker: Option<Sender<Ask>>, server: &str) 
     Response {
         id: Some(id),
         outcome,
+        server_info: false,
     }
 }
 

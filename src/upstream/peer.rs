@@ -214,6 +214,7 @@ impl Peer {
             Message::Response(Response {
                 id: Some(Id::Number(id)),
                 outcome,
+                ..
             }) => {
                 let waiter = lock(&self.pending).remove(&id);
                 if let Some(waiter) = waiter {

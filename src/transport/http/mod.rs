@@ -496,7 +496,7 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 /// A JSON response.
 fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
     // Written straight from the message: a result is never copied into a `Value` to be sent.
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let bytes = jsonrpc::to_body(body);
     metrics::sent(metrics::Door::http, bytes.len());
     let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
     *response.status_mut() = status;

@@ -446,10 +446,12 @@ impl HttpUpstream {
             Ok(Message::Response(Response {
                 id: Some(Id::Number(n)),
                 outcome,
+                ..
             })) if n == id => Some(outcome),
             Ok(Message::Response(Response {
                 id: None,
                 outcome: Err(error),
+                ..
             })) => Some(Err(error)),
             Ok(Message::Notification(n)) => {
                 let params = n.params.unwrap_or(Value::Null);
