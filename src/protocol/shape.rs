@@ -374,10 +374,9 @@ fn envelope(method: &str, revision: Revision, result: &mut Value) {
 }
 
 /// A 2026-07-28 result as it is written: with mcpx's `Implementation` under
-/// [`SERVER_INFO_KEY`] in its `_meta`, as the specification asks of every result. It is
-/// written, not copied into each result (the copy, the `_meta` made for it and their hashed
-/// keys were 3% of a forwarded call). An upstream's own entry is replaced where it stands, and
-/// a `_meta` that is not an object is left as it is.
+/// [`SERVER_INFO_KEY`] in its `_meta`, as the specification asks of every result (an
+/// upstream's own entry is replaced). It is written, not copied into each result: the copy, the
+/// `_meta` made for it and their hashed keys were 3% of a forwarded call.
 pub struct WithServerInfo<'a>(pub &'a Value);
 
 impl Serialize for WithServerInfo<'_> {
@@ -385,19 +384,7 @@ impl Serialize for WithServerInfo<'_> {
         let Value::Object(result) = self.0 else {
             return self.0.serialize(serializer);
         };
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in result {
-            match (key.as_str(), value) {
-                ("_meta", Value::Object(meta)) => {
-                    map.serialize_entry(key, &MetaWithServerInfo(Some(meta)))?
-                }
-                _ => map.serialize_entry(key, value)?,
-            }
-        }
-        if result.member("_meta").is_none() {
-            map.serialize_entry("_meta", &MetaWithServerInfo(None))?;
-        }
-        map.end()
+        envelope::serialize_with_meta(serializer, Some(result), MetaWithServerInfo)
     }
 }
 
@@ -407,18 +394,12 @@ struct MetaWithServerInfo<'a>(Option<&'a Map<String, Value>>);
 impl Serialize for MetaWithServerInfo<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        let mut named = false;
         for (key, value) in self.0.into_iter().flatten() {
-            if key == SERVER_INFO_KEY {
-                map.serialize_entry(key, &envelope::MCPX)?;
-                named = true;
-            } else {
+            if key != SERVER_INFO_KEY {
                 map.serialize_entry(key, value)?;
             }
         }
-        if !named {
-            map.serialize_entry(SERVER_INFO_KEY, &envelope::MCPX)?;
-        }
+        map.serialize_entry(SERVER_INFO_KEY, &envelope::MCPX)?;
         map.end()
     }
 }
@@ -596,8 +577,8 @@ mod every_revision {
             }
         }
 
-        /// The key order is the result's own: an upstream's `serverInfo` is replaced where it
-        /// stands, a missing one (or `_meta`) comes last.
+        /// An upstream's `serverInfo` is replaced, a `_meta` that is not an object too; the
+        /// envelope is written last.
         #[test]
         fn a_modern_result_is_written_with_mcpx_server_info_in_its_meta() {
             let written =
@@ -610,13 +591,12 @@ mod every_revision {
             );
             assert_eq!(
                 written(json!({"_meta": {key: {"name": "up"}, "k": 1}, "content": []})),
-                format!(r#"{{"_meta":{{"{key}":{mcpx},"k":1}},"content":[]}}"#)
+                format!(r#"{{"content":[],"_meta":{{"k":1,"{key}":{mcpx}}}}}"#)
             );
             assert_eq!(
-                written(json!({"_meta": {"k": 1}})),
-                format!(r#"{{"_meta":{{"k":1,"{key}":{mcpx}}}}}"#)
+                written(json!({"_meta": 5})),
+                format!(r#"{{"_meta":{{"{key}":{mcpx}}}}}"#)
             );
-            assert_eq!(written(json!({"_meta": 5})), r#"{"_meta":5}"#);
             assert_eq!(written(json!([1])), "[1]");
         }
 
