@@ -731,6 +731,40 @@ mod v2026_07_28 {
             assert_eq!(reply.json()["error"]["code"], -32700);
         }
 
+        /// A body is checked as UTF-8 once and then read as text: bytes that are not UTF-8 are
+        /// a parse error wherever they stand, and text beyond ASCII comes back as it was sent.
+        #[test]
+        fn a_body_that_is_not_utf8_is_400_parse_error_and_utf8_text_round_trips() {
+            let d = daemon();
+            let version: &[(&str, &[u8])] = &[("MCP-Protocol-Version", b"2026-07-28")];
+            let in_a_string = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}";
+            let outside_one = b"{\"jsonrpc\":\"2.0\",\"id\":1\xc3}";
+            for body in [&in_a_string[..], &outside_one[..]] {
+                let reply = d.post(version, body);
+                assert_eq!(reply.status, 400);
+                assert_eq!(reply.json()["error"]["code"], -32700);
+            }
+            let text = "é ✓ 😀";
+            let echo = json!({"name": "mcpx__echo", "arguments": {"text": text}});
+            let reply = d.modern(2, "tools/call", echo);
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.json()["result"]["content"][0]["text"], text);
+        }
+
+        /// mcpx's `serverInfo` is written into a result's `_meta` as the answer is serialized:
+        /// a JSON answer carries it, with the rest of the result as it was.
+        #[test]
+        fn a_modern_result_names_mcpx_in_its_meta() {
+            let d = daemon();
+            let echo = json!({"name": "mcpx__echo", "arguments": {"text": "hi"}});
+            let result = d.modern(3, "tools/call", echo).json()["result"].clone();
+            let info = &result["_meta"]["io.modelcontextprotocol/serverInfo"];
+            assert_eq!(info["name"], "mcpx");
+            assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
+            assert_eq!(result["content"][0]["text"], "hi");
+            assert_eq!(result["resultType"], "complete");
+        }
+
         #[test]
         fn a_malformed_head_gets_400_and_the_daemon_serves_on() {
             let d = daemon();

@@ -23,7 +23,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// Marks a forwarded request: its receiver serves it, never forwards it again.
-pub(super) const FORWARDED: http::HeaderName = http::HeaderName::from_static("mcpx-forwarded");
+pub(super) const FORWARDED: HeaderName = HeaderName::from_static("mcpx-forwarded");
 
 /// Headers of one hop only, never passed on.
 const HOP_BY_HOP: [HeaderName; 6] = [
