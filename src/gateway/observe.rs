@@ -83,7 +83,7 @@ impl Gateway {
     /// Counts and records a finished request; `answer` is `None` when it was cancelled.
     pub(super) fn observed(&self, client: &Client, seen: Observation, answer: Option<&Response>) {
         let took = seen.started.elapsed();
-        let outcome = metrics::outcome_label(answer.map(|r| &r.outcome));
+        let outcome = metrics::Outcome::of(answer.map(|r| &r.outcome));
         let catalog = self.catalog_of(client);
         let name = seen.name.as_deref();
         let method = seen.method.as_str();
@@ -108,9 +108,9 @@ impl Gateway {
             };
             let labels = ServerOperation {
                 method: metrics::method_label(method),
-                name: name_label.to_owned(),
-                upstream: server.unwrap_or_default().to_owned(),
-                outcome: outcome.clone(),
+                name: name_label,
+                upstream: server.unwrap_or_default(),
+                outcome,
                 era: match seen.era {
                     Era::Legacy => "legacy",
                     Era::Modern => "modern",
@@ -127,7 +127,7 @@ impl Gateway {
             name,
             upstream: server,
             upstream_name: upstream.as_ref().map(|(_, own)| *own),
-            outcome: &outcome,
+            outcome: &outcome.to_string(),
             took,
             arguments: seen.arguments.as_ref(),
         });

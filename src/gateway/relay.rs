@@ -102,8 +102,8 @@ async fn carry(
         .with_data(json!({ "requiredCapabilities": ask.required_capability() })))
     };
     if let Some(questions) = questions {
-        let label = crate::metrics::outcome_label(Some(&outcome));
-        questions.record(&ask.method, &label, started.elapsed());
+        let ended = crate::metrics::Outcome::of(Some(&outcome));
+        questions.record(&ask.method, &ended.to_string(), started.elapsed());
     }
     ask.answer(outcome);
 }

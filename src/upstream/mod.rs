@@ -118,8 +118,8 @@ impl Connection {
             let cancelled = cancel.is_cancelled() && answer.is_err();
             let labels = crate::metrics::ClientOperation {
                 method: crate::metrics::method_label(method),
-                upstream: server.to_owned(),
-                outcome: crate::metrics::outcome_label((!cancelled).then_some(&answer)),
+                upstream: server,
+                outcome: crate::metrics::Outcome::of((!cancelled).then_some(&answer)),
             };
             crate::metrics::client_operation(&labels, started.elapsed());
         }
