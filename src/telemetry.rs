@@ -148,7 +148,6 @@ pub fn adopt_headers(headers: &http::HeaderMap, body: &mut Parsed) {
     if found.iter().all(Option::is_none) {
         return;
     }
-    let empty = || Value::Object(Map::new());
     match body {
         Parsed::Batch(items) => {
             for item in items {
@@ -156,24 +155,29 @@ pub fn adopt_headers(headers: &http::HeaderMap, body: &mut Parsed) {
                     .as_object_mut()
                     .filter(|m| m.member("method").is_some())
                 {
-                    put_trace_context(&found, request.entry("params").or_insert_with(empty));
+                    put_trace_context(&found, request.entry("params").or_insert_with(empty_object));
                 }
             }
         }
         Parsed::One(members) if members.names_method() => {
-            put_trace_context(&found, members.params_mut().get_or_insert_with(empty));
+            put_trace_context(
+                &found,
+                members.params_mut().get_or_insert_with(empty_object),
+            );
         }
         _ => {}
     }
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
 }
 
 fn put_trace_context(found: &[Option<(&str, &str)>], params: &mut Value) {
     let Some(params) = params.as_object_mut() else {
         return;
     };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let meta = params.entry("_meta").or_insert_with(empty_object);
     if let Some(meta) = meta.as_object_mut() {
         for (key, value) in found.iter().flatten() {
             meta.entry(*key)

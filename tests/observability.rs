@@ -411,6 +411,44 @@ mod every_revision {
             assert_eq!(seen, json!({"header": sent, "meta": sent}));
         }
 
+        /// In a legacy batch, the `traceparent` header reaches the upstream of every request in
+        /// it, as header and `_meta`, except a request's own `_meta` one, which wins for it.
+        #[test]
+        fn each_request_of_a_batch_carries_the_headers_traceparent_unless_it_has_its_own() {
+            let daemon = Daemon::start(&config(""), "");
+            let sent = traceparent(CLIENT_SPAN);
+            let own = traceparent("1111111111111111");
+            let headers: Vec<(&str, &[u8])> = vec![
+                ("Accept", b"application/json, text/event-stream"),
+                ("Content-Type", b"application/json"),
+                ("traceparent", sent.as_bytes()),
+            ];
+            let call = |id, meta: Value| {
+                request(
+                    id,
+                    "tools/call",
+                    json!({"name": "rec__rec", "arguments": {}, "_meta": meta}),
+                )
+            };
+            let batch = json!([
+                call(4, json!({})),
+                call(5, json!({"traceparent": own})),
+                call(6, json!({})),
+            ]);
+            let reply = daemon.post(&headers, batch.to_string().as_bytes()).json();
+            let seen = |id: i64| -> Value {
+                let answer = reply
+                    .as_array()
+                    .and_then(|all| all.iter().find(|a| a["id"] == id))
+                    .unwrap_or_else(|| panic!("no answer {id} in {reply}"));
+                serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap())
+                    .unwrap()
+            };
+            assert_eq!(seen(4), json!({"header": sent, "meta": sent}));
+            assert_eq!(seen(5), json!({"header": own, "meta": own}));
+            assert_eq!(seen(6), json!({"header": sent, "meta": sent}));
+        }
+
         /// With `[telemetry] otlpEndpoint`, mcpx's span sits between the client's and the
         /// upstream's: the upstream's parent is mcpx's span, in the client's trace, and the span
         /// is exported to the collector over OTLP/HTTP.

@@ -275,11 +275,6 @@ impl Catalog {
         self.tool_routes.get(exposed)
     }
 
-    /// The exposed tool definition (verbatim upstream schema, exposed name).
-    pub fn tool_definition(&self, exposed: &str) -> Option<&Value> {
-        self.tools.iter().find(|t| t["name"] == exposed)
-    }
-
     /// The `Mcp-Param-*` headers a call of this exposed tool must carry.
     pub fn tool_header_params(&self, exposed: &str) -> Option<&[HeaderParam]> {
         self.tool_header_params.get(exposed).map(Vec::as_slice)
@@ -503,7 +498,11 @@ mod every_revision {
                 (Owner::Upstream(0), "echo")
             );
             assert_eq!(
-                catalog.tool_definition("a__echo").unwrap()["inputSchema"]["x-keep"],
+                catalog
+                    .tools
+                    .iter()
+                    .find(|t| t["name"] == "a__echo")
+                    .unwrap()["inputSchema"]["x-keep"],
                 1
             );
         }
