@@ -14,7 +14,8 @@ use crate::mcpheaders::{self, HeaderParam};
 use crate::upstream::ListKind;
 use base64::Engine;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use hashbrown::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Items per page of a merged list.

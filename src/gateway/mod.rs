@@ -48,7 +48,7 @@ use profile::{Profiles, Views};
 use rounds::Rounds;
 use serde_json::{json, Value};
 use smol::lock::OnceCell;
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};

@@ -39,7 +39,7 @@ use connection::Pool;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
