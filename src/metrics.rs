@@ -10,8 +10,7 @@
 use crate::json::Member;
 use crate::sync::{read, write};
 use hashbrown::Equivalent;
-use prometheus_client::encoding::LabelValueEncoder;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;

@@ -13,8 +13,8 @@ use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::upstream::ListKind;
 use base64::Engine;
-use serde_json::{json, Value};
 use hashbrown::HashMap;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
