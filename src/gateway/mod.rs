@@ -75,7 +75,9 @@ pub struct Gateway {
     profiles: Profiles,
     ready: OnceCell<()>,
     clients: Mutex<HashMap<u64, Arc<Client>>>,
-    upstream_subscriptions: Mutex<HashMap<String, usize>>,
+    /// Clients holding each resource subscription, by URI. The URIs are the clients' own, so
+    /// the map keeps std's SipHash (the others here have no key a client chooses).
+    upstream_subscriptions: Mutex<std::collections::HashMap<String, usize>>,
     /// Live sessions and requests in flight: reached from outside only through the gateway.
     registry: Arc<Registry>,
     config_path: Option<String>,
