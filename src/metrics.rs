@@ -121,6 +121,10 @@ pub enum Outcome {
     Timeout,
     /// A JSON-RPC error, by code.
     Error(i64),
+    /// A JSON-RPC error whose code is neither one of JSON-RPC's own nor in its range for
+    /// servers' errors: as a label, so that an upstream answering with ever new codes cannot
+    /// grow the metrics without bound. The audit log keeps the code.
+    OtherError,
 }
 
 impl Outcome {
@@ -140,6 +144,17 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The outcome as a label: any code outside JSON-RPC's reserved range (−32768 to −32000,
+    /// which holds its own codes, MCP's and mcpx's) is [`Outcome::OtherError`].
+    fn bounded(self) -> Outcome {
+        match self {
+            Outcome::Error(code) if !(-32768..=-32000).contains(&code) => Outcome::OtherError,
+            outcome => outcome,
+        }
+    }
+}
+
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -148,6 +163,7 @@ impl std::fmt::Display for Outcome {
             Outcome::Cancelled => f.write_str("cancelled"),
             Outcome::Timeout => f.write_str("timeout"),
             Outcome::Error(code) => write!(f, "{code}"),
+            Outcome::OtherError => f.write_str("error"),
         }
     }
 }
@@ -422,16 +438,24 @@ pub fn enabled() -> bool {
 /// Counts a finished client request.
 pub fn server_operation(labels: &ServerOperation<'_>, took: Duration) {
     if let Some(m) = METRICS.get() {
+        let labels = ServerOperation {
+            outcome: labels.outcome.bounded(),
+            ..*labels
+        };
         m.server_operations
-            .update(labels, |h| h.observe(took.as_secs_f64()));
+            .update(&labels, |h| h.observe(took.as_secs_f64()));
     }
 }
 
 /// Counts a finished request to an upstream.
 pub fn client_operation(labels: &ClientOperation<'_>, took: Duration) {
     if let Some(m) = METRICS.get() {
+        let labels = ClientOperation {
+            outcome: labels.outcome.bounded(),
+            ..*labels
+        };
         m.client_operations
-            .update(labels, |h| h.observe(took.as_secs_f64()));
+            .update(&labels, |h| h.observe(took.as_secs_f64()));
     }
 }
 
@@ -575,6 +599,29 @@ mod every_revision {
             assert_eq!(
                 labels,
                 ["ok", "tool_error", "cancelled", "timeout", "-32602"]
+            );
+        }
+
+        #[test]
+        fn an_error_code_outside_json_rpcs_reserved_range_is_one_label_value() {
+            let labels = [
+                -32700,
+                -32602,
+                -32042,
+                -32000,
+                -31999,
+                -32769,
+                0,
+                42,
+                i64::MIN,
+            ]
+            .map(|code| Outcome::Error(code).bounded().to_string());
+            assert_eq!(
+                labels,
+                [
+                    "-32700", "-32602", "-32042", "-32000", "error", "error", "error", "error",
+                    "error"
+                ]
             );
         }
     }

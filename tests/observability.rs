@@ -161,6 +161,48 @@ mod every_revision {
             );
         }
 
+        /// An upstream chooses its error codes; a label value is only one of JSON-RPC's range.
+        #[test]
+        fn an_upstreams_error_codes_outside_json_rpcs_range_are_one_label_value_and_exact_in_the_audit_log(
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("audit.jsonl");
+            let daemon = Daemon::start(
+                &format!(
+                    "[audit]\npath = {:?}\n{}",
+                    log.display().to_string(),
+                    fixture_config("")
+                ),
+                "",
+            );
+            for (id, code) in [(1, 1234), (2, 98765), (3, -32099)] {
+                let answer = call(&daemon, id, "fixture__refuse", json!({"code": code}));
+                assert_eq!(answer["error"]["code"], code, "{answer}");
+            }
+            let text = daemon.metrics();
+            let labelled = |metric: &str, outcome: &str| {
+                metric_sample(
+                    &text,
+                    metric,
+                    &[("method", "tools/call"), ("outcome", outcome)],
+                )
+            };
+            for metric in [
+                "mcp_server_operation_duration_seconds_count",
+                "mcp_client_operation_duration_seconds_count",
+            ] {
+                assert_eq!(labelled(metric, "error"), 2.0, "{metric}: {text}");
+                assert_eq!(labelled(metric, "-32099"), 1.0, "{metric}: {text}");
+            }
+            assert!(!text.contains(r#"outcome="1234""#), "{text}");
+            assert!(eventually(|| super::audit::lines(&log).len() == 3));
+            let outcomes: Vec<Value> = super::audit::lines(&log)
+                .iter()
+                .map(|line| line["outcome"].clone())
+                .collect();
+            assert_eq!(outcomes, [json!("1234"), json!("98765"), json!("-32099")]);
+        }
+
         #[test]
         fn metrics_take_the_daemons_token_and_can_be_turned_off() {
             let guarded = Daemon::start("", "token = \"s3\"\n");
@@ -231,7 +273,7 @@ mod every_revision {
     pub mod audit {
         use super::super::*;
 
-        fn lines(path: &std::path::Path) -> Vec<Value> {
+        pub fn lines(path: &std::path::Path) -> Vec<Value> {
             std::fs::read_to_string(path)
                 .unwrap_or_default()
                 .lines()

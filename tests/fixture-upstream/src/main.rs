@@ -101,6 +101,8 @@ impl Server {
             json!({"name": "progress", "description": "Reports progress steps, then answers.",
                 "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}}}),
             json!({"name": "fail", "description": "Always a tool error.", "inputSchema": {"type": "object"}}),
+            json!({"name": "refuse", "description": "Answers with a JSON-RPC error of the given code.",
+                "inputSchema": {"type": "object", "properties": {"code": {"type": "integer"}}}}),
             json!({"name": "crash", "description": "Exits the server mid-call.", "inputSchema": {"type": "object"}}),
             json!({"name": "misbehave", "description": "Writes a line that is not JSON and a response to no request, then answers twice.", "inputSchema": {"type": "object"}}),
             json!({"name": "add_tool", "description": "Adds the tool `extra` and announces list_changed.", "inputSchema": {"type": "object"}}),
@@ -199,6 +201,7 @@ impl Server {
             "fail" => {
                 Ok(json!({"content": [{"type": "text", "text": "it failed"}], "isError": true}))
             }
+            "refuse" => Err((args["code"].as_i64().unwrap_or(-32603), "Refused, as asked")),
             "crash" => std::process::exit(3),
             "flood" => return self.flood(id, args["bytes"].as_u64().unwrap_or(0)),
             "misbehave" => {
