@@ -167,14 +167,7 @@ mod every_revision {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("audit.jsonl");
-            let daemon = Daemon::start(
-                &format!(
-                    "[audit]\npath = {:?}\n{}",
-                    log.display().to_string(),
-                    fixture_config("")
-                ),
-                "",
-            );
+            let daemon = super::audit::daemon_auditing_to(&log);
             for (id, code) in [(1, 1234), (2, 98765), (3, -32099)] {
                 let answer = call(&daemon, id, "fixture__refuse", json!({"code": code}));
                 assert_eq!(answer["error"]["code"], code, "{answer}");
@@ -273,6 +266,18 @@ mod every_revision {
     pub mod audit {
         use super::super::*;
 
+        /// A daemon in front of the fixture, writing its audit log to `log`.
+        pub fn daemon_auditing_to(log: &std::path::Path) -> Daemon {
+            Daemon::start(
+                &format!(
+                    "[audit]\npath = {:?}\n{}",
+                    log.display().to_string(),
+                    fixture_config("")
+                ),
+                "",
+            )
+        }
+
         pub fn lines(path: &std::path::Path) -> Vec<Value> {
             std::fs::read_to_string(path)
                 .unwrap_or_default()
@@ -285,14 +290,7 @@ mod every_revision {
         fn one_line_per_call_without_argument_values_reopened_after_a_rotation() {
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("audit").join("calls.jsonl");
-            let daemon = Daemon::start(
-                &format!(
-                    "[audit]\npath = {:?}\n{}",
-                    log.display().to_string(),
-                    fixture_config("")
-                ),
-                "",
-            );
+            let daemon = daemon_auditing_to(&log);
             call(&daemon, 1, "fixture__echo", json!({"text": "s3cret-value"}));
             daemon.modern(
                 2,
