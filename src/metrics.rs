@@ -121,9 +121,9 @@ pub enum Outcome {
     Timeout,
     /// A JSON-RPC error, by code.
     Error(i64),
-    /// A JSON-RPC error whose code is neither one of JSON-RPC's own nor in its range for
-    /// servers' errors: as a label, so that an upstream answering with ever new codes cannot
-    /// grow the metrics without bound. The audit log keeps the code.
+    /// A JSON-RPC error whose code is outside JSON-RPC's reserved range, as a label: an
+    /// upstream answering with ever new codes cannot grow the metrics without bound. The audit
+    /// log keeps the code.
     OtherError,
 }
 
@@ -142,9 +142,7 @@ impl Outcome {
             Some(Err(e)) => Outcome::Error(e.code),
         }
     }
-}
 
-impl Outcome {
     /// The outcome as a label: any code outside JSON-RPC's reserved range (−32768 to −32000,
     /// which holds its own codes, MCP's and mcpx's) is [`Outcome::OtherError`].
     fn bounded(self) -> Outcome {
