@@ -11,6 +11,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
+/// The codes JSON-RPC reserves: its own, and those for servers' errors (MCP's and mcpx's are
+/// among them). Any other code is an application's.
+pub const RESERVED_CODES: std::ops::RangeInclusive<i64> = -32768..=-32000;
 /// Parse error: the bytes are not JSON.
 pub const PARSE_ERROR: i64 = -32700;
 /// The JSON is not a valid JSON-RPC message (or a batch where none is allowed).

@@ -143,11 +143,13 @@ impl Outcome {
         }
     }
 
-    /// The outcome as a label: any code outside JSON-RPC's reserved range (−32768 to −32000,
-    /// which holds its own codes, MCP's and mcpx's) is [`Outcome::OtherError`].
+    /// The outcome as a label: any code outside [`crate::jsonrpc::RESERVED_CODES`] is
+    /// [`Outcome::OtherError`].
     fn bounded(self) -> Outcome {
         match self {
-            Outcome::Error(code) if !(-32768..=-32000).contains(&code) => Outcome::OtherError,
+            Outcome::Error(code) if !crate::jsonrpc::RESERVED_CODES.contains(&code) => {
+                Outcome::OtherError
+            }
             outcome => outcome,
         }
     }
