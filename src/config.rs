@@ -268,6 +268,10 @@ impl Default for Daemon {
 pub struct Transport {
     /// Browser origins allowed besides loopback and the daemon's own address.
     pub allowed_origins: Vec<String>,
+    /// Host names a request's `Host` may carry on a loopback daemon, besides loopback's, the
+    /// daemon's address and `allowedOrigins`' hosts: a reverse proxy's public name. Any other
+    /// is answered 421, so that a DNS-rebound page cannot read the daemon.
+    pub allowed_hosts: Vec<String>,
     /// How often an idle SSE stream gets a `:` comment.
     #[serde(with = "humantime_serde")]
     pub sse_keep_alive: Duration,
@@ -295,6 +299,7 @@ impl Default for Transport {
     fn default() -> Self {
         Transport {
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             sse_keep_alive: Duration::from_secs(15),
             stdio_drain: Duration::from_secs(5),
             max_message_bytes: 4 * 1024 * 1024,

@@ -28,6 +28,7 @@ pub mod limit;
 pub mod lines;
 pub mod mcpheaders;
 pub mod metrics;
+pub mod peer_user;
 pub mod protocol;
 pub mod registry;
 pub mod sync;

@@ -257,6 +257,10 @@ pub enum Refusal {
     origin,
     /// No or a wrong bearer token (401).
     token,
+    /// Another local user's connection to a daemon without a token (403).
+    other_user,
+    /// A `Host` that names neither loopback nor the daemon (421): DNS rebinding.
+    host,
     /// Mirrored headers that disagree with the body (-32020).
     header_mismatch,
     /// A protocol revision mcpx does not implement (-32022).

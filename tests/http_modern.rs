@@ -857,6 +857,92 @@ mod every_revision {
     pub mod http {
         use super::super::*;
 
+        /// A tools/list as raw bytes, `Connection: close`, with `extra` header lines.
+        fn raw_tools_list(d: &Daemon, extra: &str) -> Vec<u8> {
+            let (headers, body) = modern_request(1, "tools/list", json!({}));
+            let body = body.to_string();
+            let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", d.addr);
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            format!(
+                "{head}{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+        }
+
+        /// Loopback is shared by every user of the machine: without a token, another uid's
+        /// connection is refused 403 with an id-less JSON-RPC error (logged once per uid),
+        /// while the daemon's own user is served as before.
+        #[test]
+        fn another_users_connection_without_a_token_is_403() {
+            let d = daemon();
+            for _ in 0..2 {
+                let refused = d.raw_as_nobody(&raw_tools_list(&d, ""));
+                assert_eq!(refused.status, 403, "{}", String::from_utf8_lossy(&refused.body));
+                let body = refused.json();
+                assert_eq!(body["id"], Value::Null, "{body}");
+                assert_eq!(body["error"]["code"], -32600, "{body}");
+                assert!(body.get("result").is_none(), "{body}");
+            }
+            let metrics = d.raw_as_nobody(
+                format!("GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", d.addr)
+                    .as_bytes(),
+            );
+            assert_eq!(metrics.status, 403);
+            let health = d.raw_as_nobody(
+                format!("GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", d.addr)
+                    .as_bytes(),
+            );
+            assert_eq!(health.status, 200);
+            assert!(health.json().get("upstreams").is_none(), "{}", health.json());
+            let own = d.raw(&raw_tools_list(&d, ""));
+            assert_eq!(own.status, 200);
+            assert!(own.json()["result"]["tools"].is_array(), "{}", own.json());
+            assert!(eventually(|| d.log_shows("refused uid 65534")), "{}", d.stderr());
+            assert_eq!(d.stderr().matches("refused uid 65534").count(), 1, "{}", d.stderr());
+        }
+
+        /// With a token, the token decides for every user: another uid that sends it is served.
+        #[test]
+        fn another_user_with_the_daemons_token_is_served() {
+            let d = Daemon::start(&fixture_config(""), "token = \"t0ken\"");
+            let bare = d.raw_as_nobody(&raw_tools_list(&d, ""));
+            assert_eq!(bare.status, 401);
+            let served = d.raw_as_nobody(&raw_tools_list(&d, "Authorization: Bearer t0ken\r\n"));
+            assert_eq!(served.status, 200, "{}", String::from_utf8_lossy(&served.body));
+            assert!(served.json()["result"]["tools"].is_array());
+        }
+
+        /// DNS rebinding: a page whose name was rebound to 127.0.0.1 sends its own name as
+        /// `Host`; a loopback daemon answers it 421 on every path, `/metrics` and `/healthz`
+        /// included, and serves loopback names and `allowedHosts`.
+        #[test]
+        fn a_host_naming_neither_loopback_nor_an_allowed_host_is_421() {
+            let d = Daemon::start(
+                &format!("[transport]\nallowedHosts = [\"mcp.internal\"]\n{}", fixture_config("")),
+                "",
+            );
+            for path in ["/metrics", "/healthz", "/mcp"] {
+                let rebound = d.raw(
+                    format!("GET {path} HTTP/1.1\r\nHost: evil.example:{}\r\nConnection: close\r\n\r\n", d.addr.port())
+                        .as_bytes(),
+                );
+                assert_eq!(rebound.status, 421, "{path}");
+            }
+            for host in ["localhost", "mcp.internal:7777", &d.addr.to_string()] {
+                let served = d.raw(
+                    format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+                );
+                assert_eq!(served.status, 200, "{host}");
+            }
+            let rebound_post = String::from_utf8(raw_tools_list(&d, ""))
+                .unwrap()
+                .replace(&format!("Host: {}", d.addr), "Host: evil.example");
+            assert_eq!(d.raw(rebound_post.as_bytes()).status, 421);
+        }
+
         #[test]
         fn a_non_loopback_address_without_a_token_refuses_to_start() {
             let mut config = tempfile::NamedTempFile::new().unwrap();

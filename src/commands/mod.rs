@@ -167,6 +167,7 @@ async fn execute(
             let options = HttpOptions {
                 address: config.daemon.address,
                 allowed_origins: config.transport.allowed_origins.clone(),
+                allowed_hosts: config.transport.allowed_hosts.clone(),
                 sse_keep_alive: config.transport.sse_keep_alive,
                 max_message_bytes: config.transport.max_message_bytes,
                 grace: config.daemon.shutdown_grace,

@@ -78,8 +78,13 @@ impl Nginx {
             site = site.replace(hash, "\n");
         }
         let prefix = dir.path().display().to_string();
+        // A replica without a token serves only its own user: the workers run as the tests do.
+        let user = match rustix::process::geteuid().is_root() {
+            true => "user root;\n",
+            false => "",
+        };
         let conf = format!(
-            "daemon off;\nworker_processes 1;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\n\
+            "{user}daemon off;\nworker_processes 1;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\n\
              events {{ worker_connections 1024; }}\nhttp {{\n access_log off;\n\
              client_body_temp_path {prefix}/body;\n proxy_temp_path {prefix}/proxy;\n\
              fastcgi_temp_path {prefix}/fastcgi;\n uwsgi_temp_path {prefix}/uwsgi;\n scgi_temp_path {prefix}/scgi;\n\

@@ -157,6 +157,27 @@ impl Daemon {
         Reply::parse(&raw)
     }
 
+    /// Sends a raw request from another user of the machine (nobody, uid 65534), through
+    /// bash's `/dev/tcp`: what any local account can do to a loopback port.
+    pub fn raw_as_nobody(&self, request: &[u8]) -> Reply {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c"])
+            .arg(format!(
+                "exec 3<>/dev/tcp/{}/{}; printf '%s' \"$REQUEST\" >&3; cat <&3",
+                self.addr.ip(),
+                self.addr.port()
+            ))
+            .env("REQUEST", std::str::from_utf8(request).unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Reply::parse(&out.stdout)
+    }
+
     /// `DELETE /mcp` of a legacy session.
     pub fn delete_session(&self, session: &str) -> Reply {
         self.raw(

@@ -48,6 +48,8 @@ pub struct HttpOptions {
     pub address: SocketAddr,
     /// Browser origins allowed besides loopback and the daemon's own address.
     pub allowed_origins: Vec<String>,
+    /// Host names a request may carry besides loopback's (`transport.allowedHosts`).
+    pub allowed_hosts: Vec<String>,
     /// The comment interval on idle event streams.
     pub sse_keep_alive: Duration,
     /// The largest body accepted.
@@ -93,6 +95,17 @@ struct FrontDoor {
     /// Legacy sessions.
     sessions: sessions::Sessions,
     connections: Arc<Limit>,
+    /// The other users already logged as refused, so that each is logged once.
+    strangers: std::sync::Mutex<std::collections::BTreeSet<Option<u32>>>,
+}
+
+/// Who holds the other end of a connection, as far as the door needs to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Caller {
+    /// The daemon's own user, or anyone when the daemon has a token (the token then decides).
+    Trusted,
+    /// Another user of this machine (its uid), or a peer whose user the kernel could not name.
+    Stranger(Option<u32>),
 }
 
 /// Serves `/mcp` on `listener` (bound with [`TcpListener::bind`]) until `shutdown` fires; then stops accepting, completes listen streams, gives
@@ -107,7 +120,11 @@ pub async fn serve(
     // Modern requests carry their own notifications; nothing unsolicited goes to this sink.
     let (unsolicited, _) = async_channel::bounded(1);
     let door = Arc::new(FrontDoor {
-        origins: OriginPolicy::new(&options.allowed_origins, options.address),
+        origins: OriginPolicy::new(
+            &options.allowed_origins,
+            &options.allowed_hosts,
+            options.address,
+        ),
         modern: std::iter::once(ViewId::EVERYTHING)
             .chain(
                 gateway
@@ -124,6 +141,7 @@ pub async fn serve(
             options.sealer.clone(),
         ),
         connections: Limit::new("maxConnections", options.max_connections),
+        strangers: Default::default(),
         gateway,
         options,
     });
@@ -143,7 +161,7 @@ pub async fn serve(
             None
         })
         .await;
-        let (stream, _peer) = match accepted {
+        let (stream, peer) = match accepted {
             None => break,
             Some(Ok(accepted)) => accepted,
             Some(Err(e)) => {
@@ -157,7 +175,8 @@ pub async fn serve(
         let (door, alive, shutdown) = (Arc::clone(&door), alive.clone(), shutdown.clone());
         smol::spawn(async move {
             let _alive = alive;
-            serve_connection(door, stream, shutdown, admitted).await;
+            let caller = door.caller(&stream, peer);
+            serve_connection(door, stream, caller, shutdown, admitted).await;
         })
         .detach();
     }
@@ -198,6 +217,7 @@ pub async fn serve(
 async fn serve_connection(
     door: Arc<FrontDoor>,
     stream: TcpStream,
+    caller: Caller,
     shutdown: Cancel,
     admitted: Option<Held>,
 ) {
@@ -214,7 +234,7 @@ async fn serve_connection(
             Ok::<_, Infallible>(if over_capacity {
                 door.too_many_connections()
             } else {
-                door.respond(request).await
+                door.respond(caller, request).await
             })
         }
     });
@@ -258,6 +278,45 @@ fn log_connection_error(error: &hyper::Error) {
 }
 
 impl FrontDoor {
+    /// Whether the connection from `peer` may be served without a token: with no token, only
+    /// the daemon's own user's may (loopback is shared by every user of the machine).
+    fn caller(&self, stream: &TcpStream, peer: SocketAddr) -> Caller {
+        if self.options.token.is_some() {
+            return Caller::Trusted;
+        }
+        let uid = stream
+            .local_addr()
+            .ok()
+            .and_then(|local| crate::peer_user::uid_of(peer, local));
+        match uid == Some(rustix::process::geteuid().as_raw()) {
+            true => Caller::Trusted,
+            false => Caller::Stranger(uid),
+        }
+    }
+
+    /// The answer to another user's connection on a daemon without a token.
+    fn stranger(&self, uid: Option<u32>) -> Response<Body> {
+        metrics::refused(Refusal::other_user);
+        let first = self
+            .strangers
+            .lock()
+            .map(|mut seen| seen.insert(uid))
+            .unwrap_or(false);
+        if first {
+            let who = uid.map_or("a peer whose user is unknown".into(), |u| format!("uid {u}"));
+            tracing::warn!(
+                "refused {who} on the HTTP door: only this daemon's own user may call it without daemon.token (logged once per user)"
+            );
+        }
+        rpc_error(
+            StatusCode::FORBIDDEN,
+            ErrorObject::new(
+                INVALID_REQUEST,
+                "Forbidden: this daemon serves only its own user; others need daemon.token",
+            ),
+        )
+    }
+
     /// The answer on a connection past `maxConnections`.
     fn too_many_connections(&self) -> Response<Body> {
         metrics::refused(Refusal::max_connections);
@@ -285,12 +344,13 @@ impl FrontDoor {
 
     /// `GET /healthz`, for load balancers and probes: 200 while the daemon serves. Without
     /// the daemon's token (where it has one) it says only that; with it, each upstream's state.
-    fn health(&self, headers: &HeaderMap) -> Response<Body> {
-        let trusted = self
-            .options
-            .token
-            .as_ref()
-            .is_none_or(|token| authorized(headers, token));
+    fn health(&self, caller: Caller, headers: &HeaderMap) -> Response<Body> {
+        let trusted = caller == Caller::Trusted
+            && self
+                .options
+                .token
+                .as_ref()
+                .is_none_or(|token| authorized(headers, token));
         let mut health = serde_json::json!({ "status": "ok" });
         if trusted {
             let upstreams: serde_json::Map<String, Value> = self
@@ -344,14 +404,25 @@ impl FrontDoor {
         }
     }
 
-    async fn respond(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn respond(&self, caller: Caller, request: Request<Incoming>) -> Response<Body> {
         let path = request.uri().path();
+        let host = request.headers().get(header::HOST).map(|v| v.as_bytes());
+        if !self.origins.allows_host(host) {
+            metrics::refused(Refusal::host);
+            return plain(
+                StatusCode::MISDIRECTED_REQUEST,
+                "this daemon answers only to loopback and the hosts in transport.allowedHosts\n",
+            );
+        }
         if path == "/healthz" {
-            return self.health(request.headers());
+            return self.health(caller, request.headers());
         }
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
+        }
+        if let Caller::Stranger(uid) = caller {
+            return self.stranger(uid);
         }
         if let Some(token) = &self.options.token {
             if !authorized(request.headers(), token) {

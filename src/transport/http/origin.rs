@@ -1,26 +1,61 @@
-//! The `Origin` check, for every revision: a browser page may reach the daemon only from an
+//! The browser checks, for every revision: a browser page may reach the daemon only from an
 //! origin the user named. The allowed set comes from configuration, never from the request's
-//! `Host`, which is exactly what a DNS-rebinding attacker controls.
+//! `Host`, which is exactly what a DNS-rebinding attacker controls. And a loopback daemon
+//! answers only a `Host` that names loopback or a host the user named: a page rebound to
+//! 127.0.0.1 sends no `Origin` on a same-origin GET, but its `Host` is still the attacker's name.
 
 use std::net::{IpAddr, SocketAddr};
 
-/// Which origins may send requests.
+/// Which origins may send requests, and which hosts they may name.
 #[derive(Debug, Clone)]
 pub struct OriginPolicy {
     allowed: Vec<String>,
     daemon: SocketAddr,
+    /// The host names a request may carry besides loopback's and the daemon's address, in
+    /// lower case: `allowedOrigins`' and `allowedHosts`'. `None`: any (the daemon is exposed,
+    /// and its token is what guards it).
+    hosts: Option<Vec<String>>,
 }
 
 impl OriginPolicy {
-    /// Loopback origins, the daemon's own address when it is a specific one, and `allowed`.
-    pub fn new(allowed: &[String], daemon: SocketAddr) -> Self {
+    /// Loopback origins, the daemon's own address when it is a specific one, and `allowed`;
+    /// on a loopback daemon, `Host`s naming loopback, `allowed`'s hosts and `hosts`.
+    pub fn new(allowed: &[String], hosts: &[String], daemon: SocketAddr) -> Self {
+        let allowed: Vec<String> = allowed
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_owned())
+            .collect();
+        let named = allowed
+            .iter()
+            .filter_map(|origin| origin.split_once("://"))
+            .map(|(_, authority)| split_authority(authority).0)
+            .chain(hosts.iter().map(|h| split_authority(h).0))
+            .map(str::to_ascii_lowercase)
+            .collect();
         OriginPolicy {
-            allowed: allowed
-                .iter()
-                .map(|o| o.trim_end_matches('/').to_owned())
-                .collect(),
+            allowed,
             daemon,
+            hosts: daemon.ip().is_loopback().then_some(named),
         }
+    }
+
+    /// Whether a request naming this `Host` (or none: HTTP/1.0) may proceed.
+    pub fn allows_host(&self, host: Option<&[u8]>) -> bool {
+        let (Some(named), Some(host)) = (&self.hosts, host) else {
+            return true;
+        };
+        let Ok(host) = std::str::from_utf8(host) else {
+            return false;
+        };
+        let name = split_authority(host.trim()).0.to_ascii_lowercase();
+        let ip = name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .ok();
+        name == "localhost"
+            || ip.is_some_and(|ip| ip.is_loopback() || ip == self.daemon.ip())
+            || named.contains(&name)
     }
 
     /// Whether a request with this `Origin` (or none) may proceed. No `Origin` is every
@@ -74,8 +109,45 @@ mod every_revision {
         fn policy() -> OriginPolicy {
             OriginPolicy::new(
                 &["https://app.example".into()],
+                &[],
                 "192.168.1.5:7777".parse().unwrap(),
             )
+        }
+
+        fn loopback_policy() -> OriginPolicy {
+            OriginPolicy::new(
+                &["https://app.example:8443".into()],
+                &["mcp.internal".into()],
+                "127.0.0.1:7777".parse().unwrap(),
+            )
+        }
+
+        /// DNS rebinding: a loopback daemon answers only a `Host` naming loopback, the daemon,
+        /// an allowed origin's host or an allowed host.
+        #[test]
+        fn a_loopback_daemon_answers_only_hosts_it_was_told_of() {
+            let p = loopback_policy();
+            for host in [
+                None,
+                Some("127.0.0.1:7777"),
+                Some("localhost"),
+                Some("LOCALHOST:7777"),
+                Some("127.3.4.5"),
+                Some("[::1]:7777"),
+                Some("app.example"),
+                Some("mcp.internal:80"),
+            ] {
+                assert!(p.allows_host(host.map(str::as_bytes)), "{host:?}");
+            }
+            for host in ["evil.example:7777", "localhost.evil.example", "app.example.evil", ""] {
+                assert!(!p.allows_host(Some(host.as_bytes())), "{host}");
+            }
+        }
+
+        /// An exposed daemon is guarded by its token and may be reached by any of its names.
+        #[test]
+        fn an_exposed_daemon_answers_any_host() {
+            assert!(policy().allows_host(Some(b"anything.example")));
         }
 
         #[test]
@@ -114,7 +186,7 @@ mod every_revision {
 
         #[test]
         fn an_unspecified_daemon_address_allows_no_extra_origin() {
-            let p = OriginPolicy::new(&[], "0.0.0.0:7777".parse().unwrap());
+            let p = OriginPolicy::new(&[], &[], "0.0.0.0:7777".parse().unwrap());
             assert!(!p.allows(Some(b"http://0.0.0.0:7777")));
         }
     }
