@@ -33,8 +33,10 @@ pub const RECONNECT_PATIENCE: Duration = Duration::from_secs(10);
 /// Attaches to the daemon on `socket`, saying who this process is (`who`: the configuration it
 /// runs with, its editor's profile): the connection, ready to carry the session, or why not.
 pub fn attach(socket: &Path, who: &Attach) -> Result<UnixStream, String> {
-    let mut stream = UnixStream::connect(socket)
-        .map_err(|e| format!("no mcpx daemon answers on {}: {e}", socket.display()))?;
+    let mut stream = crate::private_socket::connect(socket).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => e.to_string(),
+        _ => format!("no mcpx daemon answers on {}: {e}", socket.display()),
+    })?;
     let mut line = serde_json::to_vec(who).map_err(|e| e.to_string())?;
     line.push(b'\n');
     // A daemon that refuses at once (another user) may close before taking the line: its

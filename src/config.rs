@@ -327,20 +327,21 @@ impl Default for Admin {
     }
 }
 
-/// `$XDG_RUNTIME_DIR/mcpx/admin.sock`, or a per-user path under the temporary directory when
-/// there is no runtime directory (root shells and containers often have none).
+/// `$XDG_RUNTIME_DIR/mcpx/admin.sock`, or `mcpx-UID/admin.sock` under the temporary directory
+/// when there is no runtime directory (`su`, cron, containers and minimal VMs often have none).
+/// The uid, not `$USER`, names it: the name is a claim anyone can make, and the directory is
+/// refused unless it is the effective user's own ([`crate::private_socket`]).
 fn default_admin_socket() -> PathBuf {
     let dirs = directories::ProjectDirs::from("", "", "mcpx");
     match dirs.as_ref().and_then(|d| d.runtime_dir()) {
         Some(dir) => dir.join("admin.sock"),
-        None => std::env::temp_dir()
-            .join(format!("mcpx-{}", whoami()))
-            .join("admin.sock"),
+        None => private_temp_dir().join("admin.sock"),
     }
 }
 
-fn whoami() -> String {
-    std::env::var("USER").unwrap_or_else(|_| "user".into())
+/// `mcpx-UID` under the temporary directory: mcpx's own where the platform names no better.
+fn private_temp_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("mcpx-{}", rustix::process::geteuid().as_raw()))
 }
 
 /// `[servers.NAME]`: one upstream, either a child process (`command`) or a remote server (`url`).
@@ -548,7 +549,7 @@ impl Default for Auth {
         });
         Auth {
             credentials: dir
-                .unwrap_or_else(|| std::env::temp_dir().join(format!("mcpx-{}", whoami())))
+                .unwrap_or_else(private_temp_dir)
                 .join("credentials.json"),
         }
     }

@@ -29,6 +29,7 @@ pub mod lines;
 pub mod mcpheaders;
 pub mod metrics;
 pub mod peer_user;
+pub mod private_socket;
 pub mod protocol;
 pub mod registry;
 pub mod sync;

@@ -114,8 +114,8 @@ mod proc_table {
         let (own, remote) = (spelled(peer), spelled(local));
         table.lines().skip(1).find_map(|line| {
             let columns: Vec<&str> = line.split_whitespace().collect();
-            let matches = columns.get(1) == Some(&own.as_str())
-                && columns.get(2) == Some(&remote.as_str());
+            let matches =
+                columns.get(1) == Some(&own.as_str()) && columns.get(2) == Some(&remote.as_str());
             matches.then(|| columns.get(7)?.parse().ok()).flatten()
         })
     }
@@ -127,7 +127,12 @@ mod proc_table {
         let mut text: String = words
             .chunks(4)
             .take(count)
-            .map(|word| format!("{:08X}", u32::from_ne_bytes(word.try_into().unwrap_or_default())))
+            .map(|word| {
+                format!(
+                    "{:08X}",
+                    u32::from_ne_bytes(word.try_into().unwrap_or_default())
+                )
+            })
             .collect();
         text.push_str(&format!(":{:04X}", address.port()));
         text
@@ -152,8 +157,8 @@ mod tests {
                     let Ok(listener) = TcpListener::bind(bind) else {
                         continue; // no IPv6 on this machine
                     };
-                    let client = std::net::TcpStream::connect(listener.local_addr().unwrap())
-                        .unwrap();
+                    let client =
+                        std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
                     let (server, peer) = listener.accept().unwrap();
                     let local = server.local_addr().unwrap();
                     assert_eq!(peer, client.local_addr().unwrap());

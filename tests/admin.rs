@@ -136,7 +136,7 @@ mod every_revision {
             stream.set_read_timeout(Some(PATIENCE)).unwrap();
             write!(
                 stream,
-                "GET /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: {session}\r\n\r\n"
+                "GET /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: {session}\r\n\r\n"
             )
             .unwrap();
             let (mut events, _) = EventReader::open(stream);
@@ -238,6 +238,113 @@ mod every_revision {
             assert_eq!(error["type"], "error");
             let snapshot: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
             assert_eq!(snapshot["type"], "snapshot");
+        }
+
+        /// Another user's directory, made where mcpx would fall back to (`$TMPDIR/mcpx-UID`
+        /// with no `$XDG_RUNTIME_DIR`): open to all, or private but theirs. The daemon refuses
+        /// it, naming it, rather than bind its sockets where that user can swap them.
+        #[test]
+        fn a_runtime_directory_another_user_made_is_refused_by_name() {
+            use std::os::unix::fs::MetadataExt;
+            let tmp = tempfile::tempdir().unwrap();
+            let me = std::fs::metadata("/proc/self").unwrap().uid();
+            let squatted = tmp.path().join(format!("mcpx-{me}"));
+            let config = tmp.path().join("config.toml");
+            std::fs::write(&config, "[daemon]\naddress = \"127.0.0.1:0\"\n").unwrap();
+            for (owner, mode, why) in [
+                (me, 0o777, "mode is 777"),
+                (65534, 0o777, "belongs to uid 65534"),
+                (65534, 0o700, "belongs to uid 65534"),
+            ] {
+                std::fs::create_dir(&squatted).unwrap();
+                std::fs::set_permissions(&squatted, std::fs::Permissions::from_mode(mode)).unwrap();
+                std::os::unix::fs::chown(&squatted, Some(owner), Some(owner)).unwrap();
+                let mut daemon = std::process::Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(&config)
+                    .arg("daemon")
+                    .env_remove("XDG_RUNTIME_DIR")
+                    .env("TMPDIR", tmp.path())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let status = wait_exit(&mut daemon, PATIENCE);
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(daemon.stderr.as_mut().unwrap(), &mut stderr)
+                    .unwrap();
+                assert!(status.is_some_and(|s| !s.success()), "{stderr}");
+                assert!(stderr.contains(&squatted.display().to_string()), "{stderr}");
+                assert!(stderr.contains(why), "{stderr}");
+                assert!(!squatted.join("admin.sock").exists());
+                std::fs::remove_dir(&squatted).unwrap();
+            }
+        }
+
+        /// A socket served by another user (one that won a race for the path, or a configured
+        /// path it controls): `mcpx status` and `mcpx serve --attach` check the server's uid
+        /// and send nothing.
+        #[test]
+        fn a_console_and_an_editor_send_nothing_to_another_users_socket() {
+            let shared = PathBuf::from(format!("/tmp/mcpx-squat-test-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&shared);
+            std::fs::create_dir_all(&shared).unwrap();
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+            let binary = shared.join("mcpx");
+            std::fs::copy(mcpx_bin(), &binary).unwrap();
+            let run = shared.join("run");
+            let (admin, door) = (run.join("admin.sock"), run.join("serve.sock"));
+            let config = shared.join("config.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[daemon]\naddress = \"127.0.0.1:0\"\nlocalSocket = {:?}\n[admin]\nsocket = {:?}\n",
+                    door.display().to_string(),
+                    admin.display().to_string()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let mut attacker = std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&binary)
+                .arg("--config")
+                .arg(&config)
+                .arg("daemon")
+                .env("HOME", &shared)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let listening = eventually(|| {
+                std::os::unix::net::UnixStream::connect(&admin).is_ok()
+                    && std::os::unix::net::UnixStream::connect(&door).is_ok()
+            });
+            let status = std::process::Command::new(mcpx_bin())
+                .args(["status", "--socket"])
+                .arg(&admin)
+                .output()
+                .unwrap();
+            let editor = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(&config)
+                .args(["serve", "--attach"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let _ = attacker.kill();
+            let _ = attacker.wait();
+            let _ = std::fs::remove_dir_all(&shared);
+            assert!(listening, "the other user's daemon did not start");
+            for out in [status, editor] {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(!out.status.success(), "{stderr}");
+                assert!(
+                    stderr.contains("served by another user (uid 65534)"),
+                    "{stderr}"
+                );
+            }
         }
 
         #[test]

@@ -307,7 +307,7 @@ fn initialize_through(nginx: &Nginx) -> String {
 fn open_get(nginx: &Nginx, session: &str) -> (EventReader, String) {
     let mut stream = std::net::TcpStream::connect(nginx.addr).unwrap();
     let get = format!(
-        "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session}\r\n\r\n"
+        "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session}\r\n\r\n"
     );
     std::io::Write::write_all(&mut stream, get.as_bytes()).unwrap();
     EventReader::open(stream)

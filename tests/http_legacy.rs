@@ -21,12 +21,15 @@ fn initialize(d: &Daemon, revision: &str) -> String {
 fn open_stream(d: &Daemon, session: &str) -> (EventReader, String) {
     let mut stream = std::net::TcpStream::connect(d.addr).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
-    std::io::Write::write_all(&mut stream, format!("GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n").as_bytes()).unwrap();
+    std::io::Write::write_all(&mut stream, format!("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n").as_bytes()).unwrap();
     EventReader::open(stream)
 }
 
 fn get(d: &Daemon, headers: &str) -> Reply {
-    d.raw(format!("GET /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n").as_bytes())
+    d.raw(
+        format!("GET /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}\r\n")
+            .as_bytes(),
+    )
 }
 
 mod v2025_03_26 {
@@ -97,11 +100,11 @@ mod v2025_03_26 {
         fn delete_without_a_session_is_400_and_with_an_unknown_one_404() {
             let d = daemon();
             assert_eq!(
-                d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
                     .status,
                 400
             );
-            assert_eq!(d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nMcp-Session-Id: nope\r\n\r\n").status, 404);
+            assert_eq!(d.raw(b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nMcp-Session-Id: nope\r\n\r\n").status, 404);
         }
 
         #[test]

@@ -684,7 +684,7 @@ mod v2026_07_28 {
             stream.set_read_timeout(Some(PATIENCE)).unwrap();
             write!(
                 stream,
-                "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n"
+                "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000000\r\n\r\n"
             )
             .unwrap();
             let mut head = [0u8; 12];
@@ -707,7 +707,7 @@ mod v2026_07_28 {
             let mut silent = std::net::TcpStream::connect(d.addr).unwrap();
             silent.set_read_timeout(Some(PATIENCE)).unwrap();
             silent
-                .write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+                .write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n")
                 .unwrap();
             let mut whatever = Vec::new();
             let _ = std::io::Read::read_to_end(&mut silent, &mut whatever);
@@ -716,8 +716,9 @@ mod v2026_07_28 {
                 "a half-sent head held the connection"
             );
             let started = std::time::Instant::now();
-            let slow_body =
-                d.raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"");
+            let slow_body = d.raw(
+                b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+            );
             assert_eq!(slow_body.status, 408);
             assert!(started.elapsed() < Duration::from_secs(5));
             assert_eq!(d.modern(1, "tools/list", json!({})).status, 200);
@@ -768,7 +769,8 @@ mod v2026_07_28 {
         #[test]
         fn a_malformed_head_gets_400_and_the_daemon_serves_on() {
             let d = daemon();
-            let reply = d.raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nBad Header Name: 1\r\n\r\n");
+            let reply =
+                d.raw(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nBad Header Name: 1\r\n\r\n");
             assert_eq!(reply.status, 400);
             assert_eq!(d.modern(130, "tools/list", json!({})).status, 200);
         }
@@ -880,28 +882,52 @@ mod every_revision {
             let d = daemon();
             for _ in 0..2 {
                 let refused = d.raw_as_nobody(&raw_tools_list(&d, ""));
-                assert_eq!(refused.status, 403, "{}", String::from_utf8_lossy(&refused.body));
+                assert_eq!(
+                    refused.status,
+                    403,
+                    "{}",
+                    String::from_utf8_lossy(&refused.body)
+                );
                 let body = refused.json();
                 assert_eq!(body["id"], Value::Null, "{body}");
                 assert_eq!(body["error"]["code"], -32600, "{body}");
                 assert!(body.get("result").is_none(), "{body}");
             }
             let metrics = d.raw_as_nobody(
-                format!("GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", d.addr)
-                    .as_bytes(),
+                format!(
+                    "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                    d.addr
+                )
+                .as_bytes(),
             );
             assert_eq!(metrics.status, 403);
             let health = d.raw_as_nobody(
-                format!("GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", d.addr)
-                    .as_bytes(),
+                format!(
+                    "GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                    d.addr
+                )
+                .as_bytes(),
             );
             assert_eq!(health.status, 200);
-            assert!(health.json().get("upstreams").is_none(), "{}", health.json());
+            assert!(
+                health.json().get("upstreams").is_none(),
+                "{}",
+                health.json()
+            );
             let own = d.raw(&raw_tools_list(&d, ""));
             assert_eq!(own.status, 200);
             assert!(own.json()["result"]["tools"].is_array(), "{}", own.json());
-            assert!(eventually(|| d.log_shows("refused uid 65534")), "{}", d.stderr());
-            assert_eq!(d.stderr().matches("refused uid 65534").count(), 1, "{}", d.stderr());
+            assert!(
+                eventually(|| d.log_shows("refused uid 65534")),
+                "{}",
+                d.stderr()
+            );
+            assert_eq!(
+                d.stderr().matches("refused uid 65534").count(),
+                1,
+                "{}",
+                d.stderr()
+            );
         }
 
         /// With a token, the token decides for every user: another uid that sends it is served.
@@ -911,7 +937,12 @@ mod every_revision {
             let bare = d.raw_as_nobody(&raw_tools_list(&d, ""));
             assert_eq!(bare.status, 401);
             let served = d.raw_as_nobody(&raw_tools_list(&d, "Authorization: Bearer t0ken\r\n"));
-            assert_eq!(served.status, 200, "{}", String::from_utf8_lossy(&served.body));
+            assert_eq!(
+                served.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&served.body)
+            );
             assert!(served.json()["result"]["tools"].is_array());
         }
 
@@ -921,19 +952,26 @@ mod every_revision {
         #[test]
         fn a_host_naming_neither_loopback_nor_an_allowed_host_is_421() {
             let d = Daemon::start(
-                &format!("[transport]\nallowedHosts = [\"mcp.internal\"]\n{}", fixture_config("")),
+                &format!(
+                    "[transport]\nallowedHosts = [\"mcp.internal\"]\n{}",
+                    fixture_config("")
+                ),
                 "",
             );
             for path in ["/metrics", "/healthz", "/mcp"] {
                 let rebound = d.raw(
-                    format!("GET {path} HTTP/1.1\r\nHost: evil.example:{}\r\nConnection: close\r\n\r\n", d.addr.port())
-                        .as_bytes(),
+                    format!(
+                        "GET {path} HTTP/1.1\r\nHost: evil.example:{}\r\nConnection: close\r\n\r\n",
+                        d.addr.port()
+                    )
+                    .as_bytes(),
                 );
                 assert_eq!(rebound.status, 421, "{path}");
             }
             for host in ["localhost", "mcp.internal:7777", &d.addr.to_string()] {
                 let served = d.raw(
-                    format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+                    format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
                 );
                 assert_eq!(served.status, 200, "{host}");
             }
@@ -1027,12 +1065,13 @@ mod every_revision {
                 "maxHeaders = 20\nmaxHeaderBytes = 16384",
             );
             let many: String = (0..30).map(|i| format!("X-Filler-{i}: {i}\r\n")).collect();
-            let reply = d.raw(format!("POST /mcp HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes());
+            let reply =
+                d.raw(format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes());
             assert_eq!(reply.status, 431);
             // A head past the limit, not yet finished: refused once the limit is crossed,
             // without waiting for the rest.
             let long = format!(
-                "POST /mcp HTTP/1.1\r\nHost: x\r\nX-Long: {}",
+                "POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Long: {}",
                 "a".repeat(17_000)
             );
             let reply = d.raw(long.as_bytes());

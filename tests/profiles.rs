@@ -358,6 +358,74 @@ mod every_revision {
             assert!(names(&list).iter().any(|n| n == "fixture__extra"));
         }
 
+        /// The built-in tools answer through the caller's view: a profile's client is told of
+        /// its own servers and profile only, and `mcpx__login` of a server outside its view is
+        /// answered exactly as for a name no server has (it could otherwise bind a shared server
+        /// to its own account, and learn the state of servers it does not see).
+        #[test]
+        fn a_profiles_client_sees_and_logs_in_to_only_its_own_servers() {
+            let config = format!(
+                "[servers.fixture]\ncommand = {:?}\n[servers.remote]\nurl = \"http://127.0.0.1:1/mcp\"\n\
+                 [profiles.narrow]\nservers = [\"fixture\", \"mcpx\"]\n[profiles.other]\nservers = [\"remote\", \"mcpx\"]\n",
+                fixture_bin()
+            );
+            let daemon = Daemon::start(&config, "");
+            let call = |path: &str, id, name: &str, arguments: Value| {
+                daemon
+                    .modern_to(
+                        path,
+                        id,
+                        "tools/call",
+                        json!({"name": name, "arguments": arguments}),
+                    )
+                    .json()
+            };
+            let unknown = call("/mcp/narrow", 1, "mcpx__login", json!({"server": "nope"}));
+            let outside = call("/mcp/narrow", 2, "mcpx__login", json!({"server": "remote"}));
+            assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+            assert_eq!(
+                outside["error"]["code"], unknown["error"]["code"],
+                "{outside}"
+            );
+            assert_eq!(
+                outside["error"]["message"],
+                json!(unknown["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .replace("nope", "remote")),
+                "{outside}"
+            );
+            let inside = call("/mcp/other", 3, "mcpx__login", json!({"server": "remote"}));
+            assert!(inside.get("result").is_some(), "{inside}");
+            let report = call("/mcp/narrow", 4, "mcpx__upstreams", json!({}));
+            let seen = &report["result"]["structuredContent"];
+            let listed = |key: &str| -> Vec<String> {
+                seen[key]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{report}"))
+                    .iter()
+                    .map(|u| u["name"].as_str().unwrap().to_owned())
+                    .collect()
+            };
+            assert!(
+                !listed("upstreams").contains(&"remote".to_owned()),
+                "{report}"
+            );
+            assert!(
+                listed("upstreams").contains(&"fixture".to_owned()),
+                "{report}"
+            );
+            assert_eq!(listed("profiles"), ["narrow"], "{report}");
+            let everything = call("/mcp", 5, "mcpx__upstreams", json!({}));
+            assert_eq!(
+                everything["result"]["structuredContent"]["profiles"]
+                    .as_array()
+                    .map(Vec::len),
+                Some(2),
+                "{everything}"
+            );
+        }
+
         /// Profiles and each session's profile show in `mcpx__upstreams` and `mcpx status`.
         #[test]
         fn profiles_show_in_the_builtin_report_and_status() {

@@ -318,7 +318,7 @@ mod every_revision {
             stream.set_read_timeout(Some(PATIENCE)).unwrap();
             write!(
                 stream,
-                "GET /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: {session}\r\n\r\n"
+                "GET /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: {session}\r\n\r\n"
             )
             .unwrap();
             let (mut events, _) = EventReader::open(stream);

@@ -1,8 +1,9 @@
 //! The admin socket: a local Unix socket on which a console (`mcpx-tui`, `mcpx status`) reads the
 //! live state and acts on it. Newline-delimited JSON, one [`protocol::Command`] per line.
 //!
-//! Only the user who runs mcpx may connect: the socket is created 0600 in a 0700 directory, and
-//! a peer whose uid differs is refused even so (root can open any file).
+//! Only the user who runs mcpx may connect: the socket is created 0600 in a private directory,
+//! and a peer whose uid differs is refused even so (root can open any file); see
+//! [`crate::private_socket`].
 
 pub mod protocol;
 
@@ -12,7 +13,6 @@ use crate::json::Member;
 use protocol::{Command, Reply};
 use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use smol::net::unix::{UnixListener, UnixStream};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,30 +54,6 @@ pub fn running_sockets(daemon_socket: &Path) -> Vec<PathBuf> {
     sockets
 }
 
-/// Binds the socket: its directory made 0700, a stale socket file replaced, a live one (another
-/// mcpx answering on it) refused.
-pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| {
-                std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
-            })?;
-    }
-    if std::os::unix::net::UnixStream::connect(path).is_ok() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AddrInUse,
-            format!("another mcpx answers on {}", path.display()),
-        ));
-    }
-    let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
-}
-
 /// Serves consoles on `listener` until `stop` fires, then removes the socket file.
 pub async fn serve(gateway: Arc<Gateway>, listener: UnixListener, path: PathBuf, stop: Cancel) {
     accept_until(listener, path, stop, |stream| {
@@ -112,17 +88,9 @@ pub async fn accept_until(
     let _ = std::fs::remove_file(&path);
 }
 
-/// Whether the peer runs as the same user as mcpx.
-pub(crate) fn same_user(stream: &UnixStream) -> bool {
-    match rustix::net::sockopt::socket_peercred(stream) {
-        Ok(peer) => peer.uid == rustix::process::getuid(),
-        Err(_) => false,
-    }
-}
-
 async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
     let mut writer = stream.clone();
-    if !same_user(&stream) {
+    if !crate::private_socket::same_user(&stream) {
         let refusal = Reply::Error {
             message: "this admin socket belongs to another user".into(),
         };
@@ -207,7 +175,7 @@ async fn watch(
 /// Asks a running mcpx one command and reads its one reply (blocking: for `mcpx status`).
 pub fn ask(path: &Path, command: &Command) -> std::io::Result<Reply> {
     use std::io::{BufRead, Write};
-    let mut stream = std::os::unix::net::UnixStream::connect(path)?;
+    let mut stream = crate::private_socket::connect(path)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut line = serde_json::to_vec(command)?;
     line.push(b'\n');

@@ -41,7 +41,7 @@ use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry, StreamGuard};
 use crate::sync::{lock, read};
 use crate::upstream::Event;
-use crate::view::{ProfileView, Snapshot};
+use crate::view::{ProfileView, Snapshot, UpstreamView};
 use async_channel::Sender;
 use event_listener::EventListener;
 use hashbrown::HashMap;
@@ -536,6 +536,24 @@ impl Gateway {
             profiles,
             metrics: self.metrics(),
         }
+    }
+
+    /// What `mcpx__upstreams` tells a client at `view`: the servers it sees, and its own
+    /// profile only (every profile, to a client that sees everything).
+    pub(super) fn seen_by(&self, view: ViewId) -> (Vec<UpstreamView>, Vec<ProfileView>) {
+        let snapshot = self.snapshot();
+        let own = self.profiles.name(view);
+        let upstreams = snapshot
+            .upstreams
+            .into_iter()
+            .filter(|u| self.profiles.sees_server(view, &u.name))
+            .collect();
+        let profiles = snapshot
+            .profiles
+            .into_iter()
+            .filter(|p| own.is_none_or(|own| own == p.name))
+            .collect();
+        (upstreams, profiles)
     }
 
     /// Each profile with what it sees and how many of `sessions` see through it.

@@ -89,6 +89,18 @@ impl Profiles {
             .map(|p| p.name.as_str())
     }
 
+    /// Whether `view` sees the server named `server` at all: what a profile leaves out is, to
+    /// its clients, no server (for `mcpx__login` and `mcpx__upstreams` as for the catalog).
+    pub fn sees_server(&self, view: ViewId, server: &str) -> bool {
+        let Some(profile) = view.0.checked_sub(1).and_then(|i| self.list.get(i)) else {
+            return true;
+        };
+        profile
+            .servers
+            .as_ref()
+            .is_none_or(|servers| servers.iter().any(|s| s == server))
+    }
+
     /// Every view of `all`, which becomes the first; `server_of` names an item's server.
     pub fn views(&self, all: Catalog, server_of: impl Fn(Owner) -> String) -> Views {
         let mut views = Vec::with_capacity(self.list.len() + 1);

@@ -77,10 +77,7 @@ impl Gateway {
                 (tool, _) => Ok(builtin::call(
                     tool,
                     arguments,
-                    || {
-                        let snapshot = self.snapshot();
-                        (snapshot.upstreams, snapshot.profiles)
-                    },
+                    || self.seen_by(client.view),
                     self.config_path.as_deref(),
                 )),
             };
@@ -259,9 +256,14 @@ impl Gateway {
             .and_then(|a| a.member("server"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let upstream = self.upstreams.by_name(name).ok_or_else(|| {
-            ErrorObject::new(INVALID_PARAMS, format!("no server is named {name:?}"))
-        })?;
+        // A server outside the caller's view is, to it, no server at all.
+        let upstream = self
+            .upstreams
+            .by_name(name)
+            .filter(|u| self.profiles.sees_server(client.view, &u.name))
+            .ok_or_else(|| {
+                ErrorObject::new(INVALID_PARAMS, format!("no server is named {name:?}"))
+            })?;
         if let Some(resumed) = self.resume(client, "tools/call", params, revision, ctx) {
             return resumed.await;
         }

@@ -161,7 +161,13 @@ impl Daemon {
     /// bash's `/dev/tcp`: what any local account can do to a loopback port.
     pub fn raw_as_nobody(&self, request: &[u8]) -> Reply {
         let out = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c"])
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "bash",
+                "-c",
+            ])
             .arg(format!(
                 "exec 3<>/dev/tcp/{}/{}; printf '%s' \"$REQUEST\" >&3; cat <&3",
                 self.addr.ip(),

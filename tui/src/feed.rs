@@ -3,7 +3,6 @@
 
 use mcpx::admin::protocol::{Command, Reply, Snapshot};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -20,7 +19,7 @@ pub enum Feed {
 pub fn watch(socket: PathBuf, feed: Sender<Feed>) {
     loop {
         let outcome = (|| -> std::io::Result<()> {
-            let mut stream = UnixStream::connect(&socket)?;
+            let mut stream = mcpx::private_socket::connect(&socket)?;
             let mut line = serde_json::to_vec(&Command::Watch)?;
             line.push(b'\n');
             stream.write_all(&line)?;

@@ -303,7 +303,9 @@ impl FrontDoor {
             .map(|mut seen| seen.insert(uid))
             .unwrap_or(false);
         if first {
-            let who = uid.map_or("a peer whose user is unknown".into(), |u| format!("uid {u}"));
+            let who = uid.map_or("a peer whose user is unknown".into(), |u| {
+                format!("uid {u}")
+            });
             tracing::warn!(
                 "refused {who} on the HTTP door: only this daemon's own user may call it without daemon.token (logged once per user)"
             );

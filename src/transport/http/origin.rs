@@ -139,7 +139,12 @@ mod every_revision {
             ] {
                 assert!(p.allows_host(host.map(str::as_bytes)), "{host:?}");
             }
-            for host in ["evil.example:7777", "localhost.evil.example", "app.example.evil", ""] {
+            for host in [
+                "evil.example:7777",
+                "localhost.evil.example",
+                "app.example.evil",
+                "",
+            ] {
                 assert!(!p.allows_host(Some(host.as_bytes())), "{host}");
             }
         }
