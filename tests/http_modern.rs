@@ -370,6 +370,29 @@ mod v2026_07_28 {
             }
         }
 
+        /// A mirrored header sent twice is a mismatch whichever it is, even when its first line
+        /// agrees with the body: an intermediary may read the other one.
+        #[test]
+        fn a_repeated_mirrored_header_is_a_header_mismatch() {
+            let d = daemon();
+            for (id, name, value) in [
+                (60, "Mcp-Param-Region", &b"us-west1"[..]),
+                (61, "Mcp-Method", b"tools/call"),
+                (62, "MCP-Protocol-Version", b"2026-07-28"),
+                (63, "Mcp-Name", b"fixture__echo"),
+            ] {
+                let (mut headers, body) = with_header(
+                    id,
+                    "tools/call",
+                    echo(Some("us-west1")),
+                    "Mcp-Param-Region",
+                    Some(b"us-west1"),
+                );
+                headers.push((name.to_owned(), value.to_vec()));
+                assert_header_mismatch(&post_with(&d, (headers, body)), id);
+            }
+        }
+
         #[test]
         fn mcp_param_headers_are_checked_against_x_mcp_header_arguments() {
             let d = daemon();
@@ -773,6 +796,49 @@ mod v2026_07_28 {
                 d.raw(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nBad Header Name: 1\r\n\r\n");
             assert_eq!(reply.status, 400);
             assert_eq!(d.modern(130, "tools/list", json!({})).status, 200);
+        }
+
+        /// A call still running when the shutdown grace ends is answered by mcpx itself: a
+        /// JSON one with 503, `Retry-After` and -32603 "mcpx is shutting down", an event stream
+        /// already open with that error as its last event, each under its request's id.
+        #[test]
+        fn sigterm_past_the_grace_answers_every_call_in_flight_with_an_error() {
+            let mut d = Daemon::start(&fixture_config(""), "shutdownGrace = \"200ms\"");
+            let sleep = json!({"name": "fixture__sleep", "arguments": {}});
+            let (headers, body) = modern_request(150, "tools/call", sleep.clone());
+            let plain = d.send_post(&header_refs(&headers), body.to_string().as_bytes());
+            let mut with_progress = sleep;
+            with_progress["_meta"] = json!({"progressToken": "t151"});
+            let (headers, body) = modern_request(151, "tools/call", with_progress);
+            let streamed = d.send_post(&header_refs(&headers), body.to_string().as_bytes());
+            assert!(
+                eventually(|| d.stderr().matches("fixture: sleeping request").count() == 2),
+                "{}",
+                d.stderr()
+            );
+            let status = d.signal("TERM").expect("the daemon did not exit");
+            assert!(status.success());
+            let plain = read_reply(plain);
+            assert_eq!(
+                plain.status,
+                503,
+                "{}",
+                String::from_utf8_lossy(&plain.body)
+            );
+            assert!(plain.header("retry-after").is_some());
+            let answer = plain.json();
+            assert_eq!(answer["id"], 150, "{answer}");
+            assert_eq!(answer["error"]["code"], -32603, "{answer}");
+            assert_eq!(
+                answer["error"]["message"], "mcpx is shutting down",
+                "{answer}"
+            );
+            let streamed = read_reply(streamed);
+            assert_eq!(streamed.status, 200);
+            let events = streamed.events();
+            let last = events.last().unwrap_or_else(|| panic!("an empty stream"));
+            assert_eq!(last["id"], 151, "{events:?}");
+            assert_eq!(last["error"]["code"], -32603, "{events:?}");
         }
 
         #[test]

@@ -278,7 +278,7 @@ fn send_post_on(
     stream
 }
 
-fn read_reply(mut stream: TcpStream) -> Reply {
+pub fn read_reply(mut stream: TcpStream) -> Reply {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
     Reply::parse(&raw)

@@ -9,12 +9,13 @@
 use super::{json_response, sse, Body};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{Outbound, Request, Response};
+use crate::jsonrpc::{ErrorObject, Outbound, Request, Response, INTERNAL_ERROR};
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use smol::future::FutureExt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +36,16 @@ pub(super) struct Exchange {
     /// Held until the last byte is written or the client is gone, then dropped: disconnect
     /// watchers, cancel-on-drop guards, a sessionless request's client.
     lifetime: Vec<Box<dyn Send>>,
+    /// Set for requests whose every cancellation has no one to tell but this exchange: once it
+    /// fires (the daemon is shutting down), a request that ends cancelled is answered with an
+    /// error instead of nothing.
+    closing: Option<Cancel>,
+    /// Whether such an error was given: before the head is sent, it is a 503.
+    shut_down: Arc<AtomicBool>,
 }
+
+/// What a request cancelled by mcpx's own shutdown is answered.
+const SHUTTING_DOWN: &str = "mcpx is shutting down";
 
 impl Exchange {
     pub(super) fn new() -> Self {
@@ -47,7 +57,16 @@ impl Exchange {
             others: None,
             expected: 0,
             lifetime: Vec::new(),
+            closing: None,
+            shut_down: Arc::default(),
         }
+    }
+
+    /// Answers the requests started hereafter with -32603 "mcpx is shutting down" if `closing`
+    /// has fired when they end cancelled: every request gets exactly one answer, and the client
+    /// that cancels one by closing its stream is not there to read it anyway.
+    pub(super) fn answer_cancelled_at(&mut self, closing: Cancel) {
+        self.closing = Some(closing);
     }
 
     /// Starts a request on `client`; returns its cancellation.
@@ -58,11 +77,27 @@ impl Exchange {
         request: Request,
     ) -> Cancel {
         let place = self.next_place();
+        let id = request.id.clone();
         let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone());
+        let run: Run = match self.closing.clone() {
+            None => Box::pin(run),
+            Some(closing) => {
+                let shut_down = Arc::clone(&self.shut_down);
+                Box::pin(async move {
+                    let answer = run.await;
+                    if answer.is_some() || !closing.is_cancelled() {
+                        return answer;
+                    }
+                    shut_down.store(true, Ordering::Relaxed);
+                    let error = ErrorObject::new(INTERNAL_ERROR, SHUTTING_DOWN);
+                    Some(Response::error(Some(id), error))
+                })
+            }
+        };
         if self.inline.run.is_none() && self.others.is_none() {
             self.inline = Inline {
                 place,
-                run: Some(Box::pin(run)),
+                run: Some(run),
             };
         } else {
             let answers = self.others_tx();
@@ -127,6 +162,8 @@ impl Exchange {
             others,
             expected,
             lifetime,
+            closing: _,
+            shut_down,
         } = self;
         // Only the running requests may keep these channels open now.
         drop(outbound_tx);
@@ -158,6 +195,14 @@ impl Exchange {
                     // Every request was cancelled: an event stream with nothing on it is the only
                     // shape that carries no response.
                     sse::stream().0
+                }
+                (false, [_]) if shut_down.load(Ordering::Relaxed) => {
+                    let mut refusal = json_response(StatusCode::SERVICE_UNAVAILABLE, &answered[0]);
+                    refusal.headers_mut().insert(
+                        http::header::RETRY_AFTER,
+                        http::HeaderValue::from_static("1"),
+                    );
+                    refusal
                 }
                 (false, [single]) => json_response(status(single), single),
                 _ => json_response(StatusCode::OK, &answered),

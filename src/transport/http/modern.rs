@@ -186,6 +186,14 @@ async fn check_request_headers(
             let arguments = params
                 .and_then(|p| p.member("arguments"))
                 .unwrap_or(&Value::Null);
+            // Like every mirrored header, a parameter's is sent once: a second line would be
+            // what an intermediary reads while mcpx checked the first.
+            for param in &header_params {
+                let name = param.header_name();
+                if headers.get_all(name.as_str()).iter().nth(1).is_some() {
+                    return Err(format!("{name} is sent more than once"));
+                }
+            }
             let lookup = |name: &str| headers.get(name).map(|v| v.as_bytes().trim_ascii());
             mcpheaders::check_params(&header_params, arguments, lookup)?;
         }
@@ -215,6 +223,7 @@ fn check_notification_headers(
 /// Runs a request under the lifetime of its HTTP exchange: closing the stream cancels it.
 async fn run(door: &FrontDoor, client: &Arc<Client>, request: Request) -> Response<Body> {
     let mut exchange = Exchange::new();
+    exchange.answer_cancelled_at(client.closing.clone());
     let cancel = exchange.start(&door.gateway, client, request);
     exchange.cancel_on_disconnect(cancel);
     exchange
