@@ -212,6 +212,44 @@ mod every_revision {
             }
         }
 
+        /// Real launchers are wrappers (`npx`, `uvx`, `sh -c`): the server and what it started
+        /// are grandchildren of mcpx. Killed with SIGKILL, mcpx leaves no process of the tree
+        /// behind: not the wrapper, not the server, not a background child of the wrapper.
+        #[test]
+        fn killing_mcpx_with_sigkill_leaves_no_process_of_a_wrapped_upstreams_tree() {
+            let mark = format!("MCPX_TREE_MARK={}", std::process::id());
+            let config = format!(
+                "[servers.fixture]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 1000 & {} ; wait\"]\nenv = {{ MCPX_TREE_MARK = \"{}\" }}\n",
+                fixture_bin(),
+                std::process::id()
+            );
+            let marked = || -> Vec<u32> {
+                std::fs::read_dir("/proc")
+                    .unwrap()
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                    .filter(|&pid| alive(pid))
+                    .filter(|pid| {
+                        std::fs::read(format!("/proc/{pid}/environ"))
+                            .unwrap_or_default()
+                            .split(|&b| b == 0)
+                            .any(|entry| entry == mark.as_bytes())
+                    })
+                    .collect()
+            };
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            assert!(mcpx.log_shows("fixture: pid "));
+            // The wrapper, its sleep and the server (and mcpx's supervisor, which has no mark).
+            assert!(eventually(|| marked().len() >= 3), "{:?}", marked());
+            mcpx.kill();
+            assert!(
+                eventually(|| marked().is_empty()),
+                "outlived mcpx: {:?}",
+                marked()
+            );
+        }
+
         #[test]
         fn era_can_be_fixed_per_upstream() {
             let modern = format!("[servers.fixture]\ncommand = {:?}\nargs = [\"--modern-only\"]\nera = \"2026-07-28\"\n", fixture_bin());

@@ -44,7 +44,7 @@ fn set_executor_threads(threads: usize) {
 /// Runs the parsed command line; the exit code says how it went.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::ExecUpstream { command } => return exec_upstream(&command),
+        Command::ExecUpstream { command } => return crate::upstream::supervisor::run(&command),
         Command::Completions { shell } => {
             let _ =
                 std::io::Write::write_all(&mut std::io::stdout(), &crate::cli::completions(shell));
@@ -393,27 +393,6 @@ fn raise_descriptor_limit() {
             tracing::warn!("cannot raise the open-file limit: {e}");
         }
     }
-}
-
-/// `mcpx exec-upstream -- PROGRAM ARGS`: how mcpx starts an upstream. The kernel is asked to
-/// kill this process when its parent (mcpx) dies, however it dies; then it becomes the server.
-fn exec_upstream(command: &[std::ffi::OsString]) -> ExitCode {
-    let Some((program, args)) = command.split_first() else {
-        eprintln!("mcpx exec-upstream: no program");
-        return ExitCode::from(2);
-    };
-    let parent = rustix::process::getppid();
-    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .is_err()
-        || rustix::process::getppid() != parent
-    {
-        // mcpx died before the request took effect: nothing would ever stop this server.
-        return ExitCode::FAILURE;
-    }
-    let error =
-        std::os::unix::process::CommandExt::exec(std::process::Command::new(program).args(args));
-    eprintln!("mcpx: cannot start {}: {error}", program.to_string_lossy());
-    ExitCode::from(127)
 }
 
 /// `mcpx reload`: asks the daemon to re-read its configuration.

@@ -13,6 +13,7 @@ pub mod http;
 pub mod peer;
 pub mod sse;
 pub mod stdio;
+pub mod supervisor;
 
 use crate::jsonrpc::{Notification, Outbound};
 use crate::protocol::{shape, Revision};

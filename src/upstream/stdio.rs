@@ -49,8 +49,8 @@ impl StdioUpstream {
     ///
     /// The server runs in a process group of its own, so that stopping it also stops what it
     /// started (an `npx` wrapper's node, say). With a `launcher` (the mcpx binary), it is started
-    /// through `mcpx exec-upstream`, which asks the kernel to kill it when mcpx dies, even by
-    /// SIGKILL, before it becomes the server.
+    /// under `mcpx exec-upstream` ([`super::supervisor`]), which takes the whole tree down when
+    /// mcpx dies, even by SIGKILL.
     pub fn spawn(
         name: &str,
         index: usize,
