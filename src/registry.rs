@@ -214,7 +214,7 @@ impl Registry {
         };
         let mut who = json!({ "door": s.transport, "session": session });
         if let Some(id) = &s.id {
-            who["sessionId"] = json!(id);
+            who["sessionId"] = json!(crate::view::short_session_id(id));
         }
         if let Some(client) = &s.client {
             who["client"] = client.clone();

@@ -158,3 +158,64 @@ pub struct Totals {
     /// Could not be answered.
     pub failed: u64,
 }
+
+/// A legacy session id as logs and consoles show it: its first 8 characters. The id is a bearer
+/// credential (whoever sends it speaks in that session), so the whole of it is only ever sent to
+/// its client; the first 8 characters still tell sessions apart.
+pub fn short_session_id(id: &str) -> String {
+    match id.char_indices().nth(8) {
+        Some((end, _)) => format!("{}…", &id[..end]),
+        None => id.to_owned(),
+    }
+}
+
+/// `text` as it may be shown on a terminal: control characters (C0, DEL, C1) and the
+/// bidirectional overrides and isolates written as `\u{…}`. Names and ids in a snapshot come
+/// from clients and upstreams, and a raw escape sequence in one would retitle the terminal,
+/// clear it or forge lines of `mcpx status`; a bidi override would reorder what is read.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    };
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let escaped = text
+        .chars()
+        .map(|c| match hidden(c) {
+            true => format!("\\u{{{:x}}}", c as u32),
+            false => c.to_string(),
+        })
+        .collect();
+    std::borrow::Cow::Owned(escaped)
+}
+
+#[cfg(test)]
+mod tests {
+    mod every_revision {
+        mod admin {
+            use crate::view::printable;
+
+            /// A session id is shown by its first 8 characters only.
+            #[test]
+            fn a_session_id_is_shown_shortened() {
+                use crate::view::short_session_id;
+                assert_eq!(short_session_id("0123456789abcdef"), "01234567…");
+                assert_eq!(short_session_id("short"), "short");
+            }
+
+            /// Escapes, bells, a C1 CSI and a right-to-left override are shown, not obeyed.
+            #[test]
+            fn control_and_bidi_characters_are_escaped_for_a_terminal() {
+                assert_eq!(printable("claude-code 1.2"), "claude-code 1.2");
+                assert_eq!(
+                    printable("a\u{1b}]0;owned\u{7}b\u{9b}2J\u{202e}c\nd"),
+                    "a\\u{1b}]0;owned\\u{7}b\\u{9b}2J\\u{202e}c\\u{a}d"
+                );
+            }
+        }
+    }
+}

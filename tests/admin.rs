@@ -401,12 +401,14 @@ mod every_revision {
                 "fixture",
                 "ready",
                 "admin-test-client",
-                &session,
+                &format!("{}…", &session[..8]),
                 "fixture__sleep",
                 "requests in flight (1)",
             ] {
                 assert!(text.contains(expected), "{expected} missing from:\n{text}");
             }
+            // A session id is a bearer credential: shown by its start only.
+            assert!(!text.contains(&session), "{text}");
             let json = std::process::Command::new(mcpx_bin())
                 .args(["status", "--json", "--socket"])
                 .arg(&socket)
@@ -414,6 +416,60 @@ mod every_revision {
                 .unwrap();
             let parsed: Snapshot = serde_json::from_slice(&json.stdout).unwrap();
             assert_eq!(parsed.requests.len(), 1);
+        }
+
+        /// A console line past the cap is read past, never held, and answered with a short
+        /// error (never an echo of it); the console carries on.
+        #[test]
+        fn a_huge_admin_line_is_refused_briefly_and_not_held() {
+            let (d, socket, _dir) = daemon();
+            let before = rss(d.pid());
+            let mut console = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            console.set_read_timeout(Some(PATIENCE)).unwrap();
+            let huge = vec![b'x'; 32 * 1024 * 1024];
+            let mut writer = console.try_clone().unwrap();
+            let sender = std::thread::spawn(move || {
+                writer.write_all(&huge).unwrap();
+                writeln!(
+                    writer,
+                    "\n{}",
+                    serde_json::to_string(&Command::Snapshot).unwrap()
+                )
+                .unwrap();
+            });
+            let mut lines = BufReader::new(console).lines();
+            let refusal = lines.next().unwrap().unwrap();
+            assert!(refusal.len() < 1000, "{} bytes", refusal.len());
+            assert!(refusal.contains("is not a command"), "{refusal}");
+            let snapshot: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!(snapshot["type"], "snapshot");
+            sender.join().unwrap();
+            let grown = rss(d.pid()).saturating_sub(before);
+            assert!(grown < 16 * 1024 * 1024, "the daemon grew by {grown} bytes");
+        }
+
+        /// A client's name is the client's to choose: `mcpx status` shows its escape sequences,
+        /// newlines and bidi overrides as text, so it cannot retitle or clear the terminal,
+        /// forge lines, or reorder what is read.
+        #[test]
+        fn mcpx_status_shows_a_hostile_client_name_escaped() {
+            let (d, socket, _dir) = daemon();
+            let name = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\nupstreams (9):\u{202e}txt";
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}});
+            assert_eq!(d.post(&[], init.to_string().as_bytes()).status, 200);
+            snapshot_where(&socket, |s| s.sessions.iter().any(|x| x.client.is_some()));
+            let out = std::process::Command::new(mcpx_bin())
+                .args(["status", "--socket"])
+                .arg(&socket)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+                "{text:?}"
+            );
+            assert!(!text.contains("\nupstreams (9)"), "{text}");
+            assert!(text.contains("evil\\u{1b}]0;pwned\\u{7}"), "{text}");
         }
 
         #[test]

@@ -10,12 +10,20 @@ pub mod protocol;
 use crate::cancel::Cancel;
 use crate::gateway::Gateway;
 use crate::json::Member;
+use crate::lines;
 use protocol::{Command, Reply};
-use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use smol::io::{AsyncWriteExt, BufReader};
 use smol::net::unix::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The longest command line read; a longer one is read past, never held (a console is its
+/// user's, but a buggy one must not make the daemon hold a gigabyte).
+const MAX_COMMAND_BYTES: usize = 64 * 1024;
+
+/// The most of a bad command line quoted back in the error.
+const ECHOED_BYTES: usize = 200;
 
 /// The fewest milliseconds between two snapshots of a `watch`: a busy gateway changes far more
 /// often than a person can read.
@@ -97,22 +105,48 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
         let _ = send(&mut writer, &refusal).await;
         return;
     }
-    let mut lines = BufReader::new(stream).lines();
-    while let Some(Ok(line)) = smol::stream::StreamExt::next(&mut lines).await {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let reply = match serde_json::from_str::<Command>(&line) {
-            Err(e) => Reply::Error {
-                message: format!("not a command ({e}): {line}"),
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    loop {
+        let reply = match lines::read_line(&mut reader, &mut line, MAX_COMMAND_BYTES, |_| {}).await
+        {
+            lines::Read::Eof => return,
+            lines::Read::TooLong { length } => Reply::Error {
+                message: format!(
+                    "a line of {length} bytes is not a command (at most {MAX_COMMAND_BYTES})"
+                ),
             },
-            Ok(Command::Watch) => return watch(&gateway, &mut writer, &mut lines).await,
-            Ok(command) => act(&gateway, command).await,
+            lines::Read::Line => {
+                let text = String::from_utf8_lossy(&line);
+                if text.trim().is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<Command>(&text) {
+                    Err(e) => Reply::Error {
+                        message: format!("not a command ({e}): {}", excerpt(&text)),
+                    },
+                    Ok(Command::Watch) => return watch(&gateway, &mut writer, &mut reader).await,
+                    Ok(command) => act(&gateway, command).await,
+                }
+            }
         };
         if send(&mut writer, &reply).await.is_err() {
             return;
         }
     }
+}
+
+/// The start of a line a console sent, to quote in an error: never more than
+/// [`ECHOED_BYTES`], so that a reply cannot be made as large as what was sent.
+fn excerpt(text: &str) -> String {
+    if text.len() <= ECHOED_BYTES {
+        return text.to_owned();
+    }
+    let mut end = ECHOED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
 }
 
 async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
@@ -136,11 +170,7 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
 }
 
 /// A snapshot now and after every change, until the console goes away.
-async fn watch(
-    gateway: &Gateway,
-    writer: &mut UnixStream,
-    lines: &mut (impl smol::stream::Stream<Item = std::io::Result<String>> + Unpin),
-) {
+async fn watch(gateway: &Gateway, writer: &mut UnixStream, reader: &mut BufReader<UnixStream>) {
     loop {
         let changed = gateway.changed();
         if send(writer, &Reply::Snapshot(Box::new(gateway.snapshot())))
@@ -162,7 +192,9 @@ async fn watch(
         );
         let console_gone = async {
             // Commands are not taken during a watch; the read only notices the console leaving.
-            while let Some(Ok(_)) = smol::stream::StreamExt::next(lines).await {}
+            let mut ignored = Vec::new();
+            let cap = MAX_COMMAND_BYTES;
+            while lines::read_line(reader, &mut ignored, cap, |_| {}).await != lines::Read::Eof {}
             false
         };
         if !smol::future::or(woke, console_gone).await {
@@ -187,6 +219,7 @@ pub fn ask(path: &Path, command: &Command) -> std::io::Result<Reply> {
 
 /// A snapshot as text for people: one line per upstream, session, stream and request.
 pub fn describe(snapshot: &protocol::Snapshot) -> String {
+    use crate::view::printable as p;
     use std::fmt::Write;
     let seconds = |ms: u64| format!("{:.1}s", ms as f64 / 1000.0);
     let mut text = format!("mcpx {} (pid {})\n", snapshot.version, snapshot.pid);
@@ -195,22 +228,33 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
         let revision = u.revision.as_deref().unwrap_or("-");
         let _ = writeln!(
             text,
-            "  {:<16} {:<10} {revision:<11} tools {} prompts {} resources {} restarts {}",
-            u.name, u.state, u.tools, u.prompts, u.resources, u.restarts
+            "  {:<16} {:<10} {:<11} tools {} prompts {} resources {} restarts {}",
+            p(&u.name),
+            p(&u.state),
+            p(revision),
+            u.tools,
+            u.prompts,
+            u.resources,
+            u.restarts
         );
     }
     if !snapshot.profiles.is_empty() {
         let _ = writeln!(text, "profiles ({}):", snapshot.profiles.len());
     }
-    for p in &snapshot.profiles {
-        let search = match p.listed_tools == p.tools {
+    for profile in &snapshot.profiles {
+        let search = match profile.listed_tools == profile.tools {
             true => String::new(),
-            false => format!(" (listed {}: search)", p.listed_tools),
+            false => format!(" (listed {}: search)", profile.listed_tools),
         };
         let _ = writeln!(
             text,
             "  {:<16} tools {}{search} prompts {} sessions {}  (/mcp/{}, --profile {})",
-            p.name, p.tools, p.prompts, p.sessions, p.name, p.name
+            profile.name,
+            profile.tools,
+            profile.prompts,
+            profile.sessions,
+            profile.name,
+            profile.name
         );
     }
     let _ = writeln!(text, "sessions ({}):", snapshot.sessions.len());
@@ -223,15 +267,19 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             text,
-            "  #{:<5} {:<12} {:<11} {client:<20} {}{} age {} idle {}",
+            "  #{:<5} {:<12} {:<11} {:<20} {}{} age {} idle {}",
             s.key,
             s.transport,
-            s.revision.as_deref().unwrap_or("-"),
+            p(s.revision.as_deref().unwrap_or("-")),
+            p(client),
             s.profile
                 .as_deref()
-                .map(|p| format!("profile {p} "))
+                .map(|name| format!("profile {name} "))
                 .unwrap_or_default(),
-            s.id.as_deref().unwrap_or(""),
+            p(&s.id
+                .as_deref()
+                .map(crate::view::short_session_id)
+                .unwrap_or_default()),
             seconds(s.age_ms),
             seconds(s.idle_ms)
         );
@@ -245,7 +293,7 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             s.kind,
             s.events,
             seconds(s.age_ms),
-            s.filter.join(" ")
+            p(&s.filter.join(" "))
         );
     }
     let _ = writeln!(text, "requests in flight ({}):", snapshot.requests.len());
@@ -255,10 +303,10 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             "  #{:<5} session #{:<5} {:<14} {} {} -> {} age {} progress {}",
             r.key,
             r.session,
-            r.method,
-            r.target.as_deref().unwrap_or("-"),
-            r.id,
-            r.upstream.as_deref().unwrap_or("-"),
+            p(&r.method),
+            p(r.target.as_deref().unwrap_or("-")),
+            p(&r.id.to_string()),
+            p(r.upstream.as_deref().unwrap_or("-")),
             seconds(r.age_ms),
             r.progress
         );

@@ -51,7 +51,7 @@ impl App {
                         seconds(s.idle_ms),
                         [
                             s.profile.as_deref().map(|p| format!("profile {p}")),
-                            s.id.clone(),
+                            s.id.as_deref().map(mcpx::view::short_session_id),
                             s.editor_pid.map(|pid| format!("editor pid {pid}")),
                         ]
                         .into_iter()
@@ -59,7 +59,11 @@ impl App {
                         .collect::<Vec<_>>()
                         .join(" · "),
                     ],
-                    detail: serde_json::to_string_pretty(s).unwrap_or_default(),
+                    detail: {
+                        let mut shown = s.clone();
+                        shown.id = s.id.as_deref().map(mcpx::view::short_session_id);
+                        serde_json::to_string_pretty(&shown).unwrap_or_default()
+                    },
                 })
                 .collect(),
             View::Streams => snapshot
