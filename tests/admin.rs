@@ -424,7 +424,7 @@ mod every_revision {
         fn a_huge_admin_line_is_refused_briefly_and_not_held() {
             let (d, socket, _dir) = daemon();
             let before = rss(d.pid());
-            let mut console = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            let console = std::os::unix::net::UnixStream::connect(&socket).unwrap();
             console.set_read_timeout(Some(PATIENCE)).unwrap();
             let huge = vec![b'x'; 32 * 1024 * 1024];
             let mut writer = console.try_clone().unwrap();
