@@ -193,7 +193,24 @@ impl Sealer {
 
 /// A key file: 64 hexadecimal digits (as `mcpx keygen` writes them), or 32 raw bytes or more.
 fn read_key(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cluster key {}: {e}", path.display()))?;
+    use std::os::unix::fs::MetadataExt;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cluster key {}: {e}", path.display()))?;
+    // Whoever reads the key can forge any session's id: it is the owner's alone.
+    let mode = file
+        .metadata()
+        .map_err(|e| format!("cluster key {}: {e}", path.display()))?
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "cluster key {} can be read by group or others (mode {:o}): chmod 600 it",
+            path.display(),
+            mode & 0o777
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut { file }, &mut bytes)
+        .map_err(|e| format!("cluster key {}: {e}", path.display()))?;
     let key = match hex::decode(String::from_utf8_lossy(&bytes).trim()) {
         Ok(decoded) if decoded.len() >= MIN_KEY_BYTES => decoded,
         _ => bytes,
@@ -230,11 +247,7 @@ mod every_revision {
         use std::time::Duration;
 
         fn sealer(dir: &std::path::Path, key: &str, previous: Option<&str>) -> Sealer {
-            let write = |name: &str, key: &str| {
-                let path = dir.join(name);
-                std::fs::write(&path, key).unwrap();
-                path
-            };
+            let write = |name: &str, key: &str| private_file(dir, name, key);
             let keys = ClusterKeys::from_config(&Cluster {
                 key_file: Some(write("key", key)),
                 previous_key_file: previous.map(|p| write("previous", p)),
@@ -242,6 +255,33 @@ mod every_revision {
                 ..Cluster::default()
             });
             Sealer::new(&keys.unwrap().unwrap())
+        }
+
+        fn private_file(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+            use std::os::unix::fs::PermissionsExt;
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            path
+        }
+
+        /// A key file group or others can read is refused at start, naming it: its reader
+        /// could forge any session.
+        #[test]
+        fn a_key_file_others_can_read_is_refused() {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = tempfile::tempdir().unwrap();
+            let path = private_file(dir.path(), "key", &keygen().unwrap());
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+            let config = Cluster {
+                key_file: Some(path.clone()),
+                ..Cluster::default()
+            };
+            let refused = ClusterKeys::from_config(&config).unwrap_err();
+            assert!(refused.contains("mode 640"), "{refused}");
+            assert!(refused.contains(&path.display().to_string()), "{refused}");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            assert!(ClusterKeys::from_config(&config).is_ok());
         }
 
         #[test]
@@ -280,11 +320,7 @@ mod every_revision {
             let id = sealer(dir.path(), &old, None).seal(&bulky).unwrap();
             assert!(id.len() < 1024, "{}", id.len());
             assert!(ClusterKeys::from_config(&Cluster {
-                key_file: Some({
-                    let p = dir.path().join("short");
-                    std::fs::write(&p, "abcd").unwrap();
-                    p
-                }),
+                key_file: Some(private_file(dir.path(), "short", "abcd")),
                 ..Cluster::default()
             })
             .is_err());

@@ -13,6 +13,8 @@ pub fn keygen(dir: &Path, name: &str) -> PathBuf {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim().len(), 64);
     let path = dir.join(name);
     std::fs::write(&path, &out.stdout).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path
 }
 
