@@ -646,6 +646,14 @@ impl Config {
             if name == BUILTIN_SERVER {
                 return fail(format!("the name {BUILTIN_SERVER:?} is reserved for the built-in server; choose another"));
             }
+            // `__` separates a prefix from a tool's own name: `a__b`'s `c` and `a`'s `b__c`
+            // would both be exposed as `a__b__c`.
+            if server.prefix(name).contains("__") {
+                return fail(format!(
+                    "{:?} holds `__`, which separates the prefix from the tool's own name; use another name or `prefix`",
+                    server.prefix(name)
+                ));
+            }
             match (&server.command, &server.url) {
                 (Some(_), Some(_)) => {
                     return fail("give either `command` or `url`, not both".into())
@@ -1028,6 +1036,19 @@ headers = { Authorization = "Bearer x" }
         #[test]
         fn the_builtin_name_is_reserved() {
             assert!(Config::parse("[servers.mcpx]\ncommand = \"a\"\n").is_err());
+        }
+
+        /// `__` is the prefix's separator: a server name or prefix that holds it is refused.
+        #[test]
+        fn a_server_name_or_prefix_with_the_separator_is_refused() {
+            for text in [
+                "[servers.a__b]\ncommand = \"x\"\n",
+                "[servers.a]\ncommand = \"x\"\nprefix = \"p__q\"\n",
+            ] {
+                let (_, message) = Config::parse(text).unwrap_err();
+                assert!(message.contains("`__`"), "{message}");
+            }
+            assert!(Config::parse("[servers.a__b]\ncommand = \"x\"\nprefix = \"ab\"\n").is_ok());
         }
     }
 }

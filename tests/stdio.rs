@@ -494,20 +494,38 @@ mod every_revision {
             );
         }
 
+        /// Two servers exposing one name: mcpx serves on, the first server keeps the name, the
+        /// other's tool is left out, and an ERROR names both (one policy at start, at run time
+        /// and at reload; the rule itself is the catalog's unit test).
         #[test]
-        fn a_name_collision_stops_mcpx_naming_both_servers() {
+        fn a_name_collision_keeps_the_first_server_and_logs_both() {
             let config = format!("[servers.a]\ncommand = {0:?}\nprefix = \"\"\n[servers.b]\ncommand = {0:?}\nprefix = \"\"\n", fixture_bin());
             let mut mcpx = Serve::start(&config);
-            let status = mcpx
-                .wait(PATIENCE)
-                .expect("mcpx kept running despite a collision");
-            assert!(!status.success());
-            // (Attached, the daemon says it: it may come just after the editor's mcpx ends.)
+            mcpx.initialize("2025-11-25");
+            let listed = mcpx.call(1, "tools/list", json!({}));
+            let names: Vec<&str> = listed["result"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{listed}"))
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            assert_eq!(
+                names.iter().filter(|n| **n == "echo").count(),
+                1,
+                "{names:?}"
+            );
+            let echoed = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "one"}}),
+            );
+            assert_eq!(echoed["result"]["content"][0]["text"], "one", "{echoed}");
             let names_both = || {
-                let log = mcpx.stderr();
-                log.contains("\"a\"") && log.contains("\"b\"")
+                mcpx.stderr()
+                    .contains("\"a\" keeps it, \"b\"'s is not served")
             };
             assert!(eventually(names_both), "{}", mcpx.stderr());
+            assert!(mcpx.stderr().contains("ERROR"), "{}", mcpx.stderr());
         }
 
         #[test]

@@ -328,8 +328,8 @@ enum Console {
 }
 
 /// Runs a front door while the upstreams start beside it (requests for the catalog wait for
-/// them), with the admin socket at `admin` open for consoles. A start-up failure (a name
-/// collision) ends it with that error.
+/// them), with the admin socket at `admin` open for consoles. A start-up failure (an audit
+/// log that cannot be opened) ends it with that error.
 async fn front_door(
     gateway: &Arc<Gateway>,
     admin: PathBuf,

@@ -85,34 +85,57 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Merges the sources in order. Two items exposed under one name is an error naming both
-    /// servers: silently shadowing a tool would route calls to the wrong server.
-    pub fn build(sources: &[Source<'_>]) -> Result<Catalog, String> {
+    /// Merges the sources in order. Two servers exposing one name never share it (a call would
+    /// go to the wrong server): the name's first owner keeps it (its owner in `previous`, the
+    /// catalog being replaced, else the server first in order), and the newcomer's item is left
+    /// out; each such collision is returned, naming both, for the caller to report.
+    pub fn build(sources: &[Source<'_>], previous: &Catalog) -> (Catalog, Vec<Collision>) {
         let mut catalog = Catalog::default();
-        let mut tool_servers = HashMap::new();
-        let mut prompt_servers = HashMap::new();
-        for source in sources {
-            for tool in source
-                .listing
-                .tools
-                .iter()
-                .filter(|t| has_name(t, source, "tool"))
-            {
-                // HTTP clients must drop a tool whose header annotations are invalid, and mcpx is
-                // such a client of its upstreams; the catalog is one for every transport.
-                let header_params = match mcpheaders::header_params(&tool["inputSchema"]) {
-                    Ok(params) => params,
-                    Err(why) => {
-                        tracing::warn!(server = source.server, tool = %tool["name"], "dropped a tool: {why}");
-                        continue;
-                    }
-                };
+        let mut collisions = Vec::new();
+        // What each source can serve, found once (what is left out is logged once).
+        let tools: Vec<Vec<&Value>> = sources
+            .iter()
+            .map(|s| {
+                s.listing
+                    .tools
+                    .iter()
+                    .filter(|t| is_served_tool(t, s))
+                    .collect()
+            })
+            .collect();
+        let prompts: Vec<Vec<&Value>> = sources
+            .iter()
+            .map(|s| {
+                s.listing
+                    .prompts
+                    .iter()
+                    .filter(|p| has_name(p, s, "prompt"))
+                    .collect()
+            })
+            .collect();
+        let claims = |items: &[Vec<&Value>]| -> Vec<(usize, String)> {
+            let named = items.iter().enumerate().flat_map(|(i, listed)| {
+                listed
+                    .iter()
+                    .map(move |item| (i, exposed_name(item, &sources[i])))
+            });
+            named.collect()
+        };
+        let tool_keepers = keepers(sources, claims(&tools), &previous.tool_routes);
+        let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
+        for (index, source) in sources.iter().enumerate() {
+            for tool in tools[index].iter().copied() {
                 let own_name = tool["name"].as_str().unwrap_or_default();
                 let overridden = source.overrides.and_then(|o| o.get(own_name));
-                if overridden.is_some_and(|o| o.disabled) {
+                let exposed_name = exposed_name(tool, source);
+                if let Some(collision) = lost(&tool_keepers, &exposed_name, source, "tool") {
+                    collisions.push(collision);
                     continue;
                 }
-                let mut exposed = rename(tool, source, overridden, &mut tool_servers, "tool")?;
+                // Checked by `is_served_tool`: header annotations mcpx's HTTP clients accept.
+                let header_params =
+                    mcpheaders::header_params(&tool["inputSchema"]).unwrap_or_default();
+                let mut exposed = rename(tool, source, exposed_name);
                 if let Some(changes) = overridden {
                     apply(changes, &mut exposed.2);
                 }
@@ -122,13 +145,13 @@ impl Catalog {
                 catalog.tool_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.tools.push(exposed.2);
             }
-            for prompt in source
-                .listing
-                .prompts
-                .iter()
-                .filter(|p| has_name(p, source, "prompt"))
-            {
-                let exposed = rename(prompt, source, None, &mut prompt_servers, "prompt")?;
+            for prompt in prompts[index].iter().copied() {
+                let exposed_name = exposed_name(prompt, source);
+                if let Some(collision) = lost(&prompt_keepers, &exposed_name, source, "prompt") {
+                    collisions.push(collision);
+                    continue;
+                }
+                let exposed = rename(prompt, source, exposed_name);
                 catalog.prompt_routes.insert(exposed.0.clone(), exposed.1);
                 catalog.prompts.push(exposed.2);
             }
@@ -150,7 +173,7 @@ impl Catalog {
                 }
             }
         }
-        Ok(catalog)
+        (catalog, collisions)
     }
 
     /// The kinds of list in which `other` differs from this catalog as its clients see it: what
@@ -351,34 +374,123 @@ fn has_name(item: &Value, source: &Source<'_>, what: &str) -> bool {
     named
 }
 
-/// Renames one tool or prompt (to its override's name, if it has one); returns (exposed name,
-/// route, exposed definition).
-fn rename(
-    item: &Value,
-    source: &Source<'_>,
-    overridden: Option<&ToolOverride>,
-    seen: &mut HashMap<String, String>,
-    what: &str,
-) -> Result<(String, Route, Value), String> {
+/// Two servers that expose one name: `kept` serves it, `dropped`'s item is left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collision {
+    /// "tool" or "prompt".
+    pub what: &'static str,
+    /// The exposed name.
+    pub name: String,
+    /// The server that keeps it.
+    pub kept: String,
+    /// The server whose item is left out.
+    pub dropped: String,
+}
+
+impl std::fmt::Display for Collision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} name {:?} is exposed by both server {:?} and server {:?}: {:?} keeps it, {:?}'s is not served; give one of them a different `prefix`",
+            self.what, self.name, self.kept, self.dropped, self.kept, self.dropped
+        )
+    }
+}
+
+/// Whether a listed tool can be served: it has a name, is not disabled by an override, and its
+/// header annotations are valid (HTTP clients must drop one whose are not, and mcpx is such a
+/// client of its upstreams; the catalog is one for every transport).
+fn is_served_tool(tool: &Value, source: &Source<'_>) -> bool {
+    if !has_name(tool, source, "tool") {
+        return false;
+    }
+    let own_name = tool["name"].as_str().unwrap_or_default();
+    if source
+        .overrides
+        .and_then(|o| o.get(own_name))
+        .is_some_and(|o| o.disabled)
+    {
+        return false;
+    }
+    match mcpheaders::header_params(&tool["inputSchema"]) {
+        Ok(_) => true,
+        Err(why) => {
+            tracing::warn!(server = source.server, tool = %tool["name"], "dropped a tool: {why}");
+            false
+        }
+    }
+}
+
+/// The name an item is exposed under: its override's name, if it has one, after the prefix.
+fn exposed_name(item: &Value, source: &Source<'_>) -> String {
     let name = item
         .member("name")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let overridden = source.overrides.and_then(|o| o.get(name));
     let shown = overridden.and_then(|o| o.name.as_deref()).unwrap_or(name);
-    let exposed = naming::exposed(source.prefix, shown);
-    if let Some(other) = seen.insert(exposed.clone(), source.server.to_owned()) {
-        return Err(format!(
-            "{what} name {exposed:?} is exposed by both server {other:?} and server {:?}; give one of them a different `prefix`",
-            source.server
-        ));
+    naming::exposed(source.prefix, shown)
+}
+
+/// Which server keeps each exposed name that several sources claim (`claims`: a source's
+/// index and a name it exposes): the one `previous` routed it to, if it still claims it, else
+/// the first in order.
+fn keepers<'s>(
+    sources: &'s [Source<'s>],
+    claims: Vec<(usize, String)>,
+    previous: &HashMap<String, Route>,
+) -> HashMap<String, (Owner, &'s str)> {
+    let mut claimants: HashMap<String, Vec<(Owner, &'s str)>> = HashMap::new();
+    for (index, name) in claims {
+        let source = &sources[index];
+        let listed = claimants.entry(name).or_default();
+        if !listed.iter().any(|(owner, _)| *owner == source.owner) {
+            listed.push((source.owner, source.server));
+        }
     }
+    claimants
+        .into_iter()
+        .filter(|(_, listed)| listed.len() > 1)
+        .map(|(name, listed)| {
+            let earlier = previous.get(&name).map(|route| route.owner);
+            let keeper = listed
+                .iter()
+                .find(|(owner, _)| Some(*owner) == earlier)
+                .unwrap_or(&listed[0]);
+            (name, *keeper)
+        })
+        .collect()
+}
+
+/// The collision that leaves `source`'s item named `exposed` out, if another server keeps it.
+fn lost(
+    keepers: &HashMap<String, (Owner, &str)>,
+    exposed: &str,
+    source: &Source<'_>,
+    what: &'static str,
+) -> Option<Collision> {
+    let (owner, server) = keepers.get(exposed)?;
+    (*owner != source.owner).then(|| Collision {
+        what,
+        name: exposed.to_owned(),
+        kept: (*server).to_owned(),
+        dropped: source.server.to_owned(),
+    })
+}
+
+/// One tool or prompt exposed under `exposed`: (exposed name, route, exposed definition).
+fn rename(item: &Value, source: &Source<'_>, exposed: String) -> (String, Route, Value) {
+    let name = item
+        .member("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut definition = item.clone();
     definition["name"] = json!(exposed);
     let route = Route {
         owner: source.owner,
         name: name.to_owned(),
     };
-    Ok((exposed, route, definition))
+    (exposed, route, definition)
 }
 
 /// A tool override's description, title and annotation hints, written over the tool's own.
@@ -469,14 +581,17 @@ mod every_revision {
             odd.tools
                 .extend([json!("x"), json!(5), json!(null), json!({"name": 1})]);
             odd.prompts.extend([json!([]), json!({"name": "p"})]);
-            let catalog = Catalog::build(&[Source {
-                server: "a",
-                prefix: "a",
-                owner: Owner::Upstream(0),
-                listing: &odd,
-                overrides: None,
-            }])
-            .unwrap();
+            let catalog = Catalog::build(
+                &[Source {
+                    server: "a",
+                    prefix: "a",
+                    owner: Owner::Upstream(0),
+                    listing: &odd,
+                    overrides: None,
+                }],
+                &Catalog::default(),
+            )
+            .0;
             let tools = catalog.page("tools/list", None).unwrap();
             assert_eq!(tools["tools"].as_array().unwrap().len(), 1);
             assert!(catalog.prompt("a__p").is_some());
@@ -485,14 +600,17 @@ mod every_revision {
         #[test]
         fn tools_route_back_to_their_server_with_schemas_verbatim() {
             let a = listing(&["echo"]);
-            let catalog = Catalog::build(&[Source {
-                server: "a",
-                prefix: "a",
-                owner: Owner::Upstream(0),
-                listing: &a,
-                overrides: None,
-            }])
-            .unwrap();
+            let catalog = Catalog::build(
+                &[Source {
+                    server: "a",
+                    prefix: "a",
+                    owner: Owner::Upstream(0),
+                    listing: &a,
+                    overrides: None,
+                }],
+                &Catalog::default(),
+            )
+            .0;
             let route = catalog.tool("a__echo").unwrap();
             assert_eq!(
                 (route.owner, route.name.as_str()),
@@ -508,27 +626,36 @@ mod every_revision {
             );
         }
 
+        /// A name two servers expose stays with its first owner: the first in order at start,
+        /// and afterwards whoever had it, even when the newcomer comes first in order. The
+        /// newcomer's item is left out and the collision names both.
         #[test]
-        fn a_collision_is_an_error_naming_both_servers() {
-            let (a, b) = (listing(&["echo"]), listing(&["echo"]));
-            let err = Catalog::build(&[
-                Source {
-                    server: "a",
-                    prefix: "",
-                    owner: Owner::Upstream(0),
-                    listing: &a,
-                    overrides: None,
-                },
-                Source {
-                    server: "b",
-                    prefix: "",
-                    owner: Owner::Upstream(1),
-                    listing: &b,
-                    overrides: None,
-                },
-            ])
-            .unwrap_err();
-            assert!(err.contains("\"a\"") && err.contains("\"b\""), "{err}");
+        fn a_collision_keeps_the_first_owner_and_names_both_servers() {
+            let (a, b) = (listing(&["echo", "a_only"]), listing(&["echo"]));
+            let source = |server, owner, listing| Source {
+                server,
+                prefix: "",
+                owner: Owner::Upstream(owner),
+                listing,
+                overrides: None,
+            };
+            let (first, collisions) = Catalog::build(
+                &[source("a", 0, &a), source("b", 1, &b)],
+                &Catalog::default(),
+            );
+            assert_eq!(first.tool("echo").unwrap().owner, Owner::Upstream(0));
+            assert!(first.tool("a_only").is_some());
+            assert_eq!(collisions.len(), 1);
+            let said = collisions[0].to_string();
+            assert!(
+                said.contains("\"a\" keeps it") && said.contains("\"b\""),
+                "{said}"
+            );
+            // b comes first in order now, but a had the name: a keeps it.
+            let (after, collisions) =
+                Catalog::build(&[source("b", 1, &b), source("a", 0, &a)], &first);
+            assert_eq!(after.tool("echo").unwrap().owner, Owner::Upstream(0));
+            assert_eq!(collisions[0].dropped, "b");
         }
 
         #[test]
@@ -536,14 +663,17 @@ mod every_revision {
             let names: Vec<String> = (0..PAGE_SIZE + 5).map(|i| format!("t{i:03}")).collect();
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let l = listing(&refs);
-            let catalog = Catalog::build(&[Source {
-                server: "s",
-                prefix: "s",
-                owner: Owner::Upstream(0),
-                listing: &l,
-                overrides: None,
-            }])
-            .unwrap();
+            let catalog = Catalog::build(
+                &[Source {
+                    server: "s",
+                    prefix: "s",
+                    owner: Owner::Upstream(0),
+                    listing: &l,
+                    overrides: None,
+                }],
+                &Catalog::default(),
+            )
+            .0;
             let first = catalog.page("tools/list", None).unwrap();
             assert_eq!(first["tools"].as_array().unwrap().len(), PAGE_SIZE);
             let second = catalog

@@ -62,12 +62,11 @@ impl Gateway {
             return Ok(());
         }
         tracing::info!(server = %upstream.name, "lazy: started for a request");
-        let previous = lock(&upstream.listing).clone();
         // Boxed: a start is a large future, and every request that may wake a server (a listen
         // stream among them, which holds its task for long) would otherwise carry its size.
         let started = Box::pin(self.start_upstream(&upstream)).await;
         // What it lists now replaces what the cache said; clients hear of any difference.
-        self.publish_catalog(&upstream, previous);
+        self.publish_catalog();
         match started {
             true => Ok(()),
             false => Err(Failure::Refused(format!(

@@ -73,6 +73,9 @@ pub struct Gateway {
     views: RwLock<Arc<Views>>,
     /// `[profiles]`, which make the views.
     profiles: Profiles,
+    /// The names two servers expose, as the last catalog built left them: logged when they
+    /// first appear, not at every rebuild.
+    collisions: Mutex<Vec<catalog::Collision>>,
     ready: OnceCell<()>,
     clients: Mutex<HashMap<u64, Arc<Client>>>,
     /// Clients holding each resource subscription, by URI. The URIs are the clients' own, so
@@ -131,6 +134,7 @@ impl Gateway {
             upstreams: upstreams::Upstreams::from_config(config),
             views: RwLock::default(),
             profiles: Profiles::new(&config.profiles),
+            collisions: Mutex::default(),
             ready: OnceCell::new(),
             clients: Mutex::default(),
             upstream_subscriptions: Mutex::default(),

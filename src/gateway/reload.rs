@@ -44,12 +44,8 @@ impl Gateway {
             }
         }
         self.start_all(arriving.clone()).await;
-        match self.build_catalog() {
-            Ok(catalog) => self.install(catalog),
-            Err(reason) => {
-                tracing::error!("after the reload: {reason}; the colliding names are not served")
-            }
-        }
+        let (catalog, collisions) = self.build_catalog();
+        self.install(catalog);
         self.registry.notify_changed();
         let names = |list: &[Arc<Upstream>]| {
             list.iter()
@@ -57,12 +53,15 @@ impl Gateway {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let message = format!(
+        let mut message = format!(
             "reloaded: started [{}], stopped [{}], unchanged [{}]",
             names(&arriving),
             names(&leaving),
             names(&keep)
         );
+        for collision in &collisions {
+            message.push_str(&format!("\n{collision}"));
+        }
         tracing::info!("{message}");
         Ok(message)
     }

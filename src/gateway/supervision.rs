@@ -9,7 +9,7 @@ use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER
 use crate::json::Member;
 use crate::metrics;
 use crate::protocol::Era;
-use crate::sync::{lock, write};
+use crate::sync::{lock, read, write};
 use crate::upstream::auth::store::Store;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::SseUpstream;
@@ -24,14 +24,14 @@ use std::time::{Duration, Instant};
 
 impl Gateway {
     /// Starts every upstream concurrently and builds the merged catalog. A server that fails is
-    /// logged, reported and revived by supervision while the others serve; only a name
-    /// collision stops mcpx, because it would route calls to the wrong server.
+    /// logged, reported and revived by supervision while the others serve; a name two servers
+    /// expose is served by the first ([`Gateway::build_catalog`]).
     pub async fn start(self: &Arc<Self>) -> Result<(), String> {
         self.open_audit()?;
         let (events_tx, events_rx) = async_channel::unbounded();
         let _ = self.events.set(events_tx);
         self.start_all(self.upstreams.all()).await;
-        let catalog = self.build_catalog()?;
+        let (catalog, _) = self.build_catalog();
         *write(&self.views) = self.views_of(catalog);
         let _ = self.ready.set(()).await;
         let gateway = Arc::clone(self);
@@ -174,7 +174,12 @@ impl Gateway {
         })
     }
 
-    pub(super) fn build_catalog(&self) -> Result<Catalog, String> {
+    /// The merged catalog of the built-in server and every upstream's listing. A name two
+    /// servers expose stays with the server that had it (the first in order, at start), and
+    /// the newcomer's item is left out; each collision is logged as an error naming both when
+    /// it first appears, and returned, for `mcpx reload` to report. The same rule holds at
+    /// start, when an upstream's list changes, and at reload.
+    pub(super) fn build_catalog(&self) -> (Catalog, Vec<catalog::Collision>) {
         let builtin = super::builtin::listing();
         let upstreams = self.upstreams.all();
         let listings: Vec<Listing> = upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
@@ -197,7 +202,14 @@ impl Gateway {
                     overrides: Some(&u.config.tools),
                 }),
         );
-        Catalog::build(&sources)
+        let previous = read(&self.views).get(ViewId::EVERYTHING);
+        let (catalog, collisions) = Catalog::build(&sources, &previous);
+        let mut known = lock(&self.collisions);
+        for collision in collisions.iter().filter(|c| !known.contains(c)) {
+            tracing::error!("{collision}");
+        }
+        known.clone_from(&collisions);
+        (catalog, collisions)
     }
 
     /// Acts on what upstreams report, for as long as any upstream may report anything.
@@ -277,23 +289,18 @@ impl Gateway {
         if let Err(reason) = listed {
             return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}");
         }
-        let previous = std::mem::replace(&mut *lock(&upstream.listing), fresh);
+        *lock(&upstream.listing) = fresh;
         self.remember_listing(upstream);
-        self.publish_catalog(upstream, previous);
+        self.publish_catalog();
     }
 
-    /// Rebuilds the catalog after `upstream`'s listing changed, and tells each client what
-    /// changed in its own view. A change that would collide with another server's names is
-    /// refused (logged) and the old listing kept.
-    pub(super) fn publish_catalog(&self, upstream: &Upstream, previous: Listing) {
+    /// Rebuilds the catalog after an upstream's listing changed, and tells each client what
+    /// changed in its own view. A name the change would take from another server stays that
+    /// server's ([`Gateway::build_catalog`]).
+    pub(super) fn publish_catalog(&self) {
         self.registry.notify_changed();
-        match self.build_catalog() {
-            Ok(catalog) => self.install(catalog),
-            Err(reason) => {
-                tracing::error!(server = %upstream.name, "ignored a catalog change: {reason}");
-                *lock(&upstream.listing) = previous;
-            }
-        }
+        let (catalog, _) = self.build_catalog();
+        self.install(catalog);
     }
 
     /// The catalog as each view sees it.
@@ -338,18 +345,17 @@ impl Gateway {
                     let withdrawn = std::mem::take(&mut *lock(&upstream.listing));
                     if withdrawn != Listing::default() {
                         tracing::warn!(server = %upstream.name, "crash loop: its tools are withdrawn until it stays up");
-                        self.publish_catalog(&upstream, withdrawn);
+                        self.publish_catalog();
                     }
                 }
                 self.registry.notify_changed();
                 if upstream.removed_within(delay).await {
                     return;
                 }
-                let previous = lock(&upstream.listing).clone();
                 upstream.restarts.fetch_add(1, Ordering::Relaxed);
                 metrics::upstream_restarted(&upstream.name);
                 if self.start_upstream(&upstream).await {
-                    self.publish_catalog(&upstream, previous);
+                    self.publish_catalog();
                     return;
                 }
             }
@@ -370,11 +376,10 @@ impl Gateway {
         if let Some(old) = old {
             old.shutdown(STOP_GRACE).await;
         }
-        let previous = lock(&upstream.listing).clone();
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
         metrics::upstream_restarted(&upstream.name);
         self.start_upstream(&upstream).await;
-        self.publish_catalog(&upstream, previous);
+        self.publish_catalog();
         Ok(format!(
             "{name} restarted: {}",
             lock(&upstream.state).describe()
