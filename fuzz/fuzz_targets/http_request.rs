@@ -28,6 +28,7 @@ fn daemon() -> SocketAddr {
                 let options = HttpOptions {
                     address,
                     allowed_origins: Vec::new(),
+                    allowed_hosts: Vec::new(),
                     sse_keep_alive: Duration::from_millis(100),
                     max_message_bytes: 64 * 1024,
                     grace: Duration::from_millis(100),
