@@ -70,19 +70,23 @@ pub fn check_private(dir: &Path) -> std::io::Result<()> {
 
 /// Whether the peer on `stream` runs as the same user as this process.
 pub fn same_user(stream: &impl std::os::fd::AsFd) -> bool {
-    match rustix::net::sockopt::socket_peercred(stream) {
-        Ok(peer) => peer.uid == rustix::process::geteuid(),
-        Err(_) => false,
-    }
+    peer_uid(stream) == Some(rustix::process::geteuid().as_raw())
+}
+
+/// The uid of the process on the other end of `stream`, as the kernel saw it connect or listen.
+fn peer_uid(stream: &impl std::os::fd::AsFd) -> Option<u32> {
+    rustix::net::sockopt::socket_peercred(stream)
+        .ok()
+        .map(|peer| peer.uid.as_raw())
 }
 
 /// Connects to the socket at `path`, refusing (before a byte is sent) one whose server runs as
 /// another user.
 pub fn connect(path: &Path) -> std::io::Result<std::os::unix::net::UnixStream> {
     let stream = std::os::unix::net::UnixStream::connect(path)?;
-    if !same_user(&stream) {
-        let owner = rustix::net::sockopt::socket_peercred(&stream)
-            .map_or("unknown".into(), |peer| peer.uid.as_raw().to_string());
+    let owner = peer_uid(&stream);
+    if owner != Some(rustix::process::geteuid().as_raw()) {
+        let owner = owner.map_or("unknown".into(), |uid| uid.to_string());
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             format!(

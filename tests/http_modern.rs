@@ -925,6 +925,11 @@ mod every_revision {
     pub mod http {
         use super::super::*;
 
+        /// A GET of `path` naming `host`, as raw bytes, `Connection: close`.
+        fn raw_get(path: &str, host: &str) -> Vec<u8> {
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").into_bytes()
+        }
+
         /// A tools/list as raw bytes, `Connection: close`, with `extra` header lines.
         fn raw_tools_list(d: &Daemon, extra: &str) -> Vec<u8> {
             let (headers, body) = modern_request(1, "tools/list", json!({}));
@@ -959,21 +964,9 @@ mod every_revision {
                 assert_eq!(body["error"]["code"], -32600, "{body}");
                 assert!(body.get("result").is_none(), "{body}");
             }
-            let metrics = d.raw_as_nobody(
-                format!(
-                    "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-                    d.addr
-                )
-                .as_bytes(),
-            );
+            let metrics = d.raw_as_nobody(&raw_get("/metrics", &d.addr.to_string()));
             assert_eq!(metrics.status, 403);
-            let health = d.raw_as_nobody(
-                format!(
-                    "GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-                    d.addr
-                )
-                .as_bytes(),
-            );
+            let health = d.raw_as_nobody(&raw_get("/healthz", &d.addr.to_string()));
             assert_eq!(health.status, 200);
             assert!(
                 health.json().get("upstreams").is_none(),
@@ -1025,20 +1018,11 @@ mod every_revision {
                 "",
             );
             for path in ["/metrics", "/healthz", "/mcp"] {
-                let rebound = d.raw(
-                    format!(
-                        "GET {path} HTTP/1.1\r\nHost: evil.example:{}\r\nConnection: close\r\n\r\n",
-                        d.addr.port()
-                    )
-                    .as_bytes(),
-                );
+                let rebound = d.raw(&raw_get(path, &format!("evil.example:{}", d.addr.port())));
                 assert_eq!(rebound.status, 421, "{path}");
             }
             for host in ["localhost", "mcp.internal:7777", &d.addr.to_string()] {
-                let served = d.raw(
-                    format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-                        .as_bytes(),
-                );
+                let served = d.raw(&raw_get("/healthz", host));
                 assert_eq!(served.status, 200, "{host}");
             }
             let rebound_post = String::from_utf8(raw_tools_list(&d, ""))

@@ -100,19 +100,20 @@ fn kill_the_tree() {
 
 /// The live processes (zombies left out) in `me`'s group or whose parent is `me`, but for `me`.
 fn tree_of(me: Pid) -> Vec<Pid> {
+    let me = me.as_raw_nonzero().get();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me.as_raw_nonzero().get())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let (state, parent, group) = parse_stat(&stat)?;
-            let ours = parent == me.as_raw_nonzero().get() || group == me.as_raw_nonzero().get();
-            (ours && state != 'Z').then(|| Pid::from_raw(pid)).flatten()
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            parse_stat(&stat)
+                .is_some_and(|(state, parent, group)| (parent == me || group == me) && state != 'Z')
         })
+        .filter_map(Pid::from_raw)
         .collect()
 }
 

@@ -47,15 +47,16 @@ impl OriginPolicy {
         let Ok(host) = std::str::from_utf8(host) else {
             return false;
         };
-        let name = split_authority(host.trim()).0.to_ascii_lowercase();
+        // Every request passes here: compared without copying the header.
+        let name = split_authority(host.trim()).0;
         let ip = name
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse::<IpAddr>()
             .ok();
-        name == "localhost"
+        name.eq_ignore_ascii_case("localhost")
             || ip.is_some_and(|ip| ip.is_loopback() || ip == self.daemon.ip())
-            || named.contains(&name)
+            || named.iter().any(|n| n.eq_ignore_ascii_case(name))
     }
 
     /// Whether a request with this `Origin` (or none) may proceed. No `Origin` is every
