@@ -21,7 +21,7 @@ use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, SyncSender};
 use std::time::{Duration, Instant};
 
 /// How long the daemon may take to answer the handshake.
@@ -86,11 +86,14 @@ enum Event {
     DaemonGone(u64),
 }
 
+/// How many lines the shim holds between its readers and its writer.
+const EVENTS: usize = 16;
+
 /// A session carried to the daemon on `socket` for the process `who` says.
 pub struct Shim {
     socket: PathBuf,
     who: Attach,
-    events: Sender<Event>,
+    events: SyncSender<Event>,
     stream: UnixStream,
     generation: u64,
     /// The editor's requests the daemon has not answered.
@@ -107,7 +110,9 @@ pub struct Shim {
 impl Shim {
     /// Carries the session on `stream` until the editor is done and the daemon has answered.
     pub fn carry(socket: &Path, who: Attach, stream: UnixStream) -> Result<(), String> {
-        let (events, inbox) = mpsc::channel();
+        // Bounded: when the editor stops reading, the threads stop reading too, and the daemon
+        // (which bounds its own queue) is what decides, not the shim's memory.
+        let (events, inbox) = mpsc::sync_channel(EVENTS);
         let editor = events.clone();
         std::thread::spawn(move || {
             let stdin = std::io::stdin();

@@ -28,6 +28,7 @@ pub mod limit;
 pub mod lines;
 pub mod mcpheaders;
 pub mod metrics;
+pub mod outbox;
 pub mod peer_user;
 pub mod private_socket;
 pub mod protocol;

@@ -333,6 +333,297 @@ mod every_revision {
         }
     }
 
+    /// What a client that stops reading, or an upstream that asks without waiting, cannot do:
+    /// grow mcpx.
+    pub mod backpressure {
+        use super::super::*;
+        use std::io::{BufRead, BufReader};
+        use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+        /// How much mcpx may grow in these tests: far less than what the floods would cost if
+        /// they were held.
+        const GROWTH: u64 = 48 << 20;
+
+        /// How many progress reports and log messages the upstream sends: held, they would be
+        /// well over [`GROWTH`].
+        const CHATTER: u64 = 60_000;
+
+        /// A `mcpx serve` whose stdout the test does not read until it says so.
+        struct Unread {
+            child: Child,
+            stdin: ChildStdin,
+            stdout: Option<ChildStdout>,
+            log: Log,
+            _config: tempfile::NamedTempFile,
+        }
+
+        impl Unread {
+            fn start(config: &str, options: &[&str]) -> Unread {
+                let mut file = tempfile::NamedTempFile::new().unwrap();
+                file.write_all(config.as_bytes()).unwrap();
+                let mut child = serve_command(file.path(), options).spawn().unwrap();
+                Unread {
+                    stdin: child.stdin.take().unwrap(),
+                    stdout: child.stdout.take(),
+                    log: Log::capture(child.stderr.take().unwrap(), |_| {}),
+                    child,
+                    _config: file,
+                }
+            }
+
+            fn send(&mut self, message: Value) {
+                writeln!(self.stdin, "{message}").unwrap();
+                self.stdin.flush().unwrap();
+            }
+
+            /// Starts reading: every line until the response `id`, which is the last.
+            fn read_until(&mut self, id: i64) -> Vec<Value> {
+                let stdout = BufReader::new(self.stdout.take().unwrap());
+                let mut seen = Vec::new();
+                for line in stdout.lines() {
+                    let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+                    let done = message["id"] == id && message.get("method").is_none();
+                    seen.push(message);
+                    if done {
+                        return seen;
+                    }
+                }
+                panic!(
+                    "stdout ended without response {id}; log:\n{}",
+                    self.log.text()
+                );
+            }
+        }
+
+        impl Drop for Unread {
+            fn drop(&mut self) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+
+        fn initialize(revision: &str) -> Value {
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": revision, "capabilities": {"roots": {}},
+                "clientInfo": {"name": "test", "version": "1"}}})
+        }
+
+        fn chatter(id: i64) -> Value {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "fixture__chatter", "arguments": {"count": CHATTER},
+                "_meta": {"progressToken": "p"}}})
+        }
+
+        /// The largest RSS of `pids` seen until `log` shows that the upstream finished chattering.
+        fn peak_while_chattering(pids: &[u32], log: impl Fn() -> String) -> Vec<u64> {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let mut peaks: Vec<u64> = pids.iter().map(|pid| rss(*pid)).collect();
+            while !log().contains(&format!("fixture: chattered {CHATTER}")) {
+                assert!(Instant::now() < deadline, "the upstream never finished");
+                for (peak, pid) in peaks.iter_mut().zip(pids) {
+                    *peak = (*peak).max(rss(*pid));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // What was read from the upstream by then is queued (or dropped) by now.
+            std::thread::sleep(Duration::from_millis(200));
+            for (peak, pid) in peaks.iter_mut().zip(pids) {
+                *peak = (*peak).max(rss(*pid));
+            }
+            peaks
+        }
+
+        /// What the client reads once it reads again: the answer, the newest progress before
+        /// it, and one warning counting the log messages it was not there for.
+        fn assert_caught_up(seen: &[Value], id: i64) {
+            let answer = seen.last().unwrap();
+            assert_eq!(answer["id"], id);
+            assert_eq!(
+                answer["result"]["content"][0]["text"],
+                format!("chattered {CHATTER}"),
+                "{answer}"
+            );
+            let last_progress = seen
+                .iter()
+                .rfind(|m| m["method"] == "notifications/progress")
+                .expect("no progress at all");
+            assert_eq!(
+                last_progress["params"]["progress"], CHATTER,
+                "{last_progress}"
+            );
+            let warning = seen
+                .iter()
+                .find(|m| m["method"] == "notifications/message" && m["params"]["logger"] == "mcpx")
+                .expect("no count of the dropped log messages");
+            assert!(
+                warning["params"]["data"]
+                    .as_str()
+                    .unwrap()
+                    .contains("log message(s) that this client was not reading fast enough"),
+                "{warning}"
+            );
+            assert!(
+                (seen.len() as u64) < CHATTER,
+                "{} messages: nothing was dropped",
+                seen.len()
+            );
+        }
+
+        /// An upstream that sends `roots/list` 50,000 times without waiting: past 16 open in
+        /// its call, each is refused at once (the upstream hears an error), the client is asked
+        /// the rest, and mcpx does not grow.
+        #[test]
+        fn an_upstream_asking_without_waiting_is_refused_past_sixteen_open_questions() {
+            let mut mcpx = Unread::start(&fixture_config(""), &[]);
+            mcpx.send(initialize("2025-11-25"));
+            let stdout = BufReader::new(mcpx.stdout.take().unwrap());
+            let mut lines = stdout.lines();
+            let _ = lines.next();
+            mcpx.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            let baseline = rss(mcpx.child.id());
+            let count = 50_000;
+            mcpx.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "fixture__pester", "arguments": {"count": count}}}));
+            let (mut asked, mut peak) = (0u64, baseline);
+            let answer = loop {
+                let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+                if message["method"] == "roots/list" {
+                    asked += 1;
+                    mcpx.send(
+                        json!({"jsonrpc": "2.0", "id": message["id"], "result": {"roots": []}}),
+                    );
+                    if asked % 256 == 0 {
+                        peak = peak.max(rss(mcpx.child.id()));
+                    }
+                } else if message["id"] == 1 {
+                    break message;
+                }
+            };
+            let said = answer["result"]["content"][0]["text"].as_str().unwrap();
+            let (answered, refused) = said
+                .split_once(" answered, ")
+                .map(|(a, r)| {
+                    (
+                        a.parse::<u64>().unwrap(),
+                        r.trim_end_matches(" refused").parse::<u64>().unwrap(),
+                    )
+                })
+                .unwrap_or_else(|| panic!("{answer}"));
+            assert_eq!(answered + refused, count, "{said}");
+            assert_eq!(answered, asked, "the client answered {asked}: {said}");
+            assert!(refused > 0, "nothing was refused: {said}");
+            assert!(
+                peak < baseline + GROWTH,
+                "mcpx grew from {baseline} to {peak} bytes"
+            );
+        }
+
+        /// `mcpx serve` whose client stops reading while the upstream floods progress and log
+        /// messages: mcpx stays flat, and what the client reads later is the newest progress,
+        /// a count of the dropped logs, and the answer.
+        #[test]
+        fn a_client_that_stops_reading_stdout_keeps_mcpx_flat_and_hears_the_latest_progress() {
+            let mut mcpx = Unread::start(&fixture_config(""), &[]);
+            mcpx.send(initialize("2025-11-25"));
+            mcpx.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            assert!(mcpx.log.shows("fixture: pid"), "{}", mcpx.log.text());
+            let baseline = rss(mcpx.child.id());
+            mcpx.send(chatter(1));
+            let peak = peak_while_chattering(&[mcpx.child.id()], || mcpx.log.text())[0];
+            assert!(
+                peak < baseline + GROWTH,
+                "mcpx grew from {baseline} to {peak} bytes"
+            );
+            let seen = mcpx.read_until(1);
+            assert_caught_up(&seen, 1);
+        }
+
+        /// The same through `mcpx serve --attach`: neither the shim nor the daemon grows.
+        #[test]
+        fn a_client_that_stops_reading_an_attached_shim_keeps_shim_and_daemon_flat() {
+            let daemon = Daemon::start(&fixture_config(""), "");
+            assert!(daemon.log_shows("fixture: pid"), "{}", daemon.stderr());
+            let door = daemon.local_socket();
+            assert!(eventually(|| std::os::unix::net::UnixStream::connect(
+                &door
+            )
+            .is_ok()));
+            let mut shim = serve_command(daemon.config_path(), &["--attach"])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stdin = shim.stdin.take().unwrap();
+            for message in [
+                initialize("2025-11-25"),
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            ] {
+                writeln!(stdin, "{message}").unwrap();
+            }
+            let mut stdout = BufReader::new(shim.stdout.take().unwrap());
+            let mut first = String::new();
+            stdout.read_line(&mut first).unwrap();
+            let before = [rss(shim.id()), rss(daemon.pid())];
+            writeln!(stdin, "{}", chatter(1)).unwrap();
+            let peaks = peak_while_chattering(&[shim.id(), daemon.pid()], || daemon.stderr());
+            for (name, (before, peak)) in ["the shim", "the daemon"]
+                .iter()
+                .zip(before.iter().zip(&peaks))
+            {
+                assert!(
+                    *peak < before + GROWTH,
+                    "{name} grew from {before} to {peak} bytes"
+                );
+            }
+            let mut seen = Vec::new();
+            for line in stdout.lines() {
+                let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+                let done = message["id"] == 1;
+                seen.push(message);
+                if done {
+                    break;
+                }
+            }
+            assert_caught_up(&seen, 1);
+            let _ = shim.kill();
+            let _ = shim.wait();
+        }
+
+        /// A legacy POST whose client stops reading its event stream: the daemon stays flat,
+        /// and the stream, read later, carries the newest progress, the count and the answer.
+        #[test]
+        fn a_client_that_stops_reading_a_post_stream_keeps_the_daemon_flat() {
+            let d = Daemon::start(&fixture_config(""), "");
+            let session = initialize_session(&d, "2025-11-25", json!({}));
+            assert!(d.log_shows("fixture: pid"), "{}", d.stderr());
+            let baseline = rss(d.pid());
+            let stream = d.send_post(
+                &[
+                    ("Accept", b"application/json, text/event-stream"),
+                    ("Content-Type", b"application/json"),
+                    ("Mcp-Session-Id", session.as_bytes()),
+                    ("MCP-Protocol-Version", b"2025-11-25"),
+                ],
+                chatter(1).to_string().as_bytes(),
+            );
+            let peak = peak_while_chattering(&[d.pid()], || d.stderr())[0];
+            assert!(
+                peak < baseline + GROWTH,
+                "the daemon grew from {baseline} to {peak} bytes"
+            );
+            let (mut events, head) = EventReader::open(stream);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            let mut seen = Vec::new();
+            while let Some(event) = events.next_event() {
+                let done = event["id"] == 1;
+                seen.push(event);
+                if done {
+                    break;
+                }
+            }
+            assert_caught_up(&seen, 1);
+        }
+    }
+
     pub mod reload {
         use super::super::*;
 

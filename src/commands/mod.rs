@@ -12,6 +12,7 @@ use crate::cli::{Cli, Command};
 use crate::config::Config;
 use crate::gateway::{Gateway, Owner, ViewId};
 use crate::json::Member;
+use crate::outbox;
 use crate::transport::http::{self, HttpOptions};
 use crate::transport::local::{self, Attach};
 use crate::transport::stdio::{self, StdioOptions};
@@ -550,7 +551,7 @@ async fn print_tools(gateway: &Gateway) {
 }
 
 async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Value, String> {
-    let (outbound, _) = async_channel::unbounded();
+    let outbound = outbox::Sender::nowhere();
     let client = gateway.open_client("cli", ViewId::EVERYTHING, outbound.clone());
     let request = crate::jsonrpc::Request {
         id: crate::jsonrpc::Id::Number(1),

@@ -7,6 +7,7 @@ use crate::jsonrpc::{
     ErrorObject, Id, Notification, Outbound, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND,
 };
 use crate::limit::{Held, Limit};
+use crate::outbox;
 use crate::protocol::envelope::SUBSCRIPTION_ID;
 use crate::protocol::{Era, Revision};
 use crate::registry::SessionKey;
@@ -26,7 +27,7 @@ pub struct Client {
     /// Which view of the catalog it sees (its door's profile).
     pub view: ViewId,
     /// Where notifications that belong to no request go (legacy `list_changed`, `updated`).
-    outbound: Sender<Outbound>,
+    outbound: outbox::Sender,
     /// Fired when the transport is ending; open listen streams then complete.
     pub closing: Cancel,
     /// Caps its requests in flight; `None` for the client that stands for every modern HTTP
@@ -60,7 +61,7 @@ pub struct Listen {
     /// Which resource URIs it wants `updated` for.
     pub resources: Vec<String>,
     /// The listen request's own notification channel.
-    pub tx: Sender<Outbound>,
+    pub tx: outbox::Sender,
     /// Counts what was sent on it (the registry shows it).
     pub sent: Arc<AtomicU64>,
 }
@@ -68,11 +69,7 @@ pub struct Listen {
 impl Listen {
     /// Sends a notification on this listen, tagged with its subscription id.
     fn send(&self, method: &str, params: Value) {
-        if self
-            .tx
-            .try_send(tagged(method, params, &self.id).into())
-            .is_ok()
-        {
+        if self.tx.try_send(tagged(method, params, &self.id)).is_ok() {
             self.sent.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -84,7 +81,7 @@ impl Client {
     pub fn new(
         session: SessionKey,
         view: ViewId,
-        outbound: Sender<Outbound>,
+        outbound: outbox::Sender,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
         Arc::new(Client {
@@ -148,7 +145,7 @@ impl Client {
         &self,
         method: &str,
         params: Value,
-        outbound: &Sender<Outbound>,
+        outbound: &outbox::Sender,
     ) -> Result<Value, ErrorObject> {
         let (tx, rx) = async_channel::bounded(1);
         let id = {
@@ -241,7 +238,7 @@ impl Client {
     /// Where its log messages go when they belong to a request (`tx`, the request's channel),
     /// or to the session (`None`): legacy clients only, since 2026-07-28 has no protocol
     /// logging.
-    pub fn log_sink(&self, tx: Option<&Sender<Outbound>>) -> Option<LogSink> {
+    pub fn log_sink(&self, tx: Option<&outbox::Sender>) -> Option<LogSink> {
         self.revision().filter(|r| r.era() == Era::Legacy)?;
         Some(LogSink {
             tx: tx.unwrap_or(&self.outbound).clone(),
@@ -256,7 +253,7 @@ impl Client {
         if state.revision.is_some() {
             let _ = self
                 .outbound
-                .try_send(Notification::new(kind.notification(), json!({})).into());
+                .try_send(Notification::new(kind.notification(), json!({})));
         }
         for listen in state.listens.iter().filter(|l| l.lists.contains(&kind)) {
             listen.send(kind.notification(), json!({}));
@@ -273,7 +270,7 @@ impl Client {
         if state.resource_subscriptions.iter().any(covers) {
             let updated =
                 Notification::new("notifications/resources/updated", json!({ "uri": uri }));
-            let _ = self.outbound.try_send(updated.into());
+            let _ = self.outbound.try_send(updated);
         }
         for listen in state
             .listens

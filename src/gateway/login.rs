@@ -13,7 +13,8 @@ use super::rounds::INPUT_METHODS;
 use super::upstreams::{Upstream, UpstreamState};
 use super::{Gateway, Owner, RequestContext};
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Notification, Outbound};
+use crate::jsonrpc::{ErrorObject, Notification};
+use crate::outbox;
 use crate::protocol::{Era, Revision};
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
@@ -34,7 +35,7 @@ pub(super) struct LoginFirst {
     owner: Owner,
     /// A legacy client's channel for this request: it is told when the login is complete
     /// (2026-07-28 has no such notification; its retry is the completion).
-    legacy: Option<Sender<Outbound>>,
+    legacy: Option<outbox::Sender>,
 }
 
 impl Gateway {
@@ -150,7 +151,7 @@ impl LoginFirst {
         if let Some(outbound) = &self.legacy {
             let done = json!({ "elicitationId": elicitation_id });
             let complete = Notification::new("notifications/elicitation/complete", done);
-            let _ = outbound.try_send(complete.into());
+            let _ = outbound.try_send(complete);
         }
         Ok(credential)
     }

@@ -34,8 +34,9 @@ pub use profile::ViewId;
 use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Outbound, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::limit::Limit;
+use crate::outbox;
 use crate::protocol::envelope;
 use crate::protocol::{shape, Era, Revision};
 use crate::registry::{Outcome, Registry, StreamGuard};
@@ -60,7 +61,7 @@ pub struct RequestContext {
     pub cancel: Cancel,
     /// Messages that belong to this request: progress, a listen stream's notifications, and
     /// requests carried to a legacy client on an upstream's behalf.
-    pub outbound: Sender<Outbound>,
+    pub outbound: outbox::Sender,
     /// Counts the progress notifications passed back (the registry shows it).
     pub progress_seen: Arc<AtomicU64>,
 }
@@ -222,7 +223,7 @@ impl Gateway {
         &self,
         transport: &'static str,
         view: ViewId,
-        outbound: Sender<Outbound>,
+        outbound: outbox::Sender,
     ) -> Arc<Client> {
         let cap = Limit::new("maxInFlightPerClient", self.max_in_flight_per_client);
         self.register_client(transport, view, outbound, Some(cap))
@@ -234,7 +235,7 @@ impl Gateway {
         &self,
         transport: &'static str,
         view: ViewId,
-        outbound: Sender<Outbound>,
+        outbound: outbox::Sender,
     ) -> Arc<Client> {
         self.register_client(transport, view, outbound, None)
     }
@@ -243,7 +244,7 @@ impl Gateway {
         &self,
         transport: &'static str,
         view: ViewId,
-        outbound: Sender<Outbound>,
+        outbound: outbox::Sender,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
         let session = self
@@ -325,7 +326,7 @@ impl Gateway {
         self: &Arc<Self>,
         client: &Arc<Client>,
         request: Request,
-        outbound: Sender<Outbound>,
+        outbound: outbox::Sender,
     ) -> (
         Cancel,
         impl Future<Output = Option<Response>> + Send + 'static,

@@ -12,9 +12,9 @@ use super::rounds::UpstreamCall;
 use super::{Client, RequestContext};
 use crate::audit::Questions;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Outbound, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use crate::outbox;
 use crate::upstream::asks::{self, Ask};
-use async_channel::Sender;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -83,7 +83,7 @@ async fn run_carrying_asks(
 async fn carry(
     client: Arc<Client>,
     ask: Ask,
-    outbound: Sender<Outbound>,
+    outbound: outbox::Sender,
     questions: Option<Questions>,
 ) {
     let started = std::time::Instant::now();

@@ -157,7 +157,7 @@ impl Gateway {
             json!({ "notifications": honoured }),
             &request.id,
         );
-        let _ = ctx.outbound.send(ack.into()).await;
+        let _ = ctx.outbound.send(ack).await;
         let filter = lists
             .iter()
             .map(|k| k.notification().to_owned())

@@ -6,11 +6,18 @@
 //! whatever follows it, and `initialize` settles what every later reply looks like. One writer
 //! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
 //! to answer, then are cancelled, and `serve` returns.
+//!
+//! What waits to be written is bounded ([`outbox::CAPACITY`] frames of each kind): a client that
+//! stops reading its output while its upstreams keep talking loses superseded progress and log
+//! messages first ([`outbox`]), and when an answer cannot be queued either, its connection ends
+//! (requests in flight are cancelled at once), rather than the process growing without end.
 
+use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Outbound, Request, Response, INVALID_REQUEST};
 use crate::lines::{self, Read};
 use crate::metrics::{self, Refusal};
+use crate::outbox;
 use async_channel::{Receiver, Sender};
 use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use smol::Task;
@@ -40,8 +47,10 @@ pub async fn serve(
     output: impl AsyncWrite + Unpin + Send + 'static,
     options: StdioOptions,
 ) {
-    let (outbound, outbound_rx) = async_channel::unbounded::<Outbound>();
-    let (frames, frames_rx) = async_channel::unbounded::<Written>();
+    let (outbound, outbound_rx) = outbox::bounded(outbox::CAPACITY);
+    let (frames, frames_rx) = async_channel::bounded::<Written>(outbox::CAPACITY);
+    // Fired when something for the client cannot be queued: it is not reading.
+    let stalled = outbound_rx.overflowed().clone();
     let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
     let client = gateway.open_client(options.label, options.view, outbound.clone());
     if let Some(pid) = options.editor_pid {
@@ -54,12 +63,21 @@ pub async fn serve(
         client: Arc::clone(&client),
         outbound,
         frames,
+        stalled: stalled.clone(),
         alive,
     };
     let mut input = BufReader::new(input);
     let mut buf = Vec::new();
     loop {
-        match lines::read_line(&mut input, &mut buf, options.max_message_bytes, |_| {}).await {
+        let read = smol::future::or(
+            lines::read_line(&mut input, &mut buf, options.max_message_bytes, |_| {}),
+            async {
+                stalled.cancelled().await;
+                Read::Eof
+            },
+        )
+        .await;
+        match read {
             Read::Eof => break,
             Read::TooLong { .. } => {
                 metrics::refused(Refusal::too_large);
@@ -91,11 +109,23 @@ pub async fn serve(
     } = connection;
     drop(alive);
     let drained = smol::future::or(async { all_done.recv().await.is_err() }, async {
-        smol::Timer::after(options.drain).await;
+        smol::future::or(smol::Timer::after(options.drain), async {
+            stalled.cancelled().await;
+            std::time::Instant::now()
+        })
+        .await;
         false
     })
     .await;
-    if !drained {
+    if stalled.is_cancelled() {
+        tracing::warn!(
+            "the client stopped reading mcpx's output ({} frames wait for it); ending its connection and cancelling {} request(s)",
+            outbox::CAPACITY,
+            gateway.in_flight(&client)
+        );
+        gateway.cancel_all(&client);
+        let _ = all_done.recv().await;
+    } else if !drained {
         tracing::info!(
             "stdin closed; cancelling {} request(s) still in flight after {:?}",
             gateway.in_flight(&client),
@@ -106,7 +136,12 @@ pub async fn serve(
     }
     gateway.close_client(&client);
     drop((frames, outbound));
-    writer.await;
+    if stalled.is_cancelled() {
+        // Its write would never finish: the client does not read.
+        drop(writer);
+    } else {
+        writer.await;
+    }
 }
 
 /// One stdio client's reading side.
@@ -114,14 +149,15 @@ struct Connection {
     gateway: Arc<Gateway>,
     client: Arc<Client>,
     /// Notifications and mcpx's own requests to the client.
-    outbound: Sender<Outbound>,
+    outbound: outbox::Sender,
     frames: Sender<Written>,
+    stalled: Cancel,
     alive: Sender<()>,
 }
 
 impl Connection {
     fn send(&self, response: Response) {
-        let _ = self.frames.try_send(Written::Response(response));
+        queue(&self.frames, &self.stalled, Written::Response(response));
     }
 
     fn receive(&self, line: &[u8]) {
@@ -145,10 +181,10 @@ impl Connection {
         match inbound {
             Inbound::Run(request) => {
                 let run = self.start(request);
-                let frames = self.frames.clone();
+                let (frames, stalled) = (self.frames.clone(), self.stalled.clone());
                 smol::spawn(async move {
                     if let Some(response) = run.await {
-                        let _ = frames.send(Written::Response(response)).await;
+                        queue(&frames, &stalled, Written::Response(response));
                     }
                 })
                 .detach();
@@ -190,7 +226,7 @@ impl Connection {
                 Inbound::Done | Inbound::Stray => {}
             }
         }
-        let frames = self.frames.clone();
+        let (frames, stalled) = (self.frames.clone(), self.stalled.clone());
         let alive = self.alive.clone();
         smol::spawn(async move {
             let _alive = alive;
@@ -200,10 +236,18 @@ impl Connection {
             }
             // A batch of notifications (or of requests all cancelled) gets nothing back.
             if !answers.is_empty() {
-                let _ = frames.send(Written::Batch(answers)).await;
+                queue(&frames, &stalled, Written::Batch(answers));
             }
         })
         .detach();
+    }
+}
+
+/// Queues an answer for the writer; one that finds the queue full (or the writer gone) stalls
+/// the connection, which then ends.
+fn queue(frames: &Sender<Written>, stalled: &Cancel, frame: Written) {
+    if frames.try_send(frame).is_err() {
+        stalled.cancel();
     }
 }
 
@@ -225,19 +269,12 @@ enum Written {
 /// per line would cost a thread hand-off each (stdout is blocking I/O behind `Unblock`).
 async fn write_frames(
     mut output: impl AsyncWrite + Unpin,
-    outbound: Receiver<Outbound>,
+    outbound: outbox::Receiver,
     frames: Receiver<Written>,
 ) {
-    use smol::stream::StreamExt;
-    let pending = |o: &Receiver<Outbound>, f: &Receiver<Written>| !o.is_empty() || !f.is_empty();
-    // `or` polls the notifications first: a request's progress, queued before its response, is
-    // written before it.
-    let mut outgoing = std::pin::pin!(smol::stream::or(
-        outbound.clone().map(Written::Outbound),
-        frames.clone()
-    ));
+    let pending = |o: &outbox::Receiver, f: &Receiver<Written>| !o.is_empty() || !f.is_empty();
     let mut batch = Vec::new();
-    while let Some(frame) = outgoing.next().await {
+    while let Some(frame) = next_frame(&outbound, &frames).await {
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut batch, &frame);
         batch.push(b'\n');
@@ -251,4 +288,23 @@ async fn write_frames(
         }
         batch.clear();
     }
+}
+
+/// The next frame to write; `None` once the answers' queue is closed (every request is done)
+/// and no notification waits. Notifications are polled first: a request's progress, queued
+/// before its response, is written before it.
+async fn next_frame(outbound: &outbox::Receiver, frames: &Receiver<Written>) -> Option<Written> {
+    let notification = async {
+        match outbound.recv().await {
+            Ok(message) => Some(Written::Outbound(message)),
+            Err(_) => smol::future::pending().await,
+        }
+    };
+    let answer = async {
+        match frames.recv().await {
+            Ok(frame) => Some(frame),
+            Err(_) => outbound.try_recv().map(Written::Outbound),
+        }
+    };
+    smol::future::or(notification, answer).await
 }

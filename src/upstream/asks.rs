@@ -7,11 +7,17 @@
 //! reach a client, so ids from different upstreams cannot collide.
 
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
+use crate::jsonrpc::{ErrorObject, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::sync::lock;
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// How many asks one call may have open at once. A person or a model answers them one by one;
+/// an upstream that sends more without waiting is refused the excess at once, so that it cannot
+/// fill the daemon with questions nobody will read.
+pub const MAX_OPEN: usize = 16;
 
 /// The methods a server may ask of its client mid-call.
 pub const METHODS: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
@@ -85,14 +91,22 @@ impl Ask {
     }
 }
 
+/// A call in flight that takes its upstream's asks: where they go, and how many are open.
+#[derive(Debug, Clone)]
+pub struct Asker {
+    sink: Sender<Ask>,
+    open: Arc<AtomicUsize>,
+}
+
 /// The calls in flight to one upstream that can take its asks, oldest first.
 #[derive(Debug, Default)]
-pub struct Askers(Mutex<Vec<(i64, Sender<Ask>)>>);
+pub struct Askers(Mutex<Vec<(i64, Asker)>>);
 
 impl Askers {
     /// Records that the call with mcpx's id `id` takes asks on `sink`.
     pub fn enter(&self, id: i64, sink: Sender<Ask>) {
-        self.lock().push((id, sink));
+        let open = Arc::default();
+        self.lock().push((id, Asker { sink, open }));
     }
 
     /// Forgets the call `id` (it ended).
@@ -103,34 +117,113 @@ impl Askers {
     /// Where an ask tied to no call goes: stdio (and a legacy GET stream) cannot say which call a
     /// server request belongs to, so it goes to the newest call still in flight, which is the
     /// one a server asking "before it can go on" is most likely working on.
-    pub fn newest(&self) -> Option<Sender<Ask>> {
+    pub fn newest(&self) -> Option<Asker> {
         let askers = self.lock();
         askers
             .iter()
             .rev()
-            .find(|(_, sink)| !sink.is_closed())
-            .map(|(_, sink)| sink.clone())
+            .find(|(_, asker)| !asker.sink.is_closed())
+            .map(|(_, asker)| asker.clone())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(i64, Sender<Ask>)>> {
+    /// The call that takes asks on `sink` (a call's own stream says whose its asks are).
+    pub fn of(&self, sink: &Sender<Ask>) -> Option<Asker> {
+        let askers = self.lock();
+        askers
+            .iter()
+            .find(|(_, asker)| asker.sink.same_channel(sink))
+            .map(|(_, asker)| asker.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(i64, Asker)>> {
         lock(&self.0)
     }
 }
 
-/// The answer to a request a server sent mcpx: `ping` at once; an ask through `asker`, the call
-/// it belongs to (an error at once when there is none); anything else method-not-found.
-pub async fn answer(request: Request, asker: Option<Sender<Ask>>, server: &str) -> Response {
+/// One open ask counted against its call's [`MAX_OPEN`]; dropping it gives the place back.
+struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    fn take(open: &Arc<AtomicUsize>) -> Option<Open> {
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < MAX_OPEN).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Open(Arc::clone(open)))
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How a request a server sent mcpx is answered.
+pub enum Answer {
+    /// At once: `ping`, a method mcpx does not take, an ask with no call to take it or past
+    /// [`MAX_OPEN`].
+    Now(Response),
+    /// When the client has answered.
+    Later(Waiting),
+}
+
+/// An ask handed to its call, waiting for the client's answer.
+pub struct Waiting {
+    id: crate::jsonrpc::Id,
+    method: String,
+    answer: Receiver<Result<Value, ErrorObject>>,
+    _open: Option<Open>,
+}
+
+impl Waiting {
+    /// The response to the server, once the client (or the end of the call) has said.
+    pub async fn response(self) -> Response {
+        let outcome = self.answer.recv().await.unwrap_or_else(|_| {
+            Err(ErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("the client cannot answer {} (it did not declare the capability, or the call ended)", self.method),
+            ))
+        });
+        Response {
+            id: Some(self.id),
+            outcome,
+            server_info: false,
+        }
+    }
+}
+
+/// Answers a request a server sent mcpx: `ping` at once; an ask through `asker`, the call it
+/// belongs to (at once with an error when there is none, or when that call has [`MAX_OPEN`]
+/// open); anything else method-not-found. The server's transport writes an answer given at
+/// once in line, so that a server that asks faster than it reads is slowed, not queued for.
+pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
     let Request { id, method, params } = request;
+    let now = |outcome| {
+        Answer::Now(Response {
+            id: Some(id.clone()),
+            outcome,
+            server_info: false,
+        })
+    };
     if method == "ping" {
-        return Response::result(id, json!({}));
+        return now(Ok(json!({})));
     }
     if !METHODS.contains(&method.as_str()) {
         let error = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
-        return Response::error(Some(id), error);
+        return now(Err(error));
+    }
+    let open = asker.as_ref().map(|asker| Open::take(&asker.open));
+    if let Some(None) = open {
+        let error = ErrorObject::new(
+            INTERNAL_ERROR,
+            format!("{method} refused: this call already has {MAX_OPEN} requests to the client unanswered; wait for their answers"),
+        );
+        return now(Err(error));
     }
     let (ask, answer) = Ask::new(&method, params.unwrap_or_else(|| json!({})));
     let sent = match asker {
-        Some(asker) => asker.try_send(ask).is_ok(),
+        Some(asker) => asker.sink.try_send(ask).is_ok(),
         None => false,
     };
     if !sent {
@@ -138,19 +231,14 @@ pub async fn answer(request: Request, asker: Option<Sender<Ask>>, server: &str) 
             METHOD_NOT_FOUND,
             format!("{method} reaches a client only during a call from that client, and upstream {server:?} has none in flight"),
         );
-        return Response::error(Some(id), error);
+        return now(Err(error));
     }
-    let outcome = answer.recv().await.unwrap_or_else(|_| {
-        Err(ErrorObject::new(
-            METHOD_NOT_FOUND,
-            format!("the client cannot answer {method} (it did not declare the capability, or the call ended)"),
-        ))
-    });
-    Response {
-        id: Some(id),
-        outcome,
-        server_info: false,
-    }
+    Answer::Later(Waiting {
+        id,
+        method,
+        answer,
+        _open: open.flatten(),
+    })
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub mod sse;
 pub mod stdio;
 pub mod supervisor;
 
-use crate::jsonrpc::{Notification, Outbound};
+use crate::jsonrpc::Notification;
 use crate::protocol::{shape, Revision};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -261,7 +261,7 @@ pub fn log_severity(level: &str) -> Option<u8> {
 #[derive(Debug, Clone)]
 pub struct LogSink {
     /// The channel.
-    pub tx: async_channel::Sender<Outbound>,
+    pub tx: crate::outbox::Sender,
     /// The client's level, as a rank in [`LOG_LEVELS`] (`logging/setLevel` changes it).
     pub level: Arc<std::sync::atomic::AtomicU8>,
 }
@@ -282,7 +282,7 @@ impl LogSink {
         params["logger"] = Value::String(logger);
         let _ = self
             .tx
-            .try_send(Notification::new("notifications/message", params).into());
+            .try_send(Notification::new("notifications/message", params));
     }
 }
 
@@ -295,7 +295,7 @@ pub struct ProgressSink {
     /// The client's revision for this request.
     pub revision: Revision,
     /// The channel of notifications for this request.
-    pub tx: async_channel::Sender<Outbound>,
+    pub tx: crate::outbox::Sender,
     /// Counts what was passed back.
     pub seen: Arc<AtomicU64>,
 }
@@ -310,7 +310,7 @@ impl ProgressSink {
         // A closed channel means the request already ended; late progress has nowhere to go.
         if self
             .tx
-            .try_send(Notification::new("notifications/progress", params).into())
+            .try_send(Notification::new("notifications/progress", params))
             .is_ok()
         {
             self.seen.fetch_add(1, Ordering::Relaxed);

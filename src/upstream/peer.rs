@@ -7,7 +7,7 @@
 //! answer them, and when the wire ends fails everything pending at once with an error naming the
 //! server, so no caller waits on a dead upstream.
 
-use super::asks::{self, Askers};
+use super::asks::{self, Answer, Askers};
 use super::client::{self, Wire};
 use super::failure::Failure;
 use super::{Caller, Event, LogSink, ProgressSink};
@@ -66,6 +66,10 @@ impl Wire for Peer {
     }
 }
 
+/// How many messages wait for a server that does not read its input before more are refused:
+/// far more than its calls in flight (`maxInFlight`) ever need.
+const OUTGOING: usize = 4096;
+
 impl Peer {
     /// A conversation with the server `name` (the gateway's upstream `index`), whose events go
     /// to `events`; the receiver gives the messages for the wire to send.
@@ -75,7 +79,7 @@ impl Peer {
         timeout: Duration,
         events: Sender<Event>,
     ) -> (Peer, Receiver<String>) {
-        let (outgoing, to_send) = async_channel::unbounded();
+        let (outgoing, to_send) = async_channel::bounded(OUTGOING);
         let peer = Peer {
             name: name.to_owned(),
             index,
@@ -131,11 +135,18 @@ impl Peer {
         }
         let (tx, rx) = async_channel::bounded(1);
         lock(&self.pending).insert(id, tx);
-        self.send(&Request {
+        let sent = self.send(&Request {
             id: Id::Number(id),
             method: method.to_owned(),
             params,
         });
+        if !sent {
+            let why = format!(
+                "upstream {:?} is not reading what mcpx sends it ({OUTGOING} messages wait)",
+                self.name
+            );
+            self.fail(&Id::Number(id), Failure::Refused(why));
+        }
         // Whichever first: the answer, the caller's cancellation, or the upstream's timeout.
         let timed_out = Cancel::new();
         let reply = smol::future::or(cancel.run(rx.recv()), async {
@@ -180,13 +191,16 @@ impl Peer {
             method: method.to_owned(),
             params,
         };
+        // A server that does not read cannot be told anything anyway.
         self.send(&notification);
     }
 
-    fn send(&self, message: &impl serde::Serialize) {
+    /// Queues a message for the wire; false when the server has stopped reading and
+    /// [`OUTGOING`] messages wait already (or the wire is closed).
+    fn send(&self, message: &impl serde::Serialize) -> bool {
         // Serializing a message with string keys cannot fail.
         let text = serde_json::to_string(message).unwrap_or_default();
-        let _ = self.outgoing.try_send(text);
+        self.outgoing.try_send(text).is_ok()
     }
 
     /// Stops sending: the wire's receiver ends once it has sent what was queued.
@@ -225,7 +239,7 @@ impl Peer {
                 tracing::debug!(server = %self.name, "response to no request: {:?}", response.id)
             }
             Message::Notification(n) => self.on_notification(n).await,
-            Message::Request(request) => self.on_request(request),
+            Message::Request(request) => self.on_request(request).await,
         }
     }
 
@@ -255,17 +269,24 @@ impl Peer {
         }
     }
 
-    /// A request from the server: answered in a task of its own, since an ask waits on a person
-    /// or a model while the server's other messages keep arriving. Nothing on such a wire says
+    /// A request from the server. An ask waits on a person or a model while the server's other
+    /// messages keep arriving, so its answer is written by a task of its own; an answer known at
+    /// once is written before the server's next message is read. Nothing on such a wire says
     /// which call an ask belongs to, so it goes to the newest one in flight.
-    fn on_request(&self, request: Request) {
-        let (outgoing, name) = (self.outgoing.clone(), self.name.clone());
-        let asker = self.askers.newest();
-        smol::spawn(async move {
-            let response = asks::answer(request, asker, &name).await;
-            let _ = outgoing.try_send(serde_json::to_string(&response).unwrap_or_default());
-        })
-        .detach();
+    async fn on_request(&self, request: Request) {
+        let written = |response: &Response| serde_json::to_string(response).unwrap_or_default();
+        match asks::answer(request, self.askers.newest(), &self.name) {
+            Answer::Now(response) => {
+                let _ = self.outgoing.send(written(&response)).await;
+            }
+            Answer::Later(waiting) => {
+                let outgoing = self.outgoing.clone();
+                smol::spawn(async move {
+                    let _ = outgoing.send(written(&waiting.response().await)).await;
+                })
+                .detach();
+            }
+        }
     }
 
     /// The wire ended, for the reason `why` (a clause after the server's name, "exited: its

@@ -124,6 +124,19 @@ pub fn rss(pid: u32) -> u64 {
     kib * 1024
 }
 
+/// `mcpx serve` with `options` on the configuration file `path`, its three streams piped.
+pub fn serve_command(path: &std::path::Path, options: &[&str]) -> Command {
+    let mut command = Command::new(mcpx_bin());
+    command
+        .args(["--config", path.to_str().unwrap(), "serve"])
+        .args(options)
+        .env("MCPX_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
 /// A running `mcpx serve`.
 pub struct Serve {
     child: Child,
@@ -188,15 +201,7 @@ impl Serve {
 
     /// `mcpx serve` with `options` on a configuration file the test keeps.
     pub fn spawn(path: &std::path::Path, options: &[&str]) -> Serve {
-        let mut child = Command::new(mcpx_bin())
-            .args(["--config", path.to_str().unwrap(), "serve"])
-            .args(options)
-            .env("MCPX_LOG", "info")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = serve_command(path, options).spawn().unwrap();
         let (tx, lines) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {

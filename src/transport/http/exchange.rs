@@ -10,6 +10,7 @@ use super::{json_response, sse, Body};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{ErrorObject, Outbound, Request, Response, INTERNAL_ERROR};
+use crate::outbox;
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
 use smol::future::FutureExt;
@@ -24,8 +25,8 @@ type Run = Pin<Box<dyn Future<Output = Option<Response>> + Send>>;
 
 /// What a POST's answers need while they are being produced.
 pub(super) struct Exchange {
-    outbound_tx: Sender<Outbound>,
-    outbound: Receiver<Outbound>,
+    outbound_tx: outbox::Sender,
+    outbound: outbox::Receiver,
     /// The POST's first request, run in the POST's own task: most POSTs carry one request, and
     /// its answer then needs no task or channel of its own.
     inline: Inline,
@@ -49,7 +50,7 @@ const SHUTTING_DOWN: &str = "mcpx is shutting down";
 
 impl Exchange {
     pub(super) fn new() -> Self {
-        let (outbound_tx, outbound) = async_channel::unbounded();
+        let (outbound_tx, outbound) = outbox::bounded(outbox::CAPACITY);
         Exchange {
             outbound_tx,
             outbound,
@@ -173,7 +174,7 @@ impl Exchange {
             if ready.len() == expected {
                 // The inline request may queue a message (an upstream's progress read with its
                 // answer) in the very poll that finishes it: that message still goes first.
-                break outbound.try_recv().ok();
+                break outbound.try_recv();
             }
             // Other messages are polled first: one queued before an answer must precede it.
             let next = smol::future::or(async { Err(next_message(&outbound).await) }, async {
@@ -209,8 +210,15 @@ impl Exchange {
             };
         };
         let (response, events) = sse::stream();
+        let overflowed = outbound.overflowed().clone();
         smol::spawn(async move {
             let _lifetime = lifetime;
+            let events = Writer {
+                events: &events,
+                overflowed: &overflowed,
+            };
+            // Every way out below ends the stream; this one is worth a line in the log.
+            let _said = SayWhenOverflowed(&overflowed);
             let mut delivered = ready.len();
             let mut pending_answers: Vec<Response> =
                 ready.into_iter().filter_map(|(_, a)| a).collect();
@@ -218,7 +226,7 @@ impl Exchange {
                 return;
             }
             // Whatever else was queued before those answers were taken goes before them too.
-            while let Ok(message) = outbound.try_recv() {
+            while let Some(message) = outbound.try_recv() {
                 if !events.message(&message).await {
                     return;
                 }
@@ -240,6 +248,10 @@ impl Exchange {
                         events.gone().await;
                         Next::ClientGone
                     })
+                    .or(async {
+                        overflowed.cancelled().await;
+                        Next::Overflowed
+                    })
                     .await;
                 let written = match next {
                     Next::Message(message) => events.message(&message).await,
@@ -249,7 +261,7 @@ impl Exchange {
                         // upstream's last progress, read with its answer) still goes first.
                         let mut written = true;
                         while written {
-                            let Ok(message) = outbound.try_recv() else {
+                            let Some(message) = outbound.try_recv() else {
                                 break;
                             };
                             written = events.message(&message).await;
@@ -260,7 +272,7 @@ impl Exchange {
                         }
                     }
                     Next::KeepAlive => events.keep_alive().await,
-                    Next::ClientGone => false,
+                    Next::ClientGone | Next::Overflowed => false,
                 };
                 // A client that is gone cannot be written to; dropping the lifetime cancels
                 // whatever its requests still do, where that is the rule (at once: the stream's
@@ -275,6 +287,47 @@ impl Exchange {
     }
 }
 
+/// An exchange's event stream as its task writes it: a write stops waiting, and fails, once the
+/// exchange's queue has overflowed (the client stopped reading, and nothing could give way).
+struct Writer<'a> {
+    events: &'a sse::EventSender,
+    overflowed: &'a Cancel,
+}
+
+impl Writer<'_> {
+    async fn message(&self, message: &impl serde::Serialize) -> bool {
+        self.events
+            .message(message)
+            .or(async {
+                self.overflowed.cancelled().await;
+                false
+            })
+            .await
+    }
+
+    async fn keep_alive(&self) -> bool {
+        self.events.keep_alive().await
+    }
+
+    async fn gone(&self) {
+        self.events.gone().await
+    }
+}
+
+/// Logs, as the stream's task ends, that it ended because its client stopped reading.
+struct SayWhenOverflowed<'a>(&'a Cancel);
+
+impl Drop for SayWhenOverflowed<'_> {
+    fn drop(&mut self) {
+        if self.0.is_cancelled() {
+            tracing::warn!(
+                "ended an event stream whose client stopped reading: {} messages waited for it",
+                outbox::CAPACITY
+            );
+        }
+    }
+}
+
 /// What an event stream does next.
 enum Next {
     /// Writes a message that is not an answer.
@@ -285,11 +338,13 @@ enum Next {
     KeepAlive,
     /// Stops: the client closed the stream.
     ClientGone,
+    /// Stops: the client fell so far behind that a message could not be queued.
+    Overflowed,
 }
 
 /// The next message other than an answer; a closed channel has nothing more to say, so this then
 /// waits forever and something else wins.
-async fn next_message(outbound: &Receiver<Outbound>) -> Outbound {
+async fn next_message(outbound: &outbox::Receiver) -> Outbound {
     match outbound.recv().await {
         Ok(message) => message,
         Err(_) => smol::future::pending().await,

@@ -16,6 +16,7 @@ use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Parsed, Request, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::mcpheaders::{PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 use crate::metrics::{self, Refusal};
+use crate::outbox;
 use crate::protocol::{envelope, Era, Revision};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use std::sync::Arc;
@@ -141,8 +142,9 @@ fn serving_client(
     if let Some(session) = session {
         return Arc::clone(&session.client);
     }
-    let (unsolicited, _) = async_channel::bounded(1);
-    let client = door.gateway.open_client("http", view, unsolicited);
+    let client = door
+        .gateway
+        .open_client("http", view, outbox::Sender::nowhere());
     client.set_revision(revision);
     exchange.hold(ClosesOnDrop {
         gateway: Arc::clone(&door.gateway),
@@ -281,7 +283,7 @@ pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> 
         );
     }
     // Nothing is redelivered: what arrived while no stream was open is dropped.
-    while session.outbound.try_recv().is_ok() {}
+    while session.outbound.try_recv().is_some() {}
     let (response, events) = sse::stream();
     let keep_alive = door.options.sse_keep_alive;
     let registered = door.gateway.open_get_stream(&session.client);

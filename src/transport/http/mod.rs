@@ -24,6 +24,7 @@ use crate::jsonrpc::{
 use crate::limit::{Held, Limit};
 use crate::mcpheaders::PROTOCOL_VERSION_HEADER;
 use crate::metrics::{self, Refusal};
+use crate::outbox;
 use crate::protocol::envelope;
 use crate::protocol::Revision;
 use bytes::Bytes;
@@ -118,7 +119,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     tracing::info!("serving MCP at http://{}/mcp", listener.local_addr()?);
     // Modern requests carry their own notifications; nothing unsolicited goes to this sink.
-    let (unsolicited, _) = async_channel::bounded(1);
+    let unsolicited = outbox::Sender::nowhere();
     let door = Arc::new(FrontDoor {
         origins: OriginPolicy::new(
             &options.allowed_origins,

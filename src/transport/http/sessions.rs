@@ -10,9 +10,8 @@
 use crate::cancel::Cancel;
 use crate::cluster::{SealedSession, Sealer};
 use crate::gateway::{Client, Gateway, ViewId};
-use crate::jsonrpc::Outbound;
+use crate::outbox;
 use crate::sync::lock;
-use async_channel::Receiver;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -29,7 +28,7 @@ pub struct Session {
     /// The gateway's view of it: negotiated revision, subscriptions.
     pub client: Arc<Client>,
     /// Notifications for the GET stream (bounded; see [`STREAM_QUEUE`]).
-    pub outbound: Receiver<Outbound>,
+    pub outbound: outbox::Receiver,
     /// Fired when the session ends; its GET stream closes.
     pub ended: Cancel,
     stream_open: AtomicBool,
@@ -110,12 +109,12 @@ impl Sessions {
 
     /// A new gateway client for a session about to be minted (kept only if `initialize`
     /// succeeds: see [`Sessions::insert`]).
-    pub fn prepare(&self, view: ViewId) -> Result<(Arc<Client>, Receiver<Outbound>), Refused> {
+    pub fn prepare(&self, view: ViewId) -> Result<(Arc<Client>, outbox::Receiver), Refused> {
         self.sweep();
         if self.lock().len() >= self.max {
             return Err(Refused::Full(self.max));
         }
-        let (outbound, outbound_rx) = async_channel::bounded(STREAM_QUEUE);
+        let (outbound, outbound_rx) = outbox::bounded(STREAM_QUEUE);
         Ok((
             self.gateway.open_client("http-session", view, outbound),
             outbound_rx,
@@ -127,7 +126,7 @@ impl Sessions {
     pub fn insert(
         &self,
         client: Arc<Client>,
-        outbound: Receiver<Outbound>,
+        outbound: outbox::Receiver,
         negotiated: &SealedSession,
     ) -> Result<Arc<Session>, Refused> {
         let expires = self.sealer.as_ref().map(|s| Instant::now() + s.lifetime());
@@ -151,7 +150,7 @@ impl Sessions {
         &self,
         id: String,
         client: Arc<Client>,
-        outbound: Receiver<Outbound>,
+        outbound: outbox::Receiver,
         expires: Option<Instant>,
     ) -> Result<Arc<Session>, Refused> {
         if let Some(existing) = self.lock().get(&id).cloned() {

@@ -472,11 +472,17 @@ impl HttpUpstream {
             }
             Ok(Message::Request(request)) => {
                 // On a call's stream the ask is that call's; on the GET stream, nothing says.
-                let asker = caller.asks.clone().or_else(|| self.askers.newest());
+                let asker = (caller.asks.as_ref())
+                    .and_then(|sink| self.askers.of(sink))
+                    .or_else(|| self.askers.newest());
                 let this = self.detached();
+                let answer = asks::answer(request, asker, &self.name);
                 smol::spawn(async move {
-                    let answer = asks::answer(request, asker, &this.name).await.to_value();
-                    if let Err(e) = this.post(&answer, HeaderMap::new()).await {
+                    let response = match answer {
+                        asks::Answer::Now(response) => response,
+                        asks::Answer::Later(waiting) => waiting.response().await,
+                    };
+                    if let Err(e) = this.post(&response.to_value(), HeaderMap::new()).await {
                         tracing::warn!(server = %this.name, "could not deliver an answer to the server: {e}");
                     }
                 })

@@ -31,6 +31,8 @@ struct Server {
     /// The fixture's own requests to its client, waiting for their responses, by id.
     awaiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_question: std::sync::atomic::AtomicU64,
+    /// Answers to `pester`'s requests: results, and errors.
+    pestered: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
 }
 
 impl Server {
@@ -113,6 +115,10 @@ impl Server {
             json!({"name": "sample", "description": "Asks the client's model a question (sampling) and returns its answer.", "inputSchema": {"type": "object"}}),
             json!({"name": "roots", "description": "Lists the client's roots.", "inputSchema": {"type": "object"}}),
             json!({"name": "ask_twice", "description": "Asks for a name, then a colour, one after the other.", "inputSchema": {"type": "object"}}),
+            json!({"name": "pester", "description": "Sends `count` roots/list requests without waiting, then answers how many got a result and how many an error.",
+                "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}),
+            json!({"name": "chatter", "description": "Sends `count` progress notifications and `count` log messages as fast as it can, then answers.",
+                "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}),
             json!({"name": "flood", "description": "Writes a stderr line and an answer of `bytes` bytes each (the answer's id last, as the TypeScript SDK writes it).",
                 "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}}),
         ];
@@ -204,6 +210,21 @@ impl Server {
             "refuse" => Err((args["code"].as_i64().unwrap_or(-32603), "Refused, as asked")),
             "crash" => std::process::exit(3),
             "flood" => return self.flood(id, args["bytes"].as_u64().unwrap_or(0)),
+            "pester" => self.pester(args["count"].as_u64().unwrap_or(1000)),
+            "chatter" => {
+                let count = args["count"].as_u64().unwrap_or(1000);
+                let token = &params["_meta"]["progressToken"];
+                for step in 1..=count {
+                    if !token.is_null() {
+                        self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": step, "total": count}}));
+                    }
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "info", "data": format!("chatter {step} {}", "x".repeat(200))}}));
+                }
+                eprintln!("fixture: chattered {count}");
+                text(format!("chattered {count}"))
+            }
             "misbehave" => {
                 self.send_line("this line is not JSON");
                 self.send(json!({"jsonrpc": "2.0", "id": "no-such-request", "result": {}}));
@@ -229,6 +250,29 @@ impl Server {
             _ => Err((-32602, "Unknown tool")),
         };
         self.reply(id, result);
+    }
+
+    /// Sends `count` requests to the client at once, and waits (up to a minute) for all their
+    /// answers.
+    fn pester(&self, count: u64) -> Result<Value, (i64, &'static str)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (ok, refused) = &self.pestered;
+        let before = ok.load(Relaxed) + refused.load(Relaxed);
+        for n in 0..count {
+            self.send(
+                json!({"jsonrpc": "2.0", "id": format!("pester-{n}"), "method": "roots/list"}),
+            );
+        }
+        let until = Instant::now() + Duration::from_secs(60);
+        while ok.load(Relaxed) + refused.load(Relaxed) - before < count && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let said = format!(
+            "{} answered, {} refused",
+            ok.load(Relaxed),
+            refused.load(Relaxed)
+        );
+        Ok(json!({"content": [{"type": "text", "text": said}], "isError": false}))
     }
 
     /// Writes a stderr line of `bytes` bytes, then an answer to `id` as long, a MiB at a time, so
@@ -334,6 +378,16 @@ impl Server {
         if message.get("method").is_none() {
             // A response to one of the fixture's own questions.
             let key = id.as_ref().and_then(Value::as_str).unwrap_or_default();
+            if key.starts_with("pester-") {
+                let (ok, refused) = &self.pestered;
+                let counter = if message.get("error").is_some() {
+                    refused
+                } else {
+                    ok
+                };
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
             match self.awaiting.lock().unwrap().remove(key) {
                 Some(waiter) => drop(waiter.send(message)),
                 None => eprintln!("fixture: a response to no question: {message}"),
