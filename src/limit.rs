@@ -71,6 +71,86 @@ impl Drop for Held {
     }
 }
 
+/// A cap shared fairly among callers (an upstream's `maxInFlight` among its clients): one
+/// caller alone may hold all but a quarter of it, so that the next caller finds room; with
+/// others holding places, each may hold an equal part.
+#[derive(Debug)]
+pub struct FairLimit {
+    limit: Arc<Limit>,
+    by_caller: std::sync::Mutex<hashbrown::HashMap<u64, usize>>,
+}
+
+/// Why a [`FairLimit`] refused a place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfair {
+    /// Every place is held.
+    Full,
+    /// The caller holds its share (this many) while others want theirs.
+    OverShare(usize),
+}
+
+/// One caller's place in a [`FairLimit`]; dropping it gives the place back.
+#[derive(Debug)]
+pub struct FairHeld {
+    _held: Held,
+    limit: Arc<FairLimit>,
+    caller: u64,
+}
+
+impl FairLimit {
+    /// A cap of `max`, named `name`.
+    pub fn new(name: impl Into<String>, max: usize) -> Arc<Self> {
+        Arc::new(FairLimit {
+            limit: Limit::new(name, max),
+            by_caller: Default::default(),
+        })
+    }
+
+    /// A place for `caller`, or why not.
+    pub fn take(self: &Arc<Self>, caller: u64) -> Result<FairHeld, Unfair> {
+        let mut by_caller = crate::sync::lock(&self.by_caller);
+        let mine = by_caller.get(&caller).copied().unwrap_or(0);
+        let others = by_caller.len() - usize::from(mine > 0);
+        let max = self.limit.max;
+        let share = match others {
+            0 => max - max / 4,
+            others => max / (others + 1),
+        };
+        let held = self.limit.take().ok_or(Unfair::Full)?;
+        if mine >= share.max(1) {
+            return Err(Unfair::OverShare(mine));
+        }
+        *by_caller.entry(caller).or_default() += 1;
+        Ok(FairHeld {
+            _held: held,
+            limit: Arc::clone(self),
+            caller,
+        })
+    }
+
+    /// How many places are held now.
+    pub fn held(&self) -> usize {
+        self.limit.held()
+    }
+
+    /// How the refusal names the cap.
+    pub fn describe(&self) -> String {
+        self.limit.describe()
+    }
+}
+
+impl Drop for FairHeld {
+    fn drop(&mut self) {
+        let mut by_caller = crate::sync::lock(&self.limit.by_caller);
+        if let hashbrown::hash_map::Entry::Occupied(mut held) = by_caller.entry(self.caller) {
+            *held.get_mut() -= 1;
+            if *held.get() == 0 {
+                held.remove();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod every_revision {
     mod limits {
@@ -85,6 +165,24 @@ mod every_revision {
             drop(first);
             assert!(limit.take().is_some());
             assert_eq!(limit.describe(), "maxThings (2)");
+        }
+
+        #[test]
+        fn one_caller_alone_leaves_a_quarter_and_callers_together_get_equal_parts() {
+            use crate::limit::{FairLimit, Unfair};
+            let limit = FairLimit::new("maxInFlight", 8);
+            let a: Vec<_> = std::iter::from_fn(|| limit.take(1).ok()).collect();
+            assert_eq!(a.len(), 6, "alone, all but a quarter");
+            assert_eq!(limit.take(1).unwrap_err(), Unfair::OverShare(6));
+            let b: Vec<_> = std::iter::from_fn(|| limit.take(2).ok()).collect();
+            assert_eq!(b.len(), 2, "the rest, for the next caller");
+            assert_eq!(limit.take(3).unwrap_err(), Unfair::Full);
+            drop(a);
+            // Two callers now: the first may hold half.
+            let a: Vec<_> = std::iter::from_fn(|| limit.take(1).ok()).collect();
+            assert_eq!(a.len(), 4);
+            drop(b);
+            assert_eq!(limit.held(), 4);
         }
     }
 }

@@ -333,6 +333,155 @@ mod every_revision {
         }
     }
 
+    /// An upstream that talks without end costs mcpx a bounded share of its work and log.
+    pub mod noisy {
+        use super::super::*;
+
+        /// 100 `tools/list_changed` in a second: mcpx lists the tools at most once per quarter
+        /// second (today: once per notification), and what clients see at the end is the newest
+        /// list.
+        #[test]
+        fn a_list_changed_storm_is_listed_a_few_times_and_ends_on_the_newest_list() {
+            let mut mcpx = Serve::start(&fixture_config(""));
+            mcpx.initialize("2025-11-25");
+            let listings = |mcpx: &Serve| mcpx.stderr().matches("fixture: listing tools").count();
+            assert!(mcpx.log_shows("upstream ready"));
+            let before = listings(&mcpx);
+            let storm = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__storm", "arguments": {"count": 100, "everyMs": 10}}),
+            );
+            assert_eq!(
+                storm["result"]["content"][0]["text"], "stormed 100",
+                "{storm}"
+            );
+            let has_extra = |mcpx: &mut Serve, id| {
+                let listed = mcpx.call(id, "tools/list", json!({}));
+                listed["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t["name"] == "fixture__extra")
+            };
+            let deadline = Instant::now() + PATIENCE;
+            let mut id = 2;
+            while !has_extra(&mut mcpx, id) {
+                assert!(Instant::now() < deadline, "the newest list never arrived");
+                id += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // The storm lasted at least a second: four listings a second, the first and the
+            // last, and one more for a slow machine's late notification.
+            let during = listings(&mcpx) - before;
+            assert!(
+                (1..=8).contains(&during),
+                "{during} listings for 100 list_changed"
+            );
+        }
+
+        /// 20,000 log messages as fast as the upstream can write them: mcpx copies a burst and
+        /// then a steady rate into its log, and says how many it dropped, instead of a line each.
+        #[test]
+        fn an_upstream_flooding_log_messages_is_summarised_not_copied_line_by_line() {
+            let mut mcpx = Serve::start(&fixture_config(""));
+            mcpx.initialize("2025-11-25");
+            let chatter = mcpx.call(
+                1,
+                "tools/call",
+                json!({"name": "fixture__chatter", "arguments": {"count": 20_000}}),
+            );
+            assert_eq!(
+                chatter["result"]["content"][0]["text"], "chattered 20000",
+                "{chatter}"
+            );
+            assert!(
+                mcpx.log_shows("upstream said too much"),
+                "{}",
+                mcpx.stderr()
+            );
+            let copied = mcpx.stderr().matches("chatter ").count();
+            assert!(copied < 5_000, "{copied} of 20000 log messages copied");
+            let served = mcpx.call(
+                2,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "still here"}}),
+            );
+            assert_eq!(served["result"]["content"][0]["text"], "still here");
+        }
+    }
+
+    pub mod fairness {
+        use super::super::*;
+
+        /// One client's sleeps take an upstream's places up to all but a quarter of them (the
+        /// rest refused at once, naming the fair share), so another client's call is still served.
+        #[test]
+        fn one_client_cannot_take_every_place_an_upstream_has() {
+            let d = Daemon::start(
+                &format!(
+                    "[servers.fixture]\ncommand = {:?}\nmaxInFlight = 8\n",
+                    fixture_bin()
+                ),
+                "",
+            );
+            let greedy = initialize_session(&d, "2025-11-25", json!({}));
+            let other = initialize_session(&d, "2025-11-25", json!({}));
+            let headers = |session: &str| -> Vec<(String, String)> {
+                vec![
+                    (
+                        "Accept".into(),
+                        "application/json, text/event-stream".into(),
+                    ),
+                    ("Content-Type".into(), "application/json".into()),
+                    ("Mcp-Session-Id".into(), session.to_owned()),
+                    ("MCP-Protocol-Version".into(), "2025-11-25".into()),
+                ]
+            };
+            let greedy_headers = headers(&greedy);
+            let sleeps: Vec<_> = (1..=8)
+                .map(|id| {
+                    let sleep = request(
+                        id,
+                        "tools/call",
+                        json!({"name": "fixture__sleep", "arguments": {}}),
+                    );
+                    d.send_post(&header_refs(&greedy_headers), sleep.to_string().as_bytes())
+                })
+                .collect();
+            assert!(
+                eventually(|| d.stderr().matches("fixture: sleeping request").count() == 6),
+                "{}",
+                d.stderr()
+            );
+            let echo = request(
+                9,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "room"}}),
+            );
+            let served = d.post(&header_refs(&headers(&other)), echo.to_string().as_bytes());
+            assert_eq!(served.json()["result"]["content"][0]["text"], "room");
+            // What each of the greedy client's POSTs has said by now: the refused ones, all.
+            let said = |mut stream: std::net::TcpStream| {
+                use std::io::Read;
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(300)))
+                    .unwrap();
+                let (mut raw, mut buf) = (Vec::new(), [0u8; 4096]);
+                while let Ok(n @ 1..) = stream.read(&mut buf) {
+                    raw.extend_from_slice(&buf[..n]);
+                }
+                String::from_utf8_lossy(&raw).into_owned()
+            };
+            let refused = sleeps
+                .into_iter()
+                .map(said)
+                .filter(|text| text.contains("its fair share beside other clients"))
+                .count();
+            assert_eq!(refused, 2, "{}", d.stderr());
+        }
+    }
+
     /// What a client that stops reading, or an upstream that asks without waiting, cannot do:
     /// grow mcpx.
     pub mod backpressure {

@@ -16,7 +16,7 @@ use super::RequestContext;
 use crate::cancel::Cancel;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY};
-use crate::limit::Held;
+use crate::limit::FairHeld;
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::failure::Failure;
@@ -56,7 +56,7 @@ pub(super) struct UpstreamCall {
     /// Where the upstream's log messages during it go (legacy clients).
     pub log: Option<LogSink>,
     /// Its place under the upstream's `maxInFlight`, held while it runs or waits.
-    pub place: Held,
+    pub place: FairHeld,
     /// Where the questions it puts to a legacy client are recorded (the audit log).
     pub questions: Option<crate::audit::Questions>,
 }
@@ -140,7 +140,7 @@ struct Parked {
     asked: u64,
     method: String,
     target: String,
-    _place: Held,
+    _place: FairHeld,
 }
 
 impl std::fmt::Debug for Parked {

@@ -8,6 +8,7 @@ use super::{builtin, relay, search, Client, Gateway, Owner, RequestContext};
 use crate::audit::Questions;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
+use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Revision};
 use crate::telemetry;
@@ -330,13 +331,20 @@ impl Gateway {
             // upstream mints none: no call can be resumed with it.
             return Err(super::request_state::failed_integrity());
         }
-        let place = upstream.in_flight.take().ok_or_else(|| {
+        let place = upstream.in_flight.take(client.session).map_err(|refused| {
             metrics::refused(Refusal::upstream_in_flight);
-            Failure::Refused(format!(
-                "upstream {:?} already has its {} requests in flight; retry shortly",
-                upstream.name,
-                upstream.in_flight.describe()
-            ))
+            Failure::Refused(match refused {
+                Unfair::Full => format!(
+                    "upstream {:?} already has its {} requests in flight; retry shortly",
+                    upstream.name,
+                    upstream.in_flight.describe()
+                ),
+                Unfair::OverShare(held) => format!(
+                    "this client already holds {held} of upstream {:?}'s {} places, its fair share beside other clients; retry when some finish",
+                    upstream.name,
+                    upstream.in_flight.describe()
+                ),
+            })
         })?;
         let capabilities = declared_capabilities(client, original, revision);
         if upstream.is_modern() {

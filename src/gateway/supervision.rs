@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The least time between two listings of one upstream's catalog after `list_changed`.
+const RELIST_GAP: Duration = Duration::from_millis(250);
+
 impl Gateway {
     /// Starts every upstream concurrently and builds the merged catalog. A server that fails is
     /// logged, reported and revived by supervision while the others serve; a name two servers
@@ -218,7 +221,7 @@ impl Gateway {
             match event {
                 Event::ListChanged { upstream, kind } => {
                     if let Some(upstream) = self.upstreams.get(upstream) {
-                        self.relist(&upstream, kind).await;
+                        Arc::clone(&self).list_changed(upstream, kind);
                     }
                 }
                 Event::Log { server, params } => self.broadcast_log(&server, &params),
@@ -253,6 +256,35 @@ impl Gateway {
                 }
             }
         }
+    }
+
+    /// An upstream's `list_changed`: the catalog is listed again at once, and a storm of them
+    /// costs one listing per [`RELIST_GAP`] (the last after the storm, so the newest list is
+    /// what clients see), not one per notification.
+    fn list_changed(self: Arc<Self>, upstream: Arc<Upstream>, kind: ListKind) {
+        {
+            let mut relisting = lock(&upstream.relisting);
+            if let Some(again) = relisting.get_mut(&kind) {
+                *again = true;
+                return;
+            }
+            relisting.insert(kind, false);
+        }
+        smol::spawn(async move {
+            loop {
+                self.relist(&upstream, kind).await;
+                crate::deadline::sleep(RELIST_GAP).await;
+                let mut relisting = lock(&upstream.relisting);
+                match relisting.get_mut(&kind) {
+                    Some(again) if *again => *again = false,
+                    _ => {
+                        relisting.remove(&kind);
+                        return;
+                    }
+                }
+            }
+        })
+        .detach();
     }
 
     async fn relist(&self, upstream: &Upstream, kind: ListKind) {

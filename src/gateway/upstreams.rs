@@ -9,11 +9,11 @@ use super::{Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Config, RemoteTransport, Server, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
 use crate::jsonrpc::ErrorObject;
-use crate::limit::Limit;
+use crate::limit::FairLimit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
 use crate::upstream::failure::Failure;
-use crate::upstream::{Connection, Handshake};
+use crate::upstream::{Connection, Handshake, ListKind};
 use crate::view::UpstreamView;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -139,8 +139,11 @@ pub(super) struct Upstream {
     pub(super) removed: Cancel,
     /// Whether a supervision loop is already reviving it (there must be one at most).
     pub(super) reviving: AtomicBool,
-    /// Its requests in flight, against `maxInFlight`.
-    pub(super) in_flight: Arc<Limit>,
+    /// The catalogs being listed again after a `list_changed`, each with whether another came
+    /// meanwhile (see `Gateway::list_changed`).
+    pub(super) relisting: Mutex<hashbrown::HashMap<ListKind, bool>>,
+    /// Its requests in flight, against `maxInFlight`, shared fairly among its clients.
+    pub(super) in_flight: Arc<FairLimit>,
     /// The HTTP transport a `url` server speaks, once its first start found it: restarts use it.
     pub(super) transport: Mutex<RemoteTransport>,
     /// Held while a client's call logs in to it ([`super::login`]): one login at a time.
@@ -253,7 +256,8 @@ impl Upstreams {
             logging_in: smol::lock::Mutex::new(()),
             waking: smol::lock::Mutex::new(()),
             last_needed: Mutex::new(Instant::now()),
-            in_flight: Limit::new(
+            relisting: Mutex::default(),
+            in_flight: FairLimit::new(
                 format!("servers.{name}.maxInFlight"),
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
             ),

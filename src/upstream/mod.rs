@@ -6,6 +6,7 @@
 
 pub mod asks;
 pub mod auth;
+pub mod chatter;
 pub mod client;
 pub mod event_stream;
 pub mod failure;

@@ -8,6 +8,7 @@
 //! server, so no caller waits on a dead upstream.
 
 use super::asks::{self, Answer, Askers};
+use super::chatter::Chatter;
 use super::client::{self, Wire};
 use super::failure::Failure;
 use super::{Caller, Event, LogSink, ProgressSink};
@@ -21,7 +22,7 @@ use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 type Reply = Result<Value, ErrorObject>;
@@ -48,6 +49,8 @@ pub struct Peer {
     /// Fired when the wire ended; [`Peer::end`] gave why.
     ended: Cancel,
     why_ended: OnceLock<String>,
+    /// Caps what the server says besides its answers.
+    chatter: Arc<Chatter>,
 }
 
 impl Wire for Peer {
@@ -94,6 +97,7 @@ impl Peer {
             events,
             ended: Cancel::new(),
             why_ended: OnceLock::new(),
+            chatter: Arc::new(Chatter::new(name)),
         };
         (peer, to_send)
     }
@@ -101,6 +105,11 @@ impl Peer {
     /// The server's configured name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How much more the server may say besides its answers (its stderr counts too).
+    pub fn chatter(&self) -> &Arc<Chatter> {
+        &self.chatter
     }
 
     /// Sends a request in the server's era and waits for its answer, unless `cancel` fires or
@@ -254,6 +263,9 @@ impl Peer {
             if let Some(sink) = sink {
                 sink.forward(params);
             }
+            return;
+        }
+        if !self.chatter.admit() {
             return;
         }
         // Nothing on such a wire says which call a log message belongs to: the newest call

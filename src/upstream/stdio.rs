@@ -124,6 +124,7 @@ impl StdioUpstream {
         .detach();
         let tag = name.to_owned();
         let stderr_closed = upstream.stderr_closed.clone();
+        let chatter = Arc::clone(upstream.peer.chatter());
         smol::spawn(async move {
             let mut stderr = BufReader::new(stderr);
             let mut line = Vec::new();
@@ -137,8 +138,10 @@ impl StdioUpstream {
                             format!(" [cut: {length} bytes]")
                         }
                     };
-                let text = String::from_utf8_lossy(&line);
-                tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
+                if chatter.admit() {
+                    let text = String::from_utf8_lossy(&line);
+                    tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
+                }
             }
             stderr_closed.cancel();
         })

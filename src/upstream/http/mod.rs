@@ -22,6 +22,7 @@ use super::auth::bearer;
 use super::auth::discovery::parse_challenge;
 use super::auth::store::Store;
 use super::auth::Authorizer;
+use super::chatter::Chatter;
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::failure::Failure;
@@ -72,6 +73,8 @@ pub struct HttpUpstream {
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// The calls in flight whose clients can take the server's own requests.
     askers: Askers,
+    /// Caps what the server says besides its answers.
+    chatter: Chatter,
     /// The server's tokens, unless the configured headers carry an `Authorization` of their own.
     auth: Option<Authorizer>,
     /// The server's last refusal asked for a login.
@@ -157,6 +160,7 @@ impl HttpUpstream {
             closed: Cancel::new(),
             header_params: Mutex::default(),
             askers: Askers::default(),
+            chatter: Chatter::new(name),
             auth,
             needs_login: AtomicBool::new(false),
             stream_opened: Cancel::new(),
@@ -459,6 +463,8 @@ impl HttpUpstream {
                     if let Some(sink) = &caller.progress {
                         sink.forward(params);
                     }
+                } else if !self.chatter.admit() {
+                    // Said too much: dropped, and counted.
                 } else if n.method == "notifications/message"
                     && client::log_to_caller(&self.name, caller.log.as_ref(), &params)
                 {

@@ -119,6 +119,8 @@ impl Server {
                 "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}),
             json!({"name": "chatter", "description": "Sends `count` progress notifications and `count` log messages as fast as it can, then answers.",
                 "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}),
+            json!({"name": "storm", "description": "Announces tools/list_changed `count` times, `everyMs` apart, adding the tool `extra` before the last.",
+                "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "everyMs": {"type": "integer"}}}}),
             json!({"name": "flood", "description": "Writes a stderr line and an answer of `bytes` bytes each (the answer's id last, as the TypeScript SDK writes it).",
                 "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}}),
         ];
@@ -210,6 +212,20 @@ impl Server {
             "refuse" => Err((args["code"].as_i64().unwrap_or(-32603), "Refused, as asked")),
             "crash" => std::process::exit(3),
             "flood" => return self.flood(id, args["bytes"].as_u64().unwrap_or(0)),
+            "storm" => {
+                let count = args["count"].as_u64().unwrap_or(100);
+                let every = Duration::from_millis(args["everyMs"].as_u64().unwrap_or(10));
+                for n in 1..=count {
+                    if n == count {
+                        *self.extra_tool.lock().unwrap() = true;
+                    }
+                    self.send(
+                        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                    );
+                    std::thread::sleep(every);
+                }
+                text(format!("stormed {count}"))
+            }
             "pester" => self.pester(args["count"].as_u64().unwrap_or(1000)),
             "chatter" => {
                 let count = args["count"].as_u64().unwrap_or(1000);
@@ -423,7 +439,10 @@ impl Server {
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}}),
             ),
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": self.tools()})),
+            "tools/list" => {
+                eprintln!("fixture: listing tools");
+                Ok(json!({"tools": self.tools()}))
+            }
             // Echo answers in line (the benchmark's upstream); the rest may block, so each gets
             // a thread of its own.
             "tools/call" if params["name"] == "echo" && !self.conformance => {
