@@ -945,6 +945,91 @@ mod every_revision {
             .into_bytes()
         }
 
+        /// What a page's script, run in headless Chromium, could read of two calls to `/mcp`:
+        /// `initialize` (its `Mcp-Session-Id`) and the built-in echo in that session. The page
+        /// is served on `pages` as `page_host` (a name only the browser resolves, to loopback).
+        fn what_a_browser_page_reads(
+            d: &Daemon,
+            pages: std::net::TcpListener,
+            page_host: &str,
+        ) -> String {
+            let port = pages.local_addr().unwrap().port();
+            let endpoint = format!("http://127.0.0.1:{}/mcp", d.addr.port());
+            let page = format!(
+                r#"<html><body><pre id="out">not run</pre><script>
+const post = (body, headers) => fetch({endpoint:?}, {{method: "POST", body: JSON.stringify(body),
+  headers: Object.assign({{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}}, headers)}});
+(async () => {{
+  try {{
+    const init = await post({{jsonrpc: "2.0", id: 1, method: "initialize", params: {{protocolVersion: "2025-11-25",
+      capabilities: {{}}, clientInfo: {{name: "browser", version: "1"}}}}}}, {{}});
+    const session = init.headers.get("Mcp-Session-Id");
+    await init.json();
+    const echo = await post({{jsonrpc: "2.0", id: 2, method: "tools/call", params: {{name: "mcpx__echo",
+      arguments: {{text: "from the browser"}}}}}}, {{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}});
+    const answer = await echo.json();
+    document.getElementById("out").textContent = "session " + (session ? "read" : "hidden") + "; " + answer.result.content[0].text;
+  }} catch (e) {{ document.getElementById("out").textContent = "failed: " + e; }}
+}})();
+</script></body></html>"#
+            );
+            std::thread::spawn(move || {
+                for stream in pages.incoming() {
+                    let Ok(mut stream) = stream else { break };
+                    let mut head = [0u8; 4096];
+                    let _ = std::io::Read::read(&mut stream, &mut head);
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                        page.len()
+                    );
+                }
+            });
+            let profile = tempfile::tempdir().unwrap();
+            let out = deps::chromium()
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--no-first-run",
+                    "--disable-dev-shm-usage",
+                    "--virtual-time-budget=20000",
+                    "--dump-dom",
+                ])
+                .arg(format!("--host-resolver-rules=MAP {page_host} 127.0.0.1"))
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .arg(format!("http://{page_host}:{port}/"))
+                .output()
+                .unwrap();
+            let dom = String::from_utf8_lossy(&out.stdout);
+            let said = dom
+                .split_once(r#"<pre id="out">"#)
+                .and_then(|(_, rest)| rest.split_once("</pre>"))
+                .map(|(said, _)| said.to_owned());
+            said.unwrap_or_else(|| {
+                panic!(
+                    "no page in Chromium's output: {dom}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+        }
+
+        /// A real browser: a page from an origin in `allowedOrigins` calls `/mcp` with fetch
+        /// (its preflight answered, `Mcp-Session-Id` exposed to it); a page from another origin
+        /// reads nothing, since no CORS header is given to it.
+        #[test]
+        fn a_browser_page_from_an_allowed_origin_calls_mcp_with_fetch() {
+            let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let (allowed, other) = (listen(), listen());
+            let origin = format!("http://app.test:{}", allowed.local_addr().unwrap().port());
+            let d = Daemon::start(&format!("[transport]\nallowedOrigins = [{origin:?}]\n"), "");
+            let page = what_a_browser_page_reads(&d, allowed, "app.test");
+            assert_eq!(page, "session read; from the browser");
+            let refused = what_a_browser_page_reads(&d, other, "other.test");
+            assert!(refused.starts_with("failed: TypeError"), "{refused}");
+        }
+
         /// Loopback is shared by every user of the machine: without a token, another uid's
         /// connection is refused 403 with an id-less JSON-RPC error (logged once per uid),
         /// while the daemon's own user is served as before.

@@ -2,7 +2,8 @@
 //! need so that `cargo test --workspace` alone passes on a fresh clone: a virtual environment
 //! with the published `mcp-server-time` and the Python SDK (`tests/sdk/requirements.txt`), and
 //! the npm packages of `tests/sdk` (Node 24 and the TypeScript SDKs) and `tests/conformance` (the
-//! official suite), and programs unpacked from Debian packages (`promtool`, `nginx`).
+//! official suite), and programs unpacked from Debian packages (`promtool`, `nginx`, headless
+//! Chromium).
 //!
 //! Test binaries run one after another but their tests run in parallel, and a developer may run
 //! two `cargo test`s at once, so each install happens under an exclusive file lock and leaves a
@@ -136,6 +137,80 @@ pub fn promtool() -> PathBuf {
 /// `nginx`, from Debian's `nginx` package (its libraries are the machine's own).
 pub fn nginx() -> PathBuf {
     debian_program("nginx", "usr/sbin/nginx")
+}
+
+/// Headless Chromium, from Debian's `chromium-headless-shell` and whichever of its libraries the
+/// machine lacks, unpacked beside it (nothing is installed): the command to run it with.
+pub fn chromium() -> Command {
+    let dir = deps_dir().join("chromium");
+    ensure(
+        &deps_dir().join("chromium.lock"),
+        &dir.join("mcpx-stamp"),
+        "chromium-headless-shell",
+        || {
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            let missing = || {
+                let plan = Command::new("apt-get")
+                    .args([
+                        "install",
+                        "--simulate",
+                        "--no-install-recommends",
+                        "chromium-headless-shell",
+                    ])
+                    .output()
+                    .unwrap();
+                let plan = String::from_utf8_lossy(&plan.stdout).into_owned();
+                let packages: Vec<String> = plan
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("Inst "))
+                    .filter_map(|l| l.split_whitespace().next())
+                    .map(str::to_owned)
+                    .collect();
+                packages
+            };
+            let mut packages = missing();
+            // A fresh machine may have no package lists yet; root (as CI runs) can fetch them.
+            if packages.is_empty() && rustix::process::geteuid().is_root() {
+                run(
+                    "the package lists",
+                    Command::new("apt-get").args(["update", "--quiet"]),
+                );
+                packages = missing();
+            }
+            assert!(
+                !packages.is_empty(),
+                "apt-get knows no chromium-headless-shell"
+            );
+            run(
+                "Debian's chromium-headless-shell and the libraries it needs",
+                Command::new("apt-get")
+                    .args(["download", "--quiet"])
+                    .args(&packages)
+                    .current_dir(&dir),
+            );
+            for deb in fs::read_dir(&dir).unwrap().filter_map(Result::ok) {
+                let deb = deb.path();
+                if deb.extension().is_some_and(|e| e == "deb") {
+                    run(
+                        "chromium (unpacking its packages)",
+                        Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir),
+                    );
+                    let _ = fs::remove_file(deb);
+                }
+            }
+        },
+    );
+    let libraries = [
+        "usr/lib/x86_64-linux-gnu",
+        "usr/lib/x86_64-linux-gnu/pulseaudio",
+        "usr/lib/chromium",
+    ]
+    .map(|l| dir.join(l).display().to_string())
+    .join(":");
+    let mut command = Command::new(dir.join("usr/lib/chromium/chromium-headless-shell"));
+    command.env("LD_LIBRARY_PATH", libraries);
+    command
 }
 
 /// A program from a Debian package, downloaded with `apt-get download` (no root needed) and

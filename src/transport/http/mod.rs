@@ -1,12 +1,14 @@
 //! The Streamable HTTP front door (`mcpx daemon`): hyper 1 serving HTTP/1.1 on the smol executor,
 //! one endpoint, `/mcp`.
 //!
-//! The connection machinery here knows nothing of MCP: it checks the `Origin` ([`origin`]),
+//! The connection machinery here knows nothing of MCP: it checks the `Origin` ([`origin`]) and
+//! answers browsers' CORS preflights ([`cors`]),
 //! bounds and reads the body, decides which era wrote it, and hands it to the era's handler
 //! ([`modern`]); statuses come from [`status`]. For a modern request closing the stream *is* the
 //! cancellation: hyper keeps reading while it answers, notices the client closing, and drops the
 //! request's exchange, whose guard cancels it ([`exchange`]).
 
+mod cors;
 mod exchange;
 mod forward;
 mod legacy;
@@ -407,7 +409,20 @@ impl FrontDoor {
         }
     }
 
+    /// Answers one request; an allowed browser origin may read the answer, whatever it is.
     async fn respond(&self, caller: Caller, request: Request<Incoming>) -> Response<Body> {
+        let origin = (request.headers().get(header::ORIGIN))
+            .filter(|origin| self.origins.allows(Some(origin.as_bytes())))
+            .cloned();
+        let preflight = cors::is_preflight(request.method(), request.headers());
+        let mut response = self.answer(caller, request).await;
+        if let (Some(origin), false) = (&origin, preflight) {
+            cors::allow(&mut response, origin);
+        }
+        response
+    }
+
+    async fn answer(&self, caller: Caller, request: Request<Incoming>) -> Response<Body> {
         let path = request.uri().path();
         let host = request.headers().get(header::HOST).map(|v| v.as_bytes());
         if !self.origins.allows_host(host) {
@@ -426,6 +441,12 @@ impl FrontDoor {
         }
         if let Caller::Stranger(uid) = caller {
             return self.stranger(uid);
+        }
+        // A browser sends its preflight without credentials: it is answered before the token.
+        if cors::is_preflight(request.method(), request.headers()) {
+            let origin = (request.headers().get(header::ORIGIN))
+                .filter(|origin| self.origins.allows(Some(origin.as_bytes())));
+            return cors::preflight(origin, request.headers());
         }
         if let Some(token) = &self.options.token {
             if !authorized(request.headers(), token) {
@@ -586,9 +607,14 @@ fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Body> {
     json_response(status, &RpcResponse::error(None, error))
 }
 
+/// A body with nothing in it.
+fn empty() -> Body {
+    Full::new(Bytes::new()).boxed()
+}
+
 /// 202 with no body: a notification was accepted.
 fn accepted() -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    let mut response = Response::new(empty());
     *response.status_mut() = StatusCode::ACCEPTED;
     response
 }
