@@ -184,9 +184,25 @@ impl Writer {
         }
     }
 
+    /// Appends one line in one write. A line is in the log whole or not at all: what a short
+    /// write (a full disk, a file size limit) left of it is taken back.
     fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
-        self.file.write_all(line)?;
-        if self.file.metadata()?.len() >= self.max_bytes {
+        let before = self.file.metadata()?.len();
+        let written = self.file.write(line);
+        if !matches!(written, Ok(n) if n == line.len()) {
+            let _ = self.file.set_len(before);
+            return Err(match written {
+                Err(e) => e,
+                Ok(n) => std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    format!(
+                        "only {n} of a line's {} bytes could be written; the line was taken back",
+                        line.len()
+                    ),
+                ),
+            });
+        }
+        if before + line.len() as u64 >= self.max_bytes {
             self.rotate()?;
         }
         Ok(())

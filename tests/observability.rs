@@ -286,6 +286,56 @@ mod every_revision {
                 .collect()
         }
 
+        /// A full disk (here: a 20 KiB file size limit) ends the audit log with whole lines
+        /// only: a line that could be written in part is taken back, not left torn.
+        #[test]
+        fn a_full_disk_leaves_no_torn_line_in_the_audit_log() {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("calls.jsonl");
+            let config = format!(
+                "[audit]\npath = {:?}\n{}",
+                log.display().to_string(),
+                fixture_config("")
+            );
+            // SIGXFSZ ignored, so that past the limit a write fails (EFBIG) instead of killing.
+            let daemon = Daemon::start_wrapped(
+                &config,
+                &[
+                    "bash",
+                    "-c",
+                    "trap '' XFSZ; ulimit -f 20; exec \"$@\"",
+                    "limited",
+                ],
+            );
+            let full = || std::fs::metadata(&log).map_or(0, |m| m.len()) > 19 * 1024;
+            let mut id = 1;
+            while !full() || id < 10 {
+                assert!(id < 2000, "the audit log never reached the limit");
+                let text = "x".repeat(id as usize % 97);
+                call(&daemon, id, "fixture__echo", json!({ "text": text }));
+                id += 1;
+            }
+            // A few more, each a line that cannot fit.
+            for extra in 0..5 {
+                call(
+                    &daemon,
+                    id + extra,
+                    "fixture__echo",
+                    json!({"text": "after"}),
+                );
+            }
+            assert!(daemon.log_shows("audit log"), "{}", daemon.stderr());
+            let text = std::fs::read_to_string(&log).unwrap();
+            assert!(
+                text.ends_with('\n'),
+                "a torn last line: {:?}",
+                &text[text.len() - 80..]
+            );
+            for line in text.lines() {
+                serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            }
+        }
+
         #[test]
         fn one_line_per_call_without_argument_values_reopened_after_a_rotation() {
             let dir = tempfile::tempdir().unwrap();

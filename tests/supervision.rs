@@ -557,17 +557,18 @@ mod every_revision {
                 "clientInfo": {"name": "test", "version": "1"}}})
         }
 
-        fn chatter(id: i64) -> Value {
+        /// The upstream's chatter, as call `id`: it writes `done` when it has said everything.
+        fn chatter(id: i64, done: &std::path::Path) -> Value {
             json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-                "name": "fixture__chatter", "arguments": {"count": CHATTER},
+                "name": "fixture__chatter", "arguments": {"count": CHATTER, "doneFile": done},
                 "_meta": {"progressToken": "p"}}})
         }
 
-        /// The largest RSS of `pids` seen until `log` shows that the upstream finished chattering.
-        fn peak_while_chattering(pids: &[u32], log: impl Fn() -> String) -> Vec<u64> {
+        /// The largest RSS of `pids` seen until the upstream has written `done`.
+        fn peak_while_chattering(pids: &[u32], done: &std::path::Path) -> Vec<u64> {
             let deadline = Instant::now() + Duration::from_secs(120);
             let mut peaks: Vec<u64> = pids.iter().map(|pid| rss(*pid)).collect();
-            while !log().contains(&format!("fixture: chattered {CHATTER}")) {
+            while !done.exists() {
                 assert!(Instant::now() < deadline, "the upstream never finished");
                 for (peak, pid) in peaks.iter_mut().zip(pids) {
                     *peak = (*peak).max(rss(*pid));
@@ -677,8 +678,10 @@ mod every_revision {
             mcpx.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
             assert!(mcpx.log.shows("fixture: pid"), "{}", mcpx.log.text());
             let baseline = rss(mcpx.child.id());
-            mcpx.send(chatter(1));
-            let peak = peak_while_chattering(&[mcpx.child.id()], || mcpx.log.text())[0];
+            let marks = tempfile::tempdir().unwrap();
+            let done = marks.path().join("done");
+            mcpx.send(chatter(1, &done));
+            let peak = peak_while_chattering(&[mcpx.child.id()], &done)[0];
             assert!(
                 peak < baseline + GROWTH,
                 "mcpx grew from {baseline} to {peak} bytes"
@@ -712,8 +715,10 @@ mod every_revision {
             let mut first = String::new();
             stdout.read_line(&mut first).unwrap();
             let before = [rss(shim.id()), rss(daemon.pid())];
-            writeln!(stdin, "{}", chatter(1)).unwrap();
-            let peaks = peak_while_chattering(&[shim.id(), daemon.pid()], || daemon.stderr());
+            let marks = tempfile::tempdir().unwrap();
+            let done = marks.path().join("done");
+            writeln!(stdin, "{}", chatter(1, &done)).unwrap();
+            let peaks = peak_while_chattering(&[shim.id(), daemon.pid()], &done);
             for (name, (before, peak)) in ["the shim", "the daemon"]
                 .iter()
                 .zip(before.iter().zip(&peaks))
@@ -745,6 +750,8 @@ mod every_revision {
             let session = initialize_session(&d, "2025-11-25", json!({}));
             assert!(d.log_shows("fixture: pid"), "{}", d.stderr());
             let baseline = rss(d.pid());
+            let marks = tempfile::tempdir().unwrap();
+            let done = marks.path().join("done");
             let stream = d.send_post(
                 &[
                     ("Accept", b"application/json, text/event-stream"),
@@ -752,9 +759,9 @@ mod every_revision {
                     ("Mcp-Session-Id", session.as_bytes()),
                     ("MCP-Protocol-Version", b"2025-11-25"),
                 ],
-                chatter(1).to_string().as_bytes(),
+                chatter(1, &done).to_string().as_bytes(),
             );
-            let peak = peak_while_chattering(&[d.pid()], || d.stderr())[0];
+            let peak = peak_while_chattering(&[d.pid()], &done)[0];
             assert!(
                 peak < baseline + GROWTH,
                 "the daemon grew from {baseline} to {peak} bytes"

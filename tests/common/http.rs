@@ -24,6 +24,16 @@ impl Daemon {
 
     /// Starts the daemon with `config` and these environment variables set.
     pub fn start_with_env(config: &str, daemon_keys: &str, env: &[(&str, &str)]) -> Daemon {
+        Daemon::launch(config, daemon_keys, env, &[])
+    }
+
+    /// Starts the daemon with `config` as the arguments of `wrapper` (a program that runs its
+    /// arguments, such as `setpriv …` or a shell setting limits).
+    pub fn start_wrapped(config: &str, wrapper: &[&str]) -> Daemon {
+        Daemon::launch(config, "", &[], wrapper)
+    }
+
+    fn launch(config: &str, daemon_keys: &str, env: &[(&str, &str)], wrapper: &[&str]) -> Daemon {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         // Daemons run side by side; each gets its own admin socket unless the test names one.
         let admin_dir = tempfile::tempdir().unwrap();
@@ -39,7 +49,16 @@ impl Daemon {
             "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{admin}{config}"
         )
         .unwrap();
-        let mut child = Command::new(mcpx_bin())
+        let mcpx = mcpx_bin();
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(&mcpx);
+                command
+            }
+            None => Command::new(&mcpx),
+        };
+        let mut child = command
             .args(["--config", file.path().to_str().unwrap(), "daemon"])
             .envs(env.iter().copied())
             .stdin(Stdio::null())

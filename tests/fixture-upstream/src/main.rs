@@ -117,7 +117,7 @@ impl Server {
             json!({"name": "ask_twice", "description": "Asks for a name, then a colour, one after the other.", "inputSchema": {"type": "object"}}),
             json!({"name": "pester", "description": "Sends `count` roots/list requests without waiting, then answers how many got a result and how many an error.",
                 "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}),
-            json!({"name": "chatter", "description": "Sends `count` progress notifications and `count` log messages as fast as it can, then answers.",
+            json!({"name": "chatter", "description": "Sends `count` progress notifications and `count` log messages as fast as it can, then writes the file `doneFile` (if given) and answers.",
                 "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}),
             json!({"name": "storm", "description": "Announces tools/list_changed `count` times, `everyMs` apart, adding the tool `extra` before the last.",
                 "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "everyMs": {"type": "integer"}}}}),
@@ -239,6 +239,10 @@ impl Server {
                         "params": {"level": "info", "data": format!("chatter {step} {}", "x".repeat(200))}}));
                 }
                 eprintln!("fixture: chattered {count}");
+                // A mark outside the log, which mcpx may rate-limit.
+                if let Some(done) = args["doneFile"].as_str() {
+                    std::fs::write(done, "done").unwrap();
+                }
                 text(format!("chattered {count}"))
             }
             "misbehave" => {
