@@ -358,6 +358,36 @@ mod every_revision {
             assert_eq!(fixtures_below(daemon.pid()), 1);
         }
 
+        /// Files are compared by canonical path: `--config NAME` from the file's directory is
+        /// the daemon's file; the same NAME in another directory (a copy) is not.
+        #[test]
+        fn a_relative_config_path_attaches_to_the_daemon_on_that_file_and_a_copy_elsewhere_does_not(
+        ) {
+            let (daemon, _dir) = daemon();
+            let config = daemon.config_path();
+            let (dir, name) = (config.parent().unwrap(), config.file_name().unwrap());
+            let attach_from = |cwd: &Path| {
+                let out = std::process::Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(name)
+                    .args(["serve", "--attach"])
+                    .current_dir(cwd)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .unwrap();
+                (
+                    out.status.success(),
+                    String::from_utf8_lossy(&out.stderr).into_owned(),
+                )
+            };
+            let (served, stderr) = attach_from(dir);
+            assert!(served, "{stderr}");
+            let elsewhere = tempfile::tempdir().unwrap();
+            std::fs::copy(config, elsewhere.path().join(name)).unwrap();
+            let (served, stderr) = attach_from(elsewhere.path());
+            assert!(!served && stderr.contains("refused"), "{stderr}");
+        }
+
         #[test]
         fn a_serve_on_another_configuration_is_refused_with_the_reason() {
             let (_daemon, dir) = daemon();

@@ -73,6 +73,10 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Named by its canonical path: an editor's `mcpx serve --config ./x.toml` and the daemon
+    // started on `/home/me/x.toml` must agree they run the same file, and `./x.toml` in another
+    // directory must not.
+    let path = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
     set_executor_threads(config.daemon.threads);
     match &cli.command {
         Command::Status { json, socket } => {
