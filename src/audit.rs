@@ -1,8 +1,10 @@
 //! The audit log (`[audit] path`): one JSON line per `tools/call`, `prompts/get`,
 //! `resources/read` and question mcpx put to a client on an upstream's behalf: when, through
 //! which door, which client (session, `clientInfo`, profile), what was named and where it went,
-//! how it ended and how long it took, and a SHA-256 of the arguments (their values only with
-//! `[audit] arguments = true`).
+//! how it ended and how long it took, and an HMAC-SHA-256 of the arguments under the
+//! installation's key (`[audit] keyFile`; their values only with `[audit] arguments = true`): a
+//! plain hash of `{"path":"/etc/passwd"}` is found by hashing guesses, a keyed one is not, yet
+//! equal arguments still show as equal.
 //!
 //! Lines are handed to a writer thread through a bounded queue, so a call never waits for the
 //! disk; a full queue drops the line and says so in mcpx's log. The file is rotated by size
@@ -10,8 +12,9 @@
 
 use crate::config::Audit as AuditConfig;
 use crate::registry::{Registry, SessionKey};
+use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,8 @@ pub struct AuditLog {
     lines: SyncSender<Message>,
     registry: Arc<Registry>,
     arguments: bool,
+    /// What the arguments' digest is keyed with.
+    key: Hmac<Sha256>,
     dropped: AtomicU64,
 }
 
@@ -63,6 +68,10 @@ impl AuditLog {
     pub fn open(config: &AuditConfig, registry: Arc<Registry>) -> std::io::Result<Arc<AuditLog>> {
         let path = config.path.clone().unwrap_or_default();
         let file = open_append(&path)?;
+        let key = installation_key(&config.key_file).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", config.key_file.display()))
+        })?;
+        let key = Hmac::<Sha256>::new_from_slice(&key).map_err(std::io::Error::other)?;
         let (lines, queue) = mpsc::sync_channel(QUEUE);
         let writer = Writer {
             path,
@@ -77,6 +86,7 @@ impl AuditLog {
             lines,
             registry,
             arguments: config.arguments,
+            key,
             dropped: AtomicU64::new(0),
         }))
     }
@@ -104,8 +114,9 @@ impl AuditLog {
         line["durationMs"] = json!((entry.took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
         if let Some(arguments) = entry.arguments {
             let canonical = serde_json::to_vec(arguments).unwrap_or_default();
-            let digest = hex::encode(Sha256::digest(&canonical));
-            line["argumentsSha256"] = json!(digest);
+            let mut digest = self.key.clone();
+            digest.update(&canonical);
+            line["argumentsHmacSha256"] = json!(hex::encode(digest.finalize().into_bytes()));
             if self.arguments {
                 line["arguments"] = arguments.clone();
             }
@@ -225,6 +236,34 @@ impl Writer {
     }
 }
 
+/// The installation's key, read from `path`, or made there (32 random bytes, 0600) when missing.
+/// One that others can read is refused: it would make the digests guessable again.
+fn installation_key(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.mode() & 0o077 != 0 => Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the audit key is readable by others: chmod 600 it",
+        )),
+        Ok(_) => std::fs::read(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mut key = vec![0u8; 32];
+            getrandom::fill(&mut key).map_err(std::io::Error::other)?;
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)?;
+            file.write_all(&key)?;
+            Ok(key)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The file, opened to append (0600: it names what users did), its directory created.
 fn open_append(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -264,6 +303,7 @@ mod every_revision {
                 arguments: false,
                 max_bytes: 600,
                 keep: 2,
+                key_file: dir.path().join("keys").join("audit.key"),
             };
             let registry = Registry::new();
             let session = registry.open_session("stdio", Some("coding"));
@@ -301,8 +341,21 @@ mod every_revision {
             assert_eq!(line["profile"], "coding");
             assert_eq!(line["door"], "stdio");
             assert_eq!(line["upstreamName"], "create_issue");
-            assert_eq!(line["argumentsSha256"].as_str().unwrap().len(), 64);
             assert!(!line.to_string().contains("hunter2"));
+            // Keyed: the digest is the HMAC under the key made for the installation, 0600.
+            use hmac::{Hmac, Mac};
+            use std::os::unix::fs::PermissionsExt;
+            let key = std::fs::read(&config.key_file).unwrap();
+            assert_eq!(key.len(), 32);
+            let mode = std::fs::metadata(&config.key_file)
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let mut expected = Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+            expected.update(secret.to_string().as_bytes());
+            let expected = hex::encode(expected.finalize().into_bytes());
+            assert_eq!(line["argumentsHmacSha256"], expected.as_str());
         }
     }
 }

@@ -107,6 +107,9 @@ pub struct Audit {
     pub max_bytes: u64,
     /// How many rotated files are kept (`FILE.1` … `FILE.keep`).
     pub keep: usize,
+    /// The installation's secret key that the arguments' digest is an HMAC under (created,
+    /// 0600, when missing): a plain hash of small arguments is a dictionary lookup away.
+    pub key_file: PathBuf,
 }
 
 impl Default for Audit {
@@ -116,6 +119,7 @@ impl Default for Audit {
             arguments: false,
             max_bytes: 100 * 1024 * 1024,
             keep: 5,
+            key_file: state_dir().join("audit.key"),
         }
     }
 }
@@ -541,18 +545,22 @@ pub struct Auth {
 
 impl Default for Auth {
     fn default() -> Self {
-        let dirs = directories::ProjectDirs::from("", "", "mcpx");
-        let dir = dirs.as_ref().map(|d| {
+        Auth {
+            credentials: state_dir().join("credentials.json"),
+        }
+    }
+}
+
+/// Where mcpx keeps what it must remember (`$XDG_STATE_HOME/mcpx`): credentials, keys.
+fn state_dir() -> PathBuf {
+    let dirs = directories::ProjectDirs::from("", "", "mcpx");
+    dirs.as_ref()
+        .map(|d| {
             d.state_dir()
                 .unwrap_or_else(|| d.data_local_dir())
                 .to_path_buf()
-        });
-        Auth {
-            credentials: dir
-                .unwrap_or_else(private_temp_dir)
-                .join("credentials.json"),
-        }
-    }
+        })
+        .unwrap_or_else(private_temp_dir)
 }
 
 /// The default configuration path, if the platform has a configuration directory.

@@ -266,16 +266,19 @@ mod every_revision {
     pub mod audit {
         use super::super::*;
 
+        /// A configuration auditing to `log` (its key beside it) in front of the fixture.
+        pub fn auditing_to(log: &std::path::Path) -> String {
+            format!(
+                "[audit]\npath = {:?}\nkeyFile = {:?}\n{}",
+                log.display().to_string(),
+                log.with_extension("key").display().to_string(),
+                fixture_config("")
+            )
+        }
+
         /// A daemon in front of the fixture, writing its audit log to `log`.
         pub fn daemon_auditing_to(log: &std::path::Path) -> Daemon {
-            Daemon::start(
-                &format!(
-                    "[audit]\npath = {:?}\n{}",
-                    log.display().to_string(),
-                    fixture_config("")
-                ),
-                "",
-            )
+            Daemon::start(&auditing_to(log), "")
         }
 
         pub fn lines(path: &std::path::Path) -> Vec<Value> {
@@ -292,11 +295,7 @@ mod every_revision {
         fn a_full_disk_leaves_no_torn_line_in_the_audit_log() {
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("calls.jsonl");
-            let config = format!(
-                "[audit]\npath = {:?}\n{}",
-                log.display().to_string(),
-                fixture_config("")
-            );
+            let config = auditing_to(&log);
             // SIGXFSZ ignored, so that past the limit a write fails (EFBIG) instead of killing.
             let daemon = Daemon::start_wrapped(
                 &config,
@@ -366,7 +365,7 @@ mod every_revision {
             assert_eq!(echo["door"], "http");
             assert!(echo["durationMs"].as_f64().unwrap() > 0.0);
             assert!(echo["time"].as_str().unwrap().ends_with('Z'));
-            assert_eq!(echo["argumentsSha256"].as_str().unwrap().len(), 64);
+            assert_eq!(echo["argumentsHmacSha256"].as_str().unwrap().len(), 64);
             assert!(!std::fs::read_to_string(&log).unwrap().contains("s3cret"));
             assert_eq!(written[1]["method"], "prompts/get");
             assert_eq!(written[2]["name"], "fixture://hello");
@@ -385,11 +384,7 @@ mod every_revision {
         fn a_question_to_a_legacy_client_is_a_line() {
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("audit.jsonl");
-            let mut mcpx = Serve::start(&format!(
-                "[audit]\npath = {:?}\n{}",
-                log.display().to_string(),
-                fixture_config("")
-            ));
+            let mut mcpx = Serve::start(&auditing_to(&log));
             mcpx.send(
                 json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
