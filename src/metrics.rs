@@ -267,6 +267,8 @@ pub enum Refusal {
     unsupported_version,
     /// A body or line past `maxMessageBytes`.
     too_large,
+    /// A request head past `maxHeaderBytes` (431).
+    head_too_large,
     /// A connection past `maxConnections`.
     max_connections,
     /// A legacy session past `maxSessions`.

@@ -1193,6 +1193,32 @@ const post = (body, headers) => fetch({endpoint:?}, {{method: "POST", body: JSON
             }
         }
 
+        /// `maxHeaderBytes` caps the head however it arrives: a 100 kB head written at once,
+        /// past a 64 KiB cap, is 431 (hyper alone caps only the buffer it reads into).
+        #[test]
+        fn a_whole_head_past_max_header_bytes_is_431() {
+            let d = Daemon::start(&fixture_config(""), "maxHeaderBytes = 65536");
+            let (headers, body) = modern_request(1, "tools/list", json!({}));
+            let fields: String = headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {v}\r\n"))
+                .collect();
+            let head = |filler: usize| {
+                format!(
+                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{fields}X-Filler: {}\r\nContent-Length: {}\r\n\r\n{body}",
+                    "a".repeat(filler),
+                    body.to_string().len()
+                )
+            };
+            assert_eq!(d.raw(head(100_000).as_bytes()).status, 431);
+            assert_eq!(
+                d.raw(head(60_000).as_bytes()).status,
+                200,
+                "a head under the cap"
+            );
+            assert!(d.log_shows("past maxHeaderBytes (431)"));
+        }
+
         #[test]
         fn too_many_or_too_long_header_fields_are_431_and_the_daemon_serves_on() {
             let d = Daemon::start(

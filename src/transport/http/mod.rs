@@ -423,6 +423,16 @@ impl FrontDoor {
     }
 
     async fn answer(&self, caller: Caller, request: Request<Incoming>) -> Response<Body> {
+        // hyper caps the buffer it reads a head into, but a head that arrives in one read is
+        // parsed whole however long: this is the cap on what was parsed.
+        if head_bytes(&request) > self.options.max_header_bytes {
+            metrics::refused(Refusal::head_too_large);
+            tracing::warn!("refused a request head past maxHeaderBytes (431)");
+            return plain(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "the request's head is longer than transport.maxHeaderBytes\n",
+            );
+        }
         let path = request.uri().path();
         let host = request.headers().get(header::HOST).map(|v| v.as_bytes());
         if !self.origins.allows_host(host) {
@@ -575,6 +585,20 @@ fn too_large(limit: usize) -> Response<Body> {
             format!("Invalid Request: the body exceeds {limit} bytes"),
         ),
     )
+}
+
+/// How long a request's head was on the wire, near enough: its request line and each field
+/// with its `: ` and CRLF.
+fn head_bytes(request: &Request<Incoming>) -> usize {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(1, |p| p.as_str().len());
+    let line = request.method().as_str().len() + target + 11;
+    let fields: usize = (request.headers().iter())
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    line + fields
 }
 
 /// A plain-text response, for what is not MCP at all.
