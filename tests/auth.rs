@@ -35,16 +35,24 @@ struct AuthServer {
     /// How long an access token works.
     lifetime: Duration,
     refresh_allowed: bool,
+    /// Changes to its authorization server metadata (a `null` removes the key).
+    metadata: Value,
 }
 
 impl AuthServer {
     fn start(lifetime: Duration, refresh_allowed: bool) -> Arc<AuthServer> {
+        AuthServer::with_metadata(lifetime, refresh_allowed, json!({}))
+    }
+
+    /// A server whose metadata `changes` alter.
+    fn with_metadata(lifetime: Duration, refresh_allowed: bool, changes: Value) -> Arc<AuthServer> {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let server = Arc::new(AuthServer {
             addr: listener.local_addr().unwrap(),
             state: Arc::default(),
             lifetime,
             refresh_allowed,
+            metadata: changes,
         });
         let serving = Arc::clone(&server);
         std::thread::spawn(move || {
@@ -108,25 +116,52 @@ impl AuthServer {
         let (status, extra, payload) = match (method, path) {
             ("GET", resource) if resource.starts_with("/.well-known/oauth-protected-resource/") => {
                 let path = &resource["/.well-known/oauth-protected-resource".len()..];
-                ("200 OK", String::new(),
-                    json!({"resource": format!("{base}{path}"), "authorization_servers": [base]}).to_string())
+                (
+                    "200 OK",
+                    String::new(),
+                    json!({"resource": format!("{base}{path}"), "authorization_servers": [base]})
+                        .to_string(),
+                )
             }
-            ("GET", "/.well-known/oauth-authorization-server") => ("200 OK", String::new(), json!({
-                "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
-                "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
-                "code_challenge_methods_supported": ["S256"], "scopes_supported": ["mcp"]}).to_string()),
-            ("POST", "/register") => ("201 Created", String::new(), json!({"client_id": "mcpx-test-client"}).to_string()),
+            ("GET", "/.well-known/oauth-authorization-server") => {
+                let mut metadata = json!({
+                    "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
+                    "code_challenge_methods_supported": ["S256"], "scopes_supported": ["mcp"]});
+                for (key, value) in self.metadata.as_object().into_iter().flatten() {
+                    match value {
+                        Value::Null => drop(metadata.as_object_mut().unwrap().remove(key)),
+                        value => metadata[key] = value.clone(),
+                    }
+                }
+                ("200 OK", String::new(), metadata.to_string())
+            }
+            ("POST", "/register") => (
+                "201 Created",
+                String::new(),
+                json!({"client_id": "mcpx-test-client"}).to_string(),
+            ),
             ("GET", "/authorize") => {
                 let query = form(target.split_once('?').map_or("", |(_, q)| q));
-                let location = format!("{}?code=the-code&state={}&iss={}", query["redirect_uri"], query["state"],
-                    url::form_urlencoded::byte_serialize(base.as_bytes()).collect::<String>());
-                ("302 Found", format!("Location: {location}\r\n"), String::new())
+                let location = format!(
+                    "{}?code=the-code&state={}&iss={}",
+                    query["redirect_uri"],
+                    query["state"],
+                    url::form_urlencoded::byte_serialize(base.as_bytes()).collect::<String>()
+                );
+                (
+                    "302 Found",
+                    format!("Location: {location}\r\n"),
+                    String::new(),
+                )
             }
             ("POST", "/token") => {
                 let form = form(&body);
                 let mut state = self.state.lock().unwrap();
                 match form.get("grant_type").map(String::as_str) {
-                    Some("authorization_code") => ("200 OK", String::new(), self.issue(&mut state).to_string()),
+                    Some("authorization_code") => {
+                        ("200 OK", String::new(), self.issue(&mut state).to_string())
+                    }
                     Some("refresh_token") => {
                         state.refresh_requests += 1;
                         let known = state.refresh.contains(&form["refresh_token"]);
@@ -134,10 +169,18 @@ impl AuthServer {
                             state.refresh.retain(|r| r != &form["refresh_token"]);
                             ("200 OK", String::new(), self.issue(&mut state).to_string())
                         } else {
-                            ("400 Bad Request", String::new(), json!({"error": "invalid_grant"}).to_string())
+                            (
+                                "400 Bad Request",
+                                String::new(),
+                                json!({"error": "invalid_grant"}).to_string(),
+                            )
                         }
                     }
-                    _ => ("400 Bad Request", String::new(), json!({"error": "unsupported_grant_type"}).to_string()),
+                    _ => (
+                        "400 Bad Request",
+                        String::new(),
+                        json!({"error": "unsupported_grant_type"}).to_string(),
+                    ),
                 }
             }
             ("GET", "/mcp") => ("405 Method Not Allowed", String::new(), String::new()),
@@ -254,24 +297,39 @@ fn config(server: &AuthServer, dir: &std::path::Path) -> String {
     )
 }
 
+/// The browser that follows the authorization server's redirects.
+const BROWSER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser");
+
 /// Runs `mcpx auth login remote` with a browser that follows the redirects; returns its stderr.
 fn login(config: &str, dir: &std::path::Path) -> String {
+    let (succeeded, stderr) = try_login(config, dir, BROWSER);
+    assert!(succeeded, "{stderr}");
+    stderr
+}
+
+/// Runs `mcpx auth login remote` with `browser`, for at most [`PATIENCE`]: whether it
+/// succeeded, and its stderr.
+fn try_login(config: &str, dir: &std::path::Path, browser: &str) -> (bool, String) {
     let path = dir.join("config.toml");
     std::fs::write(&path, config).unwrap();
-    let out = std::process::Command::new(mcpx_bin())
+    let mut child = std::process::Command::new(mcpx_bin())
         .arg("--config")
         .arg(&path)
         .args(["auth", "login", "remote"])
-        .env(
-            "BROWSER",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser"),
-        )
+        .env("BROWSER", browser)
         .env("MCPX_LOG", "debug")
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    stderr
+    let mut log = Log::capture(child.stderr.take().unwrap(), |_| {});
+    let status = wait_exit(&mut child, PATIENCE);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    log.finish();
+    (status.is_some_and(|s| s.success()), log.text())
 }
 
 /// A login, a served call, then a wait past the token's lifetime.
@@ -449,6 +507,65 @@ mod every_revision {
 
         /// `mcpx auth login` tells every mcpx running on the same configuration, editors'
         /// `mcpx serve` processes included: the server serves at once, not at the next backoff.
+        /// `code_challenge_methods_supported` is a MUST: without it, PKCE cannot be known to be
+        /// there, and mcpx does not log in.
+        #[test]
+        fn an_authorization_server_whose_metadata_does_not_list_pkce_is_refused() {
+            let changes = json!({"code_challenge_methods_supported": null});
+            let server = AuthServer::with_metadata(Duration::from_secs(60), true, changes);
+            let dir = tempfile::tempdir().unwrap();
+            let (succeeded, stderr) = try_login(&config(&server, dir.path()), dir.path(), BROWSER);
+            assert!(!succeeded);
+            assert!(
+                stderr.contains("lacks code_challenge_methods_supported"),
+                "{stderr}"
+            );
+            assert!(server.state.lock().unwrap().issued.is_empty());
+        }
+
+        /// A token endpoint over plain HTTP off loopback would carry the code and the tokens in
+        /// the clear: refused before anything is sent.
+        #[test]
+        fn an_authorization_server_with_a_plain_http_endpoint_off_loopback_is_refused() {
+            let changes = json!({"token_endpoint": "http://auth.example/token"});
+            let server = AuthServer::with_metadata(Duration::from_secs(60), true, changes);
+            let dir = tempfile::tempdir().unwrap();
+            let (succeeded, stderr) = try_login(&config(&server, dir.path()), dir.path(), BROWSER);
+            assert!(!succeeded);
+            assert!(
+                stderr.contains("token_endpoint \"http://auth.example/token\" is not HTTPS"),
+                "{stderr}"
+            );
+        }
+
+        /// Another local process that connects to the redirect listener first and sends
+        /// nothing (or half a line) cannot stall the login: the browser's redirect is still read.
+        #[test]
+        fn a_process_holding_the_redirect_listener_open_cannot_stall_a_login() {
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let browser = dir.path().join("browser");
+            std::fs::write(
+                &browser,
+                format!(
+                    "#!/usr/bin/env bash\n\
+                     port=$(sed -E 's/.*redirect_uri=http%3A%2F%2F127.0.0.1%3A([0-9]+).*/\\1/' <<< \"$1\")\n\
+                     exec 3<>/dev/tcp/127.0.0.1/$port 4<>/dev/tcp/127.0.0.1/$port\n\
+                     printf 'GET /call' >&4\n\
+                     {BROWSER} \"$1\"\n"
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let (succeeded, stderr) = try_login(
+                &config(&server, dir.path()),
+                dir.path(),
+                browser.to_str().unwrap(),
+            );
+            assert!(succeeded, "{stderr}");
+        }
+
         #[test]
         fn a_login_reaches_a_running_mcpx_serve_at_once() {
             let server = AuthServer::start(Duration::from_secs(60), true);

@@ -87,8 +87,7 @@ pub struct AuthServer {
     pub revocation_endpoint: Option<String>,
     /// The scopes it knows.
     pub scopes_supported: Vec<String>,
-    /// Its PKCE methods; `None` when the metadata does not say (no metadata at all: a
-    /// 2025-03-26 server's default endpoints).
+    /// Its PKCE methods; `None` when the metadata does not say (a login then refuses it).
     pub code_challenge_methods: Option<Vec<String>>,
     /// How clients may authenticate at its token endpoint.
     pub token_auth_methods: Vec<String>,
@@ -261,11 +260,13 @@ async fn legacy_discovery(server: &Url) -> Result<Discovered, String> {
     let metadata = json_at(&format!("{origin}/.well-known/oauth-authorization-server")).await?;
     let auth = match metadata.as_ref().and_then(AuthServer::from_metadata) {
         Some(auth) => auth,
+        // 2025-03-26's defaults, which come with its rule that every server supports PKCE.
         None => AuthServer {
             issuer: origin.clone(),
             authorization_endpoint: format!("{origin}/authorize"),
             token_endpoint: format!("{origin}/token"),
             registration_endpoint: Some(format!("{origin}/register")),
+            code_challenge_methods: Some(vec!["S256".into()]),
             ..AuthServer::default()
         },
     };

@@ -20,12 +20,18 @@ use base64::Engine;
 use http::{HeaderMap, Method};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use smol::io::{AsyncWriteExt, BufReader};
 use std::time::Duration;
 use url::Url;
 
 /// How long the person may take to log in.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long one connection to the redirect listener may take to send its request line, and
+/// how long that line may be: another local process holding a connection open, or writing
+/// without end, must not stall or bloat the login.
+const REDIRECT_PATIENCE: Duration = Duration::from_secs(5);
+const MAX_REDIRECT_LINE: usize = 16 * 1024;
 
 /// What the server says when asked without a token: its challenge, if it refuses (`None` when
 /// it lets mcpx in, or answers neither 401 nor a Bearer challenge). Asked as
@@ -114,14 +120,7 @@ pub async fn login(
     let server_url = server.url.as_deref().ok_or("only a `url` server logs in")?;
     let discovered = discovery::discover(server_url, challenge).await?;
     let auth = &discovered.auth;
-    if let Some(methods) = &auth.code_challenge_methods {
-        if !methods.iter().any(|m| m == "S256") {
-            return Err(format!(
-                "the authorization server {} does not offer PKCE with S256: refusing to log in",
-                auth.issuer
-            ));
-        }
-    }
+    trustworthy(auth)?;
     let listener = smol::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot listen for the redirect: {e}"))?;
@@ -317,35 +316,102 @@ fn challenge_of(verifier: &str) -> String {
 
 /// The query of the first request to `/callback`, answered with a page for the person.
 async fn wait_for_callback(listener: &smol::net::TcpListener) -> Result<Url, String> {
-    loop {
-        let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        if reader.read_line(&mut line).await.is_err() {
-            continue;
+    let (found, callback) = async_channel::bounded(1);
+    // Each connection is read in a task of its own, within its patience: none can hold up the
+    // browser's.
+    let accepting = async {
+        loop {
+            let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+            let found = found.clone();
+            smol::spawn(async move {
+                let read = smol::future::or(read_redirect(stream), async {
+                    smol::Timer::after(REDIRECT_PATIENCE).await;
+                    None
+                });
+                if let Some(url) = read.await {
+                    let _ = found.try_send(url);
+                }
+            })
+            .detach();
         }
-        let target = line.split_whitespace().nth(1).unwrap_or_default();
-        let Ok(url) = Url::parse(&format!("http://127.0.0.1{target}")) else {
-            continue;
-        };
-        let mut stream = reader.into_inner();
-        if url.path() != "/callback" {
-            let _ = stream
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
-        }
-        let page =
-            "<!doctype html><title>mcpx</title><p>mcpx has the answer: you can close this tab.</p>";
-        let response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-            page.len()
-        );
-        let _ = stream.write_all(response.as_bytes()).await;
-        return Ok(url);
+    };
+    smol::future::or(accepting, async {
+        callback.recv().await.map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// One connection to the redirect listener: the callback URL it carries, if it is one.
+async fn read_redirect(stream: smol::net::TcpStream) -> Option<Url> {
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    match crate::lines::read_line(&mut reader, &mut line, MAX_REDIRECT_LINE, |_| {}).await {
+        crate::lines::Read::Line => {}
+        _ => return None,
     }
+    let line = String::from_utf8_lossy(&line);
+    let target = line.split_whitespace().nth(1).unwrap_or_default();
+    let url = Url::parse(&format!("http://127.0.0.1{target}")).ok()?;
+    let mut stream = reader.into_inner();
+    if url.path() != "/callback" {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
+        return None;
+    }
+    let page =
+        "<!doctype html><title>mcpx</title><p>mcpx has the answer: you can close this tab.</p>";
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    Some(url)
+}
+
+/// Refuses an authorization server the specification says a client must not use: one whose
+/// metadata does not say it offers PKCE with S256 (`code_challenge_methods_supported` is a MUST),
+/// or whose endpoints are not HTTPS, unless on loopback (a code or a token would cross the
+/// network in the clear).
+fn trustworthy(auth: &AuthServer) -> Result<(), String> {
+    match &auth.code_challenge_methods {
+        Some(methods) if methods.iter().any(|m| m == "S256") => {}
+        Some(_) => {
+            return Err(format!(
+                "the authorization server {} does not offer PKCE with S256: refusing to log in",
+                auth.issuer
+            ))
+        }
+        None => {
+            return Err(format!(
+                "the authorization server {}'s metadata lacks code_challenge_methods_supported, so it cannot be known to offer PKCE: refusing to log in",
+                auth.issuer
+            ))
+        }
+    }
+    let endpoints = [
+        ("authorization_endpoint", Some(&auth.authorization_endpoint)),
+        ("token_endpoint", Some(&auth.token_endpoint)),
+        ("registration_endpoint", auth.registration_endpoint.as_ref()),
+        ("revocation_endpoint", auth.revocation_endpoint.as_ref()),
+    ];
+    for (name, endpoint) in endpoints {
+        let Some(endpoint) = endpoint else { continue };
+        let url = Url::parse(endpoint).map_err(|e| format!("{name} {endpoint:?}: {e}"))?;
+        let loopback = match url.host() {
+            Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        };
+        if url.scheme() != "https" && !loopback {
+            return Err(format!(
+                "the authorization server {}'s {name} {endpoint:?} is not HTTPS: refusing to log in",
+                auth.issuer
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The code the callback carries, once its `state` and `iss` are what they must be.
