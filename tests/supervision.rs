@@ -333,6 +333,33 @@ mod every_revision {
         }
     }
 
+    pub mod shutdown {
+        use super::super::*;
+
+        /// SIGTERM to `mcpx serve` with a call in flight: the call is answered -32603 "mcpx is
+        /// shutting down" (not dropped), and mcpx exits.
+        #[test]
+        fn sigterm_answers_the_calls_in_flight_and_exits() {
+            let mut mcpx = Serve::start(&fixture_config(""));
+            mcpx.initialize("2025-11-25");
+            mcpx.request(
+                1,
+                "tools/call",
+                json!({"name": "fixture__sleep", "arguments": {}}),
+            );
+            assert!(mcpx.log_shows("fixture: sleeping request"));
+            let killed = std::process::Command::new("kill")
+                .args(["-TERM", &mcpx.pid().to_string()])
+                .status()
+                .unwrap();
+            assert!(killed.success());
+            let answer = mcpx.response(1);
+            assert_eq!(answer["error"]["code"], -32603, "{answer}");
+            assert_eq!(answer["error"]["message"], "mcpx is shutting down");
+            assert!(mcpx.wait(PATIENCE).is_some(), "mcpx did not exit");
+        }
+    }
+
     /// An upstream that talks without end costs mcpx a bounded share of its work and log.
     pub mod noisy {
         use super::super::*;

@@ -150,11 +150,16 @@ async fn execute(
                     .profile(&name)
                     .map_err(|why| format!("--profile: {why}"))?;
             }
+            // SIGTERM: what is in flight is answered "shutting down", then mcpx exits.
+            let shutdown = Cancel::new();
+            let _signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
+                .map_err(|e| format!("cannot watch for signals: {e}"))?;
             let serving = stdio::serve(
                 Arc::clone(&gateway),
                 smol::Unblock::new(std::io::stdin()),
                 smol::Unblock::new(std::io::stdout()),
                 options,
+                shutdown,
             );
             let admin = crate::admin::serve_socket(&config.admin.socket);
             front_door(&gateway, admin, Console::Optional, async {

@@ -75,9 +75,10 @@ pub async fn serve(
     options: StdioOptions,
     stop: Cancel,
 ) {
+    let shutdown = stop.clone();
     admin::accept_until(listener, path, stop, |stream| {
         let (gateway, config) = (Arc::clone(&gateway), config.clone());
-        smol::spawn(session(gateway, stream, config, options)).detach();
+        smol::spawn(session(gateway, stream, config, options, shutdown.clone())).detach();
     })
     .await
 }
@@ -88,6 +89,7 @@ async fn session(
     stream: UnixStream,
     config: Option<String>,
     options: StdioOptions,
+    shutdown: Cancel,
 ) {
     let mut writer = stream.clone();
     let mut reader = BufReader::new(stream.clone());
@@ -129,7 +131,7 @@ async fn session(
         return;
     }
     // Bytes the editor sent after its handshake are already in `reader`: it is the input.
-    stdio::serve(gateway, reader, writer, options).await;
+    stdio::serve(gateway, reader, writer, options, shutdown).await;
 }
 
 /// Reads the handshake line, within [`ATTACH_PATIENCE`].

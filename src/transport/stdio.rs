@@ -5,7 +5,9 @@
 //! then withheld. Notifications and `initialize` run in line: a notification must land before
 //! whatever follows it, and `initialize` settles what every later reply looks like. One writer
 //! task owns stdout, so frames never interleave. At EOF, requests in flight get the drain period
-//! to answer, then are cancelled, and `serve` returns.
+//! to answer, then are cancelled, and `serve` returns. When mcpx itself stops (`shutdown`: a
+//! SIGTERM), reading stops, and the requests in flight are cancelled at once and each answered
+//! -32603 "mcpx is shutting down".
 //!
 //! What waits to be written is bounded ([`outbox::CAPACITY`] frames of each kind): a client that
 //! stops reading its output while its upstreams keep talking loses superseded progress and log
@@ -40,12 +42,14 @@ pub struct StdioOptions {
     pub view: ViewId,
 }
 
-/// Serves one client on `input` and `output` until `input` ends and the drain is over.
+/// Serves one client on `input` and `output` until `input` ends and the drain is over, or
+/// `shutdown` fires.
 pub async fn serve(
     gateway: Arc<Gateway>,
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
     options: StdioOptions,
+    shutdown: Cancel,
 ) {
     let (outbound, outbound_rx) = outbox::bounded(outbox::CAPACITY);
     let (frames, frames_rx) = async_channel::bounded::<Written>(outbox::CAPACITY);
@@ -64,6 +68,7 @@ pub async fn serve(
         outbound,
         frames,
         stalled: stalled.clone(),
+        shutdown: shutdown.clone(),
         alive,
     };
     let mut input = BufReader::new(input);
@@ -72,7 +77,7 @@ pub async fn serve(
         let read = smol::future::or(
             lines::read_line(&mut input, &mut buf, options.max_message_bytes, |_| {}),
             async {
-                stalled.cancelled().await;
+                smol::future::or(stalled.cancelled(), shutdown.cancelled()).await;
                 Read::Eof
             },
         )
@@ -110,14 +115,17 @@ pub async fn serve(
     drop(alive);
     let drained = smol::future::or(async { all_done.recv().await.is_err() }, async {
         smol::future::or(smol::Timer::after(options.drain), async {
-            stalled.cancelled().await;
+            smol::future::or(stalled.cancelled(), shutdown.cancelled()).await;
             std::time::Instant::now()
         })
         .await;
         false
     })
     .await;
-    if stalled.is_cancelled() {
+    if shutdown.is_cancelled() && !stalled.is_cancelled() {
+        gateway.cancel_all(&client);
+        let _ = all_done.recv().await;
+    } else if stalled.is_cancelled() {
         tracing::warn!(
             "the client stopped reading mcpx's output ({} frames wait for it); ending its connection and cancelling {} request(s)",
             outbox::CAPACITY,
@@ -152,6 +160,8 @@ struct Connection {
     outbound: outbox::Sender,
     frames: Sender<Written>,
     stalled: Cancel,
+    /// Fired when mcpx stops: a request it cancels then is answered, not dropped.
+    shutdown: Cancel,
     alive: Sender<()>,
 }
 
@@ -200,13 +210,18 @@ impl Connection {
     /// Begins a request under its own cancellation; the future (run in a task of the caller's)
     /// yields its response, or `None` if it was cancelled (then nothing may be written for it).
     fn start(&self, request: Request) -> impl Future<Output = Option<Response>> + Send + 'static {
+        let id = request.id.clone();
         let (_, run) = self
             .gateway
             .begin_request(&self.client, request, self.outbound.clone());
-        let alive = self.alive.clone();
+        let (alive, shutdown) = (self.alive.clone(), self.shutdown.clone());
         async move {
             let _alive = alive;
-            run.await
+            let answer = run.await;
+            match answer.is_none() && shutdown.is_cancelled() {
+                true => Some(crate::transport::shutting_down(id)),
+                false => answer,
+            }
         }
     }
 

@@ -9,7 +9,7 @@
 use super::{json_response, sse, Body};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
-use crate::jsonrpc::{ErrorObject, Outbound, Request, Response, INTERNAL_ERROR};
+use crate::jsonrpc::{Outbound, Request, Response};
 use crate::outbox;
 use async_channel::{Receiver, Sender};
 use http::StatusCode;
@@ -44,9 +44,6 @@ pub(super) struct Exchange {
     /// Whether such an error was given: before the head is sent, it is a 503.
     shut_down: Arc<AtomicBool>,
 }
-
-/// What a request cancelled by mcpx's own shutdown is answered.
-const SHUTTING_DOWN: &str = "mcpx is shutting down";
 
 impl Exchange {
     pub(super) fn new() -> Self {
@@ -90,8 +87,7 @@ impl Exchange {
                         return answer;
                     }
                     shut_down.store(true, Ordering::Relaxed);
-                    let error = ErrorObject::new(INTERNAL_ERROR, SHUTTING_DOWN);
-                    Some(Response::error(Some(id), error))
+                    Some(crate::transport::shutting_down(id))
                 })
             }
         };
