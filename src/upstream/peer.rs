@@ -8,7 +8,7 @@
 //! server, so no caller waits on a dead upstream.
 
 use super::asks::{self, Answer, Askers};
-use super::chatter::Chatter;
+use super::chatter::{Chatter, Verdict};
 use super::client::{self, Wire};
 use super::failure::Failure;
 use super::{Caller, Event, LogSink, ProgressSink};
@@ -265,8 +265,12 @@ impl Peer {
             }
             return;
         }
-        if !self.chatter.admit() {
-            return;
+        match self.chatter.admit() {
+            Verdict::Pass => {}
+            Verdict::Drop => return,
+            // Read more slowly what says too much: the server then waits on its own writes
+            // instead of taking a core from everyone else's calls.
+            Verdict::DropAndWait(pause) => return crate::deadline::sleep(pause).await,
         }
         // Nothing on such a wire says which call a log message belongs to: the newest call
         // whose client takes them has it, else every client whose level admits it.

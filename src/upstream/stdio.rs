@@ -4,6 +4,7 @@
 //! peer, and one copies its stderr into mcpx's log tagged with the server's name. When stdout
 //! ends the process is gone, and so is the conversation.
 
+use super::chatter::Verdict;
 use super::client::{self, FirstTry};
 use super::failure::Failure;
 use super::peer::Peer;
@@ -138,9 +139,13 @@ impl StdioUpstream {
                             format!(" [cut: {length} bytes]")
                         }
                     };
-                if chatter.admit() {
-                    let text = String::from_utf8_lossy(&line);
-                    tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
+                match chatter.admit() {
+                    Verdict::Pass => {
+                        let text = String::from_utf8_lossy(&line);
+                        tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
+                    }
+                    Verdict::Drop => {}
+                    Verdict::DropAndWait(pause) => crate::deadline::sleep(pause).await,
                 }
             }
             stderr_closed.cancel();

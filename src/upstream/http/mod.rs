@@ -22,7 +22,7 @@ use super::auth::bearer;
 use super::auth::discovery::parse_challenge;
 use super::auth::store::Store;
 use super::auth::Authorizer;
-use super::chatter::Chatter;
+use super::chatter::{Chatter, Verdict};
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::failure::Failure;
@@ -463,8 +463,9 @@ impl HttpUpstream {
                     if let Some(sink) = &caller.progress {
                         sink.forward(params);
                     }
-                } else if !self.chatter.admit() {
-                    // Said too much: dropped, and counted.
+                } else if self.chatter.admit() != Verdict::Pass {
+                    // Said too much: dropped, and counted (a remote server's flood costs the
+                    // network's pace, not a pause here).
                 } else if n.method == "notifications/message"
                     && client::log_to_caller(&self.name, caller.log.as_ref(), &params)
                 {
