@@ -23,6 +23,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// From this length on, a line is parsed on the blocking pool: parsing megabytes of JSON takes
+/// milliseconds, which on an executor thread would hold up every other upstream's calls.
+const PARSE_ELSEWHERE: usize = 256 * 1024;
+
 /// The longest stderr line logged (and the most of a stdout line that is not JSON-RPC); the rest
 /// of a longer one is cut.
 pub const MAX_STDERR_LINE: usize = 4096;
@@ -227,7 +231,19 @@ impl StdioUpstream {
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match jsonrpc::parse_frame(&buf) {
+            let frame = if buf.len() >= PARSE_ELSEWHERE {
+                let line = std::mem::take(&mut buf);
+                let (line, frame) = smol::unblock(move || {
+                    let frame = jsonrpc::parse_frame(&line);
+                    (line, frame)
+                })
+                .await;
+                buf = line;
+                frame
+            } else {
+                jsonrpc::parse_frame(&buf)
+            };
+            match frame {
                 Ok(Frame::Single(message)) => self.peer.receive(message).await,
                 Ok(Frame::Batch(messages)) => {
                     for message in messages.into_iter().flatten() {
