@@ -107,14 +107,14 @@ pub enum AuthAction {
     /// too), store its tokens, and tell every mcpx running on this configuration (the daemon,
     /// editors' `mcpx serve`) to use them.
     Login {
-        /// The server's name in [servers].
+        /// The server's name in `[servers]`.
         name: String,
     },
     /// Each remote server's login: its authorization server, scopes and expiry (never a token).
     Status,
     /// Forget the server NAME's tokens, revoking them where its authorization server offers it.
     Logout {
-        /// The server's name in [servers].
+        /// The server's name in `[servers]`.
         name: String,
     },
 }

@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 messages as MCP uses them: requests, notifications, responses and batches.
 //!
-//! Parsing is total: any byte string becomes either a [`Frame`] or an [`ErrorResponse`] that can be
+//! Parsing is total: any byte string becomes either a [`Frame`] or an error [`Response`] that can be
 //! written straight back (-32700 for unreadable JSON, -32600 for JSON that is not a message, with the
 //! request's id whenever it could be read). Nothing here panics on input.
 

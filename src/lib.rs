@@ -5,6 +5,16 @@
 //! its envelope ([`protocol`]), and routes it through the merged catalog to an upstream
 //! ([`upstream`]); the outcome comes back shaped for the client's revision. The registry
 //! ([`registry`]) holds every session and request in flight, so that nothing is forgotten.
+//!
+//! The rest, by what it serves:
+//! - the command line and its subcommands: [`cli`], [`commands`], [`config`], [`environment`],
+//!   [`import`], [`attach`] (the editor's shim);
+//! - what goes to a client: [`outbox`] (bounded, what may give way when it is full),
+//!   [`mcpheaders`] (the mirrored 2026-07-28 headers), [`view`] (how the live state is shown);
+//! - who may come in: [`peer_user`], [`private_socket`], [`cluster`] (sealed session ids);
+//! - watching it run: [`admin`] (the console's socket), [`metrics`], [`telemetry`], [`audit`];
+//! - small tools every part uses: [`cancel`], [`deadline`], [`limit`], [`lines`], [`json`],
+//!   [`sync`], [`tcp`], [`hyper_io`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

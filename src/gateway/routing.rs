@@ -310,7 +310,7 @@ impl Gateway {
 
     /// Runs a call on the upstream it reaches, with the caller's progress routed back and the
     /// upstream's questions carried to the client in the client's era ([`relay`] for legacy
-    /// clients, [`rounds`] for modern ones).
+    /// clients, [`rounds`](super::rounds) for modern ones).
     async fn carry_out(
         &self,
         client: &Arc<Client>,

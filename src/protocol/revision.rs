@@ -1,3 +1,6 @@
+//! The revisions of MCP that mcpx implements and the two eras they fall into: which one a client
+//! speaks decides every shape mcpx writes for it.
+
 use std::fmt;
 
 /// The two eras of MCP: how a client and a server agree on a revision.

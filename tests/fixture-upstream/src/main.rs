@@ -80,7 +80,12 @@ impl Server {
 
     fn reply(&self, id: &Value, result: Result<Value, (i64, &str)>) {
         match result {
-            Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Ok(mut result) => {
+                if self.modern_only {
+                    complete_modern(&mut result);
+                }
+                self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            }
             Err((code, message)) => self.send(
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
             ),
@@ -532,6 +537,32 @@ impl Server {
             _ => Err((-32601, "Method not found")),
         };
         self.reply(&id, result);
+    }
+}
+
+/// What a 2026-07-28 result must carry besides its content: `resultType` (`complete` unless it
+/// says otherwise), and for what a client may cache (lists, reads) `ttlMs` and `cacheScope`.
+fn complete_modern(result: &mut Value) {
+    let Some(result) = result.as_object_mut() else {
+        return;
+    };
+    result
+        .entry("resultType")
+        .or_insert_with(|| json!("complete"));
+    let cacheable = [
+        "tools",
+        "prompts",
+        "resources",
+        "resourceTemplates",
+        "contents",
+    ]
+    .iter()
+    .any(|key| result.contains_key(*key));
+    if cacheable {
+        result.entry("ttlMs").or_insert_with(|| json!(0));
+        result
+            .entry("cacheScope")
+            .or_insert_with(|| json!("private"));
     }
 }
 
