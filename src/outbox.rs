@@ -57,6 +57,14 @@ struct State {
     receiver_gone: bool,
 }
 
+/// How a full queue took a message.
+enum Room {
+    /// Something that mattered less gave way.
+    Made,
+    /// An identical message already waits: the new one adds nothing.
+    Absorbed,
+}
+
 /// Why a message was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotQueued {
@@ -103,14 +111,14 @@ impl Sender {
             return Err(NotQueued::Closed);
         }
         if state.queue.len() >= shared.capacity {
-            let made = state.make_room(&message);
-            if made == Err(NotQueued::Overflowed) {
-                shared.overflowed.cancel();
-            }
-            made?;
-            if state.queue.len() >= shared.capacity {
-                // Absorbed by an identical message already waiting.
-                return Ok(());
+            match state.make_room(&message) {
+                Ok(Room::Made) => {}
+                Ok(Room::Absorbed) => return Ok(()),
+                Err(NotQueued::Overflowed) => {
+                    shared.overflowed.cancel();
+                    return Err(NotQueued::Overflowed);
+                }
+                Err(refused) => return Err(refused),
             }
         }
         state.queue.push_back(message);
@@ -143,9 +151,8 @@ impl Sender {
 }
 
 impl State {
-    /// Makes room for `message` in a full queue, or says why not; `Ok` with the queue still full
-    /// means `message` is absorbed by an identical one waiting.
-    fn make_room(&mut self, message: &Outbound) -> Result<(), NotQueued> {
+    /// Makes room for `message` in a full queue, or says why not.
+    fn make_room(&mut self, message: &Outbound) -> Result<Room, NotQueued> {
         let Outbound::Notification(notification) = message else {
             return Err(NotQueued::Overflowed);
         };
@@ -160,17 +167,17 @@ impl State {
             });
             if let Some(older) = older.or_else(|| self.oldest_log()) {
                 self.forget(older);
-                return Ok(());
+                return Ok(Room::Made);
             }
             return Err(NotQueued::Dropped);
         }
         if self.queue.iter().any(|queued| queued == message) {
-            return Ok(());
+            return Ok(Room::Absorbed);
         }
         match self.oldest_log() {
             Some(log) => {
                 self.forget(log);
-                Ok(())
+                Ok(Room::Made)
             }
             None => Err(NotQueued::Overflowed),
         }

@@ -297,6 +297,16 @@ fn config(server: &AuthServer, dir: &std::path::Path) -> String {
     )
 }
 
+/// A login against a server whose metadata `changes` alter, which must fail: the server, and
+/// what mcpx said.
+fn refused_login(changes: Value) -> (Arc<AuthServer>, String) {
+    let server = AuthServer::with_metadata(Duration::from_secs(60), true, changes);
+    let dir = tempfile::tempdir().unwrap();
+    let (succeeded, stderr) = try_login(&config(&server, dir.path()), dir.path(), BROWSER);
+    assert!(!succeeded, "{stderr}");
+    (server, stderr)
+}
+
 /// The browser that follows the authorization server's redirects.
 const BROWSER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser");
 
@@ -505,17 +515,11 @@ mod every_revision {
             );
         }
 
-        /// `mcpx auth login` tells every mcpx running on the same configuration, editors'
-        /// `mcpx serve` processes included: the server serves at once, not at the next backoff.
         /// `code_challenge_methods_supported` is a MUST: without it, PKCE cannot be known to be
         /// there, and mcpx does not log in.
         #[test]
         fn an_authorization_server_whose_metadata_does_not_list_pkce_is_refused() {
-            let changes = json!({"code_challenge_methods_supported": null});
-            let server = AuthServer::with_metadata(Duration::from_secs(60), true, changes);
-            let dir = tempfile::tempdir().unwrap();
-            let (succeeded, stderr) = try_login(&config(&server, dir.path()), dir.path(), BROWSER);
-            assert!(!succeeded);
+            let (server, stderr) = refused_login(json!({"code_challenge_methods_supported": null}));
             assert!(
                 stderr.contains("lacks code_challenge_methods_supported"),
                 "{stderr}"
@@ -527,11 +531,8 @@ mod every_revision {
         /// the clear: refused before anything is sent.
         #[test]
         fn an_authorization_server_with_a_plain_http_endpoint_off_loopback_is_refused() {
-            let changes = json!({"token_endpoint": "http://auth.example/token"});
-            let server = AuthServer::with_metadata(Duration::from_secs(60), true, changes);
-            let dir = tempfile::tempdir().unwrap();
-            let (succeeded, stderr) = try_login(&config(&server, dir.path()), dir.path(), BROWSER);
-            assert!(!succeeded);
+            let (_server, stderr) =
+                refused_login(json!({"token_endpoint": "http://auth.example/token"}));
             assert!(
                 stderr.contains("token_endpoint \"http://auth.example/token\" is not HTTPS"),
                 "{stderr}"
@@ -566,6 +567,8 @@ mod every_revision {
             assert!(succeeded, "{stderr}");
         }
 
+        /// `mcpx auth login` tells every mcpx running on the same configuration, editors'
+        /// `mcpx serve` processes included: the server serves at once, not at the next backoff.
         #[test]
         fn a_login_reaches_a_running_mcpx_serve_at_once() {
             let server = AuthServer::start(Duration::from_secs(60), true);

@@ -374,11 +374,13 @@ mod every_revision {
             let listings = |mcpx: &Serve| mcpx.stderr().matches("fixture: listing tools").count();
             assert!(mcpx.log_shows("upstream ready"));
             let before = listings(&mcpx);
+            let started = Instant::now();
             let storm = mcpx.call(
                 1,
                 "tools/call",
                 json!({"name": "fixture__storm", "arguments": {"count": 100, "everyMs": 10}}),
             );
+            let lasted = started.elapsed();
             assert_eq!(
                 storm["result"]["content"][0]["text"], "stormed 100",
                 "{storm}"
@@ -398,12 +400,13 @@ mod every_revision {
                 id += 1;
                 std::thread::sleep(Duration::from_millis(50));
             }
-            // The storm lasted at least a second: four listings a second, the first and the
-            // last, and one more for a slow machine's late notification.
+            // Four listings a second for as long as the storm lasted (a second, more on a busy
+            // machine), the first and the last, and one more for a late notification.
+            let allowed = (lasted.as_millis() / 250) as usize + 3;
             let during = listings(&mcpx) - before;
             assert!(
-                (1..=8).contains(&during),
-                "{during} listings for 100 list_changed"
+                (1..=allowed).contains(&during),
+                "{during} listings for 100 list_changed in {lasted:?}"
             );
         }
 
@@ -413,11 +416,13 @@ mod every_revision {
         fn an_upstream_flooding_log_messages_is_summarised_not_copied_line_by_line() {
             let mut mcpx = Serve::start(&fixture_config(""));
             mcpx.initialize("2025-11-25");
+            let started = Instant::now();
             let chatter = mcpx.call(
                 1,
                 "tools/call",
                 json!({"name": "fixture__chatter", "arguments": {"count": 20_000}}),
             );
+            let lasted = started.elapsed().as_secs_f64();
             assert_eq!(
                 chatter["result"]["content"][0]["text"], "chattered 20000",
                 "{chatter}"
@@ -427,8 +432,14 @@ mod every_revision {
                 "{}",
                 mcpx.stderr()
             );
+            // The burst, then the steady rate for as long as the call took (longer on a busy
+            // machine), and the last lines read after it.
+            let allowed = 1_000 + (lasted * 200.0) as usize + 500;
             let copied = mcpx.stderr().matches("chatter ").count();
-            assert!(copied < 5_000, "{copied} of 20000 log messages copied");
+            assert!(
+                copied < allowed.min(19_000),
+                "{copied} of 20000 log messages copied in {lasted:.1}s"
+            );
             let served = mcpx.call(
                 2,
                 "tools/call",

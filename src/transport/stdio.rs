@@ -71,13 +71,15 @@ pub async fn serve(
         shutdown: shutdown.clone(),
         alive,
     };
+    // What ends the session early: mcpx stopping, or a client that stopped reading.
+    let cut_short = || smol::future::or(stalled.cancelled(), shutdown.cancelled());
     let mut input = BufReader::new(input);
     let mut buf = Vec::new();
     loop {
         let read = smol::future::or(
             lines::read_line(&mut input, &mut buf, options.max_message_bytes, |_| {}),
             async {
-                smol::future::or(stalled.cancelled(), shutdown.cancelled()).await;
+                cut_short().await;
                 Read::Eof
             },
         )
@@ -114,31 +116,26 @@ pub async fn serve(
     } = connection;
     drop(alive);
     let drained = smol::future::or(async { all_done.recv().await.is_err() }, async {
-        smol::future::or(smol::Timer::after(options.drain), async {
-            smol::future::or(stalled.cancelled(), shutdown.cancelled()).await;
-            std::time::Instant::now()
-        })
-        .await;
+        let drain = async {
+            smol::Timer::after(options.drain).await;
+        };
+        smol::future::or(drain, cut_short()).await;
         false
     })
     .await;
-    if shutdown.is_cancelled() && !stalled.is_cancelled() {
-        gateway.cancel_all(&client);
-        let _ = all_done.recv().await;
-    } else if stalled.is_cancelled() {
-        tracing::warn!(
-            "the client stopped reading mcpx's output ({} frames wait for it); ending its connection and cancelling {} request(s)",
-            outbox::CAPACITY,
-            gateway.in_flight(&client)
-        );
-        gateway.cancel_all(&client);
-        let _ = all_done.recv().await;
-    } else if !drained {
-        tracing::info!(
-            "stdin closed; cancelling {} request(s) still in flight after {:?}",
-            gateway.in_flight(&client),
-            options.drain
-        );
+    if !drained {
+        let in_flight = gateway.in_flight(&client);
+        if stalled.is_cancelled() {
+            tracing::warn!(
+                "the client stopped reading mcpx's output ({} frames wait for it); ending its connection and cancelling {in_flight} request(s)",
+                outbox::CAPACITY
+            );
+        } else if !shutdown.is_cancelled() {
+            tracing::info!(
+                "stdin closed; cancelling {in_flight} request(s) still in flight after {:?}",
+                options.drain
+            );
+        }
         gateway.cancel_all(&client);
         let _ = all_done.recv().await;
     }

@@ -8,10 +8,10 @@
 
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use crate::limit::{Held, Limit};
 use crate::sync::lock;
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How many asks one call may have open at once. A person or a model answers them one by one;
@@ -95,7 +95,8 @@ impl Ask {
 #[derive(Debug, Clone)]
 pub struct Asker {
     sink: Sender<Ask>,
-    open: Arc<AtomicUsize>,
+    /// Its asks waiting for the client, against [`MAX_OPEN`].
+    open: Arc<Limit>,
 }
 
 /// The calls in flight to one upstream that can take its asks, oldest first.
@@ -105,7 +106,7 @@ pub struct Askers(Mutex<Vec<(i64, Asker)>>);
 impl Askers {
     /// Records that the call with mcpx's id `id` takes asks on `sink`.
     pub fn enter(&self, id: i64, sink: Sender<Ask>) {
-        let open = Arc::default();
+        let open = Limit::new("the asks one call may have open", MAX_OPEN);
         self.lock().push((id, Asker { sink, open }));
     }
 
@@ -140,25 +141,6 @@ impl Askers {
     }
 }
 
-/// One open ask counted against its call's [`MAX_OPEN`]; dropping it gives the place back.
-struct Open(Arc<AtomicUsize>);
-
-impl Open {
-    fn take(open: &Arc<AtomicUsize>) -> Option<Open> {
-        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < MAX_OPEN).then_some(n + 1)
-        })
-        .ok()
-        .map(|_| Open(Arc::clone(open)))
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// How a request a server sent mcpx is answered.
 pub enum Answer {
     /// At once: `ping`, a method mcpx does not take, an ask with no call to take it or past
@@ -173,7 +155,7 @@ pub struct Waiting {
     id: crate::jsonrpc::Id,
     method: String,
     answer: Receiver<Result<Value, ErrorObject>>,
-    _open: Option<Open>,
+    _open: Option<Held>,
 }
 
 impl Waiting {
@@ -213,7 +195,7 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
         let error = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
         return now(Err(error));
     }
-    let open = asker.as_ref().map(|asker| Open::take(&asker.open));
+    let open = asker.as_ref().map(|asker| asker.open.take());
     if let Some(None) = open {
         let error = ErrorObject::new(
             INTERNAL_ERROR,
