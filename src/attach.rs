@@ -33,7 +33,7 @@ pub const RECONNECT_PATIENCE: Duration = Duration::from_secs(10);
 /// Attaches to the daemon on `socket`, saying who this process is (`who`: the configuration it
 /// runs with, its editor's profile): the connection, ready to carry the session, or why not.
 pub fn attach(socket: &Path, who: &Attach) -> Result<UnixStream, String> {
-    let mut stream = crate::private_socket::connect(socket).map_err(|e| match e.kind() {
+    let mut stream = crate::net::private_socket::connect(socket).map_err(|e| match e.kind() {
         std::io::ErrorKind::PermissionDenied => e.to_string(),
         _ => format!("no mcpx daemon answers on {}: {e}", socket.display()),
     })?;

@@ -334,7 +334,7 @@ impl Default for Admin {
 /// `$XDG_RUNTIME_DIR/mcpx/admin.sock`, or `mcpx-UID/admin.sock` under the temporary directory
 /// when there is no runtime directory (`su`, cron, containers and minimal VMs often have none).
 /// The uid, not `$USER`, names it: the name is a claim anyone can make, and the directory is
-/// refused unless it is the effective user's own ([`crate::private_socket`]).
+/// refused unless it is the effective user's own ([`crate::net::private_socket`]).
 fn default_admin_socket() -> PathBuf {
     let dirs = directories::ProjectDirs::from("", "", "mcpx");
     match dirs.as_ref().and_then(|d| d.runtime_dir()) {

@@ -5,9 +5,9 @@
 //! request's id whenever it could be read). Nothing here panics on input.
 
 use crate::json::Member;
-use crate::protocol::shape;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -263,9 +263,74 @@ pub struct Response {
     pub id: Option<Id>,
     /// What the request produced.
     pub outcome: Result<Value, ErrorObject>,
-    /// Whether a result is written with mcpx's `serverInfo` in its `_meta`, as a 2026-07-28
-    /// result carries it ([`shape::WithServerInfo`]).
-    pub server_info: bool,
+    /// An entry an object result is written with in its `_meta` (a protocol on top of JSON-RPC
+    /// names its server there, say). It is written, not copied into each result: the copy, the
+    /// `_meta` made for it and their hashed keys were 3% of a forwarded call.
+    pub meta_entry: Option<MetaEntry>,
+}
+
+/// One `_meta` entry, written in place of one of the same name: a key and its JSON, serialized
+/// once.
+#[derive(Debug, Clone, Copy)]
+pub struct MetaEntry {
+    /// The entry's key.
+    pub key: &'static str,
+    /// The entry's value, as JSON text.
+    pub value: &'static RawValue,
+}
+
+impl PartialEq for MetaEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.value.get() == other.value.get()
+    }
+}
+
+/// Writes `object` (none: `{}`) with its `_meta` replaced by what `meta` makes of it, last; a
+/// `_meta` that is not an object counts as none.
+pub fn serialize_with_meta<'a, S: Serializer, M: Serialize>(
+    serializer: S,
+    object: Option<&'a Map<String, Value>>,
+    meta: impl FnOnce(Option<&'a Map<String, Value>>) -> M,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    for (key, value) in object.into_iter().flatten() {
+        if key != "_meta" {
+            map.serialize_entry(key, value)?;
+        }
+    }
+    let own = object
+        .and_then(|o| o.member("_meta"))
+        .and_then(Value::as_object);
+    map.serialize_entry("_meta", &meta(own))?;
+    map.end()
+}
+
+/// A result written with one more `_meta` entry; anything but an object is written as it is.
+struct WithMetaEntry<'a>(&'a Value, MetaEntry);
+
+impl Serialize for WithMetaEntry<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(result) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        serialize_with_meta(serializer, Some(result), |own| MetaWithEntry(own, self.1))
+    }
+}
+
+/// A result's `_meta` (or none) with one entry put last in place of one of its name.
+struct MetaWithEntry<'a>(Option<&'a Map<String, Value>>, MetaEntry);
+
+impl Serialize for MetaWithEntry<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.0.into_iter().flatten() {
+            if key != self.1.key {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.serialize_entry(self.1.key, self.1.value)?;
+        map.end()
+    }
 }
 
 impl Response {
@@ -274,7 +339,7 @@ impl Response {
         Response {
             id: Some(id),
             outcome: Ok(result),
-            server_info: false,
+            meta_entry: None,
         }
     }
 
@@ -283,7 +348,7 @@ impl Response {
         Response {
             id,
             outcome: Err(error),
-            server_info: false,
+            meta_entry: None,
         }
     }
 
@@ -304,10 +369,10 @@ impl Serialize for Response {
         message.serialize_entry("jsonrpc", "2.0")?;
         message.serialize_entry("id", &self.id)?;
         match &self.outcome {
-            Ok(result) if self.server_info => {
-                message.serialize_entry("result", &shape::WithServerInfo(result))?
-            }
-            Ok(result) => message.serialize_entry("result", result)?,
+            Ok(result) => match self.meta_entry {
+                Some(entry) => message.serialize_entry("result", &WithMetaEntry(result, entry))?,
+                None => message.serialize_entry("result", result)?,
+            },
             Err(error) => message.serialize_entry("error", error)?,
         }
         message.end()
@@ -574,12 +639,12 @@ impl Members {
             (Some(result), None) if id.is_some() => Ok(Message::Response(Response {
                 id,
                 outcome: Ok(result),
-                server_info: false,
+                meta_entry: None,
             })),
             (None, Some(error)) => Ok(Message::Response(Response {
                 id,
                 outcome: Err(ErrorObject::from_value(&error)),
-                server_info: false,
+                meta_entry: None,
             })),
             _ => Err(invalid(id, "not a request, notification or response")),
         }

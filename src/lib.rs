@@ -11,10 +11,13 @@
 //!   [`import`], [`attach`] (the editor's shim);
 //! - what goes to a client: [`outbox`] (bounded, what may give way when it is full),
 //!   [`mcpheaders`] (the mirrored 2026-07-28 headers), [`view`] (how the live state is shown);
-//! - who may come in: [`peer_user`], [`private_socket`], [`cluster`] (sealed session ids);
+//! - sockets and HTTP, knowing no MCP: [`net`] (TCP, hyper on smol, the HTTP client, mcpx's
+//!   private Unix sockets, who is on the other end of a loopback connection);
+//! - how a call ended: [`failure`] (an upstream's failures and every request's outcome);
+//! - who may come in: [`cluster`] (sealed session ids), and [`net`]'s checks of the peer;
 //! - watching it run: [`admin`] (the console's socket), [`metrics`], [`telemetry`], [`audit`];
 //! - small tools every part uses: [`cancel`], [`deadline`], [`limit`], [`lines`], [`json`],
-//!   [`sync`], [`tcp`], [`hyper_io`].
+//!   [`sync`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -29,8 +32,8 @@ pub mod commands;
 pub mod config;
 pub mod deadline;
 pub mod environment;
+pub mod failure;
 pub mod gateway;
-pub mod hyper_io;
 pub mod import;
 pub mod json;
 pub mod jsonrpc;
@@ -38,13 +41,11 @@ pub mod limit;
 pub mod lines;
 pub mod mcpheaders;
 pub mod metrics;
+pub mod net;
 pub mod outbox;
-pub mod peer_user;
-pub mod private_socket;
 pub mod protocol;
 pub mod registry;
 pub mod sync;
-pub mod tcp;
 pub mod telemetry;
 pub mod transport;
 pub mod upstream;

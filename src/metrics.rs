@@ -7,7 +7,7 @@
 //! and a disabled registry (`[daemon] metrics = false`) costs them one atomic load. Label values
 //! stay bounded: a name a client tried that no server lists is `unknown`, never itself.
 
-use crate::json::Member;
+use crate::failure::Outcome;
 use crate::sync::{read, write};
 use hashbrown::Equivalent;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -105,66 +105,6 @@ impl From<&ClientOperation<'_>> for ClientOperationLabels {
 impl Equivalent<ClientOperationLabels> for ClientOperation<'_> {
     fn equivalent(&self, key: &ClientOperationLabels) -> bool {
         self.method == key.method && self.upstream == key.upstream && self.outcome == key.outcome
-    }
-}
-
-/// How an operation ended: a label value, and the audit log's `outcome`.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum Outcome {
-    /// A result.
-    Ok,
-    /// A tool's result with `isError`.
-    ToolError,
-    /// Cancelled before it was answered.
-    Cancelled,
-    /// Past its deadline.
-    Timeout,
-    /// A JSON-RPC error, by code.
-    Error(i64),
-    /// A JSON-RPC error whose code is outside JSON-RPC's reserved range, as a label: an
-    /// upstream answering with ever new codes cannot grow the metrics without bound. The audit
-    /// log keeps the code.
-    OtherError,
-}
-
-impl Outcome {
-    /// How `answer` ended; `None` when it was cancelled.
-    pub fn of(answer: Option<&Result<serde_json::Value, crate::jsonrpc::ErrorObject>>) -> Outcome {
-        match answer {
-            None => Outcome::Cancelled,
-            Some(Ok(result))
-                if result.member("isError") == Some(&serde_json::Value::Bool(true)) =>
-            {
-                Outcome::ToolError
-            }
-            Some(Ok(_)) => Outcome::Ok,
-            Some(Err(e)) if crate::upstream::failure::is_timeout(e) => Outcome::Timeout,
-            Some(Err(e)) => Outcome::Error(e.code),
-        }
-    }
-
-    /// The outcome as a label: any code outside [`crate::jsonrpc::RESERVED_CODES`] is
-    /// [`Outcome::OtherError`].
-    fn bounded(self) -> Outcome {
-        match self {
-            Outcome::Error(code) if !crate::jsonrpc::RESERVED_CODES.contains(&code) => {
-                Outcome::OtherError
-            }
-            outcome => outcome,
-        }
-    }
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Outcome::Ok => f.write_str("ok"),
-            Outcome::ToolError => f.write_str("tool_error"),
-            Outcome::Cancelled => f.write_str("cancelled"),
-            Outcome::Timeout => f.write_str("timeout"),
-            Outcome::Error(code) => write!(f, "{code}"),
-            Outcome::OtherError => f.write_str("error"),
-        }
     }
 }
 

@@ -199,7 +199,7 @@ impl opentelemetry_http::HttpClient for OwnClient {
         let (parts, body) = request.into_parts();
         let body = String::from_utf8(body.to_vec())?;
         let url = parts.uri.to_string();
-        let fetched = crate::upstream::http::connection::fetch(
+        let fetched = crate::net::client::fetch(
             parts.method,
             &url,
             parts.headers,

@@ -3,7 +3,7 @@
 //!
 //! Only the user who runs mcpx may connect: the socket is created 0600 in a private directory,
 //! and a peer whose uid differs is refused even so (root can open any file); see
-//! [`crate::private_socket`].
+//! [`crate::net::private_socket`].
 
 pub mod protocol;
 
@@ -98,7 +98,7 @@ pub async fn accept_until(
 
 async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
     let mut writer = stream.clone();
-    if !crate::private_socket::same_user(&stream) {
+    if !crate::net::private_socket::same_user(&stream) {
         let refusal = Reply::Error {
             message: "this admin socket belongs to another user".into(),
         };
@@ -207,7 +207,7 @@ async fn watch(gateway: &Gateway, writer: &mut UnixStream, reader: &mut BufReade
 /// Asks a running mcpx one command and reads its one reply (blocking: for `mcpx status`).
 pub fn ask(path: &Path, command: &Command) -> std::io::Result<Reply> {
     use std::io::{BufRead, Write};
-    let mut stream = crate::private_socket::connect(path)?;
+    let mut stream = crate::net::private_socket::connect(path)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut line = serde_json::to_vec(command)?;
     line.push(b'\n');

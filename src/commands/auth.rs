@@ -5,9 +5,9 @@
 use crate::admin::protocol::{Command as AdminCommand, Reply};
 use crate::cli::AuthAction;
 use crate::config::{Config, Server};
+use crate::net::client::fetch;
 use crate::upstream::auth::login::{self, open_in_browser};
 use crate::upstream::auth::store::{now_secs, Store};
-use crate::upstream::http::connection::fetch;
 use http::{HeaderMap, Method};
 use std::collections::BTreeMap;
 use std::path::Path;

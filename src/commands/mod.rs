@@ -290,7 +290,7 @@ fn stdio_options(config: &Config, label: &'static str) -> StdioOptions {
 /// that stops it, and its task.
 fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task<()>), String> {
     let path = config.local_socket();
-    let listener = crate::private_socket::bind(&path)
+    let listener = crate::net::private_socket::bind(&path)
         .map_err(|e| format!("cannot open the local socket at {}: {e}", path.display()))?;
     let stop = Cancel::new();
     let task = smol::spawn(local::serve(
@@ -350,7 +350,7 @@ async fn front_door(
         let gateway = Arc::clone(gateway);
         smol::spawn(async move { gateway.start().await })
     };
-    let console = match crate::private_socket::bind(&admin) {
+    let console = match crate::net::private_socket::bind(&admin) {
         Ok(listener) => {
             let stop = Cancel::new();
             let task = smol::spawn(crate::admin::serve(

@@ -6,6 +6,7 @@
 //! order, then each server's own order, so `tools/list` is deterministic.
 
 use super::naming;
+use super::route::{Owner, Route};
 use super::search::ToolIndex;
 use crate::config::ToolOverride;
 use crate::json::Member;
@@ -20,24 +21,6 @@ use std::sync::Arc;
 
 /// Items per page of a merged list.
 pub const PAGE_SIZE: usize = 100;
-
-/// Who answers for an item: the built-in server or an upstream by index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Owner {
-    /// mcpx's own `mcpx` server.
-    Builtin,
-    /// The upstream at this index.
-    Upstream(usize),
-}
-
-/// Where an exposed tool or prompt really lives.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Route {
-    /// Its server.
-    pub owner: Owner,
-    /// Its name on that server.
-    pub name: String,
-}
 
 /// One server's catalog as it listed it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -12,9 +12,9 @@
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{Gateway, Listing, Owner};
 use crate::config::{Server, Start};
+use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
 use crate::sync::lock;
-use crate::upstream::failure::Failure;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

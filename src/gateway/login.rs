@@ -12,6 +12,7 @@
 use super::rounds::INPUT_METHODS;
 use super::upstreams::{Upstream, UpstreamState};
 use super::{Gateway, Owner, RequestContext};
+use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification};
 use crate::outbox;
@@ -20,7 +21,6 @@ use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::auth::login;
 use crate::upstream::auth::store::{Credential, Store};
-use crate::upstream::failure::Failure;
 use crate::upstream::Connection;
 use async_channel::Sender;
 use serde_json::{json, Value};

@@ -20,16 +20,18 @@ mod relay;
 mod reload;
 mod request_state;
 mod rounds;
+mod route;
 mod routing;
 mod search;
 mod subscriptions;
 mod supervision;
 mod upstreams;
 
-pub use catalog::{Catalog, Listing, Owner, Route};
+pub use catalog::{Catalog, Listing};
 pub use client::{Client, Listen};
 pub use inbound::{is_legacy_initialize, Inbound, Received};
 pub use profile::ViewId;
+pub use route::{Owner, Route};
 
 use crate::cancel::Cancel;
 use crate::config::Config;
@@ -396,12 +398,12 @@ impl Gateway {
             return self.initialize(client, &request);
         }
         // Every result of a modern request is a modern result, which names its server.
-        let server_info = envelope::era_of(request.params.as_ref()) == Era::Modern;
+        let modern = envelope::era_of(request.params.as_ref()) == Era::Modern;
         let outcome = self.dispatch(client, request, ctx).await;
         Response {
             id: Some(id),
             outcome,
-            server_info,
+            meta_entry: modern.then(shape::server_info),
         }
     }
 

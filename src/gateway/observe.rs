@@ -83,7 +83,7 @@ impl Gateway {
     /// Counts and records a finished request; `answer` is `None` when it was cancelled.
     pub(super) fn observed(&self, client: &Client, seen: Observation, answer: Option<&Response>) {
         let took = seen.started.elapsed();
-        let outcome = metrics::Outcome::of(answer.map(|r| &r.outcome));
+        let outcome = crate::failure::Outcome::of(answer.map(|r| &r.outcome));
         let catalog = self.catalog_of(client);
         let name = seen.name.as_deref();
         let method = seen.method.as_str();

@@ -6,7 +6,8 @@
 //! exactly as a name no server lists, and its clients hear `list_changed` only when their own
 //! view changed. Profiles are read at start; a reload applies `[servers]` only.
 
-use super::catalog::{Catalog, Owner};
+use super::catalog::Catalog;
+use super::route::Owner;
 use super::search;
 use crate::config::Profile;
 use globset::{Glob, GlobSet, GlobSetBuilder};

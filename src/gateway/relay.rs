@@ -102,7 +102,7 @@ async fn carry(
         .with_data(json!({ "requiredCapabilities": ask.required_capability() })))
     };
     if let Some(questions) = questions {
-        let ended = crate::metrics::Outcome::of(Some(&outcome));
+        let ended = crate::failure::Outcome::of(Some(&outcome));
         questions.record(&ask.method, &ended.to_string(), started.elapsed());
     }
     ask.answer(outcome);

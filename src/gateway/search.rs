@@ -6,8 +6,8 @@
 //! would judge a tool by: its name split into words, its title, its description, and its
 //! parameters' names and descriptions.
 
-use super::catalog::{Owner, Route};
 use super::naming;
+use super::route::{Owner, Route};
 use crate::config::BUILTIN_SERVER;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};

@@ -8,11 +8,11 @@
 use super::{Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Config, RemoteTransport, Server, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
+use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
 use crate::limit::FairLimit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
-use crate::upstream::failure::Failure;
 use crate::upstream::{Connection, Handshake, ListKind};
 use crate::view::UpstreamView;
 use serde_json::{json, Value};

@@ -3,7 +3,9 @@
 
 use super::{Era, Revision};
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::jsonrpc::{
+    serialize_with_meta, ErrorObject, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION,
+};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -99,26 +101,6 @@ impl Serialize for Wrapped<'_> {
         };
         serialize_with_meta(serializer, params, WrappedMeta)
     }
-}
-
-/// Writes `object` (none: `{}`) with its `_meta` replaced by what `meta` makes of it, last; a
-/// `_meta` that is not an object counts as none.
-pub fn serialize_with_meta<'a, S: Serializer, M: Serialize>(
-    serializer: S,
-    object: Option<&'a Map<String, Value>>,
-    meta: impl FnOnce(Option<&'a Map<String, Value>>) -> M,
-) -> Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(None)?;
-    for (key, value) in object.into_iter().flatten() {
-        if key != "_meta" {
-            map.serialize_entry(key, value)?;
-        }
-    }
-    let own = object
-        .and_then(|o| o.member("_meta"))
-        .and_then(Value::as_object);
-    map.serialize_entry("_meta", &meta(own))?;
-    map.end()
 }
 
 /// A forwarded `_meta` (anything but an object counts as none) with mcpx's envelope.

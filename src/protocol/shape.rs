@@ -10,8 +10,10 @@
 use super::envelope;
 use super::Revision::{self, *};
 use crate::json::Member;
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{json, Map, Value};
+use crate::jsonrpc::MetaEntry;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use std::sync::LazyLock;
 
 /// A field and the first and last revisions whose schema defines it.
 type Field = (&'static str, Revision, Revision);
@@ -296,7 +298,7 @@ fn is_cacheable(method: &str) -> bool {
 }
 
 /// Shapes the result of `method` for a client of `revision`. A modern result's `serverInfo`
-/// is added as it is written ([`WithServerInfo`]).
+/// is added as it is written ([`server_info`]).
 pub fn result(method: &str, revision: Revision, mut result: Value) -> Value {
     if !result.is_object() {
         result = json!({});
@@ -371,34 +373,16 @@ fn envelope(method: &str, revision: Revision, result: &mut Value) {
     }
 }
 
-/// A 2026-07-28 result as it is written: with mcpx's `Implementation` under
-/// [`SERVER_INFO_KEY`] in its `_meta`, as the specification asks of every result (an
-/// upstream's own entry is replaced). It is written, not copied into each result: the copy, the
-/// `_meta` made for it and their hashed keys were 3% of a forwarded call.
-pub struct WithServerInfo<'a>(pub &'a Value);
-
-impl Serialize for WithServerInfo<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Value::Object(result) = self.0 else {
-            return self.0.serialize(serializer);
-        };
-        envelope::serialize_with_meta(serializer, Some(result), MetaWithServerInfo)
-    }
-}
-
-/// A result's `_meta` (or none) with mcpx's server info in it.
-struct MetaWithServerInfo<'a>(Option<&'a Map<String, Value>>);
-
-impl Serialize for MetaWithServerInfo<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in self.0.into_iter().flatten() {
-            if key != SERVER_INFO_KEY {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.serialize_entry(SERVER_INFO_KEY, &envelope::MCPX)?;
-        map.end()
+/// What a 2026-07-28 result is written with in its `_meta`: mcpx's `Implementation` under
+/// [`SERVER_INFO_KEY`], as the specification asks of every result (an upstream's own entry is
+/// replaced).
+pub fn server_info() -> MetaEntry {
+    static MCPX_JSON: LazyLock<Box<RawValue>> = LazyLock::new(|| {
+        serde_json::value::to_raw_value(&envelope::MCPX).expect("a struct of two strings")
+    });
+    MetaEntry {
+        key: SERVER_INFO_KEY,
+        value: &MCPX_JSON,
     }
 }
 
@@ -484,6 +468,7 @@ pub fn notification_params(method: &str, revision: Revision, params: &mut Value)
 #[cfg(test)]
 mod every_revision {
     mod shape {
+        use crate::jsonrpc;
         use crate::protocol::shape::{self, Definition};
         use crate::protocol::Revision;
         use serde_json::{json, Value};
@@ -579,8 +564,12 @@ mod every_revision {
         /// envelope is written last.
         #[test]
         fn a_modern_result_is_written_with_mcpx_server_info_in_its_meta() {
-            let written =
-                |result: Value| serde_json::to_string(&shape::WithServerInfo(&result)).unwrap();
+            let written = |result: Value| {
+                let mut response = jsonrpc::Response::result(jsonrpc::Id::Number(1), result);
+                response.meta_entry = Some(shape::server_info());
+                let message = serde_json::to_value(&response).unwrap();
+                serde_json::to_string(&message["result"]).unwrap()
+            };
             let mcpx = serde_json::to_string(&crate::protocol::envelope::MCPX).unwrap();
             let key = shape::SERVER_INFO_KEY;
             assert_eq!(

@@ -93,7 +93,7 @@ async fn session(
 ) {
     let mut writer = stream.clone();
     let mut reader = BufReader::new(stream.clone());
-    let attach = match crate::private_socket::same_user(&stream) {
+    let attach = match crate::net::private_socket::same_user(&stream) {
         true => read_attach(&mut reader).await,
         false => Err("this socket belongs to another user".to_owned()),
     };

@@ -170,7 +170,7 @@ impl Waiting {
         Response {
             id: Some(self.id),
             outcome,
-            server_info: false,
+            meta_entry: None,
         }
     }
 }
@@ -185,7 +185,7 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
         Answer::Now(Response {
             id: Some(id.clone()),
             outcome,
-            server_info: false,
+            meta_entry: None,
         })
     };
     if method == "ping" {

@@ -7,9 +7,9 @@
 pub mod asks;
 pub mod auth;
 pub mod chatter;
+pub mod child_environment;
 pub mod client;
 pub mod event_stream;
-pub mod failure;
 pub mod http;
 pub mod peer;
 pub mod sse;
@@ -121,7 +121,7 @@ impl Connection {
             let labels = crate::metrics::ClientOperation {
                 method: crate::metrics::method_label(method),
                 upstream: server,
-                outcome: crate::metrics::Outcome::of((!cancelled).then_some(&answer)),
+                outcome: crate::failure::Outcome::of((!cancelled).then_some(&answer)),
             };
             crate::metrics::client_operation(&labels, started.elapsed());
         }

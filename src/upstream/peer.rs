@@ -10,9 +10,9 @@
 use super::asks::{self, Answer, Askers};
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, Wire};
-use super::failure::Failure;
 use super::{Caller, Event, LogSink, ProgressSink};
 use crate::cancel::Cancel;
+use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request, Response};
 use crate::protocol::envelope;

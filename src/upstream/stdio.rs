@@ -5,13 +5,13 @@
 //! ends the process is gone, and so is the conversation.
 
 use super::chatter::Verdict;
+use super::child_environment;
 use super::client::{self, FirstTry};
-use super::failure::Failure;
 use super::peer::Peer;
 use super::{Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
-use crate::environment;
+use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
 use crate::sync::lock;
@@ -77,7 +77,7 @@ impl StdioUpstream {
         command
             .args(&server.args)
             .env_clear()
-            .envs(environment::for_child(server)?)
+            .envs(child_environment::for_child(server)?)
             .process_group(0);
         if let Some(cwd) = &server.cwd {
             command.current_dir(cwd);

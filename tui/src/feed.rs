@@ -19,7 +19,7 @@ pub enum Feed {
 pub fn watch(socket: PathBuf, feed: Sender<Feed>) {
     loop {
         let outcome = (|| -> std::io::Result<()> {
-            let mut stream = mcpx::private_socket::connect(&socket)?;
+            let mut stream = mcpx::net::private_socket::connect(&socket)?;
             let mut line = serde_json::to_vec(&Command::Watch)?;
             line.push(b'\n');
             stream.write_all(&line)?;

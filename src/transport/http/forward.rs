@@ -12,7 +12,7 @@
 use super::{json_response, status, Body};
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
 use crate::metrics::{self, PassedOn};
-use crate::upstream::http::connection::Pool;
+use crate::net::client::Pool;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, Method, Response};
 use http_body_util::BodyExt;

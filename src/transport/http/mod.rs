@@ -248,7 +248,7 @@ async fn serve_connection(
         .max_buf_size(max_header_bytes.max(MIN_HEAD_BUFFER))
         .keep_alive(!over_capacity)
         .serve_connection(
-            crate::hyper_io::HyperIo(crate::tcp::Stream::from(stream)),
+            crate::net::hyper_io::HyperIo(crate::net::tcp::Stream::from(stream)),
             service,
         );
     let mut connection = std::pin::pin!(connection);
@@ -290,7 +290,7 @@ impl FrontDoor {
         let uid = stream
             .local_addr()
             .ok()
-            .and_then(|local| crate::peer_user::uid_of(peer, local));
+            .and_then(|local| crate::net::peer_user::uid_of(peer, local));
         match uid == Some(rustix::process::geteuid().as_raw()) {
             true => Caller::Trusted,
             false => Caller::Stranger(uid),

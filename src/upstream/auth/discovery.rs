@@ -6,7 +6,7 @@
 //! origin's well-known URL or, failing that, the default endpoints.
 
 use crate::json::Member;
-use crate::upstream::http::connection::{fetch, Fetched};
+use crate::net::client::{fetch, Fetched};
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::Value;
 use url::Url;

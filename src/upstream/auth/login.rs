@@ -15,7 +15,7 @@ use crate::config::Server;
 use crate::environment;
 use crate::json::Member;
 use crate::mcpheaders;
-use crate::upstream::http::connection::fetch;
+use crate::net::client::fetch;
 use base64::Engine;
 use http::{HeaderMap, Method};
 use serde_json::{json, Value};
@@ -86,7 +86,7 @@ async fn stream_challenge(server_url: &str) -> Result<Option<Challenge>, String>
     let uri = server_url
         .parse()
         .map_err(|e| format!("{server_url:?} is not a URL: {e}"))?;
-    let pool = crate::upstream::http::connection::Pool::new(uri, HeaderMap::new());
+    let pool = crate::net::client::Pool::new(uri, HeaderMap::new());
     let mut headers = HeaderMap::new();
     let stream = http::HeaderValue::from_static("text/event-stream");
     headers.insert(http::header::ACCEPT, stream);

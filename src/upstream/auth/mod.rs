@@ -9,8 +9,8 @@ pub mod login;
 pub mod store;
 
 use crate::json::Member;
+use crate::net::client::{fetch, Pool};
 use crate::sync::lock;
-use crate::upstream::http::connection::{fetch, Pool};
 use base64::Engine;
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::Value;
@@ -65,7 +65,7 @@ impl Authorizer {
         server: &crate::config::Server,
         credentials: Store,
     ) -> Result<(Pool, Option<Authorizer>), String> {
-        let pool = Pool::for_server(server)?;
+        let pool = pool_for(server)?;
         let url = server.url.as_deref().unwrap_or_default();
         let auth = (!pool.carries_authorization()).then(|| Authorizer::new(name, url, credentials));
         Ok((pool, auth))
@@ -270,4 +270,27 @@ pub fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String
         headers.insert(http::header::AUTHORIZATION, value);
     }
     Ok(())
+}
+/// A pool for a `url` server: its URL, and its configured headers (`${VAR}` expanded).
+fn pool_for(server: &crate::config::Server) -> Result<Pool, String> {
+    use http::{HeaderName, Uri};
+    let url = server.url.as_deref().unwrap_or_default();
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| format!("`url` {url:?} is not a URL: {e}"))?;
+    if uri.host().is_none() {
+        return Err(format!("`url` {url:?} has no host"));
+    }
+    let mut headers = HeaderMap::new();
+    for (name, value) in &server.headers {
+        let value =
+            crate::environment::expand(value).map_err(|e| format!("headers.{name}: {e}"))?;
+        let header = HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("headers.{name} is not a header name"))?;
+        let mut value = HeaderValue::try_from(value)
+            .map_err(|_| format!("headers.{name} has bytes a header cannot carry"))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    Ok(Pool::new(uri, headers))
 }

@@ -2,8 +2,8 @@
 //! of a call: one retry with a refreshed token, or the login that is needed.
 
 use super::HttpUpstream;
+use crate::failure::Failure;
 use crate::upstream::auth::NeedsLogin;
-use crate::upstream::failure::Failure;
 use std::sync::atomic::Ordering;
 
 impl HttpUpstream {

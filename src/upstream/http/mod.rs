@@ -13,7 +13,6 @@
 //! `subscriptions/listen` stream carries their notifications.
 
 mod authorization;
-pub(crate) mod connection;
 mod headers;
 mod streams;
 
@@ -25,18 +24,18 @@ use super::auth::Authorizer;
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
-use super::failure::Failure;
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{Server, UpstreamEra};
+use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Response};
 use crate::mcpheaders::{HeaderParam, SESSION_HEADER};
+use crate::net::client::Pool;
 use crate::protocol::envelope;
 use crate::protocol::Era;
 use crate::sync::lock;
 use async_channel::Sender;
-use connection::Pool;
 use hashbrown::HashMap;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Limited};

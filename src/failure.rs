@@ -1,6 +1,8 @@
-//! Why a call to an upstream got no answer of the server's own. Both wires (stdio, HTTP) and the
-//! gateway name the same few failures, so they are one type, and each is told to the client in
-//! one wording; a server's own JSON-RPC error is not a failure of mcpx's and passes unchanged.
+//! How a call ended, as mcpx names it. [`Failure`]: why a call to an upstream got no answer of
+//! the server's own. Both wires (stdio, HTTP) and the gateway name the same few failures, so they
+//! are one type, and each is told to the client in one wording; a server's own JSON-RPC error is
+//! not a failure of mcpx's and passes unchanged. [`Outcome`]: how any answered (or unanswered)
+//! request ended, as the metrics, the audit log and the traces count it.
 
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
@@ -72,6 +74,66 @@ pub fn is_timeout(error: &ErrorObject) -> bool {
             .data
             .as_ref()
             .is_some_and(|d| d.member("timeoutMs").is_some())
+}
+
+/// How an operation ended: a label value, and the audit log's `outcome`.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result.
+    Ok,
+    /// A tool's result with `isError`.
+    ToolError,
+    /// Cancelled before it was answered.
+    Cancelled,
+    /// Past its deadline.
+    Timeout,
+    /// A JSON-RPC error, by code.
+    Error(i64),
+    /// A JSON-RPC error whose code is outside JSON-RPC's reserved range, as a label: an
+    /// upstream answering with ever new codes cannot grow the metrics without bound. The audit
+    /// log keeps the code.
+    OtherError,
+}
+
+impl Outcome {
+    /// How `answer` ended; `None` when it was cancelled.
+    pub fn of(answer: Option<&Result<serde_json::Value, ErrorObject>>) -> Outcome {
+        match answer {
+            None => Outcome::Cancelled,
+            Some(Ok(result))
+                if result.member("isError") == Some(&serde_json::Value::Bool(true)) =>
+            {
+                Outcome::ToolError
+            }
+            Some(Ok(_)) => Outcome::Ok,
+            Some(Err(e)) if is_timeout(e) => Outcome::Timeout,
+            Some(Err(e)) => Outcome::Error(e.code),
+        }
+    }
+
+    /// The outcome as a label: any code outside [`crate::jsonrpc::RESERVED_CODES`] is
+    /// [`Outcome::OtherError`].
+    pub fn bounded(self) -> Outcome {
+        match self {
+            Outcome::Error(code) if !crate::jsonrpc::RESERVED_CODES.contains(&code) => {
+                Outcome::OtherError
+            }
+            outcome => outcome,
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Ok => f.write_str("ok"),
+            Outcome::ToolError => f.write_str("tool_error"),
+            Outcome::Cancelled => f.write_str("cancelled"),
+            Outcome::Timeout => f.write_str("timeout"),
+            Outcome::Error(code) => write!(f, "{code}"),
+            Outcome::OtherError => f.write_str("error"),
+        }
+    }
 }
 
 #[cfg(test)]

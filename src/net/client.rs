@@ -2,9 +2,9 @@
 //! the Mozilla roots), hyper's client on smol, requests built with the server's configured
 //! headers, and a pool of kept-alive connections that the request using one drives itself.
 
-use crate::hyper_io::HyperIo;
+use crate::net::hyper_io::HyperIo;
+use crate::net::tcp::Stream as TcpStream;
 use crate::sync::lock;
-use crate::tcp::Stream as TcpStream;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 use http_body_util::Full;
@@ -112,30 +112,6 @@ impl Pool {
             headers,
             idle: Mutex::default(),
         }
-    }
-
-    /// A pool for a `url` server: its URL, and its configured headers (`${VAR}` expanded).
-    pub fn for_server(server: &crate::config::Server) -> Result<Pool, String> {
-        use http::{HeaderName, HeaderValue};
-        let url = server.url.as_deref().unwrap_or_default();
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| format!("`url` {url:?} is not a URL: {e}"))?;
-        if uri.host().is_none() {
-            return Err(format!("`url` {url:?} has no host"));
-        }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &server.headers {
-            let value =
-                crate::environment::expand(value).map_err(|e| format!("headers.{name}: {e}"))?;
-            let header = HeaderName::try_from(name.as_str())
-                .map_err(|_| format!("headers.{name} is not a header name"))?;
-            let mut value = HeaderValue::try_from(value)
-                .map_err(|_| format!("headers.{name} has bytes a header cannot carry"))?;
-            value.set_sensitive(true);
-            headers.insert(header, value);
-        }
-        Ok(Pool::new(uri, headers))
     }
 
     /// A pool for another endpoint of the same server, with the same headers.
@@ -310,7 +286,7 @@ pub struct Link {
     /// `None` once the connection ended.
     driver: Option<Driver>,
     /// Makes the socket's next read ask the kernel: see [`Link::ready`].
-    recheck: crate::tcp::Recheck,
+    recheck: crate::net::tcp::Recheck,
 }
 
 impl Link {

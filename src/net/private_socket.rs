@@ -102,7 +102,7 @@ pub fn connect(path: &Path) -> std::io::Result<std::os::unix::net::UnixStream> {
 mod tests {
     mod every_revision {
         mod admin {
-            use crate::private_socket::*;
+            use crate::net::private_socket::*;
             use std::os::unix::fs::PermissionsExt;
 
             /// A directory open to others (as one another user pre-created in /tmp would be)

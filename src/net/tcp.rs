@@ -137,7 +137,7 @@ impl AsyncWrite for Stream {
 #[cfg(test)]
 mod every_revision {
     mod tcp {
-        use crate::tcp::Stream;
+        use crate::net::tcp::Stream;
         use smol::io::{AsyncReadExt, AsyncWriteExt};
         use smol::net::{TcpListener, TcpStream};
         use std::time::Duration;

@@ -1,0 +1,8 @@
+//! What knows sockets and HTTP but no MCP: the transports and upstreams build on it, and it
+//! imports nothing of theirs.
+
+pub mod client;
+pub mod hyper_io;
+pub mod peer_user;
+pub mod private_socket;
+pub mod tcp;

@@ -1,0 +1,111 @@
+//! The environment a child upstream starts with. mcpx's environment may hold secrets meant for
+//! one server (expanded into its `env`), so a child gets only a small safe set plus what its own
+//! `env` says, unless its `inheritEnv` asks for everything.
+
+use crate::config::Server;
+use crate::environment::expand;
+use std::ffi::OsString;
+
+/// Passed to every child: what programs need to find themselves, the user's files, the locale,
+/// certificates and the network's proxy. Anything else must be named in the server's `env`.
+const SAFE_VARIABLES: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "LANG",
+    "LANGUAGE",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// Prefixes of families passed whole: locale categories and the XDG base directories.
+const SAFE_PREFIXES: &[&str] = &["LC_", "XDG_"];
+
+/// The whole environment a child upstream starts with.
+pub fn for_child(server: &Server) -> Result<Vec<(OsString, OsString)>, String> {
+    let mut variables: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| server.inherit_env || name.to_str().is_some_and(is_safe))
+        .collect();
+    for (name, value) in &server.env {
+        let value = expand(value).map_err(|e| format!("env.{name}: {e}"))?;
+        variables.retain(|(existing, _)| existing != name.as_str());
+        variables.push((name.into(), value.into()));
+    }
+    Ok(variables)
+}
+
+fn is_safe(name: &str) -> bool {
+    SAFE_VARIABLES.contains(&name) || SAFE_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod environment {
+        use crate::config::Server;
+        use crate::upstream::child_environment::for_child;
+        use std::collections::BTreeMap;
+
+        fn names(server: &Server) -> Vec<String> {
+            for_child(server)
+                .unwrap()
+                .into_iter()
+                .map(|(name, _)| name.into_string().unwrap())
+                .collect()
+        }
+
+        #[test]
+        fn a_child_gets_the_safe_set_and_its_own_env_but_not_mcpx_secrets() {
+            std::env::set_var("MCPX_TEST_SECRET", "hunter2");
+            std::env::set_var("LC_TIME", "C");
+            let server = Server {
+                env: BTreeMap::from([
+                    ("TOKEN".into(), "${MCPX_TEST_SECRET}".into()),
+                    ("PATH".into(), "/opt/bin".into()),
+                ]),
+                ..Server::default()
+            };
+            let child = for_child(&server).unwrap();
+            let names = names(&server);
+            assert!(!names.contains(&"MCPX_TEST_SECRET".into()));
+            assert!(names.contains(&"LC_TIME".into()));
+            assert!(child.contains(&("TOKEN".into(), "hunter2".into())));
+            // The server's own value replaces the inherited one rather than repeating it.
+            assert_eq!(names.iter().filter(|n| *n == "PATH").count(), 1);
+            assert!(child.contains(&("PATH".into(), "/opt/bin".into())));
+        }
+
+        #[test]
+        fn inherit_env_passes_everything() {
+            std::env::set_var("MCPX_TEST_INHERITED", "yes");
+            let server = Server {
+                inherit_env: true,
+                ..Server::default()
+            };
+            assert!(names(&server).contains(&"MCPX_TEST_INHERITED".into()));
+        }
+
+        #[test]
+        fn an_unset_variable_in_env_names_the_key() {
+            let server = Server {
+                env: BTreeMap::from([("K".into(), "${MCPX_TEST_NEVER_SET}".into())]),
+                ..Server::default()
+            };
+            let error = for_child(&server).unwrap_err();
+            assert!(
+                error.contains("env.K") && error.contains("MCPX_TEST_NEVER_SET"),
+                "{error}"
+            );
+        }
+    }
+}
