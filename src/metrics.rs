@@ -8,6 +8,7 @@
 //! stay bounded: a name a client tried that no server lists is `unknown`, never itself.
 
 use crate::failure::Outcome;
+use crate::protocol::Method;
 use crate::sync::{read, write};
 use hashbrown::Equivalent;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -479,29 +480,8 @@ pub fn render(live: Live) -> Option<String> {
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 /// A method as a label: one of MCP's, else `other` (a client can send any string).
-pub fn method_label(method: &str) -> &'static str {
-    const METHODS: [&str; 16] = [
-        "initialize",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "prompts/list",
-        "prompts/get",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "completion/complete",
-        "logging/setLevel",
-        "server/discover",
-        "subscriptions/listen",
-        "notifications/cancelled",
-    ];
-    METHODS
-        .into_iter()
-        .find(|m| *m == method)
-        .unwrap_or("other")
+pub fn method_label(method: Option<Method>) -> &'static str {
+    method.map_or("other", Method::as_str)
 }
 
 #[cfg(test)]

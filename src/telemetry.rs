@@ -7,6 +7,7 @@
 
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Parsed};
+use crate::protocol::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::HeaderName;
@@ -76,7 +77,7 @@ pub struct CallSpan {
 /// tracing is off, else under a span of mcpx's own, which is returned to be ended with the
 /// call's outcome. `original` is the client's params.
 pub fn carry(
-    method: &str,
+    method: Method,
     target: &str,
     original: Option<&Value>,
     forwarded: &mut Value,
@@ -92,14 +93,18 @@ pub fn carry(
     let propagator = TraceContextPropagator::new();
     let parent = propagator.extract(&incoming);
     let name = match target {
-        "" => method.to_owned(),
+        "" => method.as_str().to_owned(),
         target => format!("{method} {target}"),
     };
-    let mut attributes = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+    let mut attributes = vec![KeyValue::new("mcp.method.name", method.as_str())];
     match method {
-        "tools/call" => attributes.push(KeyValue::new("gen_ai.tool.name", target.to_owned())),
-        "prompts/get" => attributes.push(KeyValue::new("gen_ai.prompt.name", target.to_owned())),
-        "resources/read" => attributes.push(KeyValue::new("mcp.resource.uri", target.to_owned())),
+        Method::ToolsCall => attributes.push(KeyValue::new("gen_ai.tool.name", target.to_owned())),
+        Method::PromptsGet => {
+            attributes.push(KeyValue::new("gen_ai.prompt.name", target.to_owned()))
+        }
+        Method::ResourcesRead => {
+            attributes.push(KeyValue::new("mcp.resource.uri", target.to_owned()))
+        }
         _ => {}
     }
     let span = tracing

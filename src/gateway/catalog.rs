@@ -12,6 +12,7 @@ use crate::config::ToolOverride;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
+use crate::protocol::Method;
 use crate::upstream::ListKind;
 use base64::Engine;
 use hashbrown::HashMap;
@@ -312,13 +313,14 @@ impl Catalog {
     }
 
     /// One page of a merged list, as the result object of its `*/list` method.
-    pub fn page(&self, method: &str, cursor: Option<&Value>) -> Result<Value, ErrorObject> {
-        let (key, items) = match method {
-            "tools/list" => ("tools", self.listed_tools()),
-            "prompts/list" => ("prompts", &self.prompts),
-            "resources/list" => ("resources", &self.resources),
-            _ => ("resourceTemplates", &self.templates),
+    pub fn page(&self, method: Method, cursor: Option<&Value>) -> Result<Value, ErrorObject> {
+        let items = match method {
+            Method::ToolsList => self.listed_tools(),
+            Method::PromptsList => &self.prompts,
+            Method::ResourcesList => &self.resources,
+            _ => &self.templates,
         };
+        let key = method.list_key().unwrap_or("resourceTemplates");
         let start = match cursor {
             None | Some(Value::Null) => 0,
             Some(cursor) => decode_cursor(cursor)
@@ -544,6 +546,7 @@ mod every_revision {
         use crate::gateway::catalog::{
             template_matches, Catalog, Listing, Owner, Source, PAGE_SIZE,
         };
+        use crate::protocol::Method;
         use serde_json::json;
 
         fn listing(tools: &[&str]) -> Listing {
@@ -575,7 +578,7 @@ mod every_revision {
                 &Catalog::default(),
             )
             .0;
-            let tools = catalog.page("tools/list", None).unwrap();
+            let tools = catalog.page(Method::ToolsList, None).unwrap();
             assert_eq!(tools["tools"].as_array().unwrap().len(), 1);
             assert!(catalog.prompt("a__p").is_some());
         }
@@ -657,14 +660,16 @@ mod every_revision {
                 &Catalog::default(),
             )
             .0;
-            let first = catalog.page("tools/list", None).unwrap();
+            let first = catalog.page(Method::ToolsList, None).unwrap();
             assert_eq!(first["tools"].as_array().unwrap().len(), PAGE_SIZE);
             let second = catalog
-                .page("tools/list", Some(&first["nextCursor"]))
+                .page(Method::ToolsList, Some(&first["nextCursor"]))
                 .unwrap();
             assert_eq!(second["tools"].as_array().unwrap().len(), 5);
             assert!(second.get("nextCursor").is_none());
-            assert!(catalog.page("tools/list", Some(&json!("bogus"))).is_err());
+            assert!(catalog
+                .page(Method::ToolsList, Some(&json!("bogus")))
+                .is_err());
         }
 
         #[test]

@@ -7,7 +7,7 @@ use super::{Client, Gateway};
 use crate::json::Member;
 use crate::jsonrpc::INVALID_REQUEST;
 use crate::jsonrpc::{ErrorObject, Frame, Id, Message, Notification, Request, Response};
-use crate::protocol::{envelope, Era, Revision};
+use crate::protocol::{envelope, Era, Method, Revision};
 
 /// What the transport is to do with one message a client sent.
 #[derive(Debug)]
@@ -39,7 +39,8 @@ pub enum Received {
 /// Whether `request` is the legacy handshake. A modern request naming `initialize` is for a
 /// method 2026-07-28 removed, and is run (to be answered as not found).
 pub fn is_legacy_initialize(request: &Request) -> bool {
-    request.method == "initialize" && envelope::era_of(request.params.as_ref()) == Era::Legacy
+    request.method == Method::Initialize.as_str()
+        && envelope::era_of(request.params.as_ref()) == Era::Legacy
 }
 
 impl Gateway {
@@ -80,7 +81,9 @@ impl Gateway {
 
     fn receive_one(&self, client: Option<&Client>, message: Message, in_batch: bool) -> Inbound {
         match message {
-            Message::Request(request) if in_batch && request.method == "initialize" => {
+            Message::Request(request)
+                if in_batch && request.method == Method::Initialize.as_str() =>
+            {
                 let error = ErrorObject::new(
                     INVALID_REQUEST,
                     "Invalid Request: initialize must not be part of a batch",

@@ -9,7 +9,7 @@
 use super::{Client, Gateway};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
-use crate::protocol::Era;
+use crate::protocol::{Era, Method};
 use crate::sync::lock;
 use crate::upstream::{log_severity, Caller, LOG_LEVELS};
 use serde_json::{json, Value};
@@ -62,7 +62,12 @@ impl Gateway {
                 let params = Some(json!({ "level": level }));
                 let cancel = crate::cancel::Cancel::new();
                 let told = connection
-                    .request("logging/setLevel", params, &cancel, Caller::default())
+                    .request(
+                        Method::LoggingSetLevel.as_str(),
+                        params,
+                        &cancel,
+                        Caller::default(),
+                    )
                     .await;
                 if let Err(e) = told {
                     tracing::debug!(server = %upstream.name, "logging/setLevel refused: {}", e.message);

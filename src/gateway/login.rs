@@ -9,14 +9,13 @@
 //! the server with them, and the call goes on. One login runs per server: a second call waits
 //! for it and goes on with its tokens.
 
-use super::rounds::INPUT_METHODS;
 use super::upstreams::{Upstream, UpstreamState};
 use super::{Gateway, Owner, RequestContext};
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification};
 use crate::outbox;
-use crate::protocol::{Era, Revision};
+use crate::protocol::{Era, Method, Revision};
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::auth::login;
@@ -45,7 +44,7 @@ impl Gateway {
     pub(super) fn login_first<'a>(
         &self,
         owner: Owner,
-        method: &str,
+        method: Method,
         capabilities: impl FnOnce() -> Cow<'a, Value>,
         revision: Revision,
         ctx: &RequestContext,
@@ -54,7 +53,7 @@ impl Gateway {
             return None;
         };
         let upstream = self.upstreams.get(id)?;
-        if upstream.config.url.is_none() || !INPUT_METHODS.contains(&method) {
+        if upstream.config.url.is_none() || !method.may_ask() {
             return None;
         }
         capabilities()["elicitation"].member("url")?;
@@ -136,7 +135,7 @@ impl LoginFirst {
             if self.legacy.is_some() {
                 params["elicitationId"] = json!(elicitation_id);
             }
-            let (ask, answer) = Ask::new("elicitation/create", params);
+            let (ask, answer) = Ask::new(Method::ElicitationCreate, params);
             asks.send(ask)
                 .await
                 .map_err(|_| "the request ended".to_owned())?;

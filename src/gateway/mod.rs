@@ -40,7 +40,8 @@ use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_
 use crate::limit::Limit;
 use crate::outbox;
 use crate::protocol::envelope;
-use crate::protocol::{shape, Era, Revision};
+use crate::protocol::method::{Eras, Side};
+use crate::protocol::{shape, Era, Method, Revision};
 use crate::registry::{Outcome, Registry, StreamGuard};
 use crate::sync::{lock, read};
 use crate::upstream::Event;
@@ -109,19 +110,6 @@ pub struct Gateway {
     /// `[audit]` as configured.
     audit_config: crate::config::Audit,
 }
-
-/// The methods every era answers from the merged catalog.
-const CATALOG_METHODS: [&str; 9] = [
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "resources/subscribe",
-];
 
 impl Gateway {
     /// A gateway for this configuration; nothing runs until [`Gateway::start`]. `launcher`, when
@@ -335,11 +323,8 @@ impl Gateway {
     ) {
         let cancel = Cancel::new();
         let admitted = client.admit().map(|place| {
-            let target = request
-                .params
-                .as_ref()
-                .and_then(|p| p.member("name").or_else(|| p.member("uri")))
-                .and_then(Value::as_str)
+            let target = Method::parse(&request.method)
+                .and_then(|m| m.target(request.params.as_ref()))
                 .map(str::to_owned);
             let guard = self.registry.begin(
                 client.session,
@@ -413,7 +398,8 @@ impl Gateway {
         request: Request,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let method = request.method.as_str();
+        let name = request.method.as_str();
+        let method = Method::parse(name);
         let params = request.params.as_ref();
         let revision = match envelope::era_of(params) {
             Era::Modern => {
@@ -424,28 +410,34 @@ impl Gateway {
                 })?;
                 Revision::V2026_07_28
             }
-            // The two modern-only methods without a modern envelope are missing their `_meta`.
-            Era::Legacy if matches!(method, "server/discover" | "subscriptions/listen") => {
+            // The modern-only methods without a modern envelope are missing their `_meta`.
+            Era::Legacy if method.is_some_and(|m| m.eras() == Eras::Modern) => {
                 return Err(envelope::check(params)
                     .err()
-                    .unwrap_or_else(|| not_found(method)))
+                    .unwrap_or_else(|| not_found(name)))
             }
             Era::Legacy => client.revision().unwrap_or(Revision::OLDEST),
         };
-        let result = match (revision.era(), method) {
-            (Era::Legacy, "ping") => Ok(json!({})),
-            (Era::Modern, "server/discover") => Ok(self.discover()),
-            (Era::Modern, "subscriptions/listen") => self.listen(client, &request, ctx).await,
-            (Era::Legacy, "resources/unsubscribe") => self.unsubscribe(client, params),
-            (Era::Legacy, "logging/setLevel") => self.set_log_level(client, params),
-            (Era::Modern, "resources/subscribe") => Err(not_found(method)),
-            (_, m) if CATALOG_METHODS.contains(&m) => {
+        // A method of the other era, or one a server sends, is not found here.
+        let Some(method) =
+            method.filter(|m| m.in_era(revision.era()) && m.sender() != Side::Server)
+        else {
+            return Err(not_found(name));
+        };
+        let result = match method {
+            Method::Ping => Ok(json!({})),
+            Method::ServerDiscover => Ok(self.discover()),
+            Method::SubscriptionsListen => self.listen(client, &request, ctx).await,
+            Method::ResourcesUnsubscribe => self.unsubscribe(client, params),
+            Method::LoggingSetLevel => self.set_log_level(client, params),
+            method if method.is_catalog() => {
                 self.ready.wait().await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).
                 Box::pin(self.catalog_method(client, method, params, revision, ctx)).await
             }
-            _ => Err(not_found(method)),
+            // `initialize` is answered before this, by `handle`.
+            _ => Err(not_found(name)),
         }?;
         Ok(shape::result(method, revision, result))
     }
@@ -521,9 +513,13 @@ impl Gateway {
                 .unwrap_or_default()
         };
         let upstream = |method: &str, target: &str| {
-            let owner = match method {
-                "tools/call" => catalog.tool(target).map(|r| r.owner),
-                "prompts/get" => catalog.prompt(target).map(|r| r.owner),
+            let owner = match Method::parse(method)? {
+                Method::ToolsCall => catalog.tool(target).map(|r| r.owner),
+                Method::PromptsGet => catalog.prompt(target).map(|r| r.owner),
+                Method::CompletionComplete => catalog
+                    .prompt(target)
+                    .map(|r| r.owner)
+                    .or_else(|| catalog.template_owner(target)),
                 _ => catalog.resource_owner(target),
             };
             owner.map(|o| self.upstream_name(o))
@@ -593,7 +589,7 @@ impl Gateway {
         let mut all = Vec::new();
         let mut cursor: Option<Value> = None;
         loop {
-            let Ok(page) = catalog.page("tools/list", cursor.as_ref()) else {
+            let Ok(page) = catalog.page(Method::ToolsList, cursor.as_ref()) else {
                 break;
             };
             for tool in page["tools"].as_array().into_iter().flatten() {

@@ -9,19 +9,17 @@ use crate::audit::{AuditLog, Entry};
 use crate::json::Member;
 use crate::jsonrpc::{Request, Response};
 use crate::metrics::{self, ServerOperation};
-use crate::protocol::{envelope, Era};
+use crate::protocol::{envelope, Era, Method};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The methods the audit log records.
-const AUDITED: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
-
 /// What is kept of a request until it finishes.
 pub(super) struct Observation {
     started: Instant,
-    method: String,
-    /// The tool or prompt name, or the resource URI.
+    /// `None` for a method mcpx does not know.
+    method: Option<Method>,
+    /// What it names: the tool or prompt name, or the resource URI ([`Method::target`]).
     name: Option<String>,
     era: Era,
     /// The arguments, when the audit log records this request.
@@ -54,27 +52,22 @@ impl Gateway {
 
     /// What to keep of `request` to observe it when it finishes; `None` when nothing would.
     pub(super) fn observation(&self, request: &Request) -> Option<Observation> {
-        let audited = self.audit.get().is_some() && AUDITED.contains(&request.method.as_str());
+        let method = Method::parse(&request.method);
+        let audited = self.audit.get().is_some() && method.is_some_and(Method::is_audited);
         if !audited && !metrics::enabled() {
             return None;
         }
         let params = request.params.as_ref();
-        let field = |params: Option<&Value>, key: &str| {
-            params
-                .and_then(|p| p.member(key))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let mut name = field(params, "name").or_else(|| field(params, "uri"));
+        let mut name = method.and_then(|m| m.target(params));
         let mut arguments = params.and_then(|p| p.member("arguments"));
-        if request.method == "tools/call" && name.as_deref() == Some(search::call_tool_name()) {
-            name = field(arguments, "name");
+        if method == Some(Method::ToolsCall) && name == Some(search::call_tool_name()) {
+            name = Method::ToolsCall.target(arguments);
             arguments = arguments.and_then(|a| a.member("arguments"));
         }
         Some(Observation {
             started: Instant::now(),
-            method: request.method.clone(),
-            name,
+            method,
+            name: name.map(str::to_owned),
             era: envelope::era_of(params),
             arguments: arguments.filter(|_| audited).cloned(),
         })
@@ -86,15 +79,17 @@ impl Gateway {
         let outcome = crate::failure::Outcome::of(answer.map(|r| &r.outcome));
         let catalog = self.catalog_of(client);
         let name = seen.name.as_deref();
-        let method = seen.method.as_str();
+        let method = seen.method;
         let route = match method {
-            "tools/call" => name
+            Some(Method::ToolsCall) => name
                 .and_then(|n| catalog.tool(n))
                 .map(|r| (r.owner, r.name.as_str())),
-            "prompts/get" => name
+            Some(Method::PromptsGet) => name
                 .and_then(|n| catalog.prompt(n))
                 .map(|r| (r.owner, r.name.as_str())),
-            "resources/read" => name.and_then(|uri| Some((catalog.resource_owner(uri)?, uri))),
+            Some(Method::ResourcesRead) => {
+                name.and_then(|uri| Some((catalog.resource_owner(uri)?, uri)))
+            }
             _ => None,
         };
         let upstream = route.map(|(owner, own_name)| (self.upstream_name(owner), own_name));
@@ -102,8 +97,8 @@ impl Gateway {
         if metrics::enabled() {
             // A name no server lists is one label value, however many were tried.
             let name_label = match (method, route) {
-                ("tools/call" | "prompts/get", Some(_)) => name.unwrap_or_default(),
-                ("tools/call" | "prompts/get", None) => "unknown",
+                (Some(Method::ToolsCall | Method::PromptsGet), Some(_)) => name.unwrap_or_default(),
+                (Some(Method::ToolsCall | Method::PromptsGet), None) => "unknown",
                 _ => "",
             };
             let labels = ServerOperation {
@@ -118,12 +113,12 @@ impl Gateway {
             };
             metrics::server_operation(&labels, took);
         }
-        let Some(audit) = self.audit.get().filter(|_| AUDITED.contains(&method)) else {
+        let Some((audit, method)) = self.audit.get().zip(method.filter(|m| m.is_audited())) else {
             return;
         };
         audit.record(&Entry {
             session: client.session,
-            method,
+            method: method.as_str(),
             name,
             upstream: server,
             upstream_name: upstream.as_ref().map(|(_, own)| *own),

@@ -14,7 +14,8 @@ use crate::audit::Questions;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::outbox;
-use crate::upstream::asks::{self, Ask};
+use crate::protocol::method::{Method, Side};
+use crate::upstream::asks::Ask;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -89,7 +90,7 @@ async fn carry(
     let started = std::time::Instant::now();
     let outcome = if ask.allowed_by(&client.capabilities()) {
         client
-            .request(&ask.method, ask.params.clone(), &outbound)
+            .request(ask.method.as_str(), ask.params.clone(), &outbound)
             .await
     } else {
         Err(ErrorObject::new(
@@ -103,7 +104,7 @@ async fn carry(
     };
     if let Some(questions) = questions {
         let ended = crate::failure::Outcome::of(Some(&outcome));
-        questions.record(&ask.method, &ended.to_string(), started.elapsed());
+        questions.record(ask.method.as_str(), &ended.to_string(), started.elapsed());
     }
     ask.answer(outcome);
 }
@@ -123,13 +124,13 @@ async fn ask_each(
         .unwrap_or_default();
     let mut waiting = Vec::new();
     for (key, request) in requests {
-        let method = request["method"].as_str().unwrap_or_default();
-        if !asks::METHODS.contains(&method) {
+        let name = request["method"].as_str().unwrap_or_default();
+        let Some(method) = Method::parse(name).filter(|m| m.sender() == Side::Server) else {
             return Err(ErrorObject::new(
                 INTERNAL_ERROR,
-                format!("the upstream asked for input by {method:?}, which is no client method"),
+                format!("the upstream asked for input by {name:?}, which is no client method"),
             ));
-        }
+        };
         let params = request
             .member("params")
             .cloned()

@@ -18,6 +18,7 @@ use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY};
 use crate::limit::FairHeld;
+use crate::protocol::Method;
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::{Caller, Connection, LogSink, ProgressSink};
@@ -28,9 +29,6 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
-
-/// The methods whose result may be an `InputRequiredResult`.
-pub const INPUT_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 /// How a call reaches its upstream.
 #[derive(Clone)]
@@ -48,7 +46,7 @@ pub(super) struct UpstreamCall {
     /// The upstream.
     pub reach: Reach,
     /// The method, as the upstream sees it.
-    pub method: String,
+    pub method: Method,
     /// The params, as the upstream sees them.
     pub params: Value,
     /// Where its progress goes.
@@ -71,7 +69,7 @@ impl UpstreamCall {
         cancel: Cancel,
         asks: Sender<Ask>,
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
-        let (reach, method) = (self.reach.clone(), self.method.clone());
+        let (reach, method) = (self.reach.clone(), self.method);
         let progress = self.progress.clone();
         let log = self.log.clone();
         async move {
@@ -96,14 +94,14 @@ impl UpstreamCall {
             // Kept for a retry only where a login could be run.
             let retry = login.map(|login| (login, params.clone(), caller.clone()));
             let reply = connection
-                .request(&method, Some(params), &cancel, caller)
+                .request(method.as_str(), Some(params), &cancel, caller)
                 .await;
             match retry {
                 Some((login, params, caller)) if reply.is_err() && connection.needs_login() => {
                     let connected = cancel.run(Box::pin(login.connect(&asks))).await;
                     let connection = connected.ok_or(Failure::Cancelled)??;
                     connection
-                        .request(&method, Some(params), &cancel, caller)
+                        .request(method.as_str(), Some(params), &cancel, caller)
                         .await
                 }
                 _ => reply,
@@ -138,7 +136,7 @@ struct Parked {
     /// Questions sent to the client and not answered yet, by their `inputRequests` key.
     open: BTreeMap<String, Ask>,
     asked: u64,
-    method: String,
+    method: Method,
     target: String,
     _place: FairHeld,
 }
@@ -269,7 +267,7 @@ impl Rounds {
     pub(super) async fn start(
         self: &Arc<Self>,
         mut call: UpstreamCall,
-        method: &str,
+        method: Method,
         target: String,
         capabilities: &Value,
         ctx: &RequestContext,
@@ -284,7 +282,7 @@ impl Rounds {
             asks,
             open: BTreeMap::new(),
             asked: 0,
-            method: method.to_owned(),
+            method,
             target,
             _place: call.place,
         };
@@ -295,7 +293,7 @@ impl Rounds {
     /// which is then waited on again.
     pub(super) async fn resume(
         self: &Arc<Self>,
-        method: &str,
+        method: Method,
         target: &str,
         params: Option<&Value>,
         capabilities: &Value,
@@ -304,7 +302,7 @@ impl Rounds {
         let state = self.own_state(params).unwrap_or_default();
         let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
         let claims = signer.verify(state, SystemTime::now())?;
-        if claims.method != method || claims.target != target {
+        if claims.method != method.as_str() || claims.target != target {
             return Err(ErrorObject::new(
                 crate::jsonrpc::INVALID_PARAMS,
                 format!(
@@ -387,7 +385,7 @@ impl Rounds {
                 Next::Cancelled => {
                     return Err(Failure::Cancelled.into());
                 }
-                Next::Asked(ask) if !INPUT_METHODS.contains(&parked.method.as_str()) => {
+                Next::Asked(ask) if !parked.method.may_ask() => {
                     // Only three methods may return InputRequiredResult: here the question
                     // cannot reach the client, and the upstream learns so at once.
                     let error = ErrorObject::new(
@@ -418,7 +416,7 @@ impl Rounds {
                     }
                     for ask in asked.drain(..) {
                         parked.asked += 1;
-                        let key = format!("{}-{}", kind(&ask.method), parked.asked);
+                        let key = format!("{}-{}", kind(ask.method), parked.asked);
                         parked.open.insert(key, ask);
                     }
                     return self.park(parked);
@@ -436,7 +434,7 @@ impl Rounds {
             holder: self.holder.clone(),
             at: self.at.get().cloned(),
             call: number,
-            method: parked.method.clone(),
+            method: parked.method.as_str().to_owned(),
             target: parked.target.clone(),
             expires_ms: request_state::expiry(SystemTime::now(), self.wait),
         });
@@ -470,10 +468,10 @@ impl Rounds {
 }
 
 /// A short name for a question's kind, for its `inputRequests` key.
-fn kind(method: &str) -> &str {
+fn kind(method: Method) -> &'static str {
     match method {
-        "sampling/createMessage" => "sampling",
-        "elicitation/create" => "elicitation",
+        Method::SamplingCreateMessage => "sampling",
+        Method::ElicitationCreate => "elicitation",
         _ => "roots",
     }
 }

@@ -11,7 +11,7 @@ use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, Era, Revision};
+use crate::protocol::{envelope, Era, Method, Revision};
 use crate::telemetry;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Map, Value};
@@ -23,21 +23,21 @@ impl Gateway {
     pub(super) async fn catalog_method(
         &self,
         client: &Arc<Client>,
-        method: &str,
+        method: Method,
         params: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         match method {
-            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+            _ if method.list_key().is_some() => {
                 let cursor = params.and_then(|p| p.member("cursor"));
                 self.catalog_of(client).page(method, cursor)
             }
-            "tools/call" | "prompts/get" => {
+            Method::ToolsCall | Method::PromptsGet => {
                 self.call_named(client, method, params, revision, ctx).await
             }
-            "resources/read" => self.read_resource(client, params, revision, ctx).await,
-            "resources/subscribe" => {
+            Method::ResourcesRead => self.read_resource(client, params, revision, ctx).await,
+            Method::ResourcesSubscribe => {
                 let uri = uri_of(params);
                 let owner = self.resource_owner(client, uri, revision)?;
                 self.subscribe(client, owner, uri).await
@@ -50,7 +50,7 @@ impl Gateway {
     async fn call_named(
         &self,
         client: &Arc<Client>,
-        method: &str,
+        method: Method,
         params: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
@@ -61,7 +61,7 @@ impl Gateway {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let (route, what) = match method {
-            "tools/call" => (catalog.tool(name), "tool"),
+            Method::ToolsCall => (catalog.tool(name), "tool"),
             _ => (catalog.prompt(name), "prompt"),
         };
         let route = route
@@ -107,7 +107,7 @@ impl Gateway {
     ) -> Result<Value, ErrorObject> {
         let uri = uri_of(params);
         let owner = self.resource_owner(client, uri, revision)?;
-        let method = "resources/read";
+        let method = Method::ResourcesRead;
         self.forward(
             client,
             owner,
@@ -189,7 +189,7 @@ impl Gateway {
         if owner == Owner::Builtin {
             return Ok(json!({"completion": {"values": [], "hasMore": false}}));
         }
-        let method = "completion/complete";
+        let method = Method::CompletionComplete;
         self.forward(client, owner, method, forwarded, params, revision, ctx)
             .await
     }
@@ -201,7 +201,7 @@ impl Gateway {
         &self,
         client: &Arc<Client>,
         owner: Owner,
-        method: &str,
+        method: Method,
         mut forwarded: Value,
         original: Option<&Value>,
         revision: Revision,
@@ -229,7 +229,7 @@ impl Gateway {
             }
             (Err(error), _) => return Err(woken.err().unwrap_or(error)),
         };
-        let span = telemetry::carry(method, target(original), original, &mut forwarded);
+        let span = telemetry::carry(method, target(method, original), original, &mut forwarded);
         let call = Call {
             method,
             forwarded,
@@ -265,12 +265,18 @@ impl Gateway {
             .ok_or_else(|| {
                 ErrorObject::new(INVALID_PARAMS, format!("no server is named {name:?}"))
             })?;
-        if let Some(resumed) = self.resume(client, "tools/call", params, revision, ctx) {
+        if let Some(resumed) = self.resume(client, Method::ToolsCall, params, revision, ctx) {
             return resumed.await;
         }
         let capabilities = declared_capabilities(client, params, revision);
         let owner = Owner::Upstream(upstream.id);
-        let login = self.login_first(owner, "tools/call", || capabilities.clone(), revision, ctx);
+        let login = self.login_first(
+            owner,
+            Method::ToolsCall,
+            || capabilities.clone(),
+            revision,
+            ctx,
+        );
         let Some(login) = login.filter(|_| upstream.waits_for_login()) else {
             return Ok(builtin::login_refused(
                 name,
@@ -279,7 +285,7 @@ impl Gateway {
             ));
         };
         let call = Call {
-            method: "tools/call",
+            method: Method::ToolsCall,
             forwarded: json!({}),
             original: params,
             revision,
@@ -292,7 +298,7 @@ impl Gateway {
     fn resume<'a>(
         &'a self,
         client: &Client,
-        method: &'a str,
+        method: Method,
         original: Option<&'a Value>,
         revision: Revision,
         ctx: &'a RequestContext,
@@ -303,7 +309,13 @@ impl Gateway {
         let capabilities = declared_capabilities(client, original, revision);
         Some(async move {
             self.rounds
-                .resume(method, target(original), original, &capabilities, ctx)
+                .resume(
+                    method,
+                    target(method, original),
+                    original,
+                    &capabilities,
+                    ctx,
+                )
                 .await
         })
     }
@@ -362,7 +374,7 @@ impl Gateway {
             });
         let call = UpstreamCall {
             reach,
-            method: method.to_owned(),
+            method,
             params: forwarded,
             progress,
             log: client.log_sink(Some(&ctx.outbound)),
@@ -379,7 +391,7 @@ impl Gateway {
                     .start(
                         call,
                         method,
-                        target(original).to_owned(),
+                        target(method, original).to_owned(),
                         &capabilities,
                         ctx,
                     )
@@ -392,7 +404,7 @@ impl Gateway {
 /// A client's request on its way to an upstream.
 struct Call<'a> {
     /// The method, as the upstream sees it.
-    method: &'a str,
+    method: Method,
     /// The params, as the upstream sees them.
     forwarded: Value,
     /// The params as the client sent them.
@@ -401,12 +413,10 @@ struct Call<'a> {
     revision: Revision,
 }
 
-/// What a call names (a tool, a prompt, a resource), for the parked calls' bookkeeping.
-fn target(original: Option<&Value>) -> &str {
-    original
-        .and_then(|p| p.member("name").or_else(|| p.member("uri")))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+/// What a call names (a tool, a prompt, a resource), for the parked calls' bookkeeping and the
+/// trace; "" for none.
+fn target(method: Method, original: Option<&Value>) -> &str {
+    method.target(original).unwrap_or_default()
 }
 
 /// What the client can answer: declared per request in the modern era (borrowed from the

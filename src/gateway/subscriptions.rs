@@ -7,6 +7,7 @@ use crate::cancel::Cancel;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Request, INVALID_PARAMS};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
+use crate::protocol::Method;
 use crate::sync::lock;
 use crate::upstream::{Caller, ListKind};
 use serde_json::{json, Map, Value};
@@ -58,7 +59,7 @@ impl Gateway {
             let params = Some(json!({"uri": uri}));
             if let Err(e) = connection
                 .request(
-                    "resources/subscribe",
+                    Method::ResourcesSubscribe.as_str(),
                     params,
                     &Cancel::new(),
                     Caller::default(),
@@ -92,7 +93,7 @@ impl Gateway {
             smol::spawn(async move {
                 connection
                     .request(
-                        "resources/unsubscribe",
+                        Method::ResourcesUnsubscribe.as_str(),
                         params,
                         &Cancel::new(),
                         Caller::default(),

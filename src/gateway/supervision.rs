@@ -8,7 +8,7 @@ use crate::cancel::Cancel;
 use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
 use crate::json::Member;
 use crate::metrics;
-use crate::protocol::Era;
+use crate::protocol::{Era, Method};
 use crate::sync::{lock, read, write};
 use crate::upstream::auth::store::Store;
 use crate::upstream::http::HttpUpstream;
@@ -294,24 +294,20 @@ impl Gateway {
         let cancel = Cancel::new();
         let mut fresh = lock(&upstream.listing).clone();
         let listed = match kind {
-            ListKind::Tools => list_all(&connection, "tools/list", "tools", &cancel)
+            ListKind::Tools => list_all(&connection, Method::ToolsList, &cancel)
                 .await
                 .map(|t| fresh.tools = t),
-            ListKind::Prompts => list_all(&connection, "prompts/list", "prompts", &cancel)
+            ListKind::Prompts => list_all(&connection, Method::PromptsList, &cancel)
                 .await
                 .map(|p| fresh.prompts = p),
             ListKind::Resources => {
-                match list_all(&connection, "resources/list", "resources", &cancel).await {
+                match list_all(&connection, Method::ResourcesList, &cancel).await {
                     Ok(resources) => {
                         fresh.resources = resources;
-                        fresh.templates = list_all(
-                            &connection,
-                            "resources/templates/list",
-                            "resourceTemplates",
-                            &cancel,
-                        )
-                        .await
-                        .unwrap_or_default();
+                        fresh.templates =
+                            list_all(&connection, Method::ResourcesTemplatesList, &cancel)
+                                .await
+                                .unwrap_or_default();
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -442,22 +438,17 @@ async fn list_everything(connection: &Connection, capabilities: &Value) -> Resul
     let declared = |key: &str| capabilities.member(key).is_some_and(|v| !v.is_null());
     let mut listing = Listing::default();
     if declared("tools") {
-        listing.tools = list_all(connection, "tools/list", "tools", &cancel).await?;
+        listing.tools = list_all(connection, Method::ToolsList, &cancel).await?;
     }
     if declared("prompts") {
-        listing.prompts = list_all(connection, "prompts/list", "prompts", &cancel).await?;
+        listing.prompts = list_all(connection, Method::PromptsList, &cancel).await?;
     }
     if declared("resources") {
-        listing.resources = list_all(connection, "resources/list", "resources", &cancel).await?;
+        listing.resources = list_all(connection, Method::ResourcesList, &cancel).await?;
         // Templates are optional even for a server with resources.
-        listing.templates = list_all(
-            connection,
-            "resources/templates/list",
-            "resourceTemplates",
-            &cancel,
-        )
-        .await
-        .unwrap_or_default();
+        listing.templates = list_all(connection, Method::ResourcesTemplatesList, &cancel)
+            .await
+            .unwrap_or_default();
     }
     Ok(listing)
 }
@@ -467,16 +458,16 @@ const MAX_PAGES: usize = 1000;
 
 async fn list_all(
     connection: &Connection,
-    method: &str,
-    key: &str,
+    method: Method,
     cancel: &Cancel,
 ) -> Result<Vec<Value>, String> {
+    let key = method.list_key().unwrap_or_default();
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..MAX_PAGES {
         let params = cursor.take().map(|c| json!({ "cursor": c }));
         let page = connection
-            .request(method, params, cancel, Caller::default())
+            .request(method.as_str(), params, cancel, Caller::default())
             .await
             .map_err(|e| format!("{method} failed: {}", e.message))?;
         items.extend(

@@ -11,6 +11,7 @@ use super::envelope;
 use super::Revision::{self, *};
 use crate::json::Member;
 use crate::jsonrpc::MetaEntry;
+use crate::protocol::Method;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::LazyLock;
@@ -284,22 +285,9 @@ pub const CACHE_TTL_MS: u64 = 0;
 /// A gateway's catalog mixes upstreams configured for one user, so it is never shared.
 pub const CACHE_SCOPE: &str = "private";
 
-/// Methods whose modern result is a CacheableResult.
-fn is_cacheable(method: &str) -> bool {
-    matches!(
-        method,
-        "server/discover"
-            | "tools/list"
-            | "prompts/list"
-            | "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-    )
-}
-
 /// Shapes the result of `method` for a client of `revision`. A modern result's `serverInfo`
 /// is added as it is written ([`server_info`]).
-pub fn result(method: &str, revision: Revision, mut result: Value) -> Value {
+pub fn result(method: Method, revision: Revision, mut result: Value) -> Value {
     if !result.is_object() {
         result = json!({});
     }
@@ -310,21 +298,21 @@ pub fn result(method: &str, revision: Revision, mut result: Value) -> Value {
         _ if input_required && revision >= V2026_07_28 => {
             Definition::InputRequiredResult.retain(&mut result, revision)
         }
-        "tools/list" => each(&mut result, "tools", |tool| shape_tool(tool, revision)),
-        "prompts/list" => each(&mut result, "prompts", |prompt| {
+        Method::ToolsList => each(&mut result, "tools", |tool| shape_tool(tool, revision)),
+        Method::PromptsList => each(&mut result, "prompts", |prompt| {
             shape_prompt(prompt, revision)
         }),
-        "resources/list" => each(&mut result, "resources", |r| {
+        Method::ResourcesList => each(&mut result, "resources", |r| {
             Definition::Resource.retain(r, revision)
         }),
-        "resources/templates/list" => each(&mut result, "resourceTemplates", |t| {
+        Method::ResourcesTemplatesList => each(&mut result, "resourceTemplates", |t| {
             Definition::ResourceTemplate.retain(t, revision)
         }),
-        "tools/call" => {
+        Method::ToolsCall => {
             Definition::CallToolResult.retain(&mut result, revision);
             each(&mut result, "content", |c| shape_content(c, revision));
         }
-        "prompts/get" => {
+        Method::PromptsGet => {
             Definition::GetPromptResult.retain(&mut result, revision);
             each(&mut result, "messages", |message| {
                 if let Some(content) = message.member_mut("content") {
@@ -332,13 +320,13 @@ pub fn result(method: &str, revision: Revision, mut result: Value) -> Value {
                 }
             });
         }
-        "resources/read" => {
+        Method::ResourcesRead => {
             Definition::ReadResourceResult.retain(&mut result, revision);
             each(&mut result, "contents", |c| {
                 shape_resource_contents(c, revision)
             });
         }
-        "completion/complete" => Definition::CompleteResult.retain(&mut result, revision),
+        Method::CompletionComplete => Definition::CompleteResult.retain(&mut result, revision),
         _ => {}
     }
     envelope(method, revision, &mut result);
@@ -346,7 +334,7 @@ pub fn result(method: &str, revision: Revision, mut result: Value) -> Value {
 }
 
 /// Adds or removes the modern envelope fields of a result.
-fn envelope(method: &str, revision: Revision, result: &mut Value) {
+fn envelope(method: Method, revision: Revision, result: &mut Value) {
     let Value::Object(map) = result else { return };
     if revision < V2026_07_28 {
         for key in ["resultType", "ttlMs", "cacheScope"] {
@@ -367,7 +355,7 @@ fn envelope(method: &str, revision: Revision, result: &mut Value) {
             true
         }
     };
-    if is_cacheable(method) && complete {
+    if method.is_cacheable() && complete {
         map.entry("ttlMs").or_insert(json!(CACHE_TTL_MS));
         map.entry("cacheScope").or_insert(json!(CACHE_SCOPE));
     }
@@ -470,7 +458,7 @@ mod every_revision {
     mod shape {
         use crate::jsonrpc;
         use crate::protocol::shape::{self, Definition};
-        use crate::protocol::Revision;
+        use crate::protocol::{Method, Revision};
         use serde_json::{json, Value};
         use std::collections::BTreeSet;
 
@@ -521,13 +509,13 @@ mod every_revision {
         fn resource_link_becomes_text_before_2025_06_18() {
             let link =
                 json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]});
-            let old = shape::result("tools/call", Revision::V2025_03_26, link.clone());
+            let old = shape::result(Method::ToolsCall, Revision::V2025_03_26, link.clone());
             assert_eq!(old["content"][0]["type"], "text");
             assert!(old["content"][0]["text"]
                 .as_str()
                 .unwrap()
                 .contains("file:///a"));
-            let new = shape::result("tools/call", Revision::V2025_06_18, link);
+            let new = shape::result(Method::ToolsCall, Revision::V2025_06_18, link);
             assert_eq!(new["content"][0]["type"], "resource_link");
         }
 
@@ -535,7 +523,7 @@ mod every_revision {
         fn audio_becomes_text_in_2024_11_05() {
             let audio =
                 json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]});
-            let old = shape::result("tools/call", Revision::V2024_11_05, audio);
+            let old = shape::result(Method::ToolsCall, Revision::V2024_11_05, audio);
             assert_eq!(old["content"][0]["type"], "text");
         }
 
@@ -543,7 +531,7 @@ mod every_revision {
         fn result_type_only_for_2026_07_28() {
             for revision in Revision::ALL {
                 let r = shape::result(
-                    "tools/list",
+                    Method::ToolsList,
                     revision,
                     json!({"tools": [], "resultType": "complete"}),
                 );
@@ -591,11 +579,11 @@ mod every_revision {
         fn structured_content_only_from_2025_06_18() {
             let r = json!({"content": [], "structuredContent": {"a": 1}});
             assert!(
-                shape::result("tools/call", Revision::V2025_03_26, r.clone())
+                shape::result(Method::ToolsCall, Revision::V2025_03_26, r.clone())
                     .get("structuredContent")
                     .is_none()
             );
-            assert!(shape::result("tools/call", Revision::V2025_06_18, r)
+            assert!(shape::result(Method::ToolsCall, Revision::V2025_06_18, r)
                 .get("structuredContent")
                 .is_some());
         }

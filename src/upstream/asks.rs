@@ -9,6 +9,7 @@
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::limit::{Held, Limit};
+use crate::protocol::method::{Method, Side};
 use crate::sync::lock;
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
@@ -19,14 +20,12 @@ use std::sync::{Arc, Mutex};
 /// fill the daemon with questions nobody will read.
 pub const MAX_OPEN: usize = 16;
 
-/// The methods a server may ask of its client mid-call.
-pub const METHODS: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
-
 /// One request an upstream made of the client, waiting for its answer.
 #[derive(Debug)]
 pub struct Ask {
-    /// `sampling/createMessage`, `elicitation/create` or `roots/list`.
-    pub method: String,
+    /// A method a server sends ([`Sender::Server`]): `sampling/createMessage`,
+    /// `elicitation/create` or `roots/list`.
+    pub method: Method,
     /// Its params, as the server sent them.
     pub params: Value,
     reply: Sender<Result<Value, ErrorObject>>,
@@ -34,10 +33,10 @@ pub struct Ask {
 
 impl Ask {
     /// An ask and the receiver its answer arrives on.
-    pub fn new(method: &str, params: Value) -> (Ask, Receiver<Result<Value, ErrorObject>>) {
+    pub fn new(method: Method, params: Value) -> (Ask, Receiver<Result<Value, ErrorObject>>) {
         let (reply, answer) = async_channel::bounded(1);
         let ask = Ask {
-            method: method.to_owned(),
+            method,
             params,
             reply,
         };
@@ -51,20 +50,20 @@ impl Ask {
 
     /// The ask as an `InputRequest` of 2026-07-28: `{method, params}`, no id.
     pub fn input_request(&self) -> Value {
-        json!({"method": self.method, "params": self.params})
+        json!({"method": self.method.as_str(), "params": self.params})
     }
 
     /// The client capability it needs, as a `ClientCapabilities` object.
     pub fn required_capability(&self) -> Value {
-        match self.method.as_str() {
-            "sampling/createMessage" if self.params.member("tools").is_some() => {
+        match self.method {
+            Method::SamplingCreateMessage if self.params.member("tools").is_some() => {
                 json!({"sampling": {"tools": {}}})
             }
-            "sampling/createMessage" => json!({"sampling": {}}),
-            "elicitation/create" if self.params["mode"] == "url" => {
+            Method::SamplingCreateMessage => json!({"sampling": {}}),
+            Method::ElicitationCreate if self.params["mode"] == "url" => {
                 json!({"elicitation": {"url": {}}})
             }
-            "elicitation/create" => json!({"elicitation": {"form": {}}}),
+            Method::ElicitationCreate => json!({"elicitation": {"form": {}}}),
             _ => json!({"roots": {}}),
         }
     }
@@ -188,13 +187,14 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
             meta_entry: None,
         })
     };
-    if method == "ping" {
-        return now(Ok(json!({})));
-    }
-    if !METHODS.contains(&method.as_str()) {
-        let error = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
-        return now(Err(error));
-    }
+    let asked = match Method::parse(&method) {
+        Some(Method::Ping) => return now(Ok(json!({}))),
+        Some(asked) if asked.sender() == Side::Server => asked,
+        _ => {
+            let error = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
+            return now(Err(error));
+        }
+    };
     let open = asker.as_ref().map(|asker| asker.open.take());
     if let Some(None) = open {
         let error = ErrorObject::new(
@@ -203,7 +203,7 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
         );
         return now(Err(error));
     }
-    let (ask, answer) = Ask::new(&method, params.unwrap_or_else(|| json!({})));
+    let (ask, answer) = Ask::new(asked, params.unwrap_or_else(|| json!({})));
     let sent = match asker {
         Some(asker) => asker.sink.try_send(ask).is_ok(),
         None => false,
@@ -226,23 +226,24 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
 #[cfg(test)]
 mod every_revision {
     mod asks {
+        use crate::protocol::Method;
         use crate::upstream::asks::Ask;
         use serde_json::json;
 
         #[test]
         fn each_ask_needs_the_capability_of_its_kind() {
-            let (form, _) = Ask::new("elicitation/create", json!({"message": "m"}));
+            let (form, _) = Ask::new(Method::ElicitationCreate, json!({"message": "m"}));
             assert!(form.allowed_by(&json!({"elicitation": {}})));
             assert!(form.allowed_by(&json!({"elicitation": {"form": {}}})));
             assert!(!form.allowed_by(&json!({"elicitation": {"url": {}}})));
             assert!(!form.allowed_by(&json!({"sampling": {}})));
-            let (url, _) = Ask::new("elicitation/create", json!({"mode": "url"}));
+            let (url, _) = Ask::new(Method::ElicitationCreate, json!({"mode": "url"}));
             assert!(!url.allowed_by(&json!({"elicitation": {}})));
             assert!(url.allowed_by(&json!({"elicitation": {"url": {}}})));
-            let (sample, _) = Ask::new("sampling/createMessage", json!({"messages": []}));
+            let (sample, _) = Ask::new(Method::SamplingCreateMessage, json!({"messages": []}));
             assert!(sample.allowed_by(&json!({"sampling": {}})));
             assert_eq!(sample.required_capability(), json!({"sampling": {}}));
-            let (roots, _) = Ask::new("roots/list", json!({}));
+            let (roots, _) = Ask::new(Method::RootsList, json!({}));
             assert!(roots.allowed_by(&json!({"roots": {"listChanged": true}})));
             assert!(!roots.allowed_by(&json!({})));
         }

@@ -119,7 +119,7 @@ impl Connection {
         if crate::metrics::enabled() {
             let cancelled = cancel.is_cancelled() && answer.is_err();
             let labels = crate::metrics::ClientOperation {
-                method: crate::metrics::method_label(method),
+                method: crate::metrics::method_label(crate::protocol::Method::parse(method)),
                 upstream: server,
                 outcome: crate::failure::Outcome::of((!cancelled).then_some(&answer)),
             };

@@ -13,7 +13,7 @@ use crate::jsonrpc::{
 };
 use crate::mcpheaders::{self, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, Revision};
+use crate::protocol::{envelope, Method, Revision};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use serde_json::Value;
 use std::sync::Arc;
@@ -168,21 +168,13 @@ async fn check_request_headers(
         }
     }
     agrees(headers, &METHOD_HEADER, Some(&request.method), true, false)?;
-    let field = |key: &str| params.and_then(|p| p.member(key)).and_then(Value::as_str);
-    let name = match request.method.as_str() {
-        "tools/call" | "prompts/get" => Some(field("name")),
-        "resources/read" => Some(field("uri")),
-        _ => None,
-    };
-    if let Some(name) = name {
-        agrees(headers, &NAME_HEADER, name, true, true)?;
+    let method = Method::parse(&request.method).filter(|m| m.names_in_header());
+    if let Some(method) = method {
+        agrees(headers, &NAME_HEADER, method.target(params), true, true)?;
     }
-    if request.method == "tools/call" {
-        if let Some(header_params) = door
-            .gateway
-            .tool_header_params(client, field("name").unwrap_or_default())
-            .await
-        {
+    if method == Some(Method::ToolsCall) {
+        let tool = Method::ToolsCall.target(params).unwrap_or_default();
+        if let Some(header_params) = door.gateway.tool_header_params(client, tool).await {
             let arguments = params
                 .and_then(|p| p.member("arguments"))
                 .unwrap_or(&Value::Null);

@@ -5,7 +5,7 @@
 use super::HttpUpstream;
 use crate::json::Member;
 use crate::mcpheaders::{self, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
-use crate::protocol::Revision;
+use crate::protocol::{Method, Revision};
 use crate::sync::lock;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -26,16 +26,13 @@ impl HttpUpstream {
             }
         };
         put(METHOD_HEADER, method.to_owned());
-        let params = params.unwrap_or(&Value::Null);
-        let name = match method {
-            "tools/call" | "prompts/get" => params.member("name").and_then(Value::as_str),
-            "resources/read" => params.member("uri").and_then(Value::as_str),
-            _ => None,
-        };
+        let known = Method::parse(method).filter(|m| m.names_in_header());
+        let name = known.and_then(|m| m.target(params));
         if let Some(name) = name {
             put(NAME_HEADER, mcpheaders::encode(name));
         }
-        if method == "tools/call" {
+        let params = params.unwrap_or(&Value::Null);
+        if known == Some(Method::ToolsCall) {
             let tool = name.unwrap_or_default();
             let annotated = lock(&self.header_params)
                 .get(tool)

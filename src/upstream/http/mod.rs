@@ -33,7 +33,7 @@ use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Res
 use crate::mcpheaders::{HeaderParam, SESSION_HEADER};
 use crate::net::client::Pool;
 use crate::protocol::envelope;
-use crate::protocol::Era;
+use crate::protocol::{self, Era};
 use crate::sync::lock;
 use async_channel::Sender;
 use hashbrown::HashMap;
@@ -216,7 +216,7 @@ impl HttpUpstream {
         caller: Caller,
     ) -> Reply {
         let reply = self.call(method, params, cancel, caller).await;
-        if method == "tools/list" {
+        if method == protocol::Method::ToolsList.as_str() {
             if let Ok(result) = &reply {
                 self.learn_header_params(result);
             }
@@ -260,7 +260,9 @@ impl HttpUpstream {
                     )
                     .into())
                 }
-                Some(Ok(Answer::SessionGone)) if attempt == 0 && method != "initialize" => {
+                Some(Ok(Answer::SessionGone))
+                    if attempt == 0 && method != protocol::Method::Initialize.as_str() =>
+                {
                     tracing::info!(server = %self.name, "the upstream forgot its session; initializing again");
                     if let Err(e) = self.initialize_again().await {
                         return Err(Failure::gone(&self.name, format!("failed: {e}")).into());

@@ -1,0 +1,419 @@
+//! The one table of MCP methods mcpx serves or asks: a request's method is parsed once, and what
+//! mcpx decides by method (which eras have it, whether the merged catalog answers it, what it is
+//! routed by, whether it is audited or may ask the client for input, whether its modern result
+//! is cacheable, which header names its target) is a property here. A new method is a row in
+//! [`Method::ROWS`] and its variant; each `match` on the enum that must learn it fails to compile.
+//!
+//! Method names still appear as literals where mcpx writes a request of its own to a fixed method
+//! (`initialize` and `server/discover` to an upstream, a login's probe), in tests, and in the
+//! notifications, which this table does not hold.
+
+use super::Era;
+use crate::json::Member;
+use serde_json::Value;
+
+/// An MCP request method mcpx knows, in either direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// `initialize`: the legacy handshake.
+    Initialize,
+    /// `ping`, either way.
+    Ping,
+    /// `server/discover`: what a modern server offers, in place of a handshake.
+    ServerDiscover,
+    /// `subscriptions/listen`: a modern client's stream of notifications.
+    SubscriptionsListen,
+    /// `tools/list`.
+    ToolsList,
+    /// `tools/call`.
+    ToolsCall,
+    /// `prompts/list`.
+    PromptsList,
+    /// `prompts/get`.
+    PromptsGet,
+    /// `resources/list`.
+    ResourcesList,
+    /// `resources/templates/list`.
+    ResourcesTemplatesList,
+    /// `resources/read`.
+    ResourcesRead,
+    /// `resources/subscribe`: legacy only (a modern client listens).
+    ResourcesSubscribe,
+    /// `resources/unsubscribe`: legacy only.
+    ResourcesUnsubscribe,
+    /// `completion/complete`.
+    CompletionComplete,
+    /// `logging/setLevel`: legacy only (a modern request carries its level).
+    LoggingSetLevel,
+    /// `sampling/createMessage`: a server asks the client's model.
+    SamplingCreateMessage,
+    /// `elicitation/create`: a server asks the user.
+    ElicitationCreate,
+    /// `roots/list`: a server asks for the client's roots.
+    RootsList,
+}
+
+/// Which eras define a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eras {
+    /// 2024-11-05 to 2025-11-25 only.
+    Legacy,
+    /// 2026-07-28 only.
+    Modern,
+    /// Every revision.
+    Both,
+}
+
+/// Who sends a method's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// A client asks a server (mcpx serves these, and sends them upstream).
+    Client,
+    /// A server asks a client (an upstream asks mcpx, which asks its own client).
+    Server,
+    /// Either side (`ping`).
+    Either,
+}
+
+/// What in a request's params says where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoutedBy {
+    /// Nothing: answered by mcpx or from the merged catalog.
+    Nothing,
+    /// `params.name`: a tool or a prompt.
+    Name,
+    /// `params.uri`: a resource.
+    Uri,
+    /// `params.ref`: a prompt's name or a resource template's URI.
+    Ref,
+}
+
+/// One row of the table.
+struct Row {
+    method: Method,
+    name: &'static str,
+    eras: Eras,
+    sender: Side,
+    /// Answered from the merged catalog or by the upstream that owns what it names.
+    catalog: bool,
+    routed_by: RoutedBy,
+    /// Recorded by the audit log, with its arguments.
+    audited: bool,
+    /// Its upstream may ask the client for input while it runs (sampling, elicitation).
+    may_ask: bool,
+    /// A 2026-07-28 result of it is a `CacheableResult`.
+    cacheable: bool,
+    /// The array its `*/list` result holds.
+    list_key: Option<&'static str>,
+    /// The extension that defines it (`None`: the base protocol).
+    extension: Option<&'static str>,
+}
+
+impl Row {
+    /// A client's request of the base protocol in every era, answered by mcpx itself.
+    const fn base(method: Method, name: &'static str) -> Row {
+        Row {
+            method,
+            name,
+            eras: Eras::Both,
+            sender: Side::Client,
+            catalog: false,
+            routed_by: RoutedBy::Nothing,
+            audited: false,
+            may_ask: false,
+            cacheable: false,
+            list_key: None,
+            extension: None,
+        }
+    }
+
+    /// A merged list, answered a page at a time from the catalog.
+    const fn list(method: Method, name: &'static str, key: &'static str) -> Row {
+        Row {
+            catalog: true,
+            cacheable: true,
+            list_key: Some(key),
+            ..Row::base(method, name)
+        }
+    }
+
+    /// A call routed to the upstream owning what it names, which may ask for input on the way.
+    const fn call(method: Method, name: &'static str, routed_by: RoutedBy) -> Row {
+        Row {
+            catalog: true,
+            routed_by,
+            audited: true,
+            may_ask: true,
+            ..Row::base(method, name)
+        }
+    }
+
+    /// A request a server sends its client.
+    const fn ask(method: Method, name: &'static str) -> Row {
+        Row {
+            sender: Side::Server,
+            ..Row::base(method, name)
+        }
+    }
+
+    const fn eras(self, eras: Eras) -> Row {
+        Row { eras, ..self }
+    }
+}
+
+use Method::*;
+
+impl Method {
+    /// Every method and its properties, in the order the specification lists them.
+    const ROWS: [Row; 18] = [
+        Row::base(Initialize, "initialize").eras(Eras::Legacy),
+        // 2026-07-28 has no `ping`: every request stands alone.
+        Row {
+            sender: Side::Either,
+            ..Row::base(Ping, "ping")
+        }
+        .eras(Eras::Legacy),
+        Row {
+            cacheable: true,
+            ..Row::base(ServerDiscover, "server/discover")
+        }
+        .eras(Eras::Modern),
+        Row::base(SubscriptionsListen, "subscriptions/listen").eras(Eras::Modern),
+        Row::list(ToolsList, "tools/list", "tools"),
+        Row::call(ToolsCall, "tools/call", RoutedBy::Name),
+        Row::list(PromptsList, "prompts/list", "prompts"),
+        Row::call(PromptsGet, "prompts/get", RoutedBy::Name),
+        Row::list(ResourcesList, "resources/list", "resources"),
+        Row::list(
+            ResourcesTemplatesList,
+            "resources/templates/list",
+            "resourceTemplates",
+        ),
+        Row {
+            cacheable: true,
+            ..Row::call(ResourcesRead, "resources/read", RoutedBy::Uri)
+        },
+        Row {
+            catalog: true,
+            routed_by: RoutedBy::Uri,
+            ..Row::base(ResourcesSubscribe, "resources/subscribe")
+        }
+        .eras(Eras::Legacy),
+        Row::base(ResourcesUnsubscribe, "resources/unsubscribe").eras(Eras::Legacy),
+        Row {
+            catalog: true,
+            routed_by: RoutedBy::Ref,
+            ..Row::base(CompletionComplete, "completion/complete")
+        },
+        Row::base(LoggingSetLevel, "logging/setLevel").eras(Eras::Legacy),
+        Row::ask(SamplingCreateMessage, "sampling/createMessage"),
+        Row::ask(ElicitationCreate, "elicitation/create"),
+        Row::ask(RootsList, "roots/list"),
+    ];
+
+    fn row(self) -> &'static Row {
+        // The rows are in the variants' order (checked by a test), so this is an index.
+        &Self::ROWS[self as usize]
+    }
+
+    /// The method a request names; `None` for one mcpx does not know (a client may send any
+    /// string).
+    pub fn parse(name: &str) -> Option<Method> {
+        Self::ROWS.iter().find(|r| r.name == name).map(|r| r.method)
+    }
+
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        self.row().name
+    }
+
+    /// Whether a revision of `era` defines it.
+    pub fn in_era(self, era: Era) -> bool {
+        matches!(
+            (self.row().eras, era),
+            (Eras::Both, _) | (Eras::Legacy, Era::Legacy) | (Eras::Modern, Era::Modern)
+        )
+    }
+
+    /// Which eras define it.
+    pub fn eras(self) -> Eras {
+        self.row().eras
+    }
+
+    /// Who sends its requests.
+    pub fn sender(self) -> Side {
+        self.row().sender
+    }
+
+    /// Whether the merged catalog (or the upstream owning what it names) answers it.
+    pub fn is_catalog(self) -> bool {
+        self.row().catalog
+    }
+
+    /// What in its params says where it goes.
+    pub fn routed_by(self) -> RoutedBy {
+        self.row().routed_by
+    }
+
+    /// Whether the audit log records it.
+    pub fn is_audited(self) -> bool {
+        self.row().audited
+    }
+
+    /// Whether its upstream may ask the client for input while it runs.
+    pub fn may_ask(self) -> bool {
+        self.row().may_ask
+    }
+
+    /// Whether its 2026-07-28 result is a `CacheableResult` (`ttlMs`, `cacheScope`).
+    pub fn is_cacheable(self) -> bool {
+        self.row().cacheable
+    }
+
+    /// The array a `*/list` result of it holds; `None` for anything but a list.
+    pub fn list_key(self) -> Option<&'static str> {
+        self.row().list_key
+    }
+
+    /// The extension that defines it; `None` for the base protocol.
+    pub fn extension(self) -> Option<&'static str> {
+        self.row().extension
+    }
+
+    /// Whether 2026-07-28's `Mcp-Name` header mirrors its target: the name of a tool called or
+    /// a prompt got, the URI of a resource read.
+    pub fn names_in_header(self) -> bool {
+        matches!(self, ToolsCall | PromptsGet | ResourcesRead)
+    }
+
+    /// What a request of it names, by [`Method::routed_by`]: a tool's or prompt's name, a
+    /// resource's URI, a completion reference's name or URI. `None` when it names nothing or
+    /// its params lack a string there.
+    pub fn target(self, params: Option<&Value>) -> Option<&str> {
+        let params = params?;
+        match self.routed_by() {
+            RoutedBy::Nothing => None,
+            RoutedBy::Name => field(params, "name"),
+            RoutedBy::Uri => field(params, "uri"),
+            RoutedBy::Ref => {
+                let reference = params.member("ref")?;
+                field(reference, "name").or_else(|| field(reference, "uri"))
+            }
+        }
+    }
+
+    /// Every method, in the table's order.
+    pub fn all() -> impl Iterator<Item = Method> {
+        Self::ROWS.iter().map(|r| r.method)
+    }
+}
+
+/// `value[key]` when it is a string.
+fn field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.member(key)?.as_str()
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod method {
+        use crate::protocol::method::{Method, RoutedBy, Side};
+        use crate::protocol::Era;
+        use serde_json::{json, Value};
+        use std::collections::BTreeSet;
+
+        #[test]
+        fn each_row_sits_at_its_variant_and_parses_back() {
+            for (index, method) in Method::all().enumerate() {
+                assert_eq!(method as usize, index, "{method}");
+                assert_eq!(Method::parse(method.as_str()), Some(method));
+            }
+            assert_eq!(Method::parse("tools/cal"), None);
+            assert_eq!(Method::parse("notifications/cancelled"), None);
+        }
+
+        /// The requests a revision's schema defines (tasks aside: the tasks issue serves them).
+        fn requests_of(revision: &str) -> BTreeSet<String> {
+            let path = format!(
+                "{}/tests/spec/{revision}/schema.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let schema: Value = serde_json::from_str(&text).unwrap();
+            let definitions = schema
+                .get("definitions")
+                .or_else(|| schema.get("$defs"))
+                .and_then(Value::as_object)
+                .unwrap();
+            definitions
+                .iter()
+                .filter(|(name, _)| name.ends_with("Request"))
+                .filter_map(|(_, d)| d["properties"]["method"]["const"].as_str())
+                .filter(|m| !m.starts_with("notifications/") && !m.starts_with("tasks/"))
+                .map(str::to_owned)
+                .collect()
+        }
+
+        fn table_of(era: Era) -> BTreeSet<String> {
+            Method::all()
+                .filter(|m| m.in_era(era))
+                .map(|m| m.as_str().to_owned())
+                .collect()
+        }
+
+        /// The table holds every request of every revision's schema, in the eras that define
+        /// it, and the newest revision of each era defines every row of that era.
+        #[test]
+        fn the_table_is_the_schemas_requests_era_by_era() {
+            for revision in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+                let missing: Vec<_> = requests_of(revision)
+                    .difference(&table_of(Era::Legacy))
+                    .cloned()
+                    .collect();
+                assert!(missing.is_empty(), "{revision}: {missing:?}");
+            }
+            assert_eq!(requests_of("2025-11-25"), table_of(Era::Legacy));
+            assert_eq!(requests_of("2026-07-28"), table_of(Era::Modern));
+        }
+
+        #[test]
+        fn calls_are_routed_audited_and_may_ask_lists_are_cacheable() {
+            assert_eq!(Method::ToolsCall.routed_by(), RoutedBy::Name);
+            assert!(Method::ToolsCall.is_audited() && Method::ToolsCall.may_ask());
+            assert!(!Method::ToolsCall.is_cacheable());
+            assert!(Method::ResourcesRead.is_cacheable() && Method::ResourcesRead.may_ask());
+            assert_eq!(Method::ToolsList.list_key(), Some("tools"));
+            assert!(Method::ToolsList.is_cacheable() && Method::ToolsList.is_catalog());
+            assert!(!Method::CompletionComplete.is_audited());
+            assert_eq!(Method::ElicitationCreate.sender(), Side::Server);
+            assert!(!Method::ServerDiscover.in_era(Era::Legacy));
+            assert!(!Method::Initialize.in_era(Era::Modern));
+            assert!(Method::all().all(|m| m.extension().is_none()));
+        }
+
+        #[test]
+        fn the_target_is_the_name_the_uri_or_the_reference() {
+            let call = json!({"name": "a__echo", "uri": "x"});
+            assert_eq!(Method::ToolsCall.target(Some(&call)), Some("a__echo"));
+            assert_eq!(
+                Method::ResourcesRead.target(Some(&json!({"uri": "file:///x"}))),
+                Some("file:///x")
+            );
+            let reference = json!({"ref": {"type": "ref/resource", "uri": "db://{t}"}});
+            assert_eq!(
+                Method::CompletionComplete.target(Some(&reference)),
+                Some("db://{t}")
+            );
+            assert_eq!(Method::ToolsList.target(Some(&call)), None);
+            assert_eq!(Method::ToolsCall.target(Some(&json!({"name": 5}))), None);
+            assert_eq!(Method::ToolsCall.target(None), None);
+            assert!(Method::ResourcesRead.names_in_header());
+            assert!(!Method::CompletionComplete.names_in_header());
+        }
+    }
+}
