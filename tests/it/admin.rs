@@ -1,10 +1,10 @@
 //! The admin socket, `mcpx status` and `mcpx-tui`, end to end against the real daemon with real
 //! clients and the fixture upstream.
 
-mod common;
+use crate::common;
 
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use mcpx::admin::protocol::{Command, Reply, Snapshot};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};

@@ -3,9 +3,7 @@
 //! behind `mcpx serve`, reached by the backwards-compatibility procedure and by
 //! `transport = "sse"`, called from a legacy and a modern client.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -4,11 +4,9 @@
 //! Then the SDKs that implement the client side answer upstreams' questions (elicitation,
 //! sampling, roots) in both eras, from legacy and modern upstreams.
 
-mod common;
-
-use common::cluster::*;
-use common::http::*;
-use common::*;
+use crate::common::cluster::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::Value;
 use std::process::Command;
 

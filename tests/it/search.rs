@@ -6,10 +6,8 @@
 //! queries and the tool each should find are `tests/search/queries.json`, written before any
 //! result was seen.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Map, Value};
 
 /// The catalog's size.

@@ -1,10 +1,8 @@
 //! `mcpx daemon` at 2026-07-28 end to end: the real binary on a loopback port, raw sockets where
 //! an HTTP library would normalise the bytes under test, the fixture upstream behind it.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;

@@ -4,9 +4,7 @@
 //! the 2025-03-26 authorization back-compat scenarios. A failure outside the baseline files, or a
 //! baselined scenario that now passes, fails the test.
 
-mod common;
-
-use common::{deps, mcpx_bin};
+use crate::common::{deps, mcpx_bin};
 use std::process::Command;
 
 /// Runs the suite's client scenarios (`selection`: `--requirements R` or `--scenario S`) with

@@ -1,10 +1,8 @@
 //! Remote upstreams over Streamable HTTP, end to end: a real `mcpx daemon` fronting the fixture
 //! is the remote server, and `mcpx serve` reaches it in each era.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 

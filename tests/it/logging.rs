@@ -2,9 +2,7 @@
 //! `info` messages during the call) behind `mcpx serve`, in each legacy revision, and the level
 //! a client sets with `logging/setLevel`. 2026-07-28 removed protocol logging.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 

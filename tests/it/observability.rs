@@ -3,10 +3,8 @@
 //! `promtool check metrics`), the metrics of `mcpx serve` in `mcpx status --json`, and the audit
 //! log (a line per call and question, no argument values, reopened after a logrotate-style move).
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;

@@ -1,10 +1,8 @@
 //! `mcpx daemon` at the legacy revisions end to end: sessions, GET streams, batches and
 //! cancellation on real sockets, the fixture upstream behind it, and a real SDK client.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -1,11 +1,9 @@
 //! Several daemons sharing a cluster key, end to end: a legacy session minted by one replica is
 //! served by another, a tampered or foreign id is unknown, and a rotation keeps sessions.
 
-mod common;
-
-use common::cluster::*;
-use common::http::*;
-use common::*;
+use crate::common::cluster::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// A daemon with the fixture and these cluster keys.

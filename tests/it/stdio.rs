@@ -1,9 +1,7 @@
 //! `mcpx serve` end to end: the real binary on real pipes, with the fixture upstream (and, where
 //! named, the published `mcp-server-time`) behind it. Test paths are `<revision>::<area>::<rule>`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -4,10 +4,8 @@
 //! `list_changed` reaches only the profiles whose view changed; a search profile works from a
 //! real SDK client.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 

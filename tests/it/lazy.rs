@@ -1,10 +1,8 @@
 //! Upstreams started when needed (`start = "lazy"`), end to end against the real binary: the
 //! upstream's process is looked for among the daemon's children at each step.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::Path;
 

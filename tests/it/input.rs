@@ -3,10 +3,8 @@
 //! upstreams (the fixture, `--modern-only` for modern), through `mcpx serve` and `mcpx daemon`.
 //! Test paths are `<revision>::<area>::<rule>`.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// Everything a client can take from an upstream.

@@ -1,8 +1,6 @@
 //! The command line for people: `mcpx tools` and `mcpx call`, on the real binary.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::Write;
 use std::process::{Command, Output};
 

@@ -1,10 +1,8 @@
 //! Upstreams that stay up, end to end: supervision after a crash, timeouts, hot reload, no
 //! orphans when mcpx is killed, and the era choice.
 
-mod common;
-
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::{Duration, Instant};

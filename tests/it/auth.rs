@@ -1,11 +1,11 @@
 //! Remote servers that need a login, end to end: `mcpx auth login` against a small authorization
 //! and resource server written for these tests (tokens that expire when the test says, refresh
 //! tokens it can refuse, every token request counted), then calls through `mcpx serve`.
-//! The official suite's authorization scenarios run in tests/conformance.rs.
+//! The official suite's authorization scenarios run in tests/it/conformance.rs.
 
-mod common;
+use crate::common;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

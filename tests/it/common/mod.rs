@@ -1,8 +1,6 @@
 //! Test harness: spawns the real `mcpx` binary with real pipes, and checks what it writes
 //! against the official JSON schema of the client's revision.
 
-#![allow(dead_code)]
-
 pub mod cluster;
 pub mod console;
 pub mod deps;
@@ -149,12 +147,13 @@ pub struct Serve {
     daemon: Option<http::Daemon>,
 }
 
-/// Whether this test binary runs its `mcpx serve` through a daemon (`mcpx serve --attach`):
-/// tests/stdio_attached.rs runs the stdio rules' test bodies that way.
+/// Whether this test runs its `mcpx serve` through a daemon (`mcpx serve --attach`):
+/// `stdio_attached` runs the stdio rules' test bodies that way. libtest names each test's
+/// thread after the test, module path and all.
 fn attached_mode() -> bool {
-    let exe = std::env::current_exe().unwrap_or_default();
-    let name = exe.file_name().unwrap_or_default().to_string_lossy();
-    name.starts_with("stdio_attached")
+    std::thread::current()
+        .name()
+        .is_some_and(|name| name.starts_with("stdio_attached::"))
 }
 
 impl Serve {

@@ -2,10 +2,8 @@
 //! daemon's local socket, where the daemon serves it with the same stdio transport and its one
 //! set of upstreams.
 
-mod common;
-
-use common::http::Daemon;
-use common::*;
+use crate::common::http::Daemon;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,0 +1,27 @@
+//! mcpx end to end: the real binary, spawned, over real sockets and pipes, with real upstream
+//! servers behind it. One test binary with a module per area, so that the crate graph is linked
+//! once rather than once per area; test names keep their `<revision>::<area>::<rule>` form under
+//! the area's module (`cargo test --test it http_modern::` runs one area).
+
+mod common;
+
+mod admin;
+mod attach;
+mod auth;
+mod cli;
+mod clients;
+mod cluster;
+mod conformance;
+mod http_legacy;
+mod http_modern;
+mod input;
+mod lazy;
+mod logging;
+mod observability;
+mod profiles;
+mod remote;
+mod search;
+mod sse;
+mod stdio;
+mod stdio_attached;
+mod supervision;
