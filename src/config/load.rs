@@ -1,0 +1,260 @@
+//! Reading the file and refusing what cannot work: every error names the line and the key.
+
+use super::{default_path, Config, ConfigError, Start, BUILTIN_SERVER};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::de::{DeTable, DeValue};
+
+impl Config {
+    /// Loads `explicit` if given (it must exist), else the default file if it exists, else the
+    /// defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let path = match explicit {
+            Some(path) => path.to_owned(),
+            None => match default_path().filter(|p| p.exists()) {
+                Some(path) => path,
+                None => return Ok((Config::default(), None)),
+            },
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let config = Config::parse(&text).map_err(|(line, message)| ConfigError::Invalid {
+            path: path.clone(),
+            line,
+            message,
+        })?;
+        Ok((config, Some(path)))
+    }
+
+    /// Parses and validates TOML text; an error is the 1-based line and a message naming the key.
+    pub fn parse(text: &str) -> Result<Config, (usize, String)> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |span| line_of(text, span.start));
+            (line, e.message().to_owned())
+        })?;
+        let lines = Lines::of(text);
+        if config.daemon.exposed() && config.daemon.token.as_deref().is_none_or(str::is_empty) {
+            return Err((
+                lines.at(&["daemon", "address"]),
+                format!(
+                    "daemon.address {} is reachable from other machines: set daemon.token (clients then send `Authorization: Bearer TOKEN`), or listen on a loopback address",
+                    config.daemon.address
+                ),
+            ));
+        }
+        config.refuse_zero_caps(&lines)?;
+        for (name, server) in &config.servers {
+            let line = lines.at(&["servers", name]);
+            let fail = |message: String| Err((line, format!("servers.{name}: {message}")));
+            if name == BUILTIN_SERVER {
+                return fail(format!("the name {BUILTIN_SERVER:?} is reserved for the built-in server; choose another"));
+            }
+            // `__` separates a prefix from a tool's own name: `a__b`'s `c` and `a`'s `b__c`
+            // would both be exposed as `a__b__c`.
+            if server.prefix(name).contains("__") {
+                return fail(format!(
+                    "{:?} holds `__`, which separates the prefix from the tool's own name; use another name or `prefix`",
+                    server.prefix(name)
+                ));
+            }
+            match (&server.command, &server.url) {
+                (Some(_), Some(_)) => {
+                    return fail("give either `command` or `url`, not both".into())
+                }
+                (None, None) => {
+                    return fail(
+                        "needs `command` (a program to spawn) or `url` (a remote server)".into(),
+                    )
+                }
+                (Some(command), None) if command.trim().is_empty() => {
+                    return fail("`command` is empty".into())
+                }
+                (None, Some(url))
+                    if !(url.starts_with("http://") || url.starts_with("https://")) =>
+                {
+                    return fail(format!(
+                        "`url` must start with http:// or https://, not {url:?}"
+                    ))
+                }
+                (None, Some(_))
+                    if !server.args.is_empty()
+                        || !server.env.is_empty()
+                        || server.inherit_env
+                        || server.cwd.is_some() =>
+                {
+                    return fail(
+                        "`args`, `env`, `inheritEnv` and `cwd` belong to a `command` server, not a `url` one"
+                            .into(),
+                    )
+                }
+                (Some(_), None)
+                    if !server.headers.is_empty()
+                        || server.oauth.is_some()
+                        || !server.transport.is_auto() =>
+                {
+                    return fail(
+                        "`headers`, `oauth` and `transport` belong to a `url` server, not a `command` one"
+                            .into(),
+                    )
+                }
+                _ => {}
+            }
+            if server.idle_timeout.is_some() && server.start != Start::Lazy {
+                return fail("`idleTimeout` stops a `start = \"lazy\"` server; this one is started with mcpx and kept running".into());
+            }
+            if let Some(tool) = server.tools.iter().find_map(|(tool, o)| {
+                o.name
+                    .as_deref()
+                    .filter(|n| n.trim().is_empty())
+                    .map(|_| tool)
+            }) {
+                return fail(format!("tools.{tool}.name is empty"));
+            }
+        }
+        config.check_profiles(&lines)?;
+        Ok(config)
+    }
+
+    /// Each profile's name is a URL path segment (`/mcp/NAME`), names servers that exist, and
+    /// has patterns that are globs.
+    fn check_profiles(&self, lines: &Lines) -> Result<(), (usize, String)> {
+        for (name, profile) in &self.profiles {
+            let line = lines.at(&["profiles", name]);
+            let fail = |message: String| Err((line, format!("profiles.{name}: {message}")));
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return fail(
+                    "a profile's name is a URL path segment: letters, digits, `-` and `_`".into(),
+                );
+            }
+            let unknown = profile.servers.iter().flatten().find(|server| {
+                server.as_str() != BUILTIN_SERVER && !self.servers.contains_key(*server)
+            });
+            if let Some(server) = unknown {
+                return fail(format!("names server {server:?}, which is not configured"));
+            }
+            for pattern in profile.include.iter().chain(&profile.exclude) {
+                if let Err(e) = globset::Glob::new(pattern) {
+                    return fail(format!("{pattern:?} is not a glob pattern: {e}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// A cap or an interval of zero would refuse everything or spin (a keep-alive every 0 s), so
+    /// it is a mistake, not a setting.
+    fn refuse_zero_caps(&self, lines: &Lines) -> Result<(), (usize, String)> {
+        let (d, t) = (&self.daemon, &self.transport);
+        let mut checks: Vec<(Vec<&str>, &str, bool)> = vec![
+            (vec!["daemon"], "maxConnections", d.max_connections == 0),
+            (vec!["daemon"], "maxHeaders", d.max_headers == 0),
+            (vec!["daemon"], "maxHeaderBytes", d.max_header_bytes == 0),
+            (vec!["daemon"], "readTimeout", d.read_timeout.is_zero()),
+            (
+                vec!["transport"],
+                "maxMessageBytes",
+                t.max_message_bytes == 0,
+            ),
+            (vec!["transport"], "maxSessions", t.max_sessions == 0),
+            (
+                vec!["transport"],
+                "maxInFlightPerClient",
+                t.max_in_flight_per_client == 0,
+            ),
+            (
+                vec!["transport"],
+                "sseKeepAlive",
+                t.sse_keep_alive.is_zero(),
+            ),
+            (vec!["audit"], "maxBytes", self.audit.max_bytes == 0),
+            (
+                vec!["cluster"],
+                "sessionLifetime",
+                self.cluster.session_lifetime.is_zero(),
+            ),
+            (
+                vec!["transport"],
+                "sessionIdleTimeout",
+                t.session_idle_timeout.is_zero(),
+            ),
+        ];
+        for (name, server) in &self.servers {
+            let table = vec!["servers", name.as_str()];
+            let zero_duration = |d: Option<Duration>| d.is_some_and(|d| d.is_zero());
+            checks.extend([
+                (
+                    table.clone(),
+                    "maxInFlight",
+                    server.max_in_flight == Some(0),
+                ),
+                (
+                    table.clone(),
+                    "idleTimeout",
+                    zero_duration(server.idle_timeout),
+                ),
+                (table, "timeout", zero_duration(server.timeout)),
+            ]);
+        }
+        match checks.into_iter().find(|(_, _, zero)| *zero) {
+            None => Ok(()),
+            Some((mut path, key, _)) => {
+                let table = path.join(".");
+                path.push(key);
+                Err((
+                    lines.at(&path),
+                    format!("{table}.{key} must be more than zero (leave it out for the default)"),
+                ))
+            }
+        }
+    }
+}
+
+/// Where each key of the file is written, for errors that name a key after the file has been
+/// read: found by the key's path, not by its text, since the same key (`timeout`) is written
+/// under many tables.
+struct Lines<'t> {
+    text: &'t str,
+    document: Option<toml::Spanned<DeTable<'t>>>,
+}
+
+impl<'t> Lines<'t> {
+    fn of(text: &'t str) -> Lines<'t> {
+        Lines {
+            text,
+            document: DeTable::parse(text).ok(),
+        }
+    }
+
+    /// The 1-based line of the key at `path` (`["servers", "gh", "timeout"]`); of the deepest
+    /// key on the way that is written, when it is not (a default); 1 when none is.
+    fn at(&self, path: &[&str]) -> usize {
+        let Some(document) = &self.document else {
+            return 1;
+        };
+        let mut table = document.get_ref();
+        let mut offset = None;
+        for key in path {
+            let Some((written, value)) = table.iter().find(|(k, _)| k.get_ref() == key) else {
+                break;
+            };
+            offset = Some(written.span().start);
+            match value.get_ref() {
+                DeValue::Table(inner) => table = inner,
+                _ => break,
+            }
+        }
+        offset.map_or(1, |offset| line_of(self.text, offset))
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}

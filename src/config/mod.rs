@@ -1,0 +1,323 @@
+//! The one configuration file: `$XDG_CONFIG_HOME/mcpx/config.toml` unless `--config` names another.
+//!
+//! Every key has a default, so mcpx runs with no file at all. A file that does not parse or names
+//! an impossible upstream is an error that names the file, the line and the key, and mcpx does not
+//! start: a gateway that silently drops half its servers is worse than one that refuses.
+
+mod auth;
+mod cluster;
+mod daemon;
+mod duration;
+mod load;
+mod observe;
+mod profile;
+mod server;
+
+pub use auth::Auth;
+pub use cluster::Cluster;
+pub use daemon::{Admin, Daemon, Transport};
+pub use observe::{Audit, Telemetry};
+pub use profile::Profile;
+pub use server::{
+    Launch, OAuth, RemoteTransport, Server, Start, ToolOverride, UpstreamEra,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT,
+};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The name of the built-in server, which no configured server may take.
+pub const BUILTIN_SERVER: &str = "mcpx";
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The HTTP daemon.
+    pub daemon: Daemon,
+    /// Transport behaviour shared by stdio and HTTP.
+    pub transport: Transport,
+    /// The admin socket that `mcpx-tui` attaches to.
+    pub admin: Admin,
+    /// Logins to remote servers.
+    pub auth: Auth,
+    /// Upstream servers by name, in name order (so the merged catalog's order is stable).
+    pub servers: BTreeMap<String, Server>,
+    /// Views of the catalog that a client chooses by its door (`mcpx serve --profile NAME`,
+    /// `/mcp/NAME`).
+    pub profiles: BTreeMap<String, Profile>,
+    /// The audit log.
+    pub audit: Audit,
+    /// Traces.
+    pub telemetry: Telemetry,
+    /// Several daemons behind one proxy.
+    pub cluster: Cluster,
+}
+
+/// The default configuration path, if the platform has a configuration directory.
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "mcpx").map(|d| d.config_dir().join("config.toml"))
+}
+
+impl Config {
+    /// Where the daemon takes editors' `mcpx serve`: `[daemon] localSocket`, else beside the
+    /// admin socket: `serve.sock` for the usual `admin.sock`, `NAME.serve.sock` for an admin
+    /// socket `NAME.sock`, so that daemons whose admin sockets share a directory do not share it.
+    pub fn local_socket(&self) -> PathBuf {
+        if let Some(path) = &self.daemon.local_socket {
+            return path.clone();
+        }
+        let admin = &self.admin.socket;
+        let stem = admin
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("admin");
+        match stem {
+            "admin" => admin.with_file_name("serve.sock"),
+            other => admin.with_file_name(format!("{other}.serve.sock")),
+        }
+    }
+
+    /// Where the other replicas reach this daemon, listening on `bound`: `[cluster] advertise`
+    /// (its `${VAR}`s expanded), else `bound` unless that is a wildcard, which names no one host.
+    pub fn advertised(&self, bound: SocketAddr) -> Result<Option<String>, String> {
+        match &self.cluster.advertise {
+            Some(address) => crate::environment::expand(address)
+                .map(Some)
+                .map_err(|e| format!("cluster.advertise: {e}")),
+            None => Ok((!bound.ip().is_unspecified()).then(|| bound.to_string())),
+        }
+    }
+}
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a wrong key or value.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line of the problem.
+        line: usize,
+        /// What is wrong and which key.
+        message: String,
+    },
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod config {
+        use crate::config::{Config, Launch};
+        use std::time::Duration;
+
+        #[test]
+        fn no_file_means_every_default() {
+            let c = Config::parse("").unwrap();
+            assert_eq!(c.daemon.address.to_string(), "127.0.0.1:7777");
+            assert_eq!(c.transport.stdio_drain, Duration::from_secs(5));
+            assert_eq!(c.transport.sse_keep_alive, Duration::from_secs(15));
+            assert_eq!(
+                c.local_socket(),
+                c.admin.socket.with_file_name("serve.sock")
+            );
+            // Daemons whose admin sockets share a directory get a local socket each.
+            let named = Config::parse("[admin]\nsocket = \"/run/m/old.sock\"\n").unwrap();
+            let expected = std::path::PathBuf::from("/run/m/old.serve.sock");
+            assert_eq!(named.local_socket(), expected);
+            assert!(c.servers.is_empty());
+        }
+
+        #[test]
+        fn keys_use_their_documented_spellings() {
+            let c = Config::parse(
+                r#"
+[daemon]
+address = "127.0.0.1:9000"
+[transport]
+allowedOrigins = ["https://app.example"]
+sseKeepAlive = "2s"
+stdioDrain = "250ms"
+[admin]
+socket = "/tmp/x.sock"
+[servers.time]
+command = "mcp-server-time"
+args = ["--local-timezone", "UTC"]
+env = { TZ = "UTC" }
+prefix = ""
+[servers.remote]
+url = "https://example.test/mcp"
+headers = { Authorization = "Bearer x" }
+"#,
+            )
+            .unwrap();
+            assert_eq!(c.transport.allowed_origins, vec!["https://app.example"]);
+            assert_eq!(c.transport.stdio_drain, Duration::from_millis(250));
+            assert_eq!(c.servers["time"].launch(), Launch::Stdio("mcp-server-time"));
+            assert_eq!(c.servers["time"].prefix("time"), "");
+            assert_eq!(
+                c.servers["remote"].launch(),
+                Launch::Http("https://example.test/mcp")
+            );
+        }
+
+        #[test]
+        fn an_unknown_key_names_its_line_and_key() {
+            let (line, message) =
+                Config::parse("[transport]\n\nstdioDrian = \"1s\"\n").unwrap_err();
+            assert_eq!(line, 3);
+            assert!(message.contains("stdioDrian"), "{message}");
+        }
+
+        #[test]
+        fn a_bad_duration_names_its_line() {
+            let (line, message) =
+                Config::parse("[transport]\nsseKeepAlive = \"soon\"\n").unwrap_err();
+            assert_eq!(line, 2);
+            assert!(message.contains("soon"), "{message}");
+        }
+
+        #[test]
+        fn a_server_needs_exactly_one_of_command_and_url() {
+            let (line, message) = Config::parse("\n[servers.x]\nargs = []\n").unwrap_err();
+            assert_eq!(line, 2);
+            assert!(message.contains("servers.x"), "{message}");
+            assert!(Config::parse("[servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n").is_err());
+        }
+
+        /// Every key mcpx reads is documented in mcpx.toml(5).
+        #[test]
+        fn every_key_is_in_the_man_page() {
+            let mut config = Config::parse(concat!(
+                "[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\n",
+                "env = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\n",
+                "era = \"legacy\"\nstart = \"lazy\"\nidleTimeout = \"10m\"\n",
+                "[servers.a.tools.t]\nname = \"n\"\ndescription = \"d\"\ntitle = \"t\"\n",
+                "disabled = true\nreadOnlyHint = true\ndestructiveHint = false\n",
+                "idempotentHint = true\nopenWorldHint = false\n",
+                "[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n",
+                "oauth = { clientId = \"c\" }\ntransport = \"sse\"\n",
+                "[profiles.p]\nservers = [\"a\"]\ninclude = [\"a__*\"]\nexclude = [\"x\"]\n",
+                "search = true\n",
+                "[audit]\npath = \"/a\"\n",
+                "[telemetry]\notlpEndpoint = \"http://c:4318\"\n",
+                "[cluster]\nkeyFile = \"/k\"\npreviousKeyFile = \"/p\"\n",
+            ))
+            .unwrap();
+            config.admin.socket = "/s".into();
+            config.daemon.token = Some("t".into());
+            let page =
+                std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/mcpx.toml.5"))
+                    .unwrap();
+            let tables = toml::Value::try_from(&config).unwrap();
+            let mut keys = Vec::new();
+            for (table, value) in tables.as_table().unwrap() {
+                for (key, value) in value.as_table().unwrap() {
+                    match table.as_str() {
+                        // Keys of each `[servers.NAME]`, `[servers.NAME.tools.TOOL]` and
+                        // `[profiles.NAME]`.
+                        "servers" | "profiles" => {
+                            for (key, value) in value.as_table().unwrap() {
+                                keys.push(key.clone());
+                                if key == "tools" {
+                                    for tool in value.as_table().unwrap().values() {
+                                        keys.extend(tool.as_table().unwrap().keys().cloned());
+                                    }
+                                }
+                            }
+                        }
+                        _ => keys.push(key.clone()),
+                    }
+                }
+            }
+            for key in keys {
+                assert!(
+                    page.contains(&format!("\\fB{key}\\fR")),
+                    "mcpx.toml(5) does not document {key}"
+                );
+            }
+        }
+
+        #[test]
+        fn a_non_loopback_address_needs_a_token() {
+            let (line, message) =
+                Config::parse("[daemon]\naddress = \"0.0.0.0:7777\"\n").unwrap_err();
+            assert_eq!(line, 2);
+            assert!(message.contains("daemon.token"), "{message}");
+            assert!(Config::parse("[daemon]\naddress = \"0.0.0.0:7777\"\ntoken = \"t\"\n").is_ok());
+            assert!(Config::parse("[daemon]\naddress = \"[::1]:7777\"\n").is_ok());
+        }
+
+        #[test]
+        fn a_cap_or_interval_of_zero_is_refused_naming_its_key_and_line() {
+            for (text, key, line) in [
+                ("[daemon]\nmaxConnections = 0\n", "daemon.maxConnections", 2),
+                (
+                    "[transport]\n\nsseKeepAlive = \"0s\"\n",
+                    "transport.sseKeepAlive",
+                    3,
+                ),
+                (
+                    "[transport]\nmaxInFlightPerClient = 0\n",
+                    "transport.maxInFlightPerClient",
+                    2,
+                ),
+                (
+                    "[servers.a]\ncommand = \"x\"\nmaxInFlight = 0\n",
+                    "servers.a.maxInFlight",
+                    3,
+                ),
+                (
+                    "[servers.a]\ncommand = \"x\"\ntimeout = \"0ms\"\n",
+                    "servers.a.timeout",
+                    3,
+                ),
+                // The same key under another table first: the line is the one that is zero.
+                (
+                    "[servers.a]\ncommand = \"x\"\ntimeout = \"5s\"\n[servers.b]\ncommand = \"y\"\ntimeout = \"0s\"\n",
+                    "servers.b.timeout",
+                    6,
+                ),
+                (
+                    "[daemon]\nreadTimeout = \"5s\"\n[servers.a]\ncommand = \"x\"\nmaxInFlight = 0\n",
+                    "servers.a.maxInFlight",
+                    5,
+                ),
+                ("servers.a.command = \"x\"\nservers.a.maxInFlight = 0\n", "servers.a.maxInFlight", 2),
+            ] {
+                let (at, message) = Config::parse(text).unwrap_err();
+                assert!(message.contains(key), "{message}");
+                assert_eq!(at, line, "{text}");
+            }
+            assert!(Config::parse("[transport]\nstdioDrain = \"0s\"\n").is_ok());
+        }
+
+        #[test]
+        fn the_builtin_name_is_reserved() {
+            assert!(Config::parse("[servers.mcpx]\ncommand = \"a\"\n").is_err());
+        }
+
+        /// `__` is the prefix's separator: a server name or prefix that holds it is refused.
+        #[test]
+        fn a_server_name_or_prefix_with_the_separator_is_refused() {
+            for text in [
+                "[servers.a__b]\ncommand = \"x\"\n",
+                "[servers.a]\ncommand = \"x\"\nprefix = \"p__q\"\n",
+            ] {
+                let (_, message) = Config::parse(text).unwrap_err();
+                assert!(message.contains("`__`"), "{message}");
+            }
+            assert!(Config::parse("[servers.a__b]\ncommand = \"x\"\nprefix = \"ab\"\n").is_ok());
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! `[servers.NAME]`: one upstream, a child process or a remote server, and its tools' overrides.
+
+use super::duration as humantime_serde;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `[servers.NAME.tools.TOOL]`: how one of a server's tools is exposed. Its input schema is
+/// always passed on verbatim.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct ToolOverride {
+    /// Exposed under this name (after the server's prefix) instead of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Replaces its description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Replaces its title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Not exposed at all, to any client.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+    /// Replaces `annotations.readOnlyHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// Replaces `annotations.destructiveHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Replaces `annotations.idempotentHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// Replaces `annotations.openWorldHint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolOverride {
+    /// The annotation hints it sets, by their key in `annotations`.
+    pub fn hints(&self) -> [(&'static str, Option<bool>); 4] {
+        [
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        ]
+    }
+}
+
+/// `[servers.NAME] start`: at mcpx's start, or at the first request that needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Start {
+    /// Started with mcpx and kept running.
+    #[default]
+    #[serde(rename = "eager")]
+    Eager,
+    /// Listed from the catalog its last run left; started by the first request that needs it.
+    #[serde(rename = "lazy")]
+    Lazy,
+}
+
+impl Start {
+    fn is_eager(&self) -> bool {
+        *self == Start::Eager
+    }
+}
+
+/// `[servers.NAME]`: one upstream, either a child process (`command`) or a remote server (`url`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    /// The program to spawn (stdio upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Extra environment variables for it (`${VAR}` is taken from mcpx's environment).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Whether it gets all of mcpx's environment rather than only the safe set (see
+    /// [`crate::environment`]).
+    #[serde(rename = "inheritEnv", skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
+    /// Its working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The Streamable HTTP endpoint (remote upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Extra HTTP headers sent to it (for example `Authorization`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// What exposed names start with: `NAME__` by default, `PREFIX__` if set, bare names if `""`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// How long a request to it may go unanswered before it is cancelled and fails
+    /// (default [`DEFAULT_UPSTREAM_TIMEOUT`]).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub timeout: Option<Duration>,
+    /// The most requests in flight to it at once (default [`DEFAULT_MAX_IN_FLIGHT`]); one past
+    /// it is answered with an error at once rather than queued without bound.
+    #[serde(rename = "maxInFlight", skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<usize>,
+    /// Which era to speak to it: found out by probing, or fixed.
+    #[serde(skip_serializing_if = "UpstreamEra::is_auto")]
+    pub era: UpstreamEra,
+    /// Who mcpx is to its authorization server, when it needs a login (`url` servers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuth>,
+    /// Which HTTP transport a `url` server speaks.
+    #[serde(skip_serializing_if = "RemoteTransport::is_auto")]
+    pub transport: RemoteTransport,
+    /// When it is started.
+    #[serde(skip_serializing_if = "Start::is_eager")]
+    pub start: Start,
+    /// Stopped after this long with nothing in flight and no subscription (lazy servers only).
+    #[serde(
+        rename = "idleTimeout",
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub idle_timeout: Option<Duration>,
+    /// How its tools are exposed, by their own names.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolOverride>,
+}
+
+/// `[servers.NAME] transport`: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or whichever
+/// the server answers to (the specification's backwards-compatibility procedure).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum RemoteTransport {
+    /// Streamable HTTP; HTTP+SSE if the server refuses mcpx's POSTs with a 4xx.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// Streamable HTTP only.
+    #[serde(rename = "streamable-http")]
+    StreamableHttp,
+    /// HTTP+SSE only: a GET stream whose `endpoint` event says where to POST.
+    #[serde(rename = "sse")]
+    Sse,
+}
+
+impl RemoteTransport {
+    /// Whether it is left to mcpx (the default).
+    pub(super) fn is_auto(&self) -> bool {
+        *self == RemoteTransport::Auto
+    }
+}
+
+/// `[servers.NAME.oauth]`: how mcpx identifies itself when the server needs a login. Without
+/// it, mcpx registers itself (RFC 7591) where the authorization server allows.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct OAuth {
+    /// A client id registered beforehand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client (`${VAR}` expands; never logged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The URL of mcpx's client metadata document, used as its client id where the
+    /// authorization server accepts one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for, instead of what the server's challenge or metadata say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+}
+
+/// How many requests may be in flight to one upstream, unless `maxInFlight` says otherwise.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+
+/// How long a request to an upstream may go unanswered, unless `timeout` says otherwise.
+pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `[servers.NAME] era`: some servers exit on any request before `initialize`, so probing can be
+/// turned off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum UpstreamEra {
+    /// `initialize` first; a modern error switches to 2026-07-28.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// `initialize` only.
+    #[serde(rename = "legacy")]
+    Legacy,
+    /// 2026-07-28 only: `server/discover`, never `initialize`.
+    #[serde(rename = "2026-07-28")]
+    Modern,
+}
+
+impl UpstreamEra {
+    fn is_auto(&self) -> bool {
+        *self == UpstreamEra::Auto
+    }
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Launch<'a> {
+    /// Spawn `command` and speak over its stdin and stdout.
+    Stdio(&'a str),
+    /// POST to a Streamable HTTP endpoint.
+    Http(&'a str),
+}
+
+impl Server {
+    /// How this upstream is reached; validation guarantees exactly one way.
+    pub fn launch(&self) -> Launch<'_> {
+        match (&self.command, &self.url) {
+            (Some(command), _) => Launch::Stdio(command),
+            (None, Some(url)) => Launch::Http(url),
+            (None, None) => unreachable!("validated: a server has a command or a url"),
+        }
+    }
+
+    /// How long a request to it may go unanswered.
+    pub fn timeout(&self) -> Duration {
+        self.timeout.unwrap_or(DEFAULT_UPSTREAM_TIMEOUT)
+    }
+
+    /// The prefix exposed names carry (without the `__` separator).
+    pub fn prefix<'a>(&'a self, name: &'a str) -> &'a str {
+        self.prefix.as_deref().unwrap_or(name)
+    }
+}
