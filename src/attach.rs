@@ -30,30 +30,69 @@ const ANSWER_PATIENCE: Duration = Duration::from_secs(5);
 /// How long a shim whose daemon went away waits for one to come back.
 pub const RECONNECT_PATIENCE: Duration = Duration::from_secs(10);
 
+/// Why `mcpx serve --attach` is not carried by a daemon. A caller decides by the kind: no daemon
+/// yet may come (a restart), a refusal or another user's socket will not change by waiting.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// Nothing listens on the socket.
+    #[error("no mcpx daemon answers on {}: {source}", socket.display())]
+    NoDaemon {
+        /// The daemon's local socket.
+        socket: PathBuf,
+        /// What connecting said.
+        source: std::io::Error,
+    },
+    /// The socket, or its directory, is not this user's ([`crate::net::private_socket`]).
+    #[error("{0}")]
+    NotYours(std::io::Error),
+    /// The daemon answered, and will not serve this editor.
+    #[error("the daemon refused to serve this editor: {0}")]
+    Refused(String),
+    /// The connection failed before the daemon answered.
+    #[error("{0}")]
+    Broken(String),
+}
+
+impl AttachError {
+    /// Whether trying again later may succeed: a daemon restarting, a connection cut.
+    pub fn may_pass(&self) -> bool {
+        matches!(self, AttachError::NoDaemon { .. } | AttachError::Broken(_))
+    }
+}
+
 /// Attaches to the daemon on `socket`, saying who this process is (`who`: the configuration it
 /// runs with, its editor's profile): the connection, ready to carry the session, or why not.
-pub fn attach(socket: &Path, who: &Attach) -> Result<UnixStream, String> {
-    let mut stream = crate::net::private_socket::connect(socket).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied => e.to_string(),
-        _ => format!("no mcpx daemon answers on {}: {e}", socket.display()),
-    })?;
-    let mut line = serde_json::to_vec(who).map_err(|e| e.to_string())?;
+pub fn attach(socket: &Path, who: &Attach) -> Result<UnixStream, AttachError> {
+    let mut stream =
+        crate::net::private_socket::connect(socket).map_err(|source| match source.kind() {
+            std::io::ErrorKind::PermissionDenied => AttachError::NotYours(source),
+            _ => AttachError::NoDaemon {
+                socket: socket.to_owned(),
+                source,
+            },
+        })?;
+    let broken = |e: std::io::Error| AttachError::Broken(e.to_string());
+    let mut line = serde_json::to_vec(who).map_err(|e| AttachError::Broken(e.to_string()))?;
     line.push(b'\n');
     // A daemon that refuses at once (another user) may close before taking the line: its
     // answer still says why.
     let written = stream.write_all(&line);
     stream
         .set_read_timeout(Some(ANSWER_PATIENCE))
-        .map_err(|e| e.to_string())?;
+        .map_err(broken)?;
     let answer = match (read_answer(&mut stream), written) {
         (Ok(answer), _) => answer,
-        (Err(_), Err(e)) => return Err(format!("the daemon closed the connection: {e}")),
-        (Err(why), Ok(())) => return Err(why),
+        (Err(_), Err(e)) => {
+            return Err(AttachError::Broken(format!(
+                "the daemon closed the connection: {e}"
+            )))
+        }
+        (Err(why), Ok(())) => return Err(AttachError::Broken(why)),
     };
-    stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(None).map_err(broken)?;
     match answer {
         Answer::Attached => Ok(stream),
-        Answer::Refused(why) => Err(format!("the daemon refused to serve this editor: {why}")),
+        Answer::Refused(why) => Err(AttachError::Refused(why)),
     }
 }
 
@@ -226,6 +265,10 @@ impl Shim {
         let stream = loop {
             match attach(&self.socket, &self.who) {
                 Ok(stream) => break stream,
+                // A daemon that came back and refuses this editor will not change its mind.
+                Err(why) if !why.may_pass() => {
+                    return Err(format!("the daemon came back, but: {why}"))
+                }
                 Err(why) if Instant::now() >= deadline => {
                     return Err(format!("the daemon went away and did not come back: {why}"))
                 }
@@ -285,6 +328,54 @@ fn split_lines(from: &mut impl Read, mut take: impl FnMut(Vec<u8>) -> bool) {
         partial.extend_from_slice(rest);
         if partial.len() >= MAX_HELD && !take(std::mem::take(&mut partial)) {
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod attach {
+        use crate::attach::{attach, AttachError};
+        use crate::transport::local::{Answer, Attach};
+        use std::io::{BufRead, BufReader, Write};
+        use std::os::unix::net::UnixListener;
+
+        fn who() -> Attach {
+            Attach {
+                config: None,
+                pid: std::process::id(),
+                cwd: None,
+                profile: None,
+            }
+        }
+
+        /// The shim waits for a daemon that is not there yet, and not for one that refused.
+        #[test]
+        fn no_daemon_may_pass_a_refusal_does_not() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("serve.sock");
+            let error = attach(&socket, &who()).unwrap_err();
+            assert!(matches!(error, AttachError::NoDaemon { .. }), "{error}");
+            assert!(error.may_pass());
+
+            let listener = UnixListener::bind(&socket).unwrap();
+            let daemon = std::thread::spawn(move || {
+                let (stream, _) = listener.accept().unwrap();
+                let mut line = String::new();
+                BufReader::new(&stream).read_line(&mut line).unwrap();
+                let refusal = Answer::Refused("another configuration".into());
+                let mut answer = serde_json::to_vec(&refusal).unwrap();
+                answer.push(b'\n');
+                (&stream).write_all(&answer).unwrap();
+            });
+            let error = attach(&socket, &who()).unwrap_err();
+            daemon.join().unwrap();
+            assert!(matches!(error, AttachError::Refused(_)), "{error}");
+            assert!(!error.may_pass());
+            assert_eq!(
+                error.to_string(),
+                "the daemon refused to serve this editor: another configuration"
+            );
         }
     }
 }

@@ -314,8 +314,14 @@ fn serve_attached(config: &Config, who: Attach, required: bool) -> Option<ExitCo
             eprintln!("mcpx serve --attach: {e}");
             return Some(ExitCode::FAILURE);
         }
-        Err(e) => {
+        // No daemon is the usual case of `mcpx serve`; one that is there and will not take
+        // this editor is worth a word.
+        Err(e) if e.may_pass() => {
             tracing::debug!("serving in-process: {e}");
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!("serving in-process: {e}");
             return None;
         }
     };
