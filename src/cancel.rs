@@ -126,7 +126,7 @@ mod every_revision {
             smol::block_on(async {
                 let cancel = Cancel::new();
                 let other = cancel.clone();
-                smol::spawn(async move { other.cancel() }).detach();
+                crate::runtime::spawn(async move { other.cancel() }).detach();
                 let outcome = cancel.run(smol::future::pending::<()>()).await;
                 assert_eq!(outcome, None);
                 assert!(cancel.is_cancelled());

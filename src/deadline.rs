@@ -88,7 +88,7 @@ fn table() -> &'static Table {
         state: Mutex::default(),
         earlier: event_listener::Event::new(),
     });
-    WATCHER.call_once(|| smol::spawn(table.watch()).detach());
+    WATCHER.call_once(|| crate::runtime::spawn(table.watch()).detach());
     table
 }
 
@@ -184,7 +184,7 @@ mod every_revision {
         fn sleeps_end_at_their_deadlines_in_order_whatever_order_they_are_armed_in() {
             smol::block_on(async {
                 let start = Instant::now();
-                let long = smol::spawn(async move {
+                let long = crate::runtime::spawn(async move {
                     sleep(Duration::from_millis(300)).await;
                     start.elapsed()
                 });
@@ -210,7 +210,7 @@ mod every_revision {
                 assert!(!lock(&table().state).waiting.contains_key(&key));
                 sleep_until(Instant::now() - Duration::from_secs(1)).await;
                 let many: Vec<_> = (0..100)
-                    .map(|i| smol::spawn(sleep(Duration::from_millis(i % 7))))
+                    .map(|i| crate::runtime::spawn(sleep(Duration::from_millis(i % 7))))
                     .collect();
                 for sleeping in many {
                     sleeping.await;

@@ -16,8 +16,8 @@
 //! - how a call ended: [`failure`] (an upstream's failures and every request's outcome);
 //! - who may come in: [`cluster`] (sealed session ids), and [`net`]'s checks of the peer;
 //! - watching it run: [`admin`] (the console's socket), [`metrics`], [`telemetry`], [`audit`];
-//! - small tools every part uses: [`cancel`], [`deadline`], [`limit`], [`lines`], [`json`],
-//!   [`sync`].
+//! - small tools every part uses: [`runtime`] (the executor), [`cancel`], [`deadline`],
+//!   [`limit`], [`lines`], [`json`], [`sync`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -45,6 +45,7 @@ pub mod net;
 pub mod outbox;
 pub mod protocol;
 pub mod registry;
+pub mod runtime;
 pub mod sync;
 pub mod telemetry;
 pub mod transport;

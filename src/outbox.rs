@@ -376,7 +376,7 @@ mod every_revision {
                 method: "roots/list".into(),
                 params: None,
             };
-            let waiting = smol::spawn({
+            let waiting = crate::runtime::spawn({
                 let tx = tx.clone();
                 let request = request.clone();
                 async move { tx.send(Outbound::Request(request)).await }

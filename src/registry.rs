@@ -512,7 +512,7 @@ mod every_revision {
                     .map(|i| {
                         let registry = registry.clone();
                         let session = sessions[(i % 8) as usize];
-                        smol::spawn(async move {
+                        crate::runtime::spawn(async move {
                             let cancel = Cancel::new();
                             let guard = registry.begin(
                                 session,

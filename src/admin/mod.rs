@@ -65,7 +65,7 @@ pub fn running_sockets(daemon_socket: &Path) -> Vec<PathBuf> {
 /// Serves consoles on `listener` until `stop` fires, then removes the socket file.
 pub async fn serve(gateway: Arc<Gateway>, listener: UnixListener, path: PathBuf, stop: Cancel) {
     accept_until(listener, path, stop, |stream| {
-        smol::spawn(console(Arc::clone(&gateway), stream)).detach()
+        crate::runtime::spawn(console(Arc::clone(&gateway), stream)).detach()
     })
     .await
 }

@@ -43,7 +43,7 @@ pub fn logins_needed(servers: &BTreeMap<String, Server>) -> Vec<String> {
     let probes = servers.iter().filter_map(|(name, server)| {
         let url = server.url.clone()?;
         let name = name.clone();
-        Some(smol::spawn(async move {
+        Some(crate::runtime::spawn(async move {
             let answer = smol::future::or(login::probe(&url), async {
                 smol::Timer::after(PROBE_PATIENCE).await;
                 Err(format!("no answer within {PROBE_PATIENCE:?}"))

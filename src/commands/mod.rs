@@ -26,20 +26,16 @@ use std::time::Duration;
 /// How long an upstream may take to exit once its stdin closes, before it is killed.
 const UPSTREAM_EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// Sizes smol's executor, before its first task: `SMOL_THREADS` if set, else `threads`, else
-/// half the cores. On two cores one thread serves 9-13% more calls forwarded to an upstream than
-/// two (bench/ab, docs/performance.md): the upstream process needs the other core, and a second
-/// executor thread mostly moves tasks between threads.
+/// Sizes the executor ([`crate::runtime`]), before its first task: `SMOL_THREADS` if set, else
+/// `threads`, else half the cores. On two cores one thread serves 9-13% more calls forwarded to an
+/// upstream than two (bench/ab, docs/performance.md): the upstream process needs the other core,
+/// and a second executor thread mostly moves tasks between threads.
 fn set_executor_threads(threads: usize) {
-    if std::env::var_os("SMOL_THREADS").is_some() {
-        return;
-    }
     let threads = match threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get() / 2),
         chosen => chosen,
     };
-    // No other thread runs yet, and smol reads the variable when its executor starts.
-    std::env::set_var("SMOL_THREADS", threads.max(1).to_string());
+    crate::runtime::set_threads(threads);
 }
 
 /// Runs the parsed command line; the exit code says how it went.
@@ -121,7 +117,7 @@ pub fn run(cli: Cli) -> ExitCode {
     // The work runs on the executor's threads and this one only waits (`future::block_on` parks
     // it without driving the reactor): were it to hold the reactor, as `smol::block_on` does,
     // every socket event would wake a worker from here, one cross-thread hop per event.
-    let outcome = smol::future::block_on(smol::spawn(async move {
+    let outcome = smol::future::block_on(crate::runtime::spawn(async move {
         let outcome = execute(cli.command, &config, cluster.as_ref(), Arc::clone(&gateway)).await;
         gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
         smol::unblock(crate::telemetry::flush).await;
@@ -293,7 +289,7 @@ fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task
     let listener = crate::net::private_socket::bind(&path)
         .map_err(|e| format!("cannot open the local socket at {}: {e}", path.display()))?;
     let stop = Cancel::new();
-    let task = smol::spawn(local::serve(
+    let task = crate::runtime::spawn(local::serve(
         Arc::clone(gateway),
         listener,
         path,
@@ -354,12 +350,12 @@ async fn front_door(
 ) -> Result<(), String> {
     let starting = {
         let gateway = Arc::clone(gateway);
-        smol::spawn(async move { gateway.start().await })
+        crate::runtime::spawn(async move { gateway.start().await })
     };
     let console = match crate::net::private_socket::bind(&admin) {
         Ok(listener) => {
             let stop = Cancel::new();
-            let task = smol::spawn(crate::admin::serve(
+            let task = crate::runtime::spawn(crate::admin::serve(
                 Arc::clone(gateway),
                 listener,
                 admin,
@@ -517,7 +513,7 @@ fn signal_shutdown(gateway: Arc<Gateway>, shutdown: Cancel) -> std::io::Result<s
     use async_signal::Signal;
     use smol::stream::StreamExt;
     let mut signals = async_signal::Signals::new([Signal::Term, Signal::Int, Signal::Hup])?;
-    Ok(smol::spawn(async move {
+    Ok(crate::runtime::spawn(async move {
         while let Some(Ok(signal)) = signals.next().await {
             tracing::info!("received {signal:?}");
             if signal == Signal::Hup {

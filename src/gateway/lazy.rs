@@ -92,7 +92,7 @@ impl Gateway {
         };
         let path = cache_file(&dir, &upstream.name, &upstream.config);
         let listing = lock(&upstream.listing).clone();
-        smol::spawn(smol::unblock(move || {
+        crate::runtime::spawn(smol::unblock(move || {
             if let Err(e) = write_cached(&path, &listing) {
                 tracing::warn!(
                     "cannot keep a lazy server's catalog at {}: {e}",
@@ -117,7 +117,7 @@ impl Gateway {
     fn watch_idle(self: &Arc<Self>, upstream: &Arc<Upstream>, timeout: Duration) {
         let (gateway, upstream) = (Arc::downgrade(self), Arc::clone(upstream));
         let every = (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             loop {
                 let removed = upstream.removed_within(every).await;
                 let Some(gateway) = gateway.upgrade().filter(|_| !removed) else {

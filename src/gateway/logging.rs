@@ -42,7 +42,7 @@ impl Gateway {
             .min()
             .unwrap_or(severity);
         let gateway = Arc::clone(self);
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             gateway
                 .tell_upstreams_log_level(LOG_LEVELS[least as usize])
                 .await

@@ -68,7 +68,7 @@ async fn run_carrying_asks(
         .await;
         match next {
             Ok(reply) => return reply,
-            Err(Ok(ask)) => carried.push(smol::spawn(carry(
+            Err(Ok(ask)) => carried.push(crate::runtime::spawn(carry(
                 Arc::clone(client),
                 ask,
                 ctx.outbound.clone(),
@@ -136,7 +136,7 @@ async fn ask_each(
             .cloned()
             .unwrap_or_else(|| json!({}));
         let (ask, answer) = Ask::new(method, params);
-        let task = smol::spawn(carry(
+        let task = crate::runtime::spawn(carry(
             Arc::clone(client),
             ask,
             ctx.outbound.clone(),

@@ -157,7 +157,7 @@ impl Drop for Parked {
     fn drop(&mut self) {
         self.cancel.cancel();
         match self.call.take() {
-            Some(Running::Here(call)) => smol::spawn(call).detach(),
+            Some(Running::Here(call)) => crate::runtime::spawn(call).detach(),
             Some(Running::Away(task)) => task.detach(),
             None => {}
         }
@@ -177,7 +177,7 @@ impl Running {
     /// Lets the call run on without the request that was driving it.
     fn detach_from_request(self) -> Running {
         match self {
-            Running::Here(call) => Running::Away(smol::spawn(call)),
+            Running::Here(call) => Running::Away(crate::runtime::spawn(call)),
             away => away,
         }
     }
@@ -446,7 +446,7 @@ impl Rounds {
         self.lock().insert(number, parked);
         let rounds: Weak<Rounds> = Arc::downgrade(self);
         let wait = self.wait;
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             smol::Timer::after(wait).await;
             if let Some(rounds) = rounds.upgrade() {
                 if let Some(expired) = rounds.lock().remove(&number) {

@@ -90,7 +90,7 @@ impl Gateway {
         };
         if upstream.supports_subscribe() && !upstream.is_modern() {
             let params = Some(json!({"uri": uri}));
-            smol::spawn(async move {
+            crate::runtime::spawn(async move {
                 connection
                     .request(
                         Method::ResourcesUnsubscribe.as_str(),

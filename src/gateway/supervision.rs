@@ -38,7 +38,7 @@ impl Gateway {
         *write(&self.views) = self.views_of(catalog);
         let _ = self.ready.set(()).await;
         let gateway = Arc::clone(self);
-        smol::spawn(async move { gateway.follow_events(events_rx).await }).detach();
+        crate::runtime::spawn(async move { gateway.follow_events(events_rx).await }).detach();
         Ok(())
     }
 
@@ -48,7 +48,7 @@ impl Gateway {
             .into_iter()
             .map(|upstream| {
                 let gateway = Arc::clone(self);
-                smol::spawn(async move {
+                crate::runtime::spawn(async move {
                     if upstream.is_lazy() {
                         gateway.start_lazy(&upstream).await;
                     } else if !gateway.start_upstream(&upstream).await {
@@ -270,7 +270,7 @@ impl Gateway {
             }
             relisting.insert(kind, false);
         }
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             loop {
                 self.relist(&upstream, kind).await;
                 crate::deadline::sleep(RELIST_GAP).await;
@@ -361,7 +361,7 @@ impl Gateway {
         if upstream.reviving.swap(true, Ordering::AcqRel) {
             return;
         }
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             let _done = ClearOnDrop(&upstream.reviving);
             loop {
                 let (delay, looping) = lock(&upstream.backoff).failed();
@@ -424,7 +424,7 @@ impl Gateway {
         let stopping: Vec<_> = upstreams
             .iter()
             .filter_map(|u| lock(&u.connection).take())
-            .map(|c| smol::spawn(async move { c.shutdown(grace).await }))
+            .map(|c| crate::runtime::spawn(async move { c.shutdown(grace).await }))
             .collect();
         for stop in stopping {
             stop.await;

@@ -327,7 +327,7 @@ impl Link {
     /// Hands the connection to a task of its own: for a long stream, or a one-off request.
     fn detach(self) -> Sender {
         if let Some(driver) = self.driver {
-            smol::spawn(async move {
+            crate::runtime::spawn(async move {
                 let _ = driver.await;
             })
             .detach();

@@ -155,7 +155,7 @@ mod every_revision {
         fn a_read_after_a_drained_one_gets_what_arrives_later_and_then_the_peers_close() {
             smol::block_on(async {
                 let (mut stream, mut peer) = connected().await;
-                let writer = smol::spawn(async move {
+                let writer = crate::runtime::spawn(async move {
                     for part in [&b"first"[..], b"second"] {
                         smol::Timer::after(Duration::from_millis(50)).await;
                         peer.write_all(part).await.unwrap();
@@ -226,7 +226,7 @@ mod every_revision {
         fn what_is_written_arrives_whole() {
             smol::block_on(async {
                 let (mut stream, mut peer) = connected().await;
-                let reader = smol::spawn(async move {
+                let reader = crate::runtime::spawn(async move {
                     let mut all = Vec::new();
                     peer.read_to_end(&mut all).await.unwrap();
                     all

@@ -78,7 +78,7 @@ pub async fn serve(
     let shutdown = stop.clone();
     admin::accept_until(listener, path, stop, |stream| {
         let (gateway, config) = (Arc::clone(&gateway), config.clone());
-        smol::spawn(session(gateway, stream, config, options, shutdown.clone())).detach();
+        crate::runtime::spawn(session(gateway, stream, config, options, shutdown.clone())).detach();
     })
     .await
 }

@@ -55,7 +55,7 @@ pub async fn serve(
     let (frames, frames_rx) = async_channel::bounded::<Written>(outbox::CAPACITY);
     // Fired when something for the client cannot be queued: it is not reading.
     let stalled = outbound_rx.overflowed().clone();
-    let writer = smol::spawn(write_frames(output, outbound_rx, frames_rx));
+    let writer = crate::runtime::spawn(write_frames(output, outbound_rx, frames_rx));
     let client = gateway.open_client(options.label, options.view, outbound.clone());
     if let Some(pid) = options.editor_pid {
         gateway.note_editor(&client, pid);
@@ -189,7 +189,7 @@ impl Connection {
             Inbound::Run(request) => {
                 let run = self.start(request);
                 let (frames, stalled) = (self.frames.clone(), self.stalled.clone());
-                smol::spawn(async move {
+                crate::runtime::spawn(async move {
                     if let Some(response) = run.await {
                         queue(&frames, &stalled, Written::Response(response));
                     }
@@ -230,17 +230,17 @@ impl Connection {
             match element {
                 // The core never puts `initialize` in a batch: it refuses it there.
                 Inbound::Run(request) | Inbound::Initialize(request) => {
-                    replies.push(smol::spawn(self.start(request)))
+                    replies.push(crate::runtime::spawn(self.start(request)))
                 }
                 Inbound::Answer(response) => {
-                    replies.push(smol::spawn(async move { Some(response) }))
+                    replies.push(crate::runtime::spawn(async move { Some(response) }))
                 }
                 Inbound::Done | Inbound::Stray => {}
             }
         }
         let (frames, stalled) = (self.frames.clone(), self.stalled.clone());
         let alive = self.alive.clone();
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             let _alive = alive;
             let mut answers = Vec::new();
             for reply in replies {

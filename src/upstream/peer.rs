@@ -297,7 +297,7 @@ impl Peer {
             }
             Answer::Later(waiting) => {
                 let outgoing = self.outgoing.clone();
-                smol::spawn(async move {
+                crate::runtime::spawn(async move {
                     let _ = outgoing.send(written(&waiting.response().await)).await;
                 })
                 .detach();

@@ -146,7 +146,10 @@ impl SseUpstream {
                 let _ = this.events.send(exited).await;
             };
             let closed = self.closed.clone();
-            smol::spawn(async move { smol::future::or(follow, closed.cancelled()).await }).detach();
+            crate::runtime::spawn(
+                async move { smol::future::or(follow, closed.cancelled()).await },
+            )
+            .detach();
             return endpoint
                 .recv()
                 .await
@@ -217,7 +220,8 @@ impl SseUpstream {
             }
         };
         let closed = self.closed.clone();
-        smol::spawn(async move { smol::future::or(posting, closed.cancelled()).await }).detach();
+        crate::runtime::spawn(async move { smol::future::or(posting, closed.cancelled()).await })
+            .detach();
     }
 
     /// POSTs one message, with one retry after a refused token.

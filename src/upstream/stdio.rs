@@ -105,7 +105,7 @@ impl StdioUpstream {
             era_choice: server.era,
             max_message_bytes,
         });
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             // Lines queued together go out in one write: a syscall per line would dominate a
             // busy upstream.
             let mut batch = String::new();
@@ -130,7 +130,7 @@ impl StdioUpstream {
         let tag = name.to_owned();
         let stderr_closed = upstream.stderr_closed.clone();
         let chatter = Arc::clone(upstream.peer.chatter());
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             let mut stderr = BufReader::new(stderr);
             let mut line = Vec::new();
             loop {
@@ -156,7 +156,7 @@ impl StdioUpstream {
         })
         .detach();
         let reader = Arc::clone(&upstream);
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             let reason = reader.read_stdout(BufReader::new(stdout)).await;
             reader.peer.end(format!("exited: {reason}"));
             match reader.peer.closed_by_us() {

@@ -98,7 +98,7 @@ impl Exchange {
             };
         } else {
             let answers = self.others_tx();
-            smol::spawn(async move {
+            crate::runtime::spawn(async move {
                 let _ = answers.send((place, run.await)).await;
             })
             .detach();
@@ -207,7 +207,7 @@ impl Exchange {
         };
         let (response, events) = sse::stream();
         let overflowed = outbound.overflowed().clone();
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             let _lifetime = lifetime;
             let events = Writer {
                 events: &events,
@@ -390,7 +390,7 @@ struct Inline {
 impl Drop for Inline {
     fn drop(&mut self) {
         if let Some(run) = self.run.take() {
-            smol::spawn(run).detach();
+            crate::runtime::spawn(run).detach();
         }
     }
 }

@@ -48,7 +48,7 @@ pub(super) fn tell_peers(peers: &[String], path: &str, headers: &HeaderMap) {
     let (peers, path) = (peers.to_vec(), path.to_owned());
     let mut passed = passed_on(headers);
     passed.remove(header::CONTENT_TYPE);
-    smol::spawn(async move {
+    crate::runtime::spawn(async move {
         for peer in peers {
             let addresses = match smol::net::resolve(peer.as_str()).await {
                 Ok(addresses) => addresses,

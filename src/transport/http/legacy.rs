@@ -287,7 +287,7 @@ pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> 
     let (response, events) = sse::stream();
     let keep_alive = door.options.sse_keep_alive;
     let registered = door.gateway.open_get_stream(&session.client);
-    smol::spawn(async move {
+    crate::runtime::spawn(async move {
         loop {
             let next = smol::future::or(
                 async { Some(session.outbound.recv().await.ok()) },

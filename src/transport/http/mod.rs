@@ -150,7 +150,7 @@ pub async fn serve(
     });
     let sweeper = {
         let door = Arc::clone(&door);
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             loop {
                 smol::Timer::after(door.sessions.sweep_interval()).await;
                 door.sessions.sweep();
@@ -176,7 +176,7 @@ pub async fn serve(
         };
         let admitted = door.connections.take();
         let (door, alive, shutdown) = (Arc::clone(&door), alive.clone(), shutdown.clone());
-        smol::spawn(async move {
+        crate::runtime::spawn(async move {
             let _alive = alive;
             let caller = door.caller(&stream, peer);
             serve_connection(door, stream, caller, shutdown, admitted).await;

@@ -323,7 +323,7 @@ async fn wait_for_callback(listener: &smol::net::TcpListener) -> Result<Url, Str
         loop {
             let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
             let found = found.clone();
-            smol::spawn(async move {
+            crate::runtime::spawn(async move {
                 let read = smol::future::or(read_redirect(stream), async {
                     smol::Timer::after(REDIRECT_PATIENCE).await;
                     None

@@ -329,7 +329,7 @@ impl HttpUpstream {
         }
         let this = self.detached();
         let method = method.to_owned();
-        smol::spawn(async move { this.notify(&method, params).await }).detach();
+        crate::runtime::spawn(async move { this.notify(&method, params).await }).detach();
     }
 
     /// A handle on the same server for a background task (shares the pool and the session).
@@ -485,7 +485,7 @@ impl HttpUpstream {
                     .or_else(|| self.askers.newest());
                 let this = self.detached();
                 let answer = asks::answer(request, asker, &self.name);
-                smol::spawn(async move {
+                crate::runtime::spawn(async move {
                     let response = match answer {
                         asks::Answer::Now(response) => response,
                         asks::Answer::Later(waiting) => waiting.response().await,

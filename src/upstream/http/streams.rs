@@ -109,7 +109,8 @@ impl HttpUpstream {
             }
         };
         let closed = self.closed.clone();
-        smol::spawn(async move { smol::future::or(task, closed.cancelled()).await }).detach();
+        crate::runtime::spawn(async move { smol::future::or(task, closed.cancelled()).await })
+            .detach();
     }
 
     /// A `GET` for an event stream, with the session, the token and `extra`, on a connection of
