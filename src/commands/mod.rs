@@ -140,7 +140,7 @@ async fn execute(
 ) -> Result<ExitCode, String> {
     match command {
         Command::Serve { profile, .. } => {
-            let mut options = stdio_options(config, "stdio");
+            let mut options = StdioOptions::from_config(config, "stdio");
             if let Some(name) = profile {
                 options.view = gateway
                     .profile(&name)
@@ -170,42 +170,8 @@ async fn execute(
             let shutdown = Cancel::new();
             let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;
-            let options = HttpOptions {
-                address: config.daemon.address,
-                allowed_origins: config.transport.allowed_origins.clone(),
-                allowed_hosts: config.transport.allowed_hosts.clone(),
-                sse_keep_alive: config.transport.sse_keep_alive,
-                max_message_bytes: config.transport.max_message_bytes,
-                grace: config.daemon.shutdown_grace,
-                read_timeout: config.daemon.read_timeout,
-                session_idle_timeout: config.transport.session_idle_timeout,
-                max_sessions: config.transport.max_sessions,
-                max_connections: config.daemon.max_connections,
-                max_headers: config.daemon.max_headers,
-                max_header_bytes: config.daemon.max_header_bytes,
-                metrics: config.daemon.metrics,
-                sealer: cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys))),
-                peers: config
-                    .cluster
-                    .peers
-                    .iter()
-                    .map(|peer| crate::environment::expand(peer))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("cluster.peers: {e}"))?,
-                token: match config
-                    .daemon
-                    .token
-                    .as_deref()
-                    .map(crate::environment::expand)
-                {
-                    Some(Ok(token)) if token.is_empty() => {
-                        return Err("daemon.token is empty".into())
-                    }
-                    Some(Ok(token)) => Some(token),
-                    Some(Err(e)) => return Err(format!("daemon.token: {e}")),
-                    None => None,
-                },
-            };
+            let sealer = cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys)));
+            let options = HttpOptions::from_config(config, sealer)?;
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
@@ -271,17 +237,6 @@ async fn execute(
     }
 }
 
-/// The stdio transport's options from the configuration; its sessions are called `label`.
-fn stdio_options(config: &Config, label: &'static str) -> StdioOptions {
-    StdioOptions {
-        drain: config.transport.stdio_drain,
-        max_message_bytes: config.transport.max_message_bytes,
-        label,
-        editor_pid: None,
-        view: ViewId::EVERYTHING,
-    }
-}
-
 /// Opens the daemon's local socket for editors' `mcpx serve --attach` ([`local`]); the handle
 /// that stops it, and its task.
 fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task<()>), String> {
@@ -294,7 +249,7 @@ fn editors_door(config: &Config, gateway: &Arc<Gateway>) -> Result<(Cancel, Task
         listener,
         path,
         gateway.config_path().map(str::to_owned),
-        stdio_options(config, "attached"),
+        StdioOptions::from_config(config, "attached"),
         stop.clone(),
     ));
     Ok((stop, task))

@@ -42,6 +42,19 @@ pub struct StdioOptions {
     pub view: ViewId,
 }
 
+impl StdioOptions {
+    /// The options `config` gives a session the registry calls `label`, on the whole catalog.
+    pub fn from_config(config: &crate::config::Config, label: &'static str) -> StdioOptions {
+        StdioOptions {
+            drain: config.transport.stdio_drain,
+            max_message_bytes: config.transport.max_message_bytes,
+            label,
+            editor_pid: None,
+            view: ViewId::EVERYTHING,
+        }
+    }
+}
+
 /// Serves one client on `input` and `output` until `input` ends and the drain is over, or
 /// `shutdown` fires.
 pub async fn serve(

@@ -13,16 +13,16 @@ mod exchange;
 mod forward;
 mod legacy;
 mod modern;
+mod options;
 pub mod origin;
+mod reply;
 mod sessions;
 mod sse;
 pub mod status;
 
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, ViewId};
-use crate::jsonrpc::{
-    self, ErrorObject, Parsed, Response as RpcResponse, INTERNAL_ERROR, INVALID_REQUEST,
-};
+use crate::jsonrpc::{self, ErrorObject, Parsed, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::limit::{Held, Limit};
 use crate::mcpheaders::PROTOCOL_VERSION_HEADER;
 use crate::metrics::{self, Refusal};
@@ -31,55 +31,18 @@ use crate::protocol::envelope;
 use crate::protocol::Revision;
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
-use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+pub use options::HttpOptions;
 use origin::OriginPolicy;
+pub use reply::Body;
+use reply::{accepted, empty, json_response, plain, rpc_error, too_large};
 use serde_json::Value;
 use smol::net::{TcpListener, TcpStream};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The body of every response mcpx sends.
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// How the daemon behaves at its edges.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    /// Where to listen.
-    pub address: SocketAddr,
-    /// Browser origins allowed besides loopback and the daemon's own address.
-    pub allowed_origins: Vec<String>,
-    /// Host names a request may carry besides loopback's (`transport.allowedHosts`).
-    pub allowed_hosts: Vec<String>,
-    /// The comment interval on idle event streams.
-    pub sse_keep_alive: Duration,
-    /// The largest body accepted.
-    pub max_message_bytes: usize,
-    /// How long requests in flight at shutdown may take before they are cancelled.
-    pub grace: Duration,
-    /// How long a client may take to send a request's head, and then its body.
-    pub read_timeout: Duration,
-    /// A legacy session idle this long ends.
-    pub session_idle_timeout: Duration,
-    /// The most legacy sessions held at once.
-    pub max_sessions: usize,
-    /// The bearer token every request must carry, if any.
-    pub token: Option<String>,
-    /// The most connections open at once; more are answered 503.
-    pub max_connections: usize,
-    /// The most header fields in a request; more are answered 431.
-    pub max_headers: usize,
-    /// The most bytes in a request's head; more are answered 431.
-    pub max_header_bytes: usize,
-    /// Whether `GET /metrics` serves the Prometheus metrics.
-    pub metrics: bool,
-    /// Seals legacy session ids, so that any replica with the same key serves them.
-    pub sealer: Option<Arc<crate::cluster::Sealer>>,
-    /// The other replicas, told of each legacy session's `DELETE`.
-    pub peers: Vec<String>,
-}
 
 /// The answer to a path that is not MCP's.
 const NOT_MCP: &str = "mcpx serves MCP at /mcp, and at /mcp/PROFILE for each profile\n";
@@ -576,17 +539,6 @@ fn is_modern(headers: &HeaderMap, body: &Parsed) -> bool {
     body_says || header_says
 }
 
-fn too_large(limit: usize) -> Response<Body> {
-    metrics::refused(Refusal::too_large);
-    rpc_error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        ErrorObject::new(
-            INVALID_REQUEST,
-            format!("Invalid Request: the body exceeds {limit} bytes"),
-        ),
-    )
-}
-
 /// How long a request's head was on the wire, near enough: its request line and each field
 /// with its `: ` and CRLF.
 fn head_bytes(request: &Request<Incoming>) -> usize {
@@ -599,46 +551,4 @@ fn head_bytes(request: &Request<Incoming>) -> usize {
         .map(|(name, value)| name.as_str().len() + value.len() + 4)
         .sum();
     line + fields
-}
-
-/// A plain-text response, for what is not MCP at all.
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
-/// A JSON response.
-fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
-    // Written straight from the message: a result is never copied into a `Value` to be sent.
-    let bytes = jsonrpc::to_body(body);
-    metrics::sent(metrics::Door::http, bytes.len());
-    let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// An id-less JSON-RPC error with an explicit status.
-fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Body> {
-    json_response(status, &RpcResponse::error(None, error))
-}
-
-/// A body with nothing in it.
-fn empty() -> Body {
-    Full::new(Bytes::new()).boxed()
-}
-
-/// 202 with no body: a notification was accepted.
-fn accepted() -> Response<Body> {
-    let mut response = Response::new(empty());
-    *response.status_mut() = StatusCode::ACCEPTED;
-    response
 }

@@ -1,0 +1,136 @@
+//! The live state as the registry holds it: what the transports note in it (editors, sessions,
+//! GET streams) and what the admin socket reads and acts on (the snapshot, cancelling a request,
+//! ending a session). The gateway reaches the registry here and in the request's own bookkeeping
+//! ([`Gateway::begin_request`]) only.
+
+use super::{Client, Gateway, ViewId};
+use crate::cancel::Cancel;
+use crate::protocol::Method;
+use crate::registry::StreamGuard;
+use crate::sync::{lock, read};
+use crate::view::{ProfileView, Snapshot, UpstreamView};
+use event_listener::EventListener;
+
+impl Gateway {
+    /// How many of `client`'s requests are still in flight.
+    pub fn in_flight(&self, client: &Client) -> usize {
+        self.registry.in_flight_count(client.session)
+    }
+
+    /// Cancels every request `client` has in flight (its transport is closing).
+    pub fn cancel_all(&self, client: &Client) {
+        self.registry.cancel_all(client.session);
+    }
+
+    /// Notes that `client` is the attached session of the editor whose `mcpx serve` is `pid`.
+    pub fn note_editor(&self, client: &Client, pid: u32) {
+        self.registry.note_editor(client.session, pid)
+    }
+
+    /// Names `client`'s legacy HTTP session `id`; returns the signal that ends it, which the
+    /// admin socket can fire too.
+    pub fn name_session(&self, client: &Client, id: &str) -> Cancel {
+        self.registry.name_session(client.session, id)
+    }
+
+    /// Enters `client`'s GET stream in the live state; it leaves when the guard drops.
+    pub fn open_get_stream(&self, client: &Client) -> StreamGuard {
+        self.registry
+            .open_stream(client.session, "get", None, Vec::new())
+    }
+
+    /// Admin: cancels the request the snapshot lists under `key`, as its transport would.
+    pub fn cancel_request(&self, key: u64) -> bool {
+        self.registry.cancel_key(key)
+    }
+
+    /// Admin: ends the legacy session `id`. False if there is none.
+    pub fn end_session(&self, id: &str) -> bool {
+        self.registry.end_session(id)
+    }
+
+    /// Fires at the next change to the live state.
+    pub fn changed(&self) -> EventListener {
+        self.registry.changed()
+    }
+
+    /// The whole live state, for the admin socket.
+    pub fn snapshot(&self) -> Snapshot {
+        let catalog = self.catalog();
+        let clients = lock(&self.clients).clone();
+        let subscriptions = |session: u64| {
+            clients
+                .get(&session)
+                .map(|c| c.subscribed_uris())
+                .unwrap_or_default()
+        };
+        let upstream = |method: &str, target: &str| {
+            let owner = match Method::parse(method)? {
+                Method::ToolsCall => catalog.tool(target).map(|r| r.owner),
+                Method::PromptsGet => catalog.prompt(target).map(|r| r.owner),
+                Method::CompletionComplete => catalog
+                    .prompt(target)
+                    .map(|r| r.owner)
+                    .or_else(|| catalog.template_owner(target)),
+                _ => catalog.resource_owner(target),
+            };
+            owner.map(|o| self.upstream_name(o))
+        };
+        let (sessions, streams, requests, totals) = self.registry.views(subscriptions, upstream);
+        let profiles = self.profile_views(&sessions);
+        Snapshot {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            upstreams: self.summaries(),
+            sessions,
+            streams,
+            requests,
+            totals,
+            awaiting_input: self.rounds.waiting(),
+            config: self.config_path.clone(),
+            profiles,
+            metrics: self.metrics(),
+        }
+    }
+
+    /// What `mcpx__upstreams` tells a client at `view`: the servers it sees, and its own
+    /// profile only (every profile, to a client that sees everything).
+    pub(super) fn seen_by(&self, view: ViewId) -> (Vec<UpstreamView>, Vec<ProfileView>) {
+        let snapshot = self.snapshot();
+        let own = self.profiles.name(view);
+        let upstreams = snapshot
+            .upstreams
+            .into_iter()
+            .filter(|u| self.profiles.sees_server(view, &u.name))
+            .collect();
+        let profiles = snapshot
+            .profiles
+            .into_iter()
+            .filter(|p| own.is_none_or(|own| own == p.name))
+            .collect();
+        (upstreams, profiles)
+    }
+
+    /// Each profile with what it sees and how many of `sessions` see through it.
+    fn profile_views(&self, sessions: &[crate::view::SessionView]) -> Vec<ProfileView> {
+        let views = read(&self.views).clone();
+        self.profile_names()
+            .into_iter()
+            .filter_map(|name| {
+                let catalog = views.get(self.profile(&name).ok()?);
+                let (tools, listed_tools, prompts) = catalog.sizes();
+                let sessions = sessions
+                    .iter()
+                    .filter(|s| s.profile.as_deref() == Some(name.as_str()))
+                    .count();
+                Some(ProfileView {
+                    name,
+                    tools,
+                    listed_tools,
+                    prompts,
+                    sessions,
+                })
+            })
+            .collect()
+    }
+}

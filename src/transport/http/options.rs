@@ -1,0 +1,86 @@
+//! What the HTTP front door takes from the configuration, resolved: every `${VAR}` it names
+//! expanded, each key where the door reads it.
+
+use crate::config::Config;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the daemon behaves at its edges.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub address: SocketAddr,
+    /// Browser origins allowed besides loopback and the daemon's own address.
+    pub allowed_origins: Vec<String>,
+    /// Host names a request may carry besides loopback's (`transport.allowedHosts`).
+    pub allowed_hosts: Vec<String>,
+    /// The comment interval on idle event streams.
+    pub sse_keep_alive: Duration,
+    /// The largest body accepted.
+    pub max_message_bytes: usize,
+    /// How long requests in flight at shutdown may take before they are cancelled.
+    pub grace: Duration,
+    /// How long a client may take to send a request's head, and then its body.
+    pub read_timeout: Duration,
+    /// A legacy session idle this long ends.
+    pub session_idle_timeout: Duration,
+    /// The most legacy sessions held at once.
+    pub max_sessions: usize,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    /// The most connections open at once; more are answered 503.
+    pub max_connections: usize,
+    /// The most header fields in a request; more are answered 431.
+    pub max_headers: usize,
+    /// The most bytes in a request's head; more are answered 431.
+    pub max_header_bytes: usize,
+    /// Whether `GET /metrics` serves the Prometheus metrics.
+    pub metrics: bool,
+    /// Seals legacy session ids, so that any replica with the same key serves them.
+    pub sealer: Option<Arc<crate::cluster::Sealer>>,
+    /// The other replicas, told of each legacy session's `DELETE`.
+    pub peers: Vec<String>,
+}
+
+impl HttpOptions {
+    /// The options `config` gives, with `sealer` for legacy session ids when the daemon runs in
+    /// a cluster. An error names the key whose `${VAR}` is unset, or the empty token.
+    pub fn from_config(
+        config: &Config,
+        sealer: Option<Arc<crate::cluster::Sealer>>,
+    ) -> Result<HttpOptions, String> {
+        let (daemon, transport) = (&config.daemon, &config.transport);
+        let peers = config
+            .cluster
+            .peers
+            .iter()
+            .map(|peer| crate::environment::expand(peer))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("cluster.peers: {e}"))?;
+        let token = match daemon.token.as_deref().map(crate::environment::expand) {
+            Some(Ok(token)) if token.is_empty() => return Err("daemon.token is empty".into()),
+            Some(Ok(token)) => Some(token),
+            Some(Err(e)) => return Err(format!("daemon.token: {e}")),
+            None => None,
+        };
+        Ok(HttpOptions {
+            address: daemon.address,
+            allowed_origins: transport.allowed_origins.clone(),
+            allowed_hosts: transport.allowed_hosts.clone(),
+            sse_keep_alive: transport.sse_keep_alive,
+            max_message_bytes: transport.max_message_bytes,
+            grace: daemon.shutdown_grace,
+            read_timeout: daemon.read_timeout,
+            session_idle_timeout: transport.session_idle_timeout,
+            max_sessions: transport.max_sessions,
+            token,
+            max_connections: daemon.max_connections,
+            max_headers: daemon.max_headers,
+            max_header_bytes: daemon.max_header_bytes,
+            metrics: daemon.metrics,
+            sealer,
+            peers,
+        })
+    }
+}
