@@ -15,6 +15,7 @@
 
 use crate::jsonrpc::{ErrorObject, Id, Response, INTERNAL_ERROR};
 use crate::lines::IdScanner;
+use crate::protocol::Method;
 use crate::transport::local::{Answer, Attach};
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -288,10 +289,8 @@ impl Shim {
 /// Whether a line is part of a legacy session's start: `initialize` or `initialized`.
 fn starts_session(line: &[u8]) -> bool {
     let message: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-    matches!(
-        message["method"].as_str(),
-        Some("initialize" | "notifications/initialized")
-    )
+    let method = message["method"].as_str().unwrap_or_default();
+    method == Method::Initialize.as_str() || method == "notifications/initialized"
 }
 
 /// A message's top-level id, read without parsing the rest.

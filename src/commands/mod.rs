@@ -521,7 +521,7 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
     let client = gateway.open_client("cli", ViewId::EVERYTHING, outbound.clone());
     let request = crate::jsonrpc::Request {
         id: crate::jsonrpc::Id::Number(1),
-        method: "tools/call".into(),
+        method: crate::protocol::Method::ToolsCall.as_str().into(),
         params: Some(json!({"name": tool, "arguments": arguments})),
     };
     client.set_revision(crate::protocol::Revision::LATEST_LEGACY);

@@ -20,7 +20,7 @@ use super::{Event, Handshake, ListKind, CLIENT_CAPABILITIES};
 use crate::config::UpstreamEra;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, UNSUPPORTED_PROTOCOL_VERSION};
-use crate::protocol::{Era, Revision};
+use crate::protocol::{Era, Method, Revision};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::time::Duration;
@@ -123,7 +123,7 @@ pub async fn initialize(wire: &impl Wire) -> Result<Handshake, String> {
 async fn try_initialize(wire: &impl Wire) -> Result<Handshake, Refusal> {
     wire.set_era(Era::Legacy);
     let result = wire
-        .send("initialize", Some(initialize_params()))
+        .send(Method::Initialize.as_str(), Some(initialize_params()))
         .await
         .map_err(Refusal::Answered)?;
     let handshake = Handshake::from_initialize(&result).map_err(Refusal::Unusable)?;
@@ -140,7 +140,7 @@ async fn discover(wire: &impl Wire) -> Result<Handshake, String> {
 /// server may answer any method with an empty result.
 async fn try_discover(wire: &impl Wire) -> Result<Handshake, ErrorObject> {
     wire.set_era(Era::Modern);
-    let discovered = wire.send("server/discover", None).await?;
+    let discovered = wire.send(Method::ServerDiscover.as_str(), None).await?;
     let modern = Revision::V2026_07_28.as_str();
     let offered = discovered["supportedVersions"]
         .as_array()

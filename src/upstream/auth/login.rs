@@ -39,10 +39,10 @@ const MAX_REDIRECT_LINE: usize = 16 * 1024;
 /// before it looks for a token, a legacy one refuses `server/discover`), then as an HTTP+SSE
 /// client opens its stream.
 pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
-    use crate::protocol::{envelope, Revision};
-    let modern = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+    use crate::protocol::{envelope, Method as McpMethod, Revision};
+    let modern = json!({"jsonrpc": "2.0", "id": 0, "method": McpMethod::ServerDiscover.as_str(),
         "params": envelope::wrap(None)});
-    let legacy = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+    let legacy = json!({"jsonrpc": "2.0", "id": 0, "method": McpMethod::Initialize.as_str(),
         "params": crate::upstream::client::initialize_params()});
     for (message, version) in [
         (modern, Some(Revision::V2026_07_28.as_str())),
@@ -54,7 +54,7 @@ pub async fn probe(server_url: &str) -> Result<Option<Challenge>, String> {
         if let Some(version) = version {
             let version = http::HeaderValue::from_static(version);
             headers.insert(mcpheaders::PROTOCOL_VERSION_HEADER, version);
-            let method = http::HeaderValue::from_static("server/discover");
+            let method = http::HeaderValue::from_static(McpMethod::ServerDiscover.as_str());
             headers.insert(mcpheaders::METHOD_HEADER, method);
         }
         let answer = fetch(

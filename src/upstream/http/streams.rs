@@ -93,7 +93,7 @@ impl HttpUpstream {
                     let params = json!({ "notifications": filter });
                     this.exchange(
                         id,
-                        "subscriptions/listen",
+                        crate::protocol::Method::SubscriptionsListen.as_str(),
                         Some(&params),
                         &Caller::default(),
                     )
