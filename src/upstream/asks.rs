@@ -23,7 +23,7 @@ pub const MAX_OPEN: usize = 16;
 /// One request an upstream made of the client, waiting for its answer.
 #[derive(Debug)]
 pub struct Ask {
-    /// A method a server sends ([`Sender::Server`]): `sampling/createMessage`,
+    /// A method a server sends ([`Side::Server`]): `sampling/createMessage`,
     /// `elicitation/create` or `roots/list`.
     pub method: Method,
     /// Its params, as the server sent them.
