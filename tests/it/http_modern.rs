@@ -1134,8 +1134,13 @@ const post = (body, headers) => fetch({endpoint:?}, {{method: "POST", body: JSON
 
         #[test]
         fn with_a_token_every_request_needs_it_as_a_bearer() {
-            std::env::set_var("MCPX_TEST_DAEMON_TOKEN", "s3cret");
-            let d = Daemon::start(&fixture_config(""), "token = \"${MCPX_TEST_DAEMON_TOKEN}\"");
+            // Given to the daemon alone: the test process's own environment is shared by every
+            // test running beside this one.
+            let d = Daemon::start_with_env(
+                &fixture_config(""),
+                "token = \"${MCPX_TEST_DAEMON_TOKEN}\"",
+                &[("MCPX_TEST_DAEMON_TOKEN", "s3cret")],
+            );
             let (headers, body) = modern_request(1, "tools/list", json!({}));
             let bare = d.post(&header_refs(&headers), body.to_string().as_bytes());
             assert_eq!(bare.status, 401);
