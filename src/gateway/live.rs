@@ -7,7 +7,7 @@ use super::{Client, Gateway, ViewId};
 use crate::cancel::Cancel;
 use crate::protocol::Method;
 use crate::registry::StreamGuard;
-use crate::sync::{lock, read};
+use crate::sync::read;
 use crate::view::{ProfileView, Snapshot, UpstreamView};
 use event_listener::EventListener;
 
@@ -57,10 +57,9 @@ impl Gateway {
     /// The whole live state, for the admin socket.
     pub fn snapshot(&self) -> Snapshot {
         let catalog = self.catalog();
-        let clients = lock(&self.clients).clone();
         let subscriptions = |session: u64| {
-            clients
-                .get(&session)
+            self.clients
+                .get(session)
                 .map(|c| c.subscribed_uris())
                 .unwrap_or_default()
         };

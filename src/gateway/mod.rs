@@ -9,6 +9,7 @@
 mod builtin;
 mod catalog;
 mod client;
+mod clients;
 mod inbound;
 mod lazy;
 mod live;
@@ -38,16 +39,14 @@ use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
-use crate::limit::Limit;
 use crate::outbox;
 use crate::protocol::envelope;
 use crate::protocol::method::{Eras, Side};
 use crate::protocol::{shape, Era, Method, Revision};
 use crate::registry::{Outcome, Registry};
-use crate::sync::{lock, read};
+use crate::sync::read;
 use crate::upstream::Event;
 use async_channel::Sender;
-use hashbrown::HashMap;
 use profile::{Profiles, Views};
 use rounds::Rounds;
 use serde_json::{json, Value};
@@ -80,7 +79,8 @@ pub struct Gateway {
     /// first appear, not at every rebuild.
     collisions: Mutex<Vec<catalog::Collision>>,
     ready: OnceCell<()>,
-    clients: Mutex<HashMap<u64, Arc<Client>>>,
+    /// The connected clients ([`clients`]).
+    clients: clients::Clients,
     /// Clients holding each resource subscription, by URI. The URIs are the clients' own, so
     /// the map keeps std's SipHash (the others here have no key a client chooses).
     upstream_subscriptions: Mutex<std::collections::HashMap<String, usize>>,
@@ -92,8 +92,6 @@ pub struct Gateway {
     /// The program that starts upstream processes so that they die with mcpx (see
     /// [`crate::upstream::stdio`]); `None` starts them directly.
     launcher: Option<std::path::PathBuf>,
-    /// `transport.maxInFlightPerClient`.
-    max_in_flight_per_client: usize,
     /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
     max_message_bytes: usize,
     /// Where lazy servers' catalogs are kept between runs ([`lazy`]).
@@ -104,10 +102,8 @@ pub struct Gateway {
     rounds: Arc<Rounds>,
     /// The gateway itself, for work that outlives the request that started it (a login).
     me: std::sync::Weak<Gateway>,
-    /// `[audit]`, opened by [`Gateway::start`] when it has a path.
-    audit: std::sync::OnceLock<Arc<crate::audit::AuditLog>>,
-    /// `[audit]` as configured.
-    audit_config: crate::config::Audit,
+    /// The metrics and the audit log.
+    observer: observe::Observer,
 }
 
 impl Gateway {
@@ -120,19 +116,19 @@ impl Gateway {
         launcher: Option<std::path::PathBuf>,
         cluster: Option<&crate::cluster::ClusterKeys>,
     ) -> Arc<Gateway> {
+        let registry = Registry::new();
         Arc::new_cyclic(|me| Gateway {
             upstreams: upstreams::Upstreams::from_config(config),
             views: RwLock::default(),
             profiles: Profiles::new(&config.profiles),
             collisions: Mutex::default(),
             ready: OnceCell::new(),
-            clients: Mutex::default(),
+            clients: clients::Clients::new(config.transport.max_in_flight_per_client),
             upstream_subscriptions: Mutex::default(),
-            registry: Registry::new(),
+            registry: Arc::clone(&registry),
             config_path,
             events: std::sync::OnceLock::new(),
             launcher,
-            max_in_flight_per_client: config.transport.max_in_flight_per_client,
             max_message_bytes: config.transport.max_message_bytes,
             credentials: config.auth.credentials.clone(),
             catalog_cache: lazy::default_cache_dir(),
@@ -144,8 +140,7 @@ impl Gateway {
                 }),
             ),
             me: me.clone(),
-            audit: std::sync::OnceLock::new(),
-            audit_config: config.audit.clone(),
+            observer: observe::Observer::new(&config.audit, registry),
         })
     }
 
@@ -184,76 +179,6 @@ impl Gateway {
     /// The profile a view is, by name; `None` for everything.
     pub fn profile_name(&self, view: ViewId) -> Option<&str> {
         self.profiles.name(view)
-    }
-
-    /// A legacy session minted elsewhere (a sealed id), resumed here with what its
-    /// `initialize` negotiated.
-    pub fn resume_session(
-        &self,
-        client: &Client,
-        revision: Revision,
-        capabilities: Value,
-        client_info: Option<Value>,
-    ) {
-        client.set_revision(revision);
-        client.set_capabilities(capabilities);
-        self.registry
-            .set_initialized(client.session, revision, client_info);
-    }
-
-    fn clients(&self) -> Vec<Arc<Client>> {
-        lock(&self.clients).values().cloned().collect()
-    }
-
-    /// Opens a client (a stdio process, an HTTP session), capped at
-    /// `transport.maxInFlightPerClient` requests in flight; its unsolicited notifications go to
-    /// `outbound`.
-    pub fn open_client(
-        &self,
-        transport: &'static str,
-        view: ViewId,
-        outbound: outbox::Sender,
-    ) -> Arc<Client> {
-        let cap = Limit::new("maxInFlightPerClient", self.max_in_flight_per_client);
-        self.register_client(transport, view, outbound, Some(cap))
-    }
-
-    /// Opens the one client that stands for every modern HTTP caller: stateless callers share
-    /// nothing, and each is bounded by its own connection, so no shared cap applies.
-    pub fn open_shared_client(
-        &self,
-        transport: &'static str,
-        view: ViewId,
-        outbound: outbox::Sender,
-    ) -> Arc<Client> {
-        self.register_client(transport, view, outbound, None)
-    }
-
-    fn register_client(
-        &self,
-        transport: &'static str,
-        view: ViewId,
-        outbound: outbox::Sender,
-        in_flight: Option<Arc<Limit>>,
-    ) -> Arc<Client> {
-        let session = self
-            .registry
-            .open_session(transport, self.profiles.name(view));
-        let client = Client::new(session, view, outbound, in_flight);
-        lock(&self.clients).insert(session, Arc::clone(&client));
-        client
-    }
-
-    /// Closes a client: its listens complete, its requests are cancelled, its subscriptions end.
-    pub fn close_client(&self, client: &Client) {
-        client.closing.cancel();
-        lock(&self.clients).remove(&client.session);
-        for uri in client.subscribed_uris() {
-            self.release_upstream_subscription(&uri);
-        }
-        if let Some((transport, lasted)) = self.registry.close_session(client.session) {
-            crate::metrics::session_ended(transport, lasted);
-        }
     }
 
     /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
@@ -336,7 +261,7 @@ impl Gateway {
         });
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
         let context_cancel = cancel.clone();
-        let observation = self.observation(&request);
+        let observation = self.observer.observation(&request);
         let run = async move {
             let (_place, guard) = match admitted {
                 Ok(admitted) => admitted,
@@ -452,6 +377,16 @@ impl Gateway {
             },
             "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
         })
+    }
+
+    /// Reopens the audit log at its path (SIGHUP: logrotate moved it away).
+    pub fn reopen_audit(&self) {
+        self.observer.reopen_audit();
+    }
+
+    /// The metrics in the Prometheus text format; `None` when they are off.
+    pub fn metrics(&self) -> Option<String> {
+        self.observer.metrics()
     }
 
     /// The configuration file it runs with, if any.

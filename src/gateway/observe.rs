@@ -1,5 +1,6 @@
-//! What a finished request leaves behind: its line in the metrics, and in the audit log for the
-//! methods that act on an upstream (`tools/call`, `prompts/get`, `resources/read`).
+//! The observer: what a finished request leaves behind, its line in the metrics, and in the audit
+//! log for the methods that act on an upstream (`tools/call`, `prompts/get`, `resources/read`).
+//! It owns the audit log; the gateway tells it where a call went ([`Gateway::observed`]).
 //!
 //! A call through `mcpx__call_tool` is observed as the call of the tool it names, since that is
 //! what ran. Nothing is gathered when neither metrics nor the audit log want it.
@@ -10,9 +11,27 @@ use crate::json::Member;
 use crate::jsonrpc::{Request, Response};
 use crate::metrics::{self, ServerOperation};
 use crate::protocol::{envelope, Era, Method};
+use crate::registry::Registry;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+/// The metrics and the audit log, as one request's end feeds them.
+#[derive(Debug)]
+pub(super) struct Observer {
+    /// `[audit]`, opened by [`Observer::open_audit`] when it has a path.
+    audit: OnceLock<Arc<AuditLog>>,
+    /// `[audit]` as configured.
+    config: crate::config::Audit,
+    /// Where the metrics' live counts come from.
+    registry: Arc<Registry>,
+}
+
+/// Where an observed call went: its server's name and the name (or URI) it has there.
+pub(super) struct Destination<'a> {
+    server: String,
+    own_name: &'a str,
+}
 
 /// What is kept of a request until it finishes.
 pub(super) struct Observation {
@@ -26,27 +45,41 @@ pub(super) struct Observation {
     arguments: Option<Value>,
 }
 
-impl Gateway {
+impl Observer {
+    /// An observer of `[audit]` (not opened yet) and the registry's counts.
+    pub(super) fn new(config: &crate::config::Audit, registry: Arc<Registry>) -> Observer {
+        Observer {
+            audit: OnceLock::new(),
+            config: config.clone(),
+            registry,
+        }
+    }
+
     /// Opens `[audit] path`, if set.
     pub(super) fn open_audit(&self) -> Result<(), String> {
-        let Some(path) = &self.audit_config.path else {
+        let Some(path) = &self.config.path else {
             return Ok(());
         };
-        let log = AuditLog::open(&self.audit_config, Arc::clone(&self.registry))
+        let log = AuditLog::open(&self.config, Arc::clone(&self.registry))
             .map_err(|e| format!("cannot open the audit log {}: {e}", path.display()))?;
         let _ = self.audit.set(log);
         Ok(())
     }
 
     /// Reopens the audit log at its path (SIGHUP: logrotate moved it away).
-    pub fn reopen_audit(&self) {
+    pub(super) fn reopen_audit(&self) {
         if let Some(audit) = self.audit.get() {
             audit.reopen();
         }
     }
 
+    /// The audit log, when it is open: a call's questions to a legacy client are recorded there.
+    pub(super) fn audit(&self) -> Option<&Arc<AuditLog>> {
+        self.audit.get()
+    }
+
     /// The metrics in the Prometheus text format; `None` when they are off.
-    pub fn metrics(&self) -> Option<String> {
+    pub(super) fn metrics(&self) -> Option<String> {
         metrics::render(self.registry.counts())
     }
 
@@ -73,30 +106,24 @@ impl Gateway {
         })
     }
 
-    /// Counts and records a finished request; `answer` is `None` when it was cancelled.
-    pub(super) fn observed(&self, client: &Client, seen: Observation, answer: Option<&Response>) {
+    /// Counts and records a finished request of `session` that went to `destination` (none:
+    /// answered by mcpx, or naming what no server lists); `answer` is `None` when it was
+    /// cancelled.
+    fn record(
+        &self,
+        session: u64,
+        seen: &Observation,
+        destination: Option<Destination<'_>>,
+        answer: Option<&Response>,
+    ) {
         let took = seen.started.elapsed();
         let outcome = crate::failure::Outcome::of(answer.map(|r| &r.outcome));
-        let catalog = self.catalog_of(client);
         let name = seen.name.as_deref();
         let method = seen.method;
-        let route = match method {
-            Some(Method::ToolsCall) => name
-                .and_then(|n| catalog.tool(n))
-                .map(|r| (r.owner, r.name.as_str())),
-            Some(Method::PromptsGet) => name
-                .and_then(|n| catalog.prompt(n))
-                .map(|r| (r.owner, r.name.as_str())),
-            Some(Method::ResourcesRead) => {
-                name.and_then(|uri| Some((catalog.resource_owner(uri)?, uri)))
-            }
-            _ => None,
-        };
-        let upstream = route.map(|(owner, own_name)| (self.upstream_name(owner), own_name));
-        let server = upstream.as_ref().map(|(server, _)| server.as_str());
+        let server = destination.as_ref().map(|d| d.server.as_str());
         if metrics::enabled() {
             // A name no server lists is one label value, however many were tried.
-            let name_label = match (method, route) {
+            let name_label = match (method, &destination) {
                 (Some(Method::ToolsCall | Method::PromptsGet), Some(_)) => name.unwrap_or_default(),
                 (Some(Method::ToolsCall | Method::PromptsGet), None) => "unknown",
                 _ => "",
@@ -117,11 +144,11 @@ impl Gateway {
             return;
         };
         audit.record(&Entry {
-            session: client.session,
+            session,
             method: method.as_str(),
             name,
             upstream: server,
-            upstream_name: upstream.as_ref().map(|(_, own)| *own),
+            upstream_name: destination.as_ref().map(|d| d.own_name),
             outcome: &outcome.to_string(),
             took,
             arguments: seen.arguments.as_ref(),
@@ -133,7 +160,7 @@ impl Gateway {
             .and_then(Value::as_object);
         for question in asked.into_iter().flat_map(|q| q.values()) {
             audit.record(&Entry {
-                session: client.session,
+                session,
                 method: question["method"].as_str().unwrap_or_default(),
                 name,
                 upstream: server,
@@ -143,5 +170,32 @@ impl Gateway {
                 arguments: None,
             });
         }
+    }
+}
+
+impl Gateway {
+    /// Hands a finished request of `client` to the observer, with where the catalog says it
+    /// went; `answer` is `None` when it was cancelled.
+    pub(super) fn observed(&self, client: &Client, seen: Observation, answer: Option<&Response>) {
+        let catalog = self.catalog_of(client);
+        let name = seen.name.as_deref();
+        let route = match seen.method {
+            Some(Method::ToolsCall) => name
+                .and_then(|n| catalog.tool(n))
+                .map(|r| (r.owner, r.name.as_str())),
+            Some(Method::PromptsGet) => name
+                .and_then(|n| catalog.prompt(n))
+                .map(|r| (r.owner, r.name.as_str())),
+            Some(Method::ResourcesRead) => {
+                name.and_then(|uri| Some((catalog.resource_owner(uri)?, uri)))
+            }
+            _ => None,
+        };
+        let destination = route.map(|(owner, own_name)| Destination {
+            server: self.upstream_name(owner),
+            own_name,
+        });
+        self.observer
+            .record(client.session, &seen, destination, answer);
     }
 }

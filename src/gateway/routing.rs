@@ -380,8 +380,8 @@ impl Gateway {
             log: client.log_sink(Some(&ctx.outbound)),
             place,
             questions: self
-                .audit
-                .get()
+                .observer
+                .audit()
                 .map(|log| Questions::new(log, client.session, &upstream.name)),
         };
         match revision.era() {

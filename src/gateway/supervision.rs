@@ -30,7 +30,7 @@ impl Gateway {
     /// logged, reported and revived by supervision while the others serve; a name two servers
     /// expose is served by the first ([`Gateway::build_catalog`]).
     pub async fn start(self: &Arc<Self>) -> Result<(), String> {
-        self.open_audit()?;
+        self.observer.open_audit()?;
         let (events_tx, events_rx) = async_channel::unbounded();
         let _ = self.events.set(events_tx);
         self.start_all(self.upstreams.all()).await;

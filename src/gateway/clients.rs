@@ -1,0 +1,123 @@
+//! The connected clients: each opened as a session of the registry, listed for what reaches
+//! every client (a catalog change, a log level), closed with its requests and subscriptions.
+
+use super::{Client, Gateway, ViewId};
+use crate::limit::Limit;
+use crate::outbox;
+use crate::protocol::Revision;
+use crate::sync::lock;
+use hashbrown::HashMap;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// The clients by session number, and the cap each one opened with a cap gets.
+#[derive(Debug)]
+pub(super) struct Clients {
+    by_session: Mutex<HashMap<u64, Arc<Client>>>,
+    /// `transport.maxInFlightPerClient`.
+    max_in_flight_per_client: usize,
+}
+
+impl Clients {
+    pub(super) fn new(max_in_flight_per_client: usize) -> Clients {
+        Clients {
+            by_session: Mutex::default(),
+            max_in_flight_per_client,
+        }
+    }
+
+    /// Every client connected now.
+    pub(super) fn all(&self) -> Vec<Arc<Client>> {
+        lock(&self.by_session).values().cloned().collect()
+    }
+
+    /// The client of `session`, if it is connected.
+    pub(super) fn get(&self, session: u64) -> Option<Arc<Client>> {
+        lock(&self.by_session).get(&session).cloned()
+    }
+
+    /// A new client's cap on requests in flight.
+    fn cap(&self) -> Arc<Limit> {
+        Limit::new("maxInFlightPerClient", self.max_in_flight_per_client)
+    }
+
+    fn insert(&self, client: &Arc<Client>) {
+        lock(&self.by_session).insert(client.session, Arc::clone(client));
+    }
+
+    fn remove(&self, session: u64) {
+        lock(&self.by_session).remove(&session);
+    }
+}
+
+impl Gateway {
+    /// A legacy session minted elsewhere (a sealed id), resumed here with what its
+    /// `initialize` negotiated.
+    pub fn resume_session(
+        &self,
+        client: &Client,
+        revision: Revision,
+        capabilities: Value,
+        client_info: Option<Value>,
+    ) {
+        client.set_revision(revision);
+        client.set_capabilities(capabilities);
+        self.registry
+            .set_initialized(client.session, revision, client_info);
+    }
+
+    pub(super) fn clients(&self) -> Vec<Arc<Client>> {
+        self.clients.all()
+    }
+
+    /// Opens a client (a stdio process, an HTTP session), capped at
+    /// `transport.maxInFlightPerClient` requests in flight; its unsolicited notifications go to
+    /// `outbound`.
+    pub fn open_client(
+        &self,
+        transport: &'static str,
+        view: ViewId,
+        outbound: outbox::Sender,
+    ) -> Arc<Client> {
+        let cap = self.clients.cap();
+        self.register_client(transport, view, outbound, Some(cap))
+    }
+
+    /// Opens the one client that stands for every modern HTTP caller: stateless callers share
+    /// nothing, and each is bounded by its own connection, so no shared cap applies.
+    pub fn open_shared_client(
+        &self,
+        transport: &'static str,
+        view: ViewId,
+        outbound: outbox::Sender,
+    ) -> Arc<Client> {
+        self.register_client(transport, view, outbound, None)
+    }
+
+    fn register_client(
+        &self,
+        transport: &'static str,
+        view: ViewId,
+        outbound: outbox::Sender,
+        in_flight: Option<Arc<Limit>>,
+    ) -> Arc<Client> {
+        let session = self
+            .registry
+            .open_session(transport, self.profiles.name(view));
+        let client = Client::new(session, view, outbound, in_flight);
+        self.clients.insert(&client);
+        client
+    }
+
+    /// Closes a client: its listens complete, its requests are cancelled, its subscriptions end.
+    pub fn close_client(&self, client: &Client) {
+        client.closing.cancel();
+        self.clients.remove(client.session);
+        for uri in client.subscribed_uris() {
+            self.release_upstream_subscription(&uri);
+        }
+        if let Some((transport, lasted)) = self.registry.close_session(client.session) {
+            crate::metrics::session_ended(transport, lasted);
+        }
+    }
+}
