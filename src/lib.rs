@@ -7,8 +7,8 @@
 //! ([`registry`]) holds every session and request in flight, so that nothing is forgotten.
 //!
 //! The rest, by what it serves:
-//! - the command line and its subcommands: [`cli`], [`commands`], [`config`], [`environment`],
-//!   [`import`], [`attach`] (the editor's shim);
+//! - the command line and its subcommands: [`cli`], [`commands`], [`config`] (the file as
+//!   written and as used), [`import`], [`attach`] (the editor's shim);
 //! - what goes to a client: [`outbox`] (bounded, what may give way when it is full),
 //!   [`mcpheaders`] (the mirrored 2026-07-28 headers), [`view`] (how the live state is shown);
 //! - sockets and HTTP, knowing no MCP: [`net`] (TCP, hyper on smol, the HTTP client, mcpx's
@@ -31,7 +31,6 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod deadline;
-pub mod environment;
 pub mod failure;
 pub mod gateway;
 pub mod import;

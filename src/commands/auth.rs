@@ -4,7 +4,7 @@
 
 use crate::admin::protocol::{Command as AdminCommand, Reply};
 use crate::cli::AuthAction;
-use crate::config::{Config, Server};
+use crate::config::{Config, Server, ServerSettings, Settings};
 use crate::net::client::fetch;
 use crate::upstream::auth::login::{self, open_in_browser};
 use crate::upstream::auth::store::{now_secs, Store};
@@ -14,10 +14,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Runs one `mcpx auth` command; `path` is the configuration file in use, if any.
-pub fn run(action: &AuthAction, config: &Config, path: Option<&Path>) -> ExitCode {
+pub fn run(action: &AuthAction, settings: &Settings, path: Option<&Path>) -> ExitCode {
+    let config = &settings.config;
     let store = Store::new(&config.auth.credentials);
     let outcome = match action {
         AuthAction::Login { name } => remote(config, name).and_then(|server| {
+            let expanded = settings.server(name)?;
+            let server = ServerSettings {
+                config: server,
+                expanded: &expanded,
+            };
             smol::block_on(log_in(name, server, &store))?;
             tell_running_mcpx(config, path, name);
             Ok(())
@@ -80,7 +86,7 @@ fn remote<'c>(config: &'c Config, name: &str) -> Result<&'c Server, String> {
     }
 }
 
-async fn log_in(name: &str, server: &Server, store: &Store) -> Result<(), String> {
+async fn log_in(name: &str, server: ServerSettings<'_>, store: &Store) -> Result<(), String> {
     let url = server.url.as_deref().unwrap_or_default();
     let challenge = login::probe(url).await?.unwrap_or_default();
     let previous = store.get(name).filter(|c| c.server_url == url);

@@ -9,7 +9,7 @@ mod auth;
 
 use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
-use crate::config::Config;
+use crate::config::{Config, Settings};
 use crate::gateway::{Gateway, Owner, ViewId};
 use crate::json::Member;
 use crate::outbox;
@@ -62,7 +62,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         _ => {}
     }
-    let (config, path) = match Config::load(cli.config.as_deref()) {
+    let (settings, path) = match Settings::load(cli.config.as_deref()) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("mcpx: {e}");
@@ -73,20 +73,21 @@ pub fn run(cli: Cli) -> ExitCode {
     // started on `/home/me/x.toml` must agree they run the same file, and `./x.toml` in another
     // directory must not.
     let path = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    let config = &settings.config;
     set_executor_threads(config.daemon.threads);
     match &cli.command {
         Command::Status { json, socket } => {
             return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))
         }
         Command::Reload => return reload(&config.admin.socket),
-        Command::Auth { action } => return auth::run(action, &config, path.as_deref()),
+        Command::Auth { action } => return auth::run(action, &settings, path.as_deref()),
         Command::Serve {
             attach,
             standalone: false,
             profile,
         } => {
             let who = Attach::this_process(path.as_deref(), profile.as_deref());
-            if let Some(code) = serve_attached(&config, who, *attach) {
+            if let Some(code) = serve_attached(config, who, *attach) {
                 return code;
             }
         }
@@ -100,7 +101,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     }
     let cluster = match crate::cluster::ClusterKeys::from_config(&config.cluster)
-        .and_then(|keys| config.advertised(config.daemon.address).map(|_| keys))
+        .and_then(|keys| settings.advertised(config.daemon.address).map(|_| keys))
     {
         Ok(keys) => keys,
         Err(e) => {
@@ -109,7 +110,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     };
     let gateway = Gateway::new(
-        &config,
+        &settings,
         path.map(|p| p.display().to_string()),
         std::env::current_exe().ok(),
         cluster.as_ref(),
@@ -118,7 +119,13 @@ pub fn run(cli: Cli) -> ExitCode {
     // it without driving the reactor): were it to hold the reactor, as `smol::block_on` does,
     // every socket event would wake a worker from here, one cross-thread hop per event.
     let outcome = smol::future::block_on(crate::runtime::spawn(async move {
-        let outcome = execute(cli.command, &config, cluster.as_ref(), Arc::clone(&gateway)).await;
+        let outcome = execute(
+            cli.command,
+            &settings,
+            cluster.as_ref(),
+            Arc::clone(&gateway),
+        )
+        .await;
         gateway.shutdown(UPSTREAM_EXIT_GRACE).await;
         smol::unblock(crate::telemetry::flush).await;
         outcome
@@ -134,10 +141,11 @@ pub fn run(cli: Cli) -> ExitCode {
 
 async fn execute(
     command: Command,
-    config: &Config,
+    settings: &Settings,
     cluster: Option<&crate::cluster::ClusterKeys>,
     gateway: Arc<Gateway>,
 ) -> Result<ExitCode, String> {
+    let config = &settings.config;
     match command {
         Command::Serve { profile, .. } => {
             let mut options = StdioOptions::from_config(config, "stdio");
@@ -171,14 +179,14 @@ async fn execute(
             let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;
             let sealer = cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys)));
-            let options = HttpOptions::from_config(config, sealer)?;
+            let options = HttpOptions::from_settings(settings, sealer)?;
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;
             if let Some(address) = listener
                 .local_addr()
                 .ok()
-                .and_then(|bound| config.advertised(bound).ok().flatten())
+                .and_then(|bound| settings.advertised(bound).ok().flatten())
             {
                 gateway.reached_at(address);
             }

@@ -12,6 +12,7 @@ mod load;
 mod observe;
 mod profile;
 mod server;
+mod settings;
 
 pub use auth::Auth;
 pub use cluster::Cluster;
@@ -22,10 +23,10 @@ pub use server::{
     Launch, OAuth, RemoteTransport, Server, Start, ToolOverride, UpstreamEra,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT,
 };
+pub use settings::{Expanded, ServerSettings, Settings};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// The name of the built-in server, which no configured server may take.
@@ -77,17 +78,6 @@ impl Config {
         match stem {
             "admin" => admin.with_file_name("serve.sock"),
             other => admin.with_file_name(format!("{other}.serve.sock")),
-        }
-    }
-
-    /// Where the other replicas reach this daemon, listening on `bound`: `[cluster] advertise`
-    /// (its `${VAR}`s expanded), else `bound` unless that is a wildcard, which names no one host.
-    pub fn advertised(&self, bound: SocketAddr) -> Result<Option<String>, String> {
-        match &self.cluster.advertise {
-            Some(address) => crate::environment::expand(address)
-                .map(Some)
-                .map_err(|e| format!("cluster.advertise: {e}")),
-            None => Ok((!bound.ip().is_unspecified()).then(|| bound.to_string())),
         }
     }
 }

@@ -81,7 +81,7 @@ pub struct Server {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Whether it gets all of mcpx's environment rather than only the safe set (see
-    /// [`crate::environment`]).
+    /// [`crate::upstream::child_environment`]).
     #[serde(rename = "inheritEnv", skip_serializing_if = "std::ops::Not::not")]
     pub inherit_env: bool,
     /// Its working directory.

@@ -115,7 +115,9 @@ impl LoginFirst {
 
     /// The flow of `mcpx auth login`, with the client as the browser.
     async fn log_in(&self, asks: &Sender<Ask>) -> Result<Credential, String> {
-        let (name, server) = (&self.upstream.name, &self.upstream.config);
+        let (name, config) = (&self.upstream.name, &self.upstream.config);
+        let expanded = self.upstream.expanded.as_ref().map_err(Clone::clone)?;
+        let server = crate::config::ServerSettings { config, expanded };
         let url = server.url.as_deref().unwrap_or_default();
         let challenge = login::probe(url).await?.unwrap_or_default();
         let store = Store::new(&self.gateway.credentials);

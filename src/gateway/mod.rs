@@ -36,7 +36,7 @@ pub use profile::ViewId;
 pub use route::{Owner, Route};
 
 use crate::cancel::Cancel;
-use crate::config::Config;
+use crate::config::Settings;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::outbox;
@@ -111,14 +111,14 @@ impl Gateway {
     /// given, is the mcpx binary, which starts each upstream so that it dies with mcpx; `cluster`,
     /// when given, signs `requestState`s that every replica sharing the key trusts.
     pub fn new(
-        config: &Config,
+        settings: &Settings,
         config_path: Option<String>,
         launcher: Option<std::path::PathBuf>,
         cluster: Option<&crate::cluster::ClusterKeys>,
     ) -> Arc<Gateway> {
-        let registry = Registry::new();
+        let (config, registry) = (&settings.config, Registry::new());
         Arc::new_cyclic(|me| Gateway {
-            upstreams: upstreams::Upstreams::from_config(config),
+            upstreams: upstreams::Upstreams::from_settings(settings),
             views: RwLock::default(),
             profiles: Profiles::new(&config.profiles),
             collisions: Mutex::default(),

@@ -4,7 +4,7 @@
 
 use super::upstreams::{Upstream, STOP_GRACE};
 use super::Gateway;
-use crate::config::Config;
+use crate::config::Settings;
 use crate::sync::{lock, write};
 use std::sync::Arc;
 
@@ -12,14 +12,18 @@ impl Gateway {
     /// Applies a new configuration's `[servers]`: removed servers stop (their calls in flight
     /// fail), added ones start, changed ones restart; unchanged ones keep running untouched.
     /// Clients hear `list_changed` for what changed. Other sections need a restart of mcpx.
-    pub async fn reload(self: &Arc<Self>, config: &Config) -> Result<String, String> {
+    pub async fn reload(self: &Arc<Self>, settings: &Settings) -> Result<String, String> {
+        let config = &settings.config;
         if self.events.get().is_none() {
             return Err("mcpx is still starting its upstreams".into());
         }
         let current = self.upstreams.all();
         let keep: Vec<Arc<Upstream>> = current
             .iter()
-            .filter(|u| config.servers.get(&u.name) == Some(&u.config))
+            .filter(|u| {
+                config.servers.get(&u.name) == Some(&u.config)
+                    && settings.servers.get(&u.name) == Some(&u.expanded)
+            })
             .cloned()
             .collect();
         let leaving: Vec<Arc<Upstream>> = current
@@ -31,7 +35,7 @@ impl Gateway {
             .servers
             .iter()
             .filter(|(name, _)| !keep.iter().any(|k| &k.name == *name))
-            .map(|(name, server)| self.upstreams.make(name, server))
+            .map(|(name, server)| self.upstreams.make(name, server, settings.server(name)))
             .collect();
         let mut next: Vec<Arc<Upstream>> = keep.iter().chain(&arriving).cloned().collect();
         next.sort_by(|a, b| a.name.cmp(&b.name));
@@ -70,7 +74,7 @@ impl Gateway {
     /// file with errors is refused with its file, line and key, and the running one stays.
     pub async fn reload_from_disk(self: &Arc<Self>) -> Result<String, String> {
         let path = self.config_path.as_deref().map(std::path::Path::new);
-        let (config, _) = Config::load(path).map_err(|e| e.to_string())?;
-        self.reload(&config).await
+        let (settings, _) = Settings::load(path).map_err(|e| e.to_string())?;
+        self.reload(&settings).await
     }
 }

@@ -5,7 +5,7 @@ use super::profile::{ViewId, Views};
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Launch, RemoteTransport, Server, UpstreamEra, BUILTIN_SERVER};
+use crate::config::{Launch, RemoteTransport, Server, ServerSettings, UpstreamEra, BUILTIN_SERVER};
 use crate::json::Member;
 use crate::metrics;
 use crate::protocol::{Era, Method};
@@ -149,6 +149,8 @@ impl Gateway {
     ) -> Result<Connection, String> {
         let credentials = || Store::new(&self.credentials);
         let (name, index) = (upstream.name.as_str(), upstream.id);
+        let expanded = upstream.expanded.as_ref().map_err(Clone::clone)?;
+        let config = ServerSettings { config, expanded };
         Ok(match (config.launch(), config.transport) {
             (Launch::Stdio(_), _) => Connection::Stdio(StdioUpstream::spawn(
                 name,

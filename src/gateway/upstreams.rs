@@ -7,7 +7,9 @@
 
 use super::{Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Config, RemoteTransport, Server, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT};
+use crate::config::{
+    Expanded, RemoteTransport, Server, Settings, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT,
+};
 use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
 use crate::limit::FairLimit;
@@ -125,7 +127,10 @@ pub(super) struct Upstream {
     /// Never reused, so a route to a removed server can never reach its replacement.
     pub(super) id: usize,
     pub(super) name: String,
+    /// `[servers.NAME]` as written.
     pub(super) config: Server,
+    /// Its `${VAR}`s expanded, or why that could not be done (then it cannot start).
+    pub(super) expanded: Result<Expanded, String>,
     pub(super) state: Mutex<UpstreamState>,
     pub(super) handshake: Mutex<Option<Handshake>>,
     pub(super) connection: Mutex<Option<Connection>>,
@@ -227,22 +232,29 @@ pub(super) struct Upstreams {
 }
 
 impl Upstreams {
-    pub(super) fn from_config(config: &Config) -> Self {
+    pub(super) fn from_settings(settings: &Settings) -> Self {
         let upstreams = Upstreams::default();
-        let list = config
+        let list = settings
+            .config
             .servers
             .iter()
-            .map(|(name, server)| upstreams.make(name, server))
+            .map(|(name, server)| upstreams.make(name, server, settings.server(name)))
             .collect();
         *write(&upstreams.list) = list;
         upstreams
     }
 
-    pub(super) fn make(&self, name: &str, config: &Server) -> Arc<Upstream> {
+    pub(super) fn make(
+        &self,
+        name: &str,
+        config: &Server,
+        expanded: Result<Expanded, String>,
+    ) -> Arc<Upstream> {
         Arc::new(Upstream {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             name: name.to_owned(),
             config: config.clone(),
+            expanded,
             state: Mutex::new(UpstreamState::Starting),
             handshake: Mutex::new(None),
             connection: Mutex::new(None),

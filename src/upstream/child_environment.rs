@@ -1,9 +1,8 @@
 //! The environment a child upstream starts with. mcpx's environment may hold secrets meant for
-//! one server (expanded into its `env`), so a child gets only a small safe set plus what its own
-//! `env` says, unless its `inheritEnv` asks for everything.
+//! one server (written into its `env` as `${VAR}`), so a child gets only a small safe set plus
+//! what its own `env` says, unless its `inheritEnv` asks for everything.
 
-use crate::config::Server;
-use crate::environment::expand;
+use crate::config::ServerSettings;
 use std::ffi::OsString;
 
 /// Passed to every child: what programs need to find themselves, the user's files, the locale,
@@ -33,16 +32,15 @@ const SAFE_VARIABLES: &[&str] = &[
 const SAFE_PREFIXES: &[&str] = &["LC_", "XDG_"];
 
 /// The whole environment a child upstream starts with.
-pub fn for_child(server: &Server) -> Result<Vec<(OsString, OsString)>, String> {
+pub fn for_child(server: ServerSettings<'_>) -> Vec<(OsString, OsString)> {
     let mut variables: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(name, _)| server.inherit_env || name.to_str().is_some_and(is_safe))
         .collect();
-    for (name, value) in &server.env {
-        let value = expand(value).map_err(|e| format!("env.{name}: {e}"))?;
+    for (name, value) in &server.expanded.env {
         variables.retain(|(existing, _)| existing != name.as_str());
         variables.push((name.into(), value.into()));
     }
-    Ok(variables)
+    variables
 }
 
 fn is_safe(name: &str) -> bool {
@@ -52,15 +50,24 @@ fn is_safe(name: &str) -> bool {
 #[cfg(test)]
 mod every_revision {
     mod environment {
-        use crate::config::Server;
+        use crate::config::{Config, Settings};
         use crate::upstream::child_environment::for_child;
-        use std::collections::BTreeMap;
+        use std::ffi::OsString;
 
-        fn names(server: &Server) -> Vec<String> {
-            for_child(server)
-                .unwrap()
-                .into_iter()
-                .map(|(name, _)| name.into_string().unwrap())
+        /// The environment of `[servers.s]` in `config`, its `${VAR}`s from mcpx's environment.
+        fn child(config: &str) -> Vec<(OsString, OsString)> {
+            let settings = Settings::from_environment(Config::parse(config).unwrap());
+            let expanded = settings.server("s").unwrap();
+            for_child(crate::config::ServerSettings {
+                config: &settings.config.servers["s"],
+                expanded: &expanded,
+            })
+        }
+
+        fn names(child: &[(OsString, OsString)]) -> Vec<String> {
+            child
+                .iter()
+                .map(|(name, _)| name.clone().into_string().unwrap())
                 .collect()
         }
 
@@ -68,15 +75,10 @@ mod every_revision {
         fn a_child_gets_the_safe_set_and_its_own_env_but_not_mcpx_secrets() {
             std::env::set_var("MCPX_TEST_SECRET", "hunter2");
             std::env::set_var("LC_TIME", "C");
-            let server = Server {
-                env: BTreeMap::from([
-                    ("TOKEN".into(), "${MCPX_TEST_SECRET}".into()),
-                    ("PATH".into(), "/opt/bin".into()),
-                ]),
-                ..Server::default()
-            };
-            let child = for_child(&server).unwrap();
-            let names = names(&server);
+            let child = child(
+                "[servers.s]\ncommand = \"x\"\nenv = { TOKEN = \"${MCPX_TEST_SECRET}\", PATH = \"/opt/bin\" }\n",
+            );
+            let names = names(&child);
             assert!(!names.contains(&"MCPX_TEST_SECRET".into()));
             assert!(names.contains(&"LC_TIME".into()));
             assert!(child.contains(&("TOKEN".into(), "hunter2".into())));
@@ -88,24 +90,8 @@ mod every_revision {
         #[test]
         fn inherit_env_passes_everything() {
             std::env::set_var("MCPX_TEST_INHERITED", "yes");
-            let server = Server {
-                inherit_env: true,
-                ..Server::default()
-            };
-            assert!(names(&server).contains(&"MCPX_TEST_INHERITED".into()));
-        }
-
-        #[test]
-        fn an_unset_variable_in_env_names_the_key() {
-            let server = Server {
-                env: BTreeMap::from([("K".into(), "${MCPX_TEST_NEVER_SET}".into())]),
-                ..Server::default()
-            };
-            let error = for_child(&server).unwrap_err();
-            assert!(
-                error.contains("env.K") && error.contains("MCPX_TEST_NEVER_SET"),
-                "{error}"
-            );
+            let child = child("[servers.s]\ncommand = \"x\"\ninheritEnv = true\n");
+            assert!(names(&child).contains(&"MCPX_TEST_INHERITED".into()));
         }
     }
 }

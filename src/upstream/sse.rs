@@ -16,7 +16,7 @@ use super::http::MAX_UPSTREAM_MESSAGE;
 use super::peer::Peer;
 use super::{Event, Handshake};
 use crate::cancel::Cancel;
-use crate::config::{Server, UpstreamEra};
+use crate::config::{ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Message};
 use crate::net::client::Pool;
@@ -68,7 +68,7 @@ impl SseUpstream {
         name: &str,
         index: usize,
         generation: u64,
-        server: &Server,
+        server: ServerSettings<'_>,
         credentials: Store,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {

@@ -10,7 +10,7 @@ use super::client::{self, FirstTry};
 use super::peer::Peer;
 use super::{Event, Handshake};
 use crate::cancel::Cancel;
-use crate::config::{Server, UpstreamEra};
+use crate::config::{ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
@@ -60,7 +60,7 @@ impl StdioUpstream {
         name: &str,
         index: usize,
         generation: u64,
-        server: &Server,
+        server: ServerSettings<'_>,
         launcher: Option<&Path>,
         max_message_bytes: usize,
         events: Sender<Event>,
@@ -77,7 +77,7 @@ impl StdioUpstream {
         command
             .args(&server.args)
             .env_clear()
-            .envs(child_environment::for_child(server)?)
+            .envs(child_environment::for_child(server))
             .process_group(0);
         if let Some(cwd) = &server.cwd {
             command.current_dir(cwd);

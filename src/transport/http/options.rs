@@ -1,7 +1,6 @@
-//! What the HTTP front door takes from the configuration, resolved: every `${VAR}` it names
-//! expanded, each key where the door reads it.
+//! What the HTTP front door takes from the settings, each key where the door reads it.
 
-use crate::config::Config;
+use crate::config::Settings;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,26 +43,15 @@ pub struct HttpOptions {
 }
 
 impl HttpOptions {
-    /// The options `config` gives, with `sealer` for legacy session ids when the daemon runs in
+    /// The options `settings` give, with `sealer` for legacy session ids when the daemon runs in
     /// a cluster. An error names the key whose `${VAR}` is unset, or the empty token.
-    pub fn from_config(
-        config: &Config,
+    pub fn from_settings(
+        settings: &Settings,
         sealer: Option<Arc<crate::cluster::Sealer>>,
     ) -> Result<HttpOptions, String> {
-        let (daemon, transport) = (&config.daemon, &config.transport);
-        let peers = config
-            .cluster
-            .peers
-            .iter()
-            .map(|peer| crate::environment::expand(peer))
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("cluster.peers: {e}"))?;
-        let token = match daemon.token.as_deref().map(crate::environment::expand) {
-            Some(Ok(token)) if token.is_empty() => return Err("daemon.token is empty".into()),
-            Some(Ok(token)) => Some(token),
-            Some(Err(e)) => return Err(format!("daemon.token: {e}")),
-            None => None,
-        };
+        let (daemon, transport) = (&settings.config.daemon, &settings.config.transport);
+        let peers = settings.cluster_peers.clone()?;
+        let token = settings.daemon_token.clone()?;
         Ok(HttpOptions {
             address: daemon.address,
             allowed_origins: transport.allowed_origins.clone(),

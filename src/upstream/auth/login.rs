@@ -11,8 +11,7 @@
 use super::discovery::{self, parse_challenge, AuthServer, Challenge, Discovered};
 use super::store::Credential;
 use super::token_request;
-use crate::config::Server;
-use crate::environment;
+use crate::config::{Server, ServerSettings};
 use crate::json::Member;
 use crate::mcpheaders;
 use crate::net::client::fetch;
@@ -112,7 +111,7 @@ async fn stream_challenge(server_url: &str) -> Result<Option<Challenge>, String>
 /// `challenge` is what the server answered (its scope decides what is asked for).
 pub async fn login(
     name: &str,
-    server: &Server,
+    server: ServerSettings<'_>,
     challenge: &Challenge,
     previous: Option<&Credential>,
     open: impl Fn(&str),
@@ -129,7 +128,7 @@ pub async fn login(
     let client = identify(name, server, auth, &redirect_uri).await?;
     let verifier = random_token(32);
     let state = random_token(16);
-    let scope = scope_to_ask(server, challenge, &discovered, previous);
+    let scope = scope_to_ask(&server, challenge, &discovered, previous);
     let mut authorize = Url::parse(&auth.authorization_endpoint)
         .map_err(|e| format!("authorization_endpoint: {e}"))?;
     {
@@ -215,19 +214,13 @@ fn scope_to_ask(
 /// or registered now.
 async fn identify(
     name: &str,
-    server: &Server,
+    server: ServerSettings<'_>,
     auth: &AuthServer,
     redirect_uri: &str,
 ) -> Result<Credential, String> {
     let oauth = server.oauth.clone().unwrap_or_default();
     if let Some(client_id) = &oauth.client_id {
-        let client_secret = match &oauth.client_secret {
-            Some(secret) => Some(
-                environment::expand(secret)
-                    .map_err(|e| format!("servers.{name}.oauth.clientSecret: {e}"))?,
-            ),
-            None => None,
-        };
+        let client_secret = server.expanded.client_secret.clone();
         let method = match &client_secret {
             None => "none",
             // RFC 8414: basic is the default when the server lists nothing.

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod login;
 pub mod store;
 
+use crate::config::ServerSettings;
 use crate::json::Member;
 use crate::net::client::{fetch, Pool};
 use crate::sync::lock;
@@ -62,7 +63,7 @@ impl Authorizer {
     /// `Authorization` of their own, its authorizer: what both HTTP wires start from.
     pub fn reach(
         name: &str,
-        server: &crate::config::Server,
+        server: ServerSettings<'_>,
         credentials: Store,
     ) -> Result<(Pool, Option<Authorizer>), String> {
         let pool = pool_for(server)?;
@@ -271,8 +272,8 @@ pub fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String
     }
     Ok(())
 }
-/// A pool for a `url` server: its URL, and its configured headers (`${VAR}` expanded).
-fn pool_for(server: &crate::config::Server) -> Result<Pool, String> {
+/// A pool for a `url` server: its URL, and its configured headers.
+fn pool_for(server: ServerSettings<'_>) -> Result<Pool, String> {
     use http::{HeaderName, Uri};
     let url = server.url.as_deref().unwrap_or_default();
     let uri: Uri = url
@@ -282,12 +283,10 @@ fn pool_for(server: &crate::config::Server) -> Result<Pool, String> {
         return Err(format!("`url` {url:?} has no host"));
     }
     let mut headers = HeaderMap::new();
-    for (name, value) in &server.headers {
-        let value =
-            crate::environment::expand(value).map_err(|e| format!("headers.{name}: {e}"))?;
+    for (name, value) in &server.expanded.headers {
         let header = HeaderName::try_from(name.as_str())
             .map_err(|_| format!("headers.{name} is not a header name"))?;
-        let mut value = HeaderValue::try_from(value)
+        let mut value = HeaderValue::try_from(value.as_str())
             .map_err(|_| format!("headers.{name} has bytes a header cannot carry"))?;
         value.set_sensitive(true);
         headers.insert(header, value);

@@ -26,7 +26,7 @@ use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
-use crate::config::{Server, UpstreamEra};
+use crate::config::{ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Response};
@@ -141,7 +141,7 @@ impl HttpUpstream {
     pub fn new(
         name: &str,
         index: usize,
-        server: &Server,
+        server: ServerSettings<'_>,
         credentials: Store,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {

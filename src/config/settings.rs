@@ -1,0 +1,255 @@
+//! The configuration as used: the file as written with every `${VAR}` expanded, once, when it is
+//! loaded (at start and at each reload). The parts of mcpx take their values from here and
+//! expand nothing themselves, so a value means the same thing everywhere it is read.
+//!
+//! A value whose variable is unset is kept as the reason, for the part that needs it to refuse:
+//! a server stays down saying which key names which variable while the others run, and the
+//! daemon does not start on an unusable token.
+
+use super::{Config, ConfigError, Server};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The configuration as written ([`Settings::config`]) and what its `${VAR}`s expand to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    /// The file as written: what a reload compares, where every other key is read.
+    #[serde(skip)]
+    pub config: Config,
+    /// Each server's expanded values, by name, or why they could not be expanded.
+    pub servers: BTreeMap<String, Result<Expanded, String>>,
+    /// `daemon.token`.
+    pub daemon_token: Result<Option<String>, String>,
+    /// `cluster.advertise`.
+    pub cluster_advertise: Result<Option<String>, String>,
+    /// `cluster.peers`.
+    pub cluster_peers: Result<Vec<String>, String>,
+}
+
+/// A server's values that may name `${VAR}`s, expanded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Expanded {
+    /// `env`: added to the child's environment.
+    pub env: BTreeMap<String, String>,
+    /// `headers`: sent with every request to a `url` server.
+    pub headers: BTreeMap<String, String>,
+    /// `oauth.clientSecret`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// One server as used: its keys as written, and its `${VAR}`s expanded. It reads as the
+/// [`Server`] it stands for; what names a variable is taken from [`ServerSettings::expanded`].
+#[derive(Debug, Clone, Copy)]
+pub struct ServerSettings<'a> {
+    /// `[servers.NAME]` as written.
+    pub config: &'a Server,
+    /// Its `env`, `headers` and `oauth.clientSecret`, expanded.
+    pub expanded: &'a Expanded,
+}
+
+impl std::ops::Deref for ServerSettings<'_> {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        self.config
+    }
+}
+
+impl Settings {
+    /// Loads the file as [`Config::load`] does and expands it from mcpx's environment.
+    pub fn load(explicit: Option<&Path>) -> Result<(Settings, Option<PathBuf>), ConfigError> {
+        let (config, path) = Config::load(explicit)?;
+        Ok((Settings::from_environment(config), path))
+    }
+
+    /// `config` expanded from mcpx's environment.
+    pub fn from_environment(config: Config) -> Settings {
+        Settings::expand(config, &|name| std::env::var(name).ok())
+    }
+
+    /// `config` expanded with `variable` as the environment.
+    pub fn expand(config: Config, variable: &dyn Fn(&str) -> Option<String>) -> Settings {
+        let expand = |key: &str, value: &str| {
+            expand(value, variable).map_err(|reason| format!("{key}: {reason}"))
+        };
+        let optional = |key: &str, value: &Option<String>| {
+            value.as_deref().map(|v| expand(key, v)).transpose()
+        };
+        let servers = config
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let expanded = Expanded::of(server, &|key, value| {
+                    expand(&format!("servers.{name}.{key}"), value)
+                });
+                (name.clone(), expanded)
+            })
+            .collect();
+        let daemon_token =
+            optional("daemon.token", &config.daemon.token).and_then(|token| match token {
+                Some(token) if token.is_empty() => Err("daemon.token is empty".to_owned()),
+                token => Ok(token),
+            });
+        Settings {
+            servers,
+            daemon_token,
+            cluster_advertise: optional("cluster.advertise", &config.cluster.advertise),
+            cluster_peers: config
+                .cluster
+                .peers
+                .iter()
+                .map(|peer| expand("cluster.peers", peer))
+                .collect(),
+            config,
+        }
+    }
+
+    /// The expanded values of server `name`, or the reason it cannot start.
+    pub fn server(&self, name: &str) -> Result<Expanded, String> {
+        self.servers
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| Err(format!("no server {name:?} is configured")))
+    }
+
+    /// Where the other replicas reach this daemon, listening on `bound`: `cluster.advertise`,
+    /// else `bound` unless that is a wildcard, which names no one host.
+    pub fn advertised(&self, bound: SocketAddr) -> Result<Option<String>, String> {
+        match &self.cluster_advertise {
+            Ok(None) => Ok((!bound.ip().is_unspecified()).then(|| bound.to_string())),
+            advertised => advertised.clone(),
+        }
+    }
+}
+
+impl Expanded {
+    /// `server`'s values, each through `expand(key, value)`.
+    fn of(
+        server: &Server,
+        expand: &dyn Fn(&str, &str) -> Result<String, String>,
+    ) -> Result<Expanded, String> {
+        let each = |table: &str, values: &BTreeMap<String, String>| {
+            values
+                .iter()
+                .map(|(name, value)| Ok((name.clone(), expand(&format!("{table}.{name}"), value)?)))
+                .collect::<Result<BTreeMap<_, _>, String>>()
+        };
+        let client_secret = server
+            .oauth
+            .as_ref()
+            .and_then(|o| o.client_secret.as_deref());
+        Ok(Expanded {
+            env: each("env", &server.env)?,
+            headers: each("headers", &server.headers)?,
+            client_secret: client_secret
+                .map(|secret| expand("oauth.clientSecret", secret))
+                .transpose()?,
+        })
+    }
+}
+
+/// Expands `${VAR}` in `value`, each from `variable`.
+fn expand(value: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find('}').ok_or("an unclosed ${")?;
+        let name = &rest[start + 2..start + end];
+        out.push_str(
+            &variable(name)
+                .ok_or_else(|| format!("${{{name}}} is not set in mcpx's environment"))?,
+        );
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod config {
+        use crate::config::{Config, Settings};
+        use std::path::Path;
+
+        /// The environment every golden file is expanded with.
+        fn variable(name: &str) -> Option<String> {
+            match name {
+                "TOKEN" => Some("s3cret".into()),
+                "HOST" => Some("replica-1.internal".into()),
+                "EMPTY" => Some(String::new()),
+                _ => None,
+            }
+        }
+
+        /// Each `golden/NAME.toml` expands to `golden/NAME.json`; `MCPX_BLESS=1` rewrites them.
+        #[test]
+        fn settings_match_their_golden_files() {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config/golden");
+            let mut checked = 0;
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "toml") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let config = Config::parse(&text).unwrap_or_else(|e| panic!("{path:?}: {e:?}"));
+                let settings = Settings::expand(config, &variable);
+                let actual = serde_json::to_string_pretty(&settings).unwrap() + "\n";
+                let golden = path.with_extension("json");
+                if std::env::var_os("MCPX_BLESS").is_some() {
+                    std::fs::write(&golden, &actual).unwrap();
+                }
+                let expected = std::fs::read_to_string(&golden).unwrap_or_default();
+                assert_eq!(actual, expected, "{path:?} no longer expands to {golden:?}");
+                checked += 1;
+            }
+            assert!(checked >= 3, "only {checked} golden files in {dir:?}");
+        }
+
+        #[test]
+        fn an_unclosed_or_unset_variable_names_its_key() {
+            let config = Config::parse(
+                "[servers.a]\ncommand = \"x\"\nenv = { K = \"${UNCLOSED\" }\n[servers.b]\ncommand = \"x\"\n",
+            )
+            .unwrap();
+            let settings = Settings::expand(config, &variable);
+            let reason = settings.server("a").unwrap_err();
+            assert!(reason.contains("servers.a.env.K"), "{reason}");
+            assert!(reason.contains("unclosed"), "{reason}");
+            assert!(settings.server("b").is_ok());
+            assert!(settings.server("c").unwrap_err().contains("\"c\""));
+        }
+
+        #[test]
+        fn advertised_defaults_to_the_bound_address_unless_it_is_a_wildcard() {
+            let settings = Settings::expand(Config::default(), &variable);
+            let bound = "127.0.0.1:7777".parse().unwrap();
+            assert_eq!(
+                settings.advertised(bound).unwrap().unwrap(),
+                "127.0.0.1:7777"
+            );
+            let wildcard = "0.0.0.0:7777".parse().unwrap();
+            assert_eq!(settings.advertised(wildcard).unwrap(), None);
+            let config = Config::parse("[cluster]\nadvertise = \"${HOST}:7777\"\n").unwrap();
+            let settings = Settings::expand(config, &variable);
+            assert_eq!(
+                settings.advertised(wildcard).unwrap().unwrap(),
+                "replica-1.internal:7777"
+            );
+        }
+
+        #[test]
+        fn settings_from_the_process_environment_read_it() {
+            // PATH is set wherever the tests run; nothing here sets a variable.
+            let path = std::env::var("PATH").unwrap();
+            let config =
+                Config::parse("[servers.a]\ncommand = \"x\"\nenv = { P = \"${PATH}\" }\n").unwrap();
+            let settings = Settings::from_environment(config);
+            assert_eq!(settings.server("a").unwrap().env["P"], path);
+        }
+    }
+}
