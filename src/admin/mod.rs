@@ -8,10 +8,10 @@
 pub mod protocol;
 
 use crate::cancel::Cancel;
-use crate::gateway::Gateway;
+use crate::gateway::{CommandError, Gateway};
 use crate::json::Member;
 use crate::lines;
-use protocol::{Command, Reply};
+use protocol::{Command, Refusal, Reply};
 use smol::io::{AsyncWriteExt, BufReader};
 use smol::net::unix::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -101,6 +101,7 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
     if !crate::net::private_socket::same_user(&stream) {
         let refusal = Reply::Error {
             message: "this admin socket belongs to another user".into(),
+            kind: Refusal::NotYours,
         };
         let _ = send(&mut writer, &refusal).await;
         return;
@@ -115,6 +116,7 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
                 message: format!(
                     "a line of {length} bytes is not a command (at most {MAX_COMMAND_BYTES})"
                 ),
+                kind: Refusal::NotACommand,
             },
             lines::Read::Line => {
                 let text = String::from_utf8_lossy(&line);
@@ -124,6 +126,7 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
                 match serde_json::from_str::<Command>(&text) {
                     Err(e) => Reply::Error {
                         message: format!("not a command ({e}): {}", excerpt(&text)),
+                        kind: Refusal::NotACommand,
                     },
                     Ok(Command::Watch) => return watch(&gateway, &mut writer, &mut reader).await,
                     Ok(command) => act(&gateway, command).await,
@@ -150,22 +153,24 @@ fn excerpt(text: &str) -> String {
 }
 
 async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
+    let not_found = |message: String| Err((Refusal::NotFound, message));
+    let refused = |error: CommandError| (Refusal::from(&error), error.to_string());
     let outcome = match command {
         Command::Snapshot | Command::Watch => return Reply::Snapshot(Box::new(gateway.snapshot())),
         Command::Cancel { request } => match gateway.cancel_request(request) {
             true => Ok(format!("request {request} cancelled")),
-            false => Err(format!("no request {request} is in flight")),
+            false => not_found(format!("no request {request} is in flight")),
         },
         Command::EndSession { id } => match gateway.end_session(&id) {
             true => Ok(format!("session {id} ended")),
-            false => Err(format!("no HTTP session {id}")),
+            false => not_found(format!("no HTTP session {id}")),
         },
-        Command::RestartUpstream { name } => gateway.restart_upstream(&name).await,
-        Command::Reload => gateway.reload_from_disk().await,
+        Command::RestartUpstream { name } => gateway.restart_upstream(&name).await.map_err(refused),
+        Command::Reload => gateway.reload_from_disk().await.map_err(refused),
     };
     match outcome {
         Ok(message) => Reply::Done { message },
-        Err(message) => Reply::Error { message },
+        Err((kind, message)) => Reply::Error { message, kind },
     }
 }
 

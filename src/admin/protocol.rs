@@ -50,5 +50,71 @@ pub enum Reply {
     Error {
         /// Why.
         message: String,
+        /// What kind of refusal, for a caller that acts on it (absent from an older daemon).
+        #[serde(default)]
+        kind: Refusal,
     },
+}
+
+/// What kind of refusal a [`Reply::Error`] is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Refusal {
+    /// The line was not a command.
+    NotACommand,
+    /// The socket belongs to another user.
+    NotYours,
+    /// What the command names (a request, a session, an upstream) is not there.
+    NotFound,
+    /// mcpx is still starting; the same command may work in a moment.
+    NotReady,
+    /// The configuration file cannot be used; the running configuration stays.
+    InvalidConfig,
+    /// Any other.
+    #[default]
+    Failed,
+}
+
+impl From<&crate::gateway::CommandError> for Refusal {
+    fn from(error: &crate::gateway::CommandError) -> Refusal {
+        use crate::gateway::CommandError;
+        match error {
+            CommandError::NoSuchUpstream(_) => Refusal::NotFound,
+            CommandError::NotReady => Refusal::NotReady,
+            CommandError::InvalidConfig(_) => Refusal::InvalidConfig,
+        }
+    }
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod admin {
+        use crate::admin::protocol::{Refusal, Reply};
+        use crate::gateway::CommandError;
+
+        #[test]
+        fn a_refusal_says_its_kind_and_an_older_daemons_reads_as_failed() {
+            let kind = Refusal::from(&CommandError::InvalidConfig("x.toml:3: bogus".into()));
+            let reply = Reply::Error {
+                message: "x.toml:3: bogus".into(),
+                kind,
+            };
+            let line = serde_json::to_string(&reply).unwrap();
+            assert_eq!(
+                line,
+                r#"{"type":"error","message":"x.toml:3: bogus","kind":"invalid-config"}"#
+            );
+            let older: Reply = serde_json::from_str(r#"{"type":"error","message":"m"}"#).unwrap();
+            assert_eq!(
+                older,
+                Reply::Error {
+                    message: "m".into(),
+                    kind: Refusal::Failed
+                }
+            );
+            assert_eq!(Refusal::from(&CommandError::NotReady), Refusal::NotReady);
+            let missing = CommandError::NoSuchUpstream("x".into());
+            assert_eq!(Refusal::from(&missing), Refusal::NotFound);
+        }
+    }
 }

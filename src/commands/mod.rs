@@ -370,16 +370,21 @@ fn raise_descriptor_limit() {
     }
 }
 
-/// `mcpx reload`: asks the daemon to re-read its configuration.
+/// `mcpx reload`: asks the daemon to re-read its configuration. A file it refuses exits 2, as
+/// `mcpx` itself does on a file it cannot use.
 fn reload(socket: &Path) -> ExitCode {
-    match crate::admin::ask(socket, &crate::admin::protocol::Command::Reload) {
-        Ok(crate::admin::protocol::Reply::Done { message }) => {
+    use crate::admin::protocol::{Command, Refusal, Reply};
+    match crate::admin::ask(socket, &Command::Reload) {
+        Ok(Reply::Done { message }) => {
             println!("{message}");
             ExitCode::SUCCESS
         }
-        Ok(crate::admin::protocol::Reply::Error { message }) => {
+        Ok(Reply::Error { message, kind }) => {
             eprintln!("mcpx reload: {message}");
-            ExitCode::FAILURE
+            match kind {
+                Refusal::InvalidConfig => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
         Ok(other) => {
             eprintln!("mcpx reload: unexpected reply: {other:?}");

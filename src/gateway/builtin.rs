@@ -46,10 +46,10 @@ pub fn listing() -> Listing {
     }
 }
 
-/// What `mcpx__login` answers when it cannot log in to `server` (in `state`) for a client that
-/// declared `capabilities`: a tool error that says what would.
-pub fn login_refused(server: &str, state: &str, capabilities: &Value) -> Value {
-    let why = if !state.starts_with("needs-login") {
+/// What `mcpx__login` answers when it cannot log in to `server` (in `state`, waiting for a
+/// login or not) for a client that declared `capabilities`: a tool error that says what would.
+pub fn login_refused(server: &str, waits: bool, state: &str, capabilities: &Value) -> Value {
+    let why = if !waits {
         format!("{server} does not need a login: it is {state}")
     } else if capabilities["elicitation"].member("url").is_none() {
         format!("this client cannot open a sign-in page (it did not declare URL-mode elicitation): run `mcpx auth login {server}` in a terminal")

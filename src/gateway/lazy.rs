@@ -44,7 +44,7 @@ impl Gateway {
             *lock(&upstream.state) = UpstreamState::Idle;
             return;
         }
-        if self.start_upstream(upstream).await {
+        if self.start_upstream(upstream).await.is_ok() {
             tracing::info!(server = %upstream.name, "lazy: started once to learn its catalog");
             self.stop_idle(upstream).await;
         }
@@ -67,15 +67,14 @@ impl Gateway {
         let started = Box::pin(self.start_upstream(&upstream)).await;
         // What it lists now replaces what the cache said; clients hear of any difference.
         self.publish_catalog();
-        match started {
-            true => Ok(()),
-            false => Err(Failure::Refused(format!(
+        started.map_err(|_| {
+            Failure::Refused(format!(
                 "upstream {:?} could not be started: {}",
                 upstream.name,
                 lock(&upstream.state).describe()
             ))
-            .into()),
-        }
+            .into()
+        })
     }
 
     fn lazy_upstream(&self, owner: Owner) -> Option<Arc<Upstream>> {

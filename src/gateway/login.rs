@@ -101,7 +101,10 @@ impl LoginFirst {
         let store = Store::new(&self.gateway.credentials);
         store.put(name, Some(credential)).map_err(refused)?;
         tracing::info!(server = %name, "logged in from the client");
-        self.gateway.restart_upstream(name).await.map_err(refused)?;
+        self.gateway
+            .restart_upstream(name)
+            .await
+            .map_err(|e| refused(e.to_string()))?;
         self.gateway.connection(self.owner).map(|(_, c)| c)
     }
 

@@ -10,6 +10,7 @@ mod builtin;
 mod catalog;
 mod client;
 mod clients;
+mod command_error;
 mod inbound;
 mod lazy;
 mod live;
@@ -31,6 +32,7 @@ mod upstreams;
 
 pub use catalog::{Catalog, Listing};
 pub use client::{Client, Listen};
+pub use command_error::CommandError;
 pub use inbound::{is_legacy_initialize, Inbound, Received};
 pub use profile::ViewId;
 pub use route::{Owner, Route};

@@ -3,7 +3,7 @@
 //! only for what actually changed.
 
 use super::upstreams::{Upstream, STOP_GRACE};
-use super::Gateway;
+use super::{CommandError, Gateway};
 use crate::config::Settings;
 use crate::sync::{lock, write};
 use std::sync::Arc;
@@ -12,10 +12,10 @@ impl Gateway {
     /// Applies a new configuration's `[servers]`: removed servers stop (their calls in flight
     /// fail), added ones start, changed ones restart; unchanged ones keep running untouched.
     /// Clients hear `list_changed` for what changed. Other sections need a restart of mcpx.
-    pub async fn reload(self: &Arc<Self>, settings: &Settings) -> Result<String, String> {
+    pub async fn reload(self: &Arc<Self>, settings: &Settings) -> Result<String, CommandError> {
         let config = &settings.config;
         if self.events.get().is_none() {
-            return Err("mcpx is still starting its upstreams".into());
+            return Err(CommandError::NotReady);
         }
         let current = self.upstreams.all();
         let keep: Vec<Arc<Upstream>> = current
@@ -72,9 +72,10 @@ impl Gateway {
 
     /// Re-reads the configuration file mcpx started with (or the default one) and applies it; a
     /// file with errors is refused with its file, line and key, and the running one stays.
-    pub async fn reload_from_disk(self: &Arc<Self>) -> Result<String, String> {
+    pub async fn reload_from_disk(self: &Arc<Self>) -> Result<String, CommandError> {
         let path = self.config_path.as_deref().map(std::path::Path::new);
-        let (settings, _) = Settings::load(path).map_err(|e| e.to_string())?;
+        let (settings, _) =
+            Settings::load(path).map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
         self.reload(&settings).await
     }
 }

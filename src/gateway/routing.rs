@@ -277,9 +277,11 @@ impl Gateway {
             revision,
             ctx,
         );
-        let Some(login) = login.filter(|_| upstream.waits_for_login()) else {
+        let waits = upstream.waits_for_login();
+        let Some(login) = login.filter(|_| waits) else {
             return Ok(builtin::login_refused(
                 name,
+                waits,
                 &upstream.describe_state(),
                 &capabilities,
             ));

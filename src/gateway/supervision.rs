@@ -3,7 +3,7 @@
 
 use super::profile::{ViewId, Views};
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
-use super::{catalog, Catalog, Gateway, Listing, Owner};
+use super::{catalog, Catalog, CommandError, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{Launch, RemoteTransport, Server, ServerSettings, UpstreamEra, BUILTIN_SERVER};
 use crate::json::Member;
@@ -14,7 +14,7 @@ use crate::upstream::auth::store::Store;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::SseUpstream;
 use crate::upstream::stdio::StdioUpstream;
-use crate::upstream::{Caller, Connection, Event, ListKind};
+use crate::upstream::{Caller, Connection, Event, ListKind, StartError};
 use async_channel::Receiver;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -42,7 +42,8 @@ impl Gateway {
         Ok(())
     }
 
-    /// Starts `upstreams` together; each either serves or is handed to supervision.
+    /// Starts `upstreams` together; each serves, or is handed to supervision unless its
+    /// configuration cannot work.
     pub(super) async fn start_all(self: &Arc<Self>, upstreams: Vec<Arc<Upstream>>) {
         let starts: Vec<_> = upstreams
             .into_iter()
@@ -51,8 +52,10 @@ impl Gateway {
                 crate::runtime::spawn(async move {
                     if upstream.is_lazy() {
                         gateway.start_lazy(&upstream).await;
-                    } else if !gateway.start_upstream(&upstream).await {
-                        gateway.revive(upstream);
+                    } else if let Err(error) = gateway.start_upstream(&upstream).await {
+                        if error.is_retried() {
+                            gateway.revive(upstream);
+                        }
                     }
                 })
             })
@@ -62,10 +65,11 @@ impl Gateway {
         }
     }
 
-    /// Starts (or starts again) one upstream: spawn, handshake, list. True if it serves.
-    pub(super) async fn start_upstream(&self, upstream: &Arc<Upstream>) -> bool {
+    /// Starts (or starts again) one upstream: spawn, handshake, list; its state says how that
+    /// went, and the error what supervision is to do.
+    pub(super) async fn start_upstream(&self, upstream: &Arc<Upstream>) -> Result<(), StartError> {
         let Some(events) = self.events.get().cloned() else {
-            return false;
+            return Err(StartError::Failed("mcpx is still starting".into()));
         };
         let generation = upstream.generation.fetch_add(1, Ordering::AcqRel) + 1;
         *lock(&upstream.state) = UpstreamState::Starting;
@@ -99,13 +103,19 @@ impl Gateway {
                     handshake = connection.handshake().await;
                 }
             }
-            let handshake = handshake?;
-            let listing = list_everything(&connection, &handshake.capabilities).await?;
+            let refused = |reason: String| match connection.needs_login() {
+                true => StartError::NeedsLogin,
+                false => StartError::Failed(reason),
+            };
+            let handshake = handshake.map_err(refused)?;
+            let listing = list_everything(&connection, &handshake.capabilities)
+                .await
+                .map_err(refused)?;
             *lock(&upstream.transport) = config.transport;
-            Ok::<_, String>((handshake, listing))
+            Ok::<_, StartError>((handshake, listing))
         }
         .await;
-        let serving = match outcome {
+        let started = match outcome {
             Ok((handshake, listing)) => {
                 tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
                 *lock(&upstream.handshake) = Some(handshake);
@@ -113,30 +123,31 @@ impl Gateway {
                 *lock(&upstream.state) = UpstreamState::Ready;
                 lock(&upstream.backoff).succeeded();
                 self.remember_listing(upstream);
-                true
+                Ok(())
             }
-            Err(reason) => {
-                tracing::error!(server = %upstream.name, "upstream failed to start: {reason}");
-                let connection = lock(&upstream.connection).take();
-                let needs_login = connection.as_ref().is_some_and(Connection::needs_login);
-                if let Some(connection) = connection {
+            Err(error) => {
+                tracing::error!(server = %upstream.name, "upstream failed to start: {error}");
+                if let Some(connection) = lock(&upstream.connection).take() {
                     connection.stop();
                 }
-                *lock(&upstream.state) = match needs_login {
-                    true => UpstreamState::NeedsLogin {
+                *lock(&upstream.state) = match &error {
+                    StartError::NeedsLogin => UpstreamState::NeedsLogin {
                         how: format!("run `mcpx auth login {}`", upstream.name),
                     },
-                    false => UpstreamState::Down {
-                        reason,
+                    StartError::Misconfigured(reason) => UpstreamState::Misconfigured {
+                        reason: reason.clone(),
+                    },
+                    StartError::Failed(reason) => UpstreamState::Down {
+                        reason: reason.clone(),
                         next: Instant::now(),
                         crash_looping: false,
                     },
                 };
-                false
+                Err(error)
             }
         };
         self.registry.notify_changed();
-        serving
+        started
     }
 
     /// A connection to the server as `config` says to reach it (nothing is sent yet).
@@ -146,10 +157,11 @@ impl Gateway {
         config: &Server,
         generation: u64,
         events: async_channel::Sender<Event>,
-    ) -> Result<Connection, String> {
+    ) -> Result<Connection, StartError> {
         let credentials = || Store::new(&self.credentials);
         let (name, index) = (upstream.name.as_str(), upstream.id);
-        let expanded = upstream.expanded.as_ref().map_err(Clone::clone)?;
+        let misconfigured = |reason: &String| StartError::Misconfigured(reason.clone());
+        let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
         let config = ServerSettings { config, expanded };
         Ok(match (config.launch(), config.transport) {
             (Launch::Stdio(_), _) => Connection::Stdio(StdioUpstream::spawn(
@@ -161,21 +173,14 @@ impl Gateway {
                 self.max_message_bytes,
                 events,
             )?),
-            (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(SseUpstream::new(
-                name,
-                index,
-                generation,
-                config,
-                credentials(),
-                events,
-            )?),
-            (Launch::Http(_), _) => Connection::Http(HttpUpstream::new(
-                name,
-                index,
-                config,
-                credentials(),
-                events,
-            )?),
+            (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(
+                SseUpstream::new(name, index, generation, config, credentials(), events)
+                    .map_err(StartError::Misconfigured)?,
+            ),
+            (Launch::Http(_), _) => Connection::Http(
+                HttpUpstream::new(name, index, config, credentials(), events)
+                    .map_err(StartError::Misconfigured)?,
+            ),
         })
     }
 
@@ -384,9 +389,13 @@ impl Gateway {
                 }
                 upstream.restarts.fetch_add(1, Ordering::Relaxed);
                 metrics::upstream_restarted(&upstream.name);
-                if self.start_upstream(&upstream).await {
-                    self.publish_catalog();
-                    return;
+                match self.start_upstream(&upstream).await {
+                    Ok(()) => {
+                        self.publish_catalog();
+                        return;
+                    }
+                    Err(error) if !error.is_retried() => return,
+                    Err(_) => {}
                 }
             }
         })
@@ -394,13 +403,13 @@ impl Gateway {
     }
 
     /// Stops an upstream and starts it again; clients hear `list_changed` for what changed.
-    pub async fn restart_upstream(&self, name: &str) -> Result<String, String> {
+    pub async fn restart_upstream(&self, name: &str) -> Result<String, CommandError> {
         let upstream = self
             .upstreams
             .by_name(name)
-            .ok_or_else(|| format!("no upstream is named {name:?}"))?;
+            .ok_or_else(|| CommandError::NoSuchUpstream(name.to_owned()))?;
         if self.events.get().is_none() {
-            return Err("mcpx is still starting its upstreams".into());
+            return Err(CommandError::NotReady);
         }
         let old = lock(&upstream.connection).take();
         if let Some(old) = old {
@@ -408,7 +417,8 @@ impl Gateway {
         }
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
         metrics::upstream_restarted(&upstream.name);
-        self.start_upstream(&upstream).await;
+        // Its state tells how the start went.
+        let _ = self.start_upstream(&upstream).await;
         self.publish_catalog();
         Ok(format!(
             "{name} restarted: {}",

@@ -47,6 +47,12 @@ pub enum UpstreamState {
         /// What to run.
         how: String,
     },
+    /// Its configuration cannot work as written (an unset `${VAR}`, a `url` that is not one):
+    /// not started again until a reload changes it.
+    Misconfigured {
+        /// What is wrong, by key.
+        reason: String,
+    },
     /// A `start = "lazy"` server not running: listed from its last run's catalog, started by
     /// the first request that needs it.
     Idle,
@@ -68,6 +74,9 @@ impl UpstreamState {
             UpstreamState::Ready => "ready".into(),
             UpstreamState::Idle => "idle (lazy)".into(),
             UpstreamState::NeedsLogin { how } => format!("needs-login: {how}"),
+            UpstreamState::Misconfigured { reason } => {
+                format!("misconfigured: {reason}")
+            }
             UpstreamState::Down {
                 reason,
                 next,

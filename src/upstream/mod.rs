@@ -13,8 +13,11 @@ pub mod event_stream;
 pub mod http;
 pub mod peer;
 pub mod sse;
+pub mod start_error;
 pub mod stdio;
 pub mod supervisor;
+
+pub use start_error::StartError;
 
 use crate::jsonrpc::Notification;
 use crate::protocol::{shape, Revision};

@@ -912,14 +912,15 @@ mod every_revision {
                     && tools.contains(&"other__echo".to_owned()),
                 "{tools:?}"
             );
-            // A broken file is refused and the running configuration stays.
+            // A broken file is refused as one, and the running configuration stays.
             std::fs::write(d.config_path(), "[servers.x]\nbogus = 1\n").unwrap();
             let refused =
                 mcpx::admin::ask(&socket, &mcpx::admin::protocol::Command::Reload).unwrap();
             assert!(
-                matches!(&refused, mcpx::admin::protocol::Reply::Error { message } if message.contains("bogus")),
+                matches!(&refused, mcpx::admin::protocol::Reply::Error { message, kind: mcpx::admin::protocol::Refusal::InvalidConfig } if message.contains("bogus")),
                 "{refused:?}"
             );
+
             assert!(list(&d).contains(&"other__echo".to_owned()));
         }
     }
@@ -951,6 +952,29 @@ mod every_revision {
             assert!(names.contains(&"PATH"), "{seen}");
             assert!(!names.contains(&"MCPX_LOG"), "{seen}");
             assert!(seen.lines().any(|l| l == "GIVEN=from-info"), "{seen}");
+        }
+
+        /// The variable cannot appear while mcpx runs, so supervision does not spawn the server
+        /// again and again: it stays misconfigured, saying which key names which variable,
+        /// while the other servers serve.
+        #[test]
+        fn an_env_naming_an_unset_variable_is_misconfigured_and_not_restarted() {
+            let mut mcpx = Serve::start(&format!(
+                "[servers.fixture]\ncommand = \"{}\"\nenv = {{ K = \"${{MCPX_TEST_SURELY_UNSET}}\" }}\n[servers.other]\ncommand = \"{}\"\n",
+                fixture_bin(),
+                fixture_bin()
+            ));
+            mcpx.initialize("2025-11-25");
+            let state = upstream_state(&mut mcpx, 1, "fixture");
+            let said = state["state"].as_str().unwrap();
+            assert!(
+                said.starts_with("misconfigured: servers.fixture.env.K: ${MCPX_TEST_SURELY_UNSET}"),
+                "{state}"
+            );
+            assert_eq!(upstream_state(&mut mcpx, 2, "other")["state"], "ready");
+            // Six first backoffs: a server handed to supervision would have restarted by now.
+            std::thread::sleep(Duration::from_millis(1500));
+            assert_eq!(upstream_state(&mut mcpx, 3, "fixture")["restarts"], 0);
         }
 
         #[test]

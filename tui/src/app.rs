@@ -163,7 +163,7 @@ impl App {
             if matches!(key.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
                 self.status = match mcpx::admin::ask(&self.socket, &pending.command) {
                     Ok(Reply::Done { message }) => message,
-                    Ok(Reply::Error { message }) => format!("refused: {message}"),
+                    Ok(Reply::Error { message, .. }) => format!("refused: {message}"),
                     Ok(_) => "unexpected reply".into(),
                     Err(e) => format!("failed: {e}"),
                 };

@@ -29,7 +29,7 @@ pub fn watch(socket: PathBuf, feed: Sender<Feed>) {
                     Ok(Reply::Snapshot(snapshot)) => feed
                         .send(Feed::Snapshot(snapshot))
                         .map_err(|_| std::io::Error::other("the console has quit"))?,
-                    Ok(Reply::Error { message }) => return Err(std::io::Error::other(message)),
+                    Ok(Reply::Error { message, .. }) => return Err(std::io::Error::other(message)),
                     _ => {}
                 }
             }

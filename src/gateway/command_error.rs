@@ -1,0 +1,17 @@
+//! Why an admin command on the gateway (a restart, a reload) was refused, by what the one who
+//! asked does next: name another upstream, ask again in a moment, or fix the file.
+
+/// A refused restart or reload.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CommandError {
+    /// No configured server has that name.
+    #[error("no upstream is named {0:?}")]
+    NoSuchUpstream(String),
+    /// The first start of the upstreams is still under way; the command may be given again.
+    #[error("mcpx is still starting its upstreams")]
+    NotReady,
+    /// The configuration file cannot be used (it names its line and key); the running
+    /// configuration stays.
+    #[error("{0}")]
+    InvalidConfig(String),
+}
