@@ -145,8 +145,7 @@ impl Gateway {
         }
         let catalog = self.catalog();
         let owner = Owner::Upstream(upstream.id);
-        lock(&self.upstream_subscriptions)
-            .keys()
+        self.subscriptions
             .any(|uri| catalog.resource_owner(uri) == Some(owner))
     }
 }

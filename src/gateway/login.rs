@@ -19,7 +19,7 @@ use crate::protocol::{Era, Method, Revision};
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::auth::login;
-use crate::upstream::auth::store::{Credential, Store};
+use crate::upstream::auth::store::Credential;
 use crate::upstream::Connection;
 use async_channel::Sender;
 use serde_json::{json, Value};
@@ -98,7 +98,7 @@ impl LoginFirst {
         let name = &self.upstream.name;
         let refused = |why: String| Failure::Refused(format!("logging in to {name} failed: {why}"));
         let credential = self.log_in(asks).await.map_err(refused)?;
-        let store = Store::new(&self.gateway.credentials);
+        let store = self.gateway.upstreams.credentials();
         store.put(name, Some(credential)).map_err(refused)?;
         tracing::info!(server = %name, "logged in from the client");
         self.gateway
@@ -123,7 +123,7 @@ impl LoginFirst {
         let server = crate::config::ServerSettings { config, expanded };
         let url = server.url.as_deref().unwrap_or_default();
         let challenge = login::probe(url).await?.unwrap_or_default();
-        let store = Store::new(&self.gateway.credentials);
+        let store = self.gateway.upstreams.credentials();
         let previous = store.get(name).filter(|c| c.server_url == url);
         let (opened, to_open) = async_channel::bounded(1);
         let flow = login::login(name, server, &challenge, previous.as_ref(), |url| {

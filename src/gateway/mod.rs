@@ -83,23 +83,15 @@ pub struct Gateway {
     ready: OnceCell<()>,
     /// The connected clients ([`clients`]).
     clients: clients::Clients,
-    /// Clients holding each resource subscription, by URI. The URIs are the clients' own, so
-    /// the map keeps std's SipHash (the others here have no key a client chooses).
-    upstream_subscriptions: Mutex<std::collections::HashMap<String, usize>>,
+    /// The resource subscriptions held upstream ([`subscriptions`]).
+    subscriptions: subscriptions::HeldSubscriptions,
     /// Live sessions and requests in flight: reached from outside only through the gateway.
     registry: Arc<Registry>,
     config_path: Option<String>,
     /// Where upstreams report, once started.
     events: std::sync::OnceLock<Sender<Event>>,
-    /// The program that starts upstream processes so that they die with mcpx (see
-    /// [`crate::upstream::stdio`]); `None` starts them directly.
-    launcher: Option<std::path::PathBuf>,
-    /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
-    max_message_bytes: usize,
     /// Where lazy servers' catalogs are kept between runs ([`lazy`]).
     catalog_cache: Option<std::path::PathBuf>,
-    /// `auth.credentials`: where remote servers' tokens are kept.
-    credentials: std::path::PathBuf,
     /// Modern clients' calls waiting for their input.
     rounds: Arc<Rounds>,
     /// The gateway itself, for work that outlives the request that started it (a login).
@@ -120,19 +112,16 @@ impl Gateway {
     ) -> Arc<Gateway> {
         let (config, registry) = (&settings.config, Registry::new());
         Arc::new_cyclic(|me| Gateway {
-            upstreams: upstreams::Upstreams::from_settings(settings),
+            upstreams: upstreams::Upstreams::from_settings(settings, launcher),
             views: RwLock::default(),
             profiles: Profiles::new(&config.profiles),
             collisions: Mutex::default(),
             ready: OnceCell::new(),
             clients: clients::Clients::new(config.transport.max_in_flight_per_client),
-            upstream_subscriptions: Mutex::default(),
+            subscriptions: subscriptions::HeldSubscriptions::default(),
             registry: Arc::clone(&registry),
             config_path,
             events: std::sync::OnceLock::new(),
-            launcher,
-            max_message_bytes: config.transport.max_message_bytes,
-            credentials: config.auth.credentials.clone(),
             catalog_cache: lazy::default_cache_dir(),
             rounds: Rounds::new(
                 config.transport.input_timeout,

@@ -11,7 +11,45 @@ use crate::protocol::Method;
 use crate::sync::lock;
 use crate::upstream::{Caller, ListKind};
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// How many clients hold each resource subscription, by URI: the upstream is subscribed at the
+/// first and unsubscribed at the last. The URIs are the clients' own, so the map keeps std's
+/// SipHash (the gateway's other maps have no key a client chooses).
+#[derive(Debug, Default)]
+pub(super) struct HeldSubscriptions {
+    by_uri: Mutex<HashMap<String, usize>>,
+}
+
+impl HeldSubscriptions {
+    /// One more client holds `uri`; true if it is the first.
+    fn hold(&self, uri: &str) -> bool {
+        let mut held = lock(&self.by_uri);
+        let count = held.entry(uri.to_owned()).or_insert(0);
+        *count += 1;
+        *count == 1
+    }
+
+    /// One client lets go of `uri`; true if it was the last (a URI no one held is not).
+    fn release(&self, uri: &str) -> bool {
+        let mut held = lock(&self.by_uri);
+        let Some(count) = held.get_mut(uri) else {
+            return false;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return false;
+        }
+        held.remove(uri);
+        true
+    }
+
+    /// Whether any URI held is one `owns` says yes to.
+    pub(super) fn any(&self, owns: impl Fn(&str) -> bool) -> bool {
+        lock(&self.by_uri).keys().any(|uri| owns(uri))
+    }
+}
 
 impl Gateway {
     pub(super) async fn subscribe(
@@ -44,12 +82,7 @@ impl Gateway {
     /// Subscribes the owning upstream to `uri` when the first client asks for it (a modern
     /// upstream has no `resources/subscribe`).
     async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
-        let first = {
-            let mut held = lock(&self.upstream_subscriptions);
-            let count = held.entry(uri.to_owned()).or_insert(0);
-            *count += 1;
-            *count == 1
-        };
+        let first = self.subscriptions.hold(uri);
         // A lazy server is started for it; held, the subscription then keeps it running.
         let _ = self.wake(owner).await;
         let Ok((upstream, connection)) = self.connection(owner) else {
@@ -73,15 +106,9 @@ impl Gateway {
 
     /// Unsubscribes the owning upstream from `uri` when its last client lets go.
     pub(super) fn release_upstream_subscription(&self, uri: &str) {
-        let mut held = lock(&self.upstream_subscriptions);
-        let Some(count) = held.get_mut(uri) else {
-            return;
-        };
-        *count -= 1;
-        if *count > 0 {
+        if !self.subscriptions.release(uri) {
             return;
         }
-        held.remove(uri);
         let Some(owner) = self.catalog().resource_owner(uri) else {
             return;
         };
@@ -216,6 +243,26 @@ impl Drop for OpenListen<'_> {
         self.client.remove_listen(&self.id);
         for uri in &self.resources {
             self.gateway.release_upstream_subscription(uri);
+        }
+    }
+}
+
+#[cfg(test)]
+mod v2025_11_25 {
+    mod subscriptions {
+        use crate::gateway::subscriptions::HeldSubscriptions;
+
+        #[test]
+        fn the_upstream_is_held_from_the_first_client_to_the_last() {
+            let held = HeldSubscriptions::default();
+            assert!(held.hold("file:///a"));
+            assert!(!held.hold("file:///a"));
+            assert!(held.any(|uri| uri == "file:///a"));
+            assert!(!held.release("file:///a"));
+            assert!(held.release("file:///a"));
+            assert!(!held.any(|_| true));
+            // A URI no one held is not released again.
+            assert!(!held.release("file:///a"));
         }
     }
 }

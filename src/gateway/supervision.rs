@@ -5,15 +5,11 @@ use super::profile::{ViewId, Views};
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{catalog, Catalog, CommandError, Gateway, Listing, Owner};
 use crate::cancel::Cancel;
-use crate::config::{Launch, RemoteTransport, Server, ServerSettings, UpstreamEra, BUILTIN_SERVER};
+use crate::config::{RemoteTransport, UpstreamEra, BUILTIN_SERVER};
 use crate::json::Member;
 use crate::metrics;
 use crate::protocol::{Era, Method};
 use crate::sync::{lock, read, write};
-use crate::upstream::auth::store::Store;
-use crate::upstream::http::HttpUpstream;
-use crate::upstream::sse::SseUpstream;
-use crate::upstream::stdio::StdioUpstream;
 use crate::upstream::{Caller, Connection, Event, ListKind, StartError};
 use async_channel::Receiver;
 use serde_json::{json, Value};
@@ -87,7 +83,7 @@ impl Gateway {
         }
         config.transport = *lock(&upstream.transport);
         let outcome = async {
-            let mut connection = self.connect(upstream, &config, generation, events.clone())?;
+            let mut connection = self.upstreams.connect(upstream, &config, generation, events.clone())?;
             *lock(&upstream.connection) = Some(connection.clone());
             let mut handshake = connection.handshake().await;
             // The specification's backwards compatibility: a server that refuses the POSTs with
@@ -98,7 +94,7 @@ impl Gateway {
                     tracing::info!(server = %upstream.name, "refuses Streamable HTTP ({reason}); trying HTTP+SSE");
                     connection.stop();
                     config.transport = RemoteTransport::Sse;
-                    connection = self.connect(upstream, &config, generation, events)?;
+                    connection = self.upstreams.connect(upstream, &config, generation, events)?;
                     *lock(&upstream.connection) = Some(connection.clone());
                     handshake = connection.handshake().await;
                 }
@@ -148,40 +144,6 @@ impl Gateway {
         };
         self.registry.notify_changed();
         started
-    }
-
-    /// A connection to the server as `config` says to reach it (nothing is sent yet).
-    fn connect(
-        &self,
-        upstream: &Upstream,
-        config: &Server,
-        generation: u64,
-        events: async_channel::Sender<Event>,
-    ) -> Result<Connection, StartError> {
-        let credentials = || Store::new(&self.credentials);
-        let (name, index) = (upstream.name.as_str(), upstream.id);
-        let misconfigured = |reason: &String| StartError::Misconfigured(reason.clone());
-        let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
-        let config = ServerSettings { config, expanded };
-        Ok(match (config.launch(), config.transport) {
-            (Launch::Stdio(_), _) => Connection::Stdio(StdioUpstream::spawn(
-                name,
-                index,
-                generation,
-                config,
-                self.launcher.as_deref(),
-                self.max_message_bytes,
-                events,
-            )?),
-            (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(
-                SseUpstream::new(name, index, generation, config, credentials(), events)
-                    .map_err(StartError::Misconfigured)?,
-            ),
-            (Launch::Http(_), _) => Connection::Http(
-                HttpUpstream::new(name, index, config, credentials(), events)
-                    .map_err(StartError::Misconfigured)?,
-            ),
-        })
     }
 
     /// The merged catalog of the built-in server and every upstream's listing. A name two

@@ -8,17 +8,23 @@
 use super::{Gateway, Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{
-    Expanded, RemoteTransport, Server, Settings, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT,
+    Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings, BUILTIN_SERVER,
+    DEFAULT_MAX_IN_FLIGHT,
 };
 use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
 use crate::limit::FairLimit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
-use crate::upstream::{Connection, Handshake, ListKind};
+use crate::upstream::auth::store::Store;
+use crate::upstream::http::HttpUpstream;
+use crate::upstream::sse::SseUpstream;
+use crate::upstream::stdio::StdioUpstream;
+use crate::upstream::{Connection, Event, Handshake, ListKind, StartError};
 use crate::view::UpstreamView;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -233,16 +239,30 @@ impl Upstream {
     }
 }
 
-/// The configured upstreams, in configuration (name) order.
-#[derive(Debug, Default)]
+/// The configured upstreams, in configuration (name) order, and how each is reached.
+#[derive(Debug)]
 pub(super) struct Upstreams {
     pub(super) list: RwLock<Vec<Arc<Upstream>>>,
     next_id: AtomicUsize,
+    /// The program that starts upstream processes so that they die with mcpx (see
+    /// [`crate::upstream::stdio`]); `None` starts them directly.
+    launcher: Option<PathBuf>,
+    /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
+    max_message_bytes: usize,
+    /// `auth.credentials`: where remote servers' tokens are kept.
+    credentials: PathBuf,
 }
 
 impl Upstreams {
-    pub(super) fn from_settings(settings: &Settings) -> Self {
-        let upstreams = Upstreams::default();
+    pub(super) fn from_settings(settings: &Settings, launcher: Option<PathBuf>) -> Self {
+        let config = &settings.config;
+        let upstreams = Upstreams {
+            list: RwLock::default(),
+            next_id: AtomicUsize::new(0),
+            launcher,
+            max_message_bytes: config.transport.max_message_bytes,
+            credentials: config.auth.credentials.clone(),
+        };
         let list = settings
             .config
             .servers
@@ -281,6 +301,45 @@ impl Upstreams {
             in_flight: FairLimit::new(
                 format!("servers.{name}.maxInFlight"),
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+            ),
+        })
+    }
+
+    /// The store of remote servers' tokens.
+    pub(super) fn credentials(&self) -> Store {
+        Store::new(&self.credentials)
+    }
+
+    /// A connection to the server as `config` says to reach it (nothing is sent yet).
+    pub(super) fn connect(
+        &self,
+        upstream: &Upstream,
+        config: &Server,
+        generation: u64,
+        events: async_channel::Sender<Event>,
+    ) -> Result<Connection, StartError> {
+        let credentials = || self.credentials();
+        let (name, index) = (upstream.name.as_str(), upstream.id);
+        let misconfigured = |reason: &String| StartError::Misconfigured(reason.clone());
+        let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
+        let config = ServerSettings { config, expanded };
+        Ok(match (config.launch(), config.transport) {
+            (Launch::Stdio(_), _) => Connection::Stdio(StdioUpstream::spawn(
+                name,
+                index,
+                generation,
+                config,
+                self.launcher.as_deref(),
+                self.max_message_bytes,
+                events,
+            )?),
+            (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(
+                SseUpstream::new(name, index, generation, config, credentials(), events)
+                    .map_err(StartError::Misconfigured)?,
+            ),
+            (Launch::Http(_), _) => Connection::Http(
+                HttpUpstream::new(name, index, config, credentials(), events)
+                    .map_err(StartError::Misconfigured)?,
             ),
         })
     }
