@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpx::config::Config;
+use mcpx::config::{Config, Settings};
 use mcpx::gateway::Gateway;
 use mcpx::transport::http::{serve, HttpOptions};
 use std::io::{Read, Write};
@@ -23,7 +23,12 @@ fn daemon() -> SocketAddr {
         let address = listener.local_addr().unwrap();
         std::thread::spawn(move || {
             smol::block_on(async move {
-                let gateway = Gateway::new(&Config::default(), None, None, None);
+                let gateway = Gateway::new(
+                    &Settings::from_environment(Config::default()),
+                    None,
+                    None,
+                    None,
+                );
                 gateway.start().await.unwrap();
                 let options = HttpOptions {
                     address,

@@ -80,8 +80,8 @@ pub struct Server {
     /// Extra environment variables for it (`${VAR}` is taken from mcpx's environment).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// Whether it gets all of mcpx's environment rather than only the safe set (see
-    /// [`crate::upstream::child_environment`]).
+    /// Whether it gets all of mcpx's environment rather than only the safe set (the locale,
+    /// `PATH`, `HOME` and the like, listed where a child's environment is made).
     #[serde(rename = "inheritEnv", skip_serializing_if = "std::ops::Not::not")]
     pub inherit_env: bool,
     /// Its working directory.
