@@ -1,10 +1,12 @@
 //! The merged catalog: every upstream's tools, prompts, resources and templates under one roof.
 //!
 //! Tools and prompts are renamed ([`naming::exposed`]) and routed back by their exposed name; their
-//! schemas are kept verbatim. Resources keep their URIs and are routed to the server that listed
-//! them, or failing that to the server whose template matches. Order is the configuration's server
-//! order, then each server's own order, so `tools/list` is deterministic.
+//! schemas are kept verbatim. Resources keep their URIs (but for the `ui://` URIs two servers
+//! share, [`apps`]) and are routed to the server that listed them or whose tool names them as
+//! its UI, or failing that to the server whose template matches. Order is the configuration's
+//! server order, then each server's own order, so `tools/list` is deterministic.
 
+use super::apps::{self, AppRoutes, UiRenames};
 use super::naming;
 use super::route::{Owner, Route};
 use super::search::ToolIndex;
@@ -55,6 +57,10 @@ pub struct Source<'a> {
 #[derive(Debug, Default)]
 pub struct Catalog {
     tools: Vec<Value>,
+    /// The tools a client that cannot render Apps is shown: all but the App-only ones.
+    model_tools: Vec<Value>,
+    /// Renamed `ui://` URIs and tools by their servers' own names ([`apps`]).
+    apps: AppRoutes,
     tool_routes: HashMap<String, Route>,
     tool_header_params: HashMap<String, Vec<HeaderParam>>,
     prompts: Vec<Value>,
@@ -105,9 +111,16 @@ impl Catalog {
             });
             named.collect()
         };
+        let ui_claims: Vec<_> = sources
+            .iter()
+            .map(|s| apps::claimed(&s.listing.tools, &s.listing.resources))
+            .collect();
+        let shared_ui = apps::shared(&ui_claims);
         let tool_keepers = keepers(sources, claims(&tools), &previous.tool_routes);
         let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
         for (index, source) in sources.iter().enumerate() {
+            let listed = (&source.listing.tools[..], &source.listing.resources[..]);
+            let renames = UiRenames::of(source.server, listed, &shared_ui);
             for tool in tools[index].iter().copied() {
                 let own_name = tool["name"].as_str().unwrap_or_default();
                 let overridden = source.overrides.and_then(|o| o.get(own_name));
@@ -123,6 +136,15 @@ impl Catalog {
                 if let Some(changes) = overridden {
                     apply(changes, &mut exposed.2);
                 }
+                renames.in_tool(&mut exposed.2);
+                // A UI resource may be left out of `resources/list`: its tool names its owner.
+                for uri in apps::tool_ui_uris(&exposed.2) {
+                    catalog
+                        .resource_owners
+                        .entry(uri.to_owned())
+                        .or_insert(source.owner);
+                }
+                catalog.apps.add_tool(own_name, &exposed.0);
                 catalog
                     .tool_header_params
                     .insert(exposed.0.clone(), header_params);
@@ -140,12 +162,14 @@ impl Catalog {
                 catalog.prompts.push(exposed.2);
             }
             for resource in &source.listing.resources {
+                let mut resource = resource.clone();
+                renames.in_resource(&mut resource);
                 if let Some(uri) = resource.member("uri").and_then(Value::as_str) {
                     catalog
                         .resource_owners
                         .entry(uri.to_owned())
                         .or_insert(source.owner);
-                    catalog.resources.push(resource.clone());
+                    catalog.resources.push(resource);
                 }
             }
             for template in &source.listing.templates {
@@ -156,7 +180,9 @@ impl Catalog {
                     catalog.templates.push(template.clone());
                 }
             }
+            catalog.apps.add_renames(source.owner, renames);
         }
+        catalog.model_tools = model_tools(&catalog.tools);
         (catalog, collisions)
     }
 
@@ -176,11 +202,19 @@ impl Catalog {
         kinds
     }
 
-    /// What `tools/list` shows.
+    /// What `tools/list` shows a client that renders Apps.
     fn listed_tools(&self) -> &Vec<Value> {
-        self.search
-            .as_ref()
-            .map_or(&self.tools, |(listed, _)| listed)
+        self.listed_tools_for(true)
+    }
+
+    /// What `tools/list` shows: to a client that cannot render Apps (`apps` false), no tool
+    /// only an App may call.
+    fn listed_tools_for(&self, apps: bool) -> &Vec<Value> {
+        match (&self.search, apps) {
+            (Some((listed, _)), _) => listed,
+            (None, true) => &self.tools,
+            (None, false) => &self.model_tools,
+        }
     }
 
     /// How many tools can be called, how many `tools/list` shows, and how many prompts.
@@ -235,7 +269,13 @@ impl Catalog {
                 .collect()
         };
         let tool_routes = only(&tools, &self.tool_routes);
+        let apps = self.apps.restricted(
+            |owner| keep(owner, None),
+            |exposed| tool_routes.contains_key(exposed),
+        );
         Catalog {
+            model_tools: model_tools(&tools),
+            apps,
             tool_header_params: self
                 .tool_header_params
                 .iter()
@@ -312,10 +352,21 @@ impl Catalog {
             .map(|(_, o)| *o)
     }
 
-    /// One page of a merged list, as the result object of its `*/list` method.
-    pub fn page(&self, method: Method, cursor: Option<&Value>) -> Result<Value, ErrorObject> {
+    /// What the catalog keeps for Apps.
+    pub fn apps(&self) -> &AppRoutes {
+        &self.apps
+    }
+
+    /// One page of a merged list, as the result object of its `*/list` method, for a client
+    /// that renders Apps or not.
+    pub fn page(
+        &self,
+        method: Method,
+        cursor: Option<&Value>,
+        apps: bool,
+    ) -> Result<Value, ErrorObject> {
         let items = match method {
-            Method::ToolsList => self.listed_tools(),
+            Method::ToolsList => self.listed_tools_for(apps),
             Method::PromptsList => &self.prompts,
             Method::ResourcesList => &self.resources,
             _ => &self.templates,
@@ -339,6 +390,15 @@ impl Catalog {
         }
         Ok(result)
     }
+}
+
+/// The tools but those only an App may call.
+fn model_tools(tools: &[Value]) -> Vec<Value> {
+    tools
+        .iter()
+        .filter(|t| !apps::is_app_only(t))
+        .cloned()
+        .collect()
 }
 
 /// An item's `name`, if it is a string.
@@ -578,7 +638,7 @@ mod every_revision {
                 &Catalog::default(),
             )
             .0;
-            let tools = catalog.page(Method::ToolsList, None).unwrap();
+            let tools = catalog.page(Method::ToolsList, None, true).unwrap();
             assert_eq!(tools["tools"].as_array().unwrap().len(), 1);
             assert!(catalog.prompt("a__p").is_some());
         }
@@ -660,15 +720,15 @@ mod every_revision {
                 &Catalog::default(),
             )
             .0;
-            let first = catalog.page(Method::ToolsList, None).unwrap();
+            let first = catalog.page(Method::ToolsList, None, true).unwrap();
             assert_eq!(first["tools"].as_array().unwrap().len(), PAGE_SIZE);
             let second = catalog
-                .page(Method::ToolsList, Some(&first["nextCursor"]))
+                .page(Method::ToolsList, Some(&first["nextCursor"]), true)
                 .unwrap();
             assert_eq!(second["tools"].as_array().unwrap().len(), 5);
             assert!(second.get("nextCursor").is_none());
             assert!(catalog
-                .page(Method::ToolsList, Some(&json!("bogus")))
+                .page(Method::ToolsList, Some(&json!("bogus")), true)
                 .is_err());
         }
 

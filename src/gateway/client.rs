@@ -9,7 +9,7 @@ use crate::jsonrpc::{
 use crate::limit::{Held, Limit};
 use crate::outbox;
 use crate::protocol::envelope::SUBSCRIPTION_ID;
-use crate::protocol::{Era, Revision};
+use crate::protocol::{Era, Extensions, Revision};
 use crate::registry::SessionKey;
 use crate::sync::lock;
 use crate::upstream::{ListKind, LogSink};
@@ -44,6 +44,8 @@ struct State {
     revision: Option<Revision>,
     /// What `initialize` declared.
     capabilities: Value,
+    /// The extensions mcpx carries among those `initialize` declared.
+    extensions: Extensions,
     /// mcpx's own requests to the client, waiting for its responses, by id.
     awaiting: HashMap<Id, Sender<Result<Value, ErrorObject>>>,
     next_request: u64,
@@ -136,7 +138,14 @@ impl Client {
 
     /// Records what the client declared at `initialize`.
     pub fn set_capabilities(&self, capabilities: Value) {
-        self.lock().capabilities = capabilities;
+        let mut state = self.lock();
+        state.extensions = Extensions::declared_in(Some(&capabilities));
+        state.capabilities = capabilities;
+    }
+
+    /// The extensions mcpx carries that the client declared at `initialize`.
+    pub fn extensions(&self) -> Extensions {
+        self.lock().extensions
     }
 
     /// Sends the client a request of mcpx's own on `outbound` (the stream of the client request it

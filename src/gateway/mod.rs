@@ -6,6 +6,7 @@
 //! negotiated revision), checks the modern envelope, routes through the merged [`Catalog`] to an
 //! upstream or the built-in server, and shapes the result for the client's revision.
 
+mod apps;
 mod builtin;
 mod catalog;
 mod client;
@@ -42,8 +43,8 @@ use crate::config::Settings;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::outbox;
-use crate::protocol::envelope;
 use crate::protocol::method::{Eras, Side};
+use crate::protocol::{envelope, extension};
 use crate::protocol::{shape, Era, Method, Revision};
 use crate::registry::{Outcome, Registry};
 use crate::sync::read;
@@ -214,6 +215,7 @@ impl Gateway {
         if revision >= Revision::V2025_03_26 {
             capabilities["completions"] = json!({});
         }
+        capabilities["extensions"] = extension::advertised_by_mcpx();
         let result = json!({
             "protocolVersion": revision.as_str(),
             "capabilities": capabilities,
@@ -354,7 +356,8 @@ impl Gateway {
             // `initialize` is answered before this, by `handle`.
             _ => Err(not_found(name)),
         }?;
-        Ok(shape::result(method, revision, result))
+        let extensions = routing::negotiated_extensions(client, params, revision);
+        Ok(shape::result(method, revision, extensions, result))
     }
 
     fn discover(&self) -> Value {
@@ -365,6 +368,7 @@ impl Gateway {
                 "prompts": {"listChanged": true},
                 "resources": {"subscribe": true, "listChanged": true},
                 "completions": {},
+                "extensions": extension::advertised_by_mcpx(),
             },
             "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
         })
@@ -392,7 +396,7 @@ impl Gateway {
         let mut all = Vec::new();
         let mut cursor: Option<Value> = None;
         loop {
-            let Ok(page) = catalog.page(Method::ToolsList, cursor.as_ref()) else {
+            let Ok(page) = catalog.page(Method::ToolsList, cursor.as_ref(), true) else {
                 break;
             };
             for tool in page["tools"].as_array().into_iter().flatten() {

@@ -4,14 +4,14 @@
 
 use super::rounds::{Reach, UpstreamCall};
 use super::upstreams::Upstream;
-use super::{builtin, relay, search, Client, Gateway, Owner, RequestContext};
+use super::{builtin, relay, search, Catalog, Client, Gateway, Owner, RequestContext, Route};
 use crate::audit::Questions;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, Era, Method, Revision};
+use crate::protocol::{envelope, extension, Era, Extension, Extensions, Method, Revision};
 use crate::telemetry;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Map, Value};
@@ -31,7 +31,9 @@ impl Gateway {
         match method {
             _ if method.list_key().is_some() => {
                 let cursor = params.and_then(|p| p.member("cursor"));
-                self.catalog_of(client).page(method, cursor)
+                let apps =
+                    negotiated_extensions(client, params, revision).contains(Extension::Apps);
+                self.catalog_of(client).page(method, cursor, apps)
             }
             Method::ToolsCall | Method::PromptsGet => {
                 self.call_named(client, method, params, revision, ctx).await
@@ -61,11 +63,17 @@ impl Gateway {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let (route, what) = match method {
-            Method::ToolsCall => (catalog.tool(name), "tool"),
-            _ => (catalog.prompt(name), "prompt"),
+            Method::ToolsCall => (
+                catalog
+                    .tool(name)
+                    .map(Ok)
+                    .or_else(|| bare_tool(&catalog, name)),
+                "tool",
+            ),
+            _ => (catalog.prompt(name).map(Ok), "prompt"),
         };
         let route = route
-            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
+            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))??;
         if route.owner == Owner::Builtin {
             let arguments = params.and_then(|p| p.member("arguments"));
             return match (route.name.as_str(), catalog.search_index()) {
@@ -85,16 +93,11 @@ impl Gateway {
         }
         let mut forwarded = forwardable(params);
         forwarded["name"] = json!(route.name);
-        self.forward(
-            client,
-            route.owner,
-            method,
-            forwarded,
-            params,
-            revision,
-            ctx,
-        )
-        .await
+        let owner = route.owner;
+        let result = self
+            .forward(client, owner, method, forwarded, params, revision, ctx)
+            .await;
+        Ok(shown_to_apps(&catalog, owner, result?))
     }
 
     /// `resources/read`, routed by URI (then by template).
@@ -107,24 +110,23 @@ impl Gateway {
     ) -> Result<Value, ErrorObject> {
         let uri = uri_of(params);
         let owner = self.resource_owner(client, uri, revision)?;
+        let catalog = self.catalog_of(client);
+        let mut forwarded = forwardable(params);
+        // A `ui://` URI mcpx renamed is read under its server's own.
+        if let Some(own) = catalog.apps().own_uri(uri) {
+            forwarded["uri"] = json!(own);
+        }
         let method = Method::ResourcesRead;
-        self.forward(
-            client,
-            owner,
-            method,
-            forwardable(params),
-            params,
-            revision,
-            ctx,
-        )
-        .await
-        .map_err(|e| match e.code {
-            // The retired code never reaches a modern client.
-            RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
-                resource_not_found(uri, revision)
-            }
-            _ => e,
-        })
+        self.forward(client, owner, method, forwarded, params, revision, ctx)
+            .await
+            .map(|result| shown_to_apps(&catalog, owner, result))
+            .map_err(|e| match e.code {
+                // The retired code never reaches a modern client.
+                RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
+                    resource_not_found(uri, revision)
+                }
+                _ => e,
+            })
     }
 
     fn resource_owner(
@@ -362,8 +364,10 @@ impl Gateway {
         })?;
         let capabilities = declared_capabilities(client, original, revision);
         if upstream.is_modern() {
-            // A modern upstream asks only for what the client can give.
-            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] = capabilities.clone().into_owned();
+            // A modern upstream asks only for what the client can give, and is told only of
+            // the extensions mcpx carries (it would cut another's results on the way back).
+            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] =
+                extension::carried_only(&capabilities);
         }
         let progress = original
             .and_then(|p| p.member("_meta"))
@@ -403,6 +407,30 @@ impl Gateway {
     }
 }
 
+/// A result of `owner` with the `ui://` URIs mcpx renamed for it shown as renamed.
+fn shown_to_apps(catalog: &Catalog, owner: Owner, mut result: Value) -> Value {
+    if let Some(renames) = catalog.apps().renames(owner) {
+        renames.in_result(&mut result);
+    }
+    result
+}
+
+/// The route of a tool called by its server's own name, as an App calls it, when exactly one
+/// server in the caller's view has a tool of that name; several are an error naming them.
+fn bare_tool<'c>(catalog: &'c Catalog, name: &str) -> Option<Result<&'c Route, ErrorObject>> {
+    match catalog.apps().bare_tool(name) {
+        [] => None,
+        [exposed] => catalog.tool(exposed).map(Ok),
+        several => Some(Err(ErrorObject::new(
+            INVALID_PARAMS,
+            format!(
+                "Ambiguous tool: {name} is a tool of several servers, exposed as {}; call one of those",
+                several.join(", ")
+            ),
+        ))),
+    }
+}
+
 /// A client's request on its way to an upstream.
 struct Call<'a> {
     /// The method, as the upstream sees it.
@@ -429,10 +457,30 @@ fn declared_capabilities<'a>(
     revision: Revision,
 ) -> Cow<'a, Value> {
     match revision.era() {
-        Era::Modern => original
-            .and_then(|p| p.member("_meta")?.member(envelope::CLIENT_CAPABILITIES))
-            .map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed),
+        Era::Modern => {
+            modern_capabilities(original).map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed)
+        }
         Era::Legacy => Cow::Owned(client.capabilities()),
+    }
+}
+
+/// A modern request's `clientCapabilities`.
+fn modern_capabilities(params: Option<&Value>) -> Option<&Value> {
+    params?
+        .member("_meta")?
+        .member(envelope::CLIENT_CAPABILITIES)
+}
+
+/// The extensions mcpx carries that the client negotiated for this request: declared in it
+/// (modern), or at `initialize` (legacy).
+pub(super) fn negotiated_extensions(
+    client: &Client,
+    params: Option<&Value>,
+    revision: Revision,
+) -> Extensions {
+    match revision.era() {
+        Era::Modern => Extensions::declared_in(modern_capabilities(params)),
+        Era::Legacy => client.extensions(),
     }
 }
 

@@ -120,7 +120,9 @@ impl Serialize for WrappedMeta<'_> {
         // mcpx is the client of the upstream (a caller's own clientInfo is not passed on).
         map.serialize_entry(CLIENT_INFO, &MCPX)?;
         if !has_capabilities {
-            map.serialize_entry(CLIENT_CAPABILITIES, &Map::new())?;
+            // A request of mcpx's own: it can answer no input, and renders what it carries.
+            let own = json!({ "extensions": super::extension::declared_by_mcpx() });
+            map.serialize_entry(CLIENT_CAPABILITIES, &own)?;
         }
         map.end()
     }

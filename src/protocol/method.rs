@@ -8,7 +8,7 @@
 //! (`initialize` and `server/discover` to an upstream, a login's probe), in tests, and in the
 //! notifications, which this table does not hold.
 
-use super::Era;
+use super::{Era, Extension};
 use crate::json::Member;
 use serde_json::Value;
 
@@ -106,7 +106,7 @@ struct Row {
     /// The array its `*/list` result holds.
     list_key: Option<&'static str>,
     /// The extension that defines it (`None`: the base protocol).
-    extension: Option<&'static str>,
+    extension: Option<Extension>,
 }
 
 impl Row {
@@ -276,7 +276,7 @@ impl Method {
     }
 
     /// The extension that defines it; `None` for the base protocol.
-    pub fn extension(self) -> Option<&'static str> {
+    pub fn extension(self) -> Option<Extension> {
         self.row().extension
     }
 

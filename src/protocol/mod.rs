@@ -1,12 +1,16 @@
 //! What MCP itself defines, independent of transport: the revisions and their eras
 //! ([`Revision`], [`Era`]), the methods and what each is ([`Method`]), the modern per-request
-//! `_meta` envelope ([`envelope`]), and how a result is shaped for a client of a given revision
-//! ([`shape`]).
+//! `_meta` envelope ([`envelope`]), the schema's object definitions ([`definition`]), the
+//! extensions mcpx carries ([`extension`]), and how a result is shaped for a client of a given
+//! revision and extensions ([`shape`]).
 
+pub mod definition;
 pub mod envelope;
+pub mod extension;
 pub mod method;
 mod revision;
 pub mod shape;
 
+pub use extension::{Extension, Extensions};
 pub use method::Method;
 pub use revision::{Era, Revision};

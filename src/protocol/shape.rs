@@ -7,7 +7,9 @@
 //! says what was there. Modern results get their required envelope fields (`resultType`, and
 //! `ttlMs`/`cacheScope` where the schema makes them required); legacy results lose them.
 
+use super::definition::Definition;
 use super::envelope;
+use super::Extensions;
 use super::Revision::{self, *};
 use crate::json::Member;
 use crate::jsonrpc::MetaEntry;
@@ -16,249 +18,14 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::LazyLock;
 
-/// A field and the first and last revisions whose schema defines it.
-type Field = (&'static str, Revision, Revision);
-
-const FIRST: Revision = V2024_11_05;
-const LAST: Revision = V2026_07_28;
-
-/// An object definition of the schema whose fields mcpx filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Definition {
-    /// `Tool`.
-    Tool,
-    /// `Prompt`.
-    Prompt,
-    /// `PromptArgument`.
-    PromptArgument,
-    /// `Resource`.
-    Resource,
-    /// `ResourceTemplate`.
-    ResourceTemplate,
-    /// `TextContent`.
-    TextContent,
-    /// `ImageContent`.
-    ImageContent,
-    /// `AudioContent`.
-    AudioContent,
-    /// `EmbeddedResource`.
-    EmbeddedResource,
-    /// `ResourceLink`.
-    ResourceLink,
-    /// `TextResourceContents`.
-    TextResourceContents,
-    /// `BlobResourceContents`.
-    BlobResourceContents,
-    /// `CallToolResult`.
-    CallToolResult,
-    /// `GetPromptResult`.
-    GetPromptResult,
-    /// `ReadResourceResult`.
-    ReadResourceResult,
-    /// `CompleteResult`.
-    CompleteResult,
-    /// `InputRequiredResult` (2026-07-28).
-    InputRequiredResult,
-}
-
 impl Definition {
-    /// Every filtered definition, for the schema tests.
-    pub const ALL: [Definition; 17] = [
-        Definition::Tool,
-        Definition::Prompt,
-        Definition::PromptArgument,
-        Definition::Resource,
-        Definition::ResourceTemplate,
-        Definition::TextContent,
-        Definition::ImageContent,
-        Definition::AudioContent,
-        Definition::EmbeddedResource,
-        Definition::ResourceLink,
-        Definition::TextResourceContents,
-        Definition::BlobResourceContents,
-        Definition::CallToolResult,
-        Definition::GetPromptResult,
-        Definition::ReadResourceResult,
-        Definition::CompleteResult,
-        Definition::InputRequiredResult,
-    ];
-
-    /// The definition's name in the schema.
-    pub fn schema_name(self) -> &'static str {
-        match self {
-            Definition::Tool => "Tool",
-            Definition::Prompt => "Prompt",
-            Definition::PromptArgument => "PromptArgument",
-            Definition::Resource => "Resource",
-            Definition::ResourceTemplate => "ResourceTemplate",
-            Definition::TextContent => "TextContent",
-            Definition::ImageContent => "ImageContent",
-            Definition::AudioContent => "AudioContent",
-            Definition::EmbeddedResource => "EmbeddedResource",
-            Definition::ResourceLink => "ResourceLink",
-            Definition::TextResourceContents => "TextResourceContents",
-            Definition::BlobResourceContents => "BlobResourceContents",
-            Definition::CallToolResult => "CallToolResult",
-            Definition::GetPromptResult => "GetPromptResult",
-            Definition::ReadResourceResult => "ReadResourceResult",
-            Definition::CompleteResult => "CompleteResult",
-            Definition::InputRequiredResult => "InputRequiredResult",
-        }
-    }
-
-    /// The revision that introduced the definition.
-    pub fn since(self) -> Revision {
-        match self {
-            Definition::AudioContent => V2025_03_26,
-            Definition::ResourceLink => V2025_06_18,
-            Definition::InputRequiredResult => V2026_07_28,
-            _ => FIRST,
-        }
-    }
-
-    fn fields(self) -> &'static [Field] {
-        const META: Field = ("_meta", V2025_06_18, LAST);
-        const TITLE: Field = ("title", V2025_06_18, LAST);
-        const ICONS: Field = ("icons", V2025_11_25, LAST);
-        const RESULT_TYPE: Field = ("resultType", LAST, LAST);
-        const CACHE: [Field; 2] = [("ttlMs", LAST, LAST), ("cacheScope", LAST, LAST)];
-        const ANNOTATIONS: Field = ("annotations", FIRST, LAST);
-        match self {
-            Definition::Tool => &[
-                ("name", FIRST, LAST),
-                ("description", FIRST, LAST),
-                ("inputSchema", FIRST, LAST),
-                ("annotations", V2025_03_26, LAST),
-                ("outputSchema", V2025_06_18, LAST),
-                ("execution", V2025_11_25, V2025_11_25),
-                META,
-                TITLE,
-                ICONS,
-            ],
-            Definition::Prompt => &[
-                ("name", FIRST, LAST),
-                ("description", FIRST, LAST),
-                ("arguments", FIRST, LAST),
-                META,
-                TITLE,
-                ICONS,
-            ],
-            Definition::PromptArgument => &[
-                ("name", FIRST, LAST),
-                ("description", FIRST, LAST),
-                ("required", FIRST, LAST),
-                TITLE,
-            ],
-            Definition::Resource => &[
-                ("uri", FIRST, LAST),
-                ("name", FIRST, LAST),
-                ("description", FIRST, LAST),
-                ("mimeType", FIRST, LAST),
-                ("size", FIRST, LAST),
-                ANNOTATIONS,
-                META,
-                TITLE,
-                ICONS,
-            ],
-            Definition::ResourceTemplate => &[
-                ("uriTemplate", FIRST, LAST),
-                ("name", FIRST, LAST),
-                ("description", FIRST, LAST),
-                ("mimeType", FIRST, LAST),
-                ANNOTATIONS,
-                META,
-                TITLE,
-                ICONS,
-            ],
-            Definition::TextContent => &[
-                ("type", FIRST, LAST),
-                ("text", FIRST, LAST),
-                ANNOTATIONS,
-                META,
-            ],
-            Definition::ImageContent | Definition::AudioContent => &[
-                ("type", FIRST, LAST),
-                ("data", FIRST, LAST),
-                ("mimeType", FIRST, LAST),
-                ANNOTATIONS,
-                META,
-            ],
-            Definition::EmbeddedResource => &[
-                ("type", FIRST, LAST),
-                ("resource", FIRST, LAST),
-                ANNOTATIONS,
-                META,
-            ],
-            Definition::ResourceLink => &[
-                ("type", V2025_06_18, LAST),
-                ("uri", V2025_06_18, LAST),
-                ("name", V2025_06_18, LAST),
-                ("description", V2025_06_18, LAST),
-                ("mimeType", V2025_06_18, LAST),
-                ("size", V2025_06_18, LAST),
-                ("annotations", V2025_06_18, LAST),
-                META,
-                TITLE,
-                ICONS,
-            ],
-            Definition::TextResourceContents => &[
-                ("uri", FIRST, LAST),
-                ("mimeType", FIRST, LAST),
-                ("text", FIRST, LAST),
-                META,
-            ],
-            Definition::BlobResourceContents => &[
-                ("uri", FIRST, LAST),
-                ("mimeType", FIRST, LAST),
-                ("blob", FIRST, LAST),
-                META,
-            ],
-            Definition::CallToolResult => &[
-                ("_meta", FIRST, LAST),
-                ("content", FIRST, LAST),
-                ("isError", FIRST, LAST),
-                ("structuredContent", V2025_06_18, LAST),
-                RESULT_TYPE,
-            ],
-            Definition::GetPromptResult => &[
-                ("_meta", FIRST, LAST),
-                ("description", FIRST, LAST),
-                ("messages", FIRST, LAST),
-                RESULT_TYPE,
-            ],
-            Definition::ReadResourceResult => &[
-                ("_meta", FIRST, LAST),
-                ("contents", FIRST, LAST),
-                RESULT_TYPE,
-                CACHE[0],
-                CACHE[1],
-            ],
-            Definition::CompleteResult => &[
-                ("_meta", FIRST, LAST),
-                ("completion", FIRST, LAST),
-                RESULT_TYPE,
-            ],
-            Definition::InputRequiredResult => &[
-                ("_meta", LAST, LAST),
-                ("inputRequests", LAST, LAST),
-                ("requestState", LAST, LAST),
-                RESULT_TYPE,
-            ],
-        }
-    }
-
-    /// The field names this definition has in `revision`.
-    pub fn fields_in(self, revision: Revision) -> impl Iterator<Item = &'static str> {
-        self.fields()
-            .iter()
-            .filter(move |(_, since, until)| (*since..=*until).contains(&revision))
-            .map(|(name, _, _)| *name)
-    }
-
-    /// Drops every field of `object` that this definition lacks in `revision`.
-    fn retain(self, object: &mut Value, revision: Revision) {
+    /// Drops every field of `object` that this definition lacks in `revision` and that none
+    /// of `extensions` adds to it.
+    fn retain(self, object: &mut Value, revision: Revision, extensions: Extensions) {
         if let Value::Object(map) = object {
-            map.retain(|key, _| self.fields_in(revision).any(|field| field == key));
+            map.retain(|key, _| {
+                self.fields_in(revision).any(|field| field == key) || extensions.adds(self, key)
+            });
             if let Some(annotations) = map.member_mut("annotations") {
                 retain_annotations(annotations, revision);
             }
@@ -285,9 +52,14 @@ pub const CACHE_TTL_MS: u64 = 0;
 /// A gateway's catalog mixes upstreams configured for one user, so it is never shared.
 pub const CACHE_SCOPE: &str = "private";
 
-/// Shapes the result of `method` for a client of `revision`. A modern result's `serverInfo`
-/// is added as it is written ([`server_info`]).
-pub fn result(method: Method, revision: Revision, mut result: Value) -> Value {
+/// Shapes the result of `method` for a client of `revision` that negotiated `extensions`. A
+/// modern result's `serverInfo` is added as it is written ([`server_info`]).
+pub fn result(
+    method: Method,
+    revision: Revision,
+    extensions: Extensions,
+    mut result: Value,
+) -> Value {
     if !result.is_object() {
         result = json!({});
     }
@@ -296,37 +68,43 @@ pub fn result(method: Method, revision: Revision, mut result: Value) -> Value {
     match method {
         // Only a modern client is ever given one; its content is the questions, not a result.
         _ if input_required && revision >= V2026_07_28 => {
-            Definition::InputRequiredResult.retain(&mut result, revision)
+            Definition::InputRequiredResult.retain(&mut result, revision, extensions)
         }
-        Method::ToolsList => each(&mut result, "tools", |tool| shape_tool(tool, revision)),
+        Method::ToolsList => each(&mut result, "tools", |tool| {
+            shape_tool(tool, revision, extensions)
+        }),
         Method::PromptsList => each(&mut result, "prompts", |prompt| {
-            shape_prompt(prompt, revision)
+            shape_prompt(prompt, revision, extensions)
         }),
         Method::ResourcesList => each(&mut result, "resources", |r| {
-            Definition::Resource.retain(r, revision)
+            Definition::Resource.retain(r, revision, extensions)
         }),
         Method::ResourcesTemplatesList => each(&mut result, "resourceTemplates", |t| {
-            Definition::ResourceTemplate.retain(t, revision)
+            Definition::ResourceTemplate.retain(t, revision, extensions)
         }),
         Method::ToolsCall => {
-            Definition::CallToolResult.retain(&mut result, revision);
-            each(&mut result, "content", |c| shape_content(c, revision));
+            Definition::CallToolResult.retain(&mut result, revision, extensions);
+            each(&mut result, "content", |c| {
+                shape_content(c, revision, extensions)
+            });
         }
         Method::PromptsGet => {
-            Definition::GetPromptResult.retain(&mut result, revision);
+            Definition::GetPromptResult.retain(&mut result, revision, extensions);
             each(&mut result, "messages", |message| {
                 if let Some(content) = message.member_mut("content") {
-                    shape_content(content, revision);
+                    shape_content(content, revision, extensions);
                 }
             });
         }
         Method::ResourcesRead => {
-            Definition::ReadResourceResult.retain(&mut result, revision);
+            Definition::ReadResourceResult.retain(&mut result, revision, extensions);
             each(&mut result, "contents", |c| {
-                shape_resource_contents(c, revision)
+                shape_resource_contents(c, revision, extensions)
             });
         }
-        Method::CompletionComplete => Definition::CompleteResult.retain(&mut result, revision),
+        Method::CompletionComplete => {
+            Definition::CompleteResult.retain(&mut result, revision, extensions)
+        }
         _ => {}
     }
     envelope(method, revision, &mut result);
@@ -380,27 +158,27 @@ fn each(result: &mut Value, key: &str, mut f: impl FnMut(&mut Value)) {
     }
 }
 
-fn shape_tool(tool: &mut Value, revision: Revision) {
-    Definition::Tool.retain(tool, revision);
+fn shape_tool(tool: &mut Value, revision: Revision, extensions: Extensions) {
+    Definition::Tool.retain(tool, revision, extensions);
 }
 
-fn shape_prompt(prompt: &mut Value, revision: Revision) {
-    Definition::Prompt.retain(prompt, revision);
+fn shape_prompt(prompt: &mut Value, revision: Revision, extensions: Extensions) {
+    Definition::Prompt.retain(prompt, revision, extensions);
     each(prompt, "arguments", |a| {
-        Definition::PromptArgument.retain(a, revision)
+        Definition::PromptArgument.retain(a, revision, extensions)
     });
 }
 
-fn shape_resource_contents(contents: &mut Value, revision: Revision) {
+fn shape_resource_contents(contents: &mut Value, revision: Revision, extensions: Extensions) {
     if contents.member("blob").is_some() {
-        Definition::BlobResourceContents.retain(contents, revision);
+        Definition::BlobResourceContents.retain(contents, revision, extensions);
     } else {
-        Definition::TextResourceContents.retain(contents, revision);
+        Definition::TextResourceContents.retain(contents, revision, extensions);
     }
 }
 
 /// Shapes one content block; a kind the revision lacks becomes a text block describing it.
-pub fn shape_content(content: &mut Value, revision: Revision) {
+pub fn shape_content(content: &mut Value, revision: Revision, extensions: Extensions) {
     let kind = content
         .member("type")
         .and_then(Value::as_str)
@@ -420,9 +198,9 @@ pub fn shape_content(content: &mut Value, revision: Revision) {
         *content = json!({ "type": "text", "text": describe(content, kind, revision) });
         return;
     }
-    definition.retain(content, revision);
+    definition.retain(content, revision, extensions);
     if let Some(resource) = content.member_mut("resource") {
-        shape_resource_contents(resource, revision);
+        shape_resource_contents(resource, revision, extensions);
     }
 }
 
@@ -457,65 +235,31 @@ pub fn notification_params(method: &str, revision: Revision, params: &mut Value)
 mod every_revision {
     mod shape {
         use crate::jsonrpc;
-        use crate::protocol::shape::{self, Definition};
-        use crate::protocol::{Method, Revision};
+        use crate::protocol::shape;
+        use crate::protocol::{Extension, Extensions, Method, Revision};
         use serde_json::{json, Value};
-        use std::collections::BTreeSet;
-
-        fn schema(revision: Revision) -> Value {
-            let path = format!(
-                "{}/tests/spec/{}/schema.json",
-                env!("CARGO_MANIFEST_DIR"),
-                revision
-            );
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-        }
-
-        fn definitions(schema: &Value) -> &Value {
-            schema
-                .get("$defs")
-                .or_else(|| schema.get("definitions"))
-                .unwrap()
-        }
-
-        /// The field tables are the schemas' own property lists, revision by revision.
-        #[test]
-        fn field_tables_match_every_schema() {
-            for revision in Revision::ALL {
-                let schema = schema(revision);
-                for definition in Definition::ALL {
-                    let in_schema = definitions(&schema).get(definition.schema_name());
-                    if revision < definition.since() {
-                        assert!(
-                            in_schema.is_none(),
-                            "{revision} has {}",
-                            definition.schema_name()
-                        );
-                        continue;
-                    }
-                    let expected: BTreeSet<&str> = in_schema.unwrap()["properties"]
-                        .as_object()
-                        .unwrap()
-                        .keys()
-                        .map(String::as_str)
-                        .collect();
-                    let ours: BTreeSet<&str> = definition.fields_in(revision).collect();
-                    assert_eq!(ours, expected, "{revision} {}", definition.schema_name());
-                }
-            }
-        }
 
         #[test]
         fn resource_link_becomes_text_before_2025_06_18() {
             let link =
                 json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]});
-            let old = shape::result(Method::ToolsCall, Revision::V2025_03_26, link.clone());
+            let old = shape::result(
+                Method::ToolsCall,
+                Revision::V2025_03_26,
+                Extensions::NONE,
+                link.clone(),
+            );
             assert_eq!(old["content"][0]["type"], "text");
             assert!(old["content"][0]["text"]
                 .as_str()
                 .unwrap()
                 .contains("file:///a"));
-            let new = shape::result(Method::ToolsCall, Revision::V2025_06_18, link);
+            let new = shape::result(
+                Method::ToolsCall,
+                Revision::V2025_06_18,
+                Extensions::NONE,
+                link,
+            );
             assert_eq!(new["content"][0]["type"], "resource_link");
         }
 
@@ -523,7 +267,12 @@ mod every_revision {
         fn audio_becomes_text_in_2024_11_05() {
             let audio =
                 json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]});
-            let old = shape::result(Method::ToolsCall, Revision::V2024_11_05, audio);
+            let old = shape::result(
+                Method::ToolsCall,
+                Revision::V2024_11_05,
+                Extensions::NONE,
+                audio,
+            );
             assert_eq!(old["content"][0]["type"], "text");
         }
 
@@ -533,6 +282,7 @@ mod every_revision {
                 let r = shape::result(
                     Method::ToolsList,
                     revision,
+                    Extensions::NONE,
                     json!({"tools": [], "resultType": "complete"}),
                 );
                 assert_eq!(
@@ -578,14 +328,63 @@ mod every_revision {
         #[test]
         fn structured_content_only_from_2025_06_18() {
             let r = json!({"content": [], "structuredContent": {"a": 1}});
-            assert!(
-                shape::result(Method::ToolsCall, Revision::V2025_03_26, r.clone())
-                    .get("structuredContent")
-                    .is_none()
-            );
-            assert!(shape::result(Method::ToolsCall, Revision::V2025_06_18, r)
-                .get("structuredContent")
-                .is_some());
+            assert!(shape::result(
+                Method::ToolsCall,
+                Revision::V2025_03_26,
+                Extensions::NONE,
+                r.clone()
+            )
+            .get("structuredContent")
+            .is_none());
+            assert!(shape::result(
+                Method::ToolsCall,
+                Revision::V2025_06_18,
+                Extensions::NONE,
+                r
+            )
+            .get("structuredContent")
+            .is_some());
+        }
+
+        /// What an App reads survives for a client that negotiated Apps, whatever its revision
+        /// defines: a tool's and a resource's `_meta.ui`, a read's content `_meta.ui`, a call's
+        /// `structuredContent`; a client without Apps gets its revision's fields.
+        #[test]
+        fn apps_fields_survive_shaping_in_every_revision() {
+            let apps = Extensions::NONE.with(Extension::Apps);
+            let ui = json!({"ui": {"resourceUri": "ui://widget/view.html", "visibility": ["app"]}});
+            for revision in Revision::ALL {
+                let shaped = |method, extensions, result| {
+                    shape::result(method, revision, extensions, result)
+                };
+                let tools = json!({"tools": [{"name": "show", "inputSchema": {}, "_meta": ui}]});
+                let listed = shaped(Method::ToolsList, apps, tools.clone());
+                assert_eq!(listed["tools"][0]["_meta"], ui, "{revision}");
+                let resources = json!({"resources": [{"uri": "ui://widget/view.html", "name": "v",
+                    "_meta": {"ui": {"prefersBorder": true}}}]});
+                let listed = shaped(Method::ResourcesList, apps, resources);
+                assert_eq!(listed["resources"][0]["_meta"]["ui"]["prefersBorder"], true);
+                let read = json!({"contents": [{"uri": "ui://widget/view.html", "text": "<p>",
+                    "mimeType": "text/html;profile=mcp-app", "_meta": {"ui": {"domain": "a"}}}]});
+                let read = shaped(Method::ResourcesRead, apps, read);
+                assert_eq!(
+                    read["contents"][0]["_meta"]["ui"]["domain"], "a",
+                    "{revision}"
+                );
+                let call = json!({"content": [], "structuredContent": {"server": "a"}});
+                let called = shaped(Method::ToolsCall, apps, call.clone());
+                assert_eq!(called["structuredContent"]["server"], "a", "{revision}");
+                let without = shaped(Method::ToolsList, Extensions::NONE, tools);
+                let defined = revision >= Revision::V2025_06_18;
+                assert_eq!(
+                    without["tools"][0].get("_meta").is_some(),
+                    defined,
+                    "{revision}"
+                );
+                let without = shaped(Method::ToolsCall, Extensions::NONE, call);
+                let kept = without.get("structuredContent").is_some();
+                assert_eq!(kept, defined, "{revision}");
+            }
         }
     }
 }

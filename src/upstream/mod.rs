@@ -27,12 +27,13 @@ use std::sync::Arc;
 
 /// What mcpx tells servers it can do as their client: everything a client of its own may take,
 /// since it carries sampling, elicitation and roots to the client whose call needs them (and
-/// answers an error at once when that client cannot take one).
+/// answers an error at once when that client cannot take one), and the extensions it carries.
 pub static CLIENT_CAPABILITIES: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
     serde_json::json!({
         "sampling": {},
         "elicitation": {"form": {}, "url": {}},
         "roots": {"listChanged": false},
+        "extensions": crate::protocol::extension::declared_by_mcpx(),
     })
 });
 

@@ -6,6 +6,7 @@
 mod common;
 
 mod admin;
+mod apps;
 mod attach;
 mod auth;
 mod cli;

@@ -147,6 +147,14 @@ impl Server {
         if let Some(traceparent) = params["_meta"]["traceparent"].as_str() {
             eprintln!("fixture: traceparent {traceparent} for {name}");
         }
+        // What a modern caller declared it can take, for the tests of what mcpx forwards.
+        let declared = &params["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+        if let Some(extensions) = declared.get("extensions").and_then(Value::as_object) {
+            let ids: Vec<&String> = extensions.keys().collect();
+            eprintln!("fixture: {name} declared extensions {ids:?}");
+        } else if declared.is_object() {
+            eprintln!("fixture: {name} declared no extension");
+        }
         let args = &params["arguments"];
         let key = id.to_string();
         if self.rounds {

@@ -1,0 +1,242 @@
+//! The extensions mcpx carries (SEP-2133), and for each what a gateway must know of it: its
+//! identifier, what mcpx declares for it as its upstreams' client, and the fields it adds to the
+//! base protocol's definitions, which shaping keeps for a client that negotiated it.
+//!
+//! An extension mcpx does not carry is never forwarded to an upstream: its results would be cut
+//! to the base protocol's fields on the way back, and the client would get a broken one.
+
+use super::definition::Definition;
+use crate::json::Member;
+use serde_json::{json, Map, Value};
+
+/// An extension mcpx carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Extension {
+    /// MCP Apps (`io.modelcontextprotocol/ui`, ext-apps 2026-01-26): tools rendered by `ui://`
+    /// HTML resources.
+    Apps,
+}
+
+/// The MIME type of an MCP App's HTML, the one mcpx's clients are asked to render.
+pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+impl Extension {
+    /// Every extension mcpx carries.
+    pub const ALL: [Extension; 1] = [Extension::Apps];
+
+    /// Its identifier, the key under `capabilities.extensions`.
+    pub const fn id(self) -> &'static str {
+        match self {
+            Extension::Apps => "io.modelcontextprotocol/ui",
+        }
+    }
+
+    /// The extension an identifier names, if mcpx carries it.
+    pub fn parse(id: &str) -> Option<Extension> {
+        Self::ALL.into_iter().find(|e| e.id() == id)
+    }
+
+    /// What mcpx declares for it to its upstreams, as the client of every client it serves:
+    /// an upstream lists UI tools only to a client that declared it can render them.
+    pub fn client_declaration(self) -> Value {
+        match self {
+            Extension::Apps => json!({ "mimeTypes": [APP_MIME_TYPE] }),
+        }
+    }
+
+    /// The fields it adds to `definition`, kept for a client that negotiated it whatever its
+    /// revision defines (an App hydrates from `structuredContent` and reads `_meta.ui`).
+    pub fn added_fields(self, definition: Definition) -> &'static [&'static str] {
+        match (self, definition) {
+            (
+                Extension::Apps,
+                Definition::Tool
+                | Definition::Resource
+                | Definition::ResourceTemplate
+                | Definition::TextResourceContents
+                | Definition::BlobResourceContents,
+            ) => &["_meta"],
+            (Extension::Apps, Definition::CallToolResult) => &["_meta", "structuredContent"],
+            (Extension::Apps, _) => &[],
+        }
+    }
+}
+
+/// A set of extensions: those a client declared, or an upstream did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extensions(u8);
+
+impl Extensions {
+    /// None at all.
+    pub const NONE: Extensions = Extensions(0);
+
+    /// Every extension mcpx carries.
+    pub fn all() -> Extensions {
+        Extension::ALL
+            .into_iter()
+            .fold(Extensions::NONE, Extensions::with)
+    }
+
+    /// The carried extensions `capabilities.extensions` declares (a client's or a server's).
+    pub fn declared_in(capabilities: Option<&Value>) -> Extensions {
+        let declared = capabilities
+            .and_then(|c| c.member("extensions"))
+            .and_then(Value::as_object);
+        declared
+            .into_iter()
+            .flat_map(|map| map.keys())
+            .filter_map(|id| Extension::parse(id))
+            .fold(Extensions::NONE, Extensions::with)
+    }
+
+    /// This set and `extension`.
+    pub const fn with(self, extension: Extension) -> Extensions {
+        Extensions(self.0 | 1 << extension as u8)
+    }
+
+    /// Both sets.
+    pub const fn union(self, other: Extensions) -> Extensions {
+        Extensions(self.0 | other.0)
+    }
+
+    /// Whether it holds `extension`.
+    pub const fn contains(self, extension: Extension) -> bool {
+        self.0 & 1 << extension as u8 != 0
+    }
+
+    /// Its extensions.
+    pub fn iter(self) -> impl Iterator<Item = Extension> {
+        Extension::ALL
+            .into_iter()
+            .filter(move |e| self.contains(*e))
+    }
+
+    /// Whether a field of `definition` is one of these extensions'.
+    pub fn adds(self, definition: Definition, field: &str) -> bool {
+        self.iter()
+            .any(|e| e.added_fields(definition).contains(&field))
+    }
+
+    /// `capabilities.extensions` for these, with `declaration` for each.
+    pub fn declared(self, declaration: impl Fn(Extension) -> Value) -> Map<String, Value> {
+        self.iter()
+            .map(|e| (e.id().to_owned(), declaration(e)))
+            .collect()
+    }
+}
+
+/// `capabilities.extensions` as mcpx declares them to its clients: every extension it carries.
+/// A session's capabilities hold for its life, whichever upstreams start, stop or reload
+/// meanwhile, and what mcpx does for each (Apps: renamed `ui://` URIs, App-only tools, bare tool
+/// names) it does itself.
+pub fn advertised_by_mcpx() -> Value {
+    Value::Object(Extensions::all().declared(|_| json!({})))
+}
+
+/// `capabilities.extensions` as mcpx declares them to its upstreams for requests of its own (the
+/// handshake, the catalog's lists): every extension it carries, since it lists for every client.
+pub fn declared_by_mcpx() -> Value {
+    let all = Extension::ALL
+        .into_iter()
+        .fold(Extensions::NONE, Extensions::with);
+    Value::Object(all.declared(Extension::client_declaration))
+}
+
+/// `capabilities` as mcpx forwards them upstream for a client: its `extensions` cut to those
+/// mcpx carries (dropped when none is left); everything else as declared.
+pub fn carried_only(capabilities: &Value) -> Value {
+    let mut capabilities = capabilities.clone();
+    if let Some(Value::Object(map)) = capabilities.member_mut("extensions") {
+        map.retain(|id, _| Extension::parse(id).is_some());
+        if map.is_empty() {
+            if let Value::Object(capabilities) = &mut capabilities {
+                capabilities.remove("extensions");
+            }
+        }
+    }
+    capabilities
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod extensions {
+        use crate::protocol::definition::Definition;
+        use crate::protocol::extension::{carried_only, Extension, Extensions, APP_MIME_TYPE};
+        use serde_json::{json, Value};
+
+        const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+        #[test]
+        fn a_declaration_names_only_what_mcpx_carries() {
+            let capabilities = json!({"roots": {}, "extensions": {
+                "io.modelcontextprotocol/ui": {"mimeTypes": [APP_MIME_TYPE]},
+                TASKS: {},
+                "com.example/unknown": {"x": 1},
+            }});
+            let declared = Extensions::declared_in(Some(&capabilities));
+            assert!(declared.contains(Extension::Apps));
+            assert_eq!(declared.iter().count(), 1);
+            assert_eq!(Extensions::declared_in(None), Extensions::NONE);
+            assert_eq!(
+                Extensions::declared_in(Some(&json!({"extensions": []}))),
+                Extensions::NONE
+            );
+            let forwarded = carried_only(&capabilities);
+            assert_eq!(
+                forwarded,
+                json!({"roots": {}, "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": [APP_MIME_TYPE]}}})
+            );
+            // Nothing carried is left: no empty `extensions` goes upstream.
+            let only_tasks = json!({"elicitation": {}, "extensions": {TASKS: {}}});
+            assert_eq!(carried_only(&only_tasks), json!({"elicitation": {}}));
+        }
+
+        fn apps_schema() -> Value {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/spec/ext-apps/schema.json"
+            );
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        }
+
+        /// What Apps adds, checked against its published schema: `_meta.ui` on tools
+        /// (`McpUiToolMeta`) and on resources and their contents (`McpUiResourceMeta`), and the
+        /// client's declaration (`McpUiClientCapabilities`) that mcpx makes upstream.
+        #[test]
+        fn apps_fields_are_those_of_its_published_schema() {
+            let schema = apps_schema();
+            let definition = |name: &str| {
+                let mut d = schema["$defs"][name].clone();
+                // Its `$ref`s point into the whole schema's `$defs`.
+                d["$defs"] = schema["$defs"].clone();
+                jsonschema::validator_for(&d).unwrap()
+            };
+            let declaration = Extension::Apps.client_declaration();
+            assert!(definition("McpUiClientCapabilities").is_valid(&declaration));
+            assert!(declaration["mimeTypes"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(APP_MIME_TYPE)));
+            let tool_meta = json!({"resourceUri": "ui://widget/view.html", "visibility": ["app"]});
+            assert!(definition("McpUiToolMeta").is_valid(&tool_meta));
+            let resource_meta = json!({"prefersBorder": true, "csp": {"connectDomains": []}});
+            assert!(definition("McpUiResourceMeta").is_valid(&resource_meta));
+            // Both live in `_meta`, which Apps adds wherever the revision lacks it.
+            for carrier in [
+                Definition::Tool,
+                Definition::Resource,
+                Definition::TextResourceContents,
+                Definition::BlobResourceContents,
+                Definition::CallToolResult,
+            ] {
+                assert!(Extensions::NONE
+                    .with(Extension::Apps)
+                    .adds(carrier, "_meta"));
+            }
+            assert!(Extensions::NONE
+                .with(Extension::Apps)
+                .adds(Definition::CallToolResult, "structuredContent"));
+            assert!(!Extensions::NONE.adds(Definition::Tool, "_meta"));
+        }
+    }
+}

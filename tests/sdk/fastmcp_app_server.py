@@ -1,0 +1,51 @@
+"""A FastMCP 4 app server for the MCP Apps tests: `python fastmcp_app_server.py NAME`.
+
+Every such server declares the same UI resource, `ui://widget/view.html`, whose HTML names the
+server, as FastMCP's own app servers all share `ui://prefab/renderer.html`. Its tools: `show`
+(rendered by that UI), `refresh` (app-only: the UI calls it, the model does not see it),
+`plain` (no UI) and `only_NAME`, which no other server has. Speaks stdio.
+"""
+
+import sys
+
+from fastmcp import FastMCP
+from fastmcp.apps.config import AppConfig
+
+NAME = sys.argv[1]
+URI = "ui://widget/view.html"
+
+mcp = FastMCP(f"app-{NAME}")
+
+
+@mcp.tool(app=AppConfig(resource_uri=URI))
+def show() -> dict:
+    """Shows this server's widget."""
+    return {"server": NAME}
+
+
+@mcp.tool(app=AppConfig(resource_uri=URI, visibility=["app"]))
+def refresh() -> str:
+    """Called by the widget, not by the model."""
+    return f"refreshed by {NAME}"
+
+
+@mcp.tool
+def plain() -> str:
+    """A tool without a UI."""
+    return f"plain from {NAME}"
+
+
+@mcp.tool(name=f"only_{NAME}")
+def only() -> str:
+    """A tool no other server has."""
+    return f"only {NAME}"
+
+
+@mcp.resource(URI, app=AppConfig(prefers_border=True))
+def view() -> str:
+    """The widget."""
+    return f"<!doctype html><title>{NAME}</title><p>widget of server {NAME}</p>"
+
+
+if __name__ == "__main__":
+    mcp.run(show_banner=False)
