@@ -57,6 +57,62 @@ fn read_text(read: &Value) -> &str {
         .unwrap_or_default()
 }
 
+/// A configuration file with the app servers `a` and `b`.
+fn app_servers_file() -> tempfile::NamedTempFile {
+    let (python, script) = (deps::python(), app_server());
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let config = format!(
+        "[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
+         [servers.b]\ncommand = {python:?}\nargs = [{script:?}, \"b\"]\n"
+    );
+    std::fs::write(file.path(), config).unwrap();
+    file
+}
+
+fn sdk_file(name: &str) -> String {
+    format!("{}/tests/sdk/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What an SDK client prints, run as `COMMAND... MCPX CONFIG OPTIONS...`: the last line of its
+/// stdout, JSON.
+fn client_report(command: &[&str], config: &tempfile::NamedTempFile, options: &[&str]) -> Value {
+    let out = std::process::Command::new(command[0])
+        .args(&command[1..])
+        .arg(mcpx_bin())
+        .arg(config.path())
+        .args(options)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// A client's report ([`client_report`]): each `*__show` tool rendered by its own server's
+/// HTML under its renamed URI, the App-only tools listed, the bare call answered by `b`.
+fn each_renders_its_own_servers_app(report: &Value) {
+    for server in ["a", "b"] {
+        let ui = &report["ui"][format!("{server}__show")];
+        assert_eq!(
+            ui["uri"],
+            format!("ui://{server}/widget/view.html"),
+            "{report}"
+        );
+        let html = ui["html"].as_str().unwrap_or_default();
+        assert!(
+            html.contains(&format!("widget of server {server}")),
+            "{report}"
+        );
+    }
+    assert_eq!(report["bare"], "only b", "{report}");
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("a__refresh")), "{report}");
+}
+
 /// Each server's tool is rendered by its own server's HTML: the shared URI is renamed for each
 /// server in `tools/list`, `resources/list` and the read's contents, and read from that server.
 fn each_tool_renders_its_own_servers_html(mcpx: &mut Serve, params: impl Fn(Value) -> Value) {
@@ -134,6 +190,18 @@ mod v2025_11_25 {
             a_bare_name_is_routed_when_one_server_has_it(&mut mcpx, |p| p);
         }
 
+        /// The TypeScript SDK's clients (v1 and v2, which speak 2025-11-25 over stdio),
+        /// declaring Apps.
+        #[test]
+        fn the_typescript_sdks_render_each_servers_own_app() {
+            let config = app_servers_file();
+            let client = sdk_file("ts_apps_client.mjs");
+            for sdk in ["v1", "v2"] {
+                let report = client_report(&[&deps::node(), &client, sdk], &config, &[]);
+                each_renders_its_own_servers_app(&report);
+            }
+        }
+
         #[test]
         fn app_only_tools_are_shown_only_to_a_client_that_renders_apps() {
             let mut mcpx = two_app_servers();
@@ -199,53 +267,13 @@ mod v2026_07_28 {
         /// FastMCP 4's own client, rendering Apps, then not.
         #[test]
         fn fastmcp_s_client_renders_each_servers_own_app() {
-            let (python, script) = (deps::python(), app_server());
-            let config = tempfile::NamedTempFile::new().unwrap();
-            std::fs::write(
-                config.path(),
-                format!(
-                    "[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
-                     [servers.b]\ncommand = {python:?}\nargs = [{script:?}, \"b\"]\n"
-                ),
-            )
-            .unwrap();
-            let client = concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/sdk/fastmcp_apps_client.py"
-            );
-            let run = |extra: &[&str]| -> Value {
-                let out = std::process::Command::new(&python)
-                    .arg(client)
-                    .arg(mcpx_bin())
-                    .arg(config.path())
-                    .args(extra)
-                    .output()
-                    .unwrap();
-                let stdout = String::from_utf8_lossy(&out.stdout);
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                assert!(out.status.success(), "{stdout}\n{stderr}");
-                serde_json::from_str(stdout.lines().last().unwrap_or_default())
-                    .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
-            };
-            let report = run(&[]);
+            let config = app_servers_file();
+            let python = deps::python();
+            let client = sdk_file("fastmcp_apps_client.py");
+            let report = client_report(&[&python, &client], &config, &[]);
             assert_eq!(report["era"], "2026-07-28", "{report}");
-            for server in ["a", "b"] {
-                let ui = &report["ui"][format!("{server}__show")];
-                assert_eq!(
-                    ui["uri"],
-                    format!("ui://{server}/widget/view.html"),
-                    "{report}"
-                );
-                let html = ui["html"].as_str().unwrap();
-                assert!(
-                    html.contains(&format!("widget of server {server}")),
-                    "{report}"
-                );
-            }
-            assert_eq!(report["bare"], "only b", "{report}");
-            let tools = report["tools"].as_array().unwrap();
-            assert!(tools.contains(&json!("a__refresh")), "{report}");
-            let without = run(&["--no-apps"]);
+            each_renders_its_own_servers_app(&report);
+            let without = client_report(&[&python, &client], &config, &["--no-apps"]);
             let tools = without["tools"].as_array().unwrap();
             assert!(!tools.contains(&json!("a__refresh")), "{without}");
             assert!(tools.contains(&json!("a__show")), "{without}");
