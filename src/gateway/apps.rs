@@ -9,6 +9,7 @@
 //! of the renamed URI goes to that server under its own.
 
 use super::route::Owner;
+use super::uri_template::template_matches;
 use crate::json::Member;
 use hashbrown::HashMap;
 use serde_json::Value;
@@ -43,15 +44,23 @@ pub fn is_app_only(tool: &Value) -> bool {
     visibility.is_some_and(|v| !v.iter().any(|who| who == "model"))
 }
 
-/// The `ui://` URIs a server uses: those it lists as resources, and those its tools name
-/// (a UI resource may be left out of `resources/list`).
-pub fn claimed<'a>(tools: &'a [Value], resources: &'a [Value]) -> BTreeSet<&'a str> {
-    let listed = resources
-        .iter()
-        .filter_map(|r| r.member("uri")?.as_str())
-        .filter(|uri| uri.starts_with(UI_SCHEME));
+/// What a server lists: its tools, resources and resource templates.
+pub type Listed<'a> = (&'a [Value], &'a [Value], &'a [Value]);
+
+/// The `ui://` URIs and URI templates a server uses: those it lists as resources and templates,
+/// and those its tools name (a UI resource may be left out of `resources/list`).
+pub fn claimed<'a>((tools, resources, templates): Listed<'a>) -> BTreeSet<&'a str> {
+    let ui = |key: &'static str| {
+        move |item: &'a Value| {
+            item.member(key)?
+                .as_str()
+                .filter(|uri| uri.starts_with(UI_SCHEME))
+        }
+    };
+    let listed = resources.iter().filter_map(ui("uri"));
+    let templated = templates.iter().filter_map(ui("uriTemplate"));
     let named = tools.iter().flat_map(tool_ui_uris);
-    listed.chain(named).collect()
+    listed.chain(templated).chain(named).collect()
 }
 
 /// The `ui://` URIs that more than one server claims (each server's [`claimed`] set).
@@ -72,44 +81,72 @@ pub fn renamed(server: &str, uri: &str) -> String {
     format!("{UI_SCHEME}{server}/{rest}")
 }
 
-/// One server's renamed `ui://` URIs, its own to the one mcpx shows.
+/// One server's renamed `ui://` URIs and URI templates, its own to the one mcpx shows.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct UiRenames(HashMap<String, String>);
+pub struct UiRenames {
+    /// What every renamed URI of this server starts with: `ui://SERVER/`.
+    prefix: String,
+    renames: HashMap<String, String>,
+    /// Its own templates that are renamed: a URI one of them matches is renamed too.
+    templates: Vec<String>,
+}
 
 impl UiRenames {
-    /// The renames of `server`, which lists `tools` and `resources`, whose URIs are in `shared`.
-    pub fn of(
-        server: &str,
-        (tools, resources): (&[Value], &[Value]),
-        shared: &BTreeSet<&str>,
-    ) -> UiRenames {
-        let renames = claimed(tools, resources)
-            .into_iter()
-            .filter(|uri| shared.contains(uri))
-            .map(|uri| (uri.to_owned(), renamed(server, uri)))
-            .collect();
-        UiRenames(renames)
+    /// The renames of `server`, which lists `listed`, of those of its URIs and templates that
+    /// are in `shared`.
+    pub fn of(server: &str, listed: Listed<'_>, shared: &BTreeSet<&str>) -> UiRenames {
+        let templates = listed
+            .2
+            .iter()
+            .filter_map(|t| t.member("uriTemplate")?.as_str());
+        let templates = templates.filter(|t| shared.contains(t));
+        UiRenames {
+            prefix: renamed(server, ""),
+            renames: claimed(listed)
+                .into_iter()
+                .filter(|uri| shared.contains(uri))
+                .map(|uri| (uri.to_owned(), renamed(server, uri)))
+                .collect(),
+            templates: templates.map(str::to_owned).collect(),
+        }
     }
 
     /// Whether it renames nothing.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.renames.is_empty()
     }
 
-    /// Each own URI and the one shown for it.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0
-            .iter()
-            .map(|(own, shown)| (own.as_str(), shown.as_str()))
+    /// What a URI of this server is shown as: renamed if it, or a renamed template matching
+    /// it, is shared with another server.
+    fn shown(&self, uri: &str) -> Option<String> {
+        if let Some(shown) = self.renames.get(uri) {
+            return Some(shown.clone());
+        }
+        let templated = self.templates.iter().any(|t| template_matches(t, uri));
+        templated.then(|| format!("{}{}", self.prefix, &uri[UI_SCHEME.len()..]))
+    }
+
+    /// This server's own URI for one shown as renamed: `None` if it is not.
+    fn own(&self, shown: &str) -> Option<String> {
+        let rest = shown.strip_prefix(&self.prefix)?;
+        let own = format!("{UI_SCHEME}{rest}");
+        let renamed = self.renames.contains_key(&own)
+            || self.templates.iter().any(|t| template_matches(t, &own));
+        renamed.then_some(own)
     }
 
     /// Renames the string at `value`, if it is one of these URIs.
     fn rename(&self, value: Option<&mut Value>) {
         if let Some(value) = value {
-            if let Some(shown) = value.as_str().and_then(|uri| self.0.get(uri)) {
-                *value = Value::String(shown.clone());
+            if let Some(shown) = value.as_str().and_then(|uri| self.shown(uri)) {
+                *value = Value::String(shown);
             }
         }
+    }
+
+    /// A template as listed: its `uriTemplate`.
+    pub fn in_template(&self, template: &mut Value) {
+        self.rename(template.member_mut("uriTemplate"));
     }
 
     /// A tool as listed: its `_meta.ui.resourceUri` and flat `_meta["ui/resourceUri"]`.
@@ -150,8 +187,6 @@ impl UiRenames {
 #[derive(Debug, Clone, Default)]
 pub struct AppRoutes {
     renames: HashMap<Owner, Arc<UiRenames>>,
-    /// A renamed URI to its server and that server's own URI.
-    own_uris: HashMap<String, (Owner, String)>,
     /// A server's own tool name to the names it is exposed under.
     bare_tools: HashMap<String, Vec<String>>,
 }
@@ -159,14 +194,9 @@ pub struct AppRoutes {
 impl AppRoutes {
     /// Records `owner`'s renames.
     pub fn add_renames(&mut self, owner: Owner, renames: UiRenames) {
-        if renames.is_empty() {
-            return;
+        if !renames.is_empty() {
+            self.renames.insert(owner, Arc::new(renames));
         }
-        for (own, shown) in renames.iter() {
-            self.own_uris
-                .insert(shown.to_owned(), (owner, own.to_owned()));
-        }
-        self.renames.insert(owner, Arc::new(renames));
     }
 
     /// Records a tool its server calls `own`, exposed as `exposed`.
@@ -184,9 +214,9 @@ impl AppRoutes {
         self.renames.get(&owner).map(Arc::as_ref)
     }
 
-    /// The server's own URI for a renamed one; `None` for a URI mcpx did not rename.
-    pub fn own_uri(&self, shown: &str) -> Option<&str> {
-        self.own_uris.get(shown).map(|(_, own)| own.as_str())
+    /// The own URI of `owner` for one mcpx shows renamed; `None` for a URI it did not rename.
+    pub fn own_uri(&self, owner: Owner, shown: &str) -> Option<String> {
+        self.renames(owner)?.own(shown)
     }
 
     /// The exposed names of the tools that servers call `own`.
@@ -211,12 +241,6 @@ impl AppRoutes {
                 .filter(|(owner, _)| keep_owner(**owner))
                 .map(|(owner, renames)| (*owner, Arc::clone(renames)))
                 .collect(),
-            own_uris: self
-                .own_uris
-                .iter()
-                .filter(|(_, (owner, _))| keep_owner(*owner))
-                .map(|(shown, own)| (shown.clone(), own.clone()))
-                .collect(),
             bare_tools: bare_tools.collect(),
         }
     }
@@ -225,7 +249,10 @@ impl AppRoutes {
 #[cfg(test)]
 mod every_revision {
     mod apps {
-        use crate::gateway::apps::{claimed, is_app_only, renamed, tool_ui_uris, UiRenames};
+        use crate::gateway::apps::{
+            claimed, is_app_only, renamed, tool_ui_uris, AppRoutes, UiRenames,
+        };
+        use crate::gateway::route::Owner;
         use serde_json::{json, Value};
         use std::collections::BTreeSet;
 
@@ -248,10 +275,14 @@ mod every_revision {
         #[test]
         fn a_server_claims_the_ui_uris_it_lists_and_its_tools_name() {
             let (tools, resources) = listing();
-            let uris: Vec<&str> = claimed(&tools, &resources).into_iter().collect();
+            let templates = [json!({"uriTemplate": "ui://chart/{id}.html", "name": "chart"})];
+            let uris: Vec<&str> = claimed((&tools, &resources, &templates))
+                .into_iter()
+                .collect();
             assert_eq!(
                 uris,
                 [
+                    "ui://chart/{id}.html",
                     "ui://listed/only.html",
                     "ui://old/flat.html",
                     "ui://widget/view.html"
@@ -281,7 +312,7 @@ mod every_revision {
             );
             let (tools, resources) = listing();
             let shared = BTreeSet::from(["ui://widget/view.html", "ui://old/flat.html"]);
-            let renames = UiRenames::of("b", (&tools, &resources), &shared);
+            let renames = UiRenames::of("b", (&tools, &resources, &[]), &shared);
             let mut tool = tools[0].clone();
             renames.in_tool(&mut tool);
             assert_eq!(
@@ -316,6 +347,41 @@ mod every_revision {
             assert_eq!(
                 call["_meta"]["ui"]["resourceUri"],
                 "ui://b/widget/view.html"
+            );
+        }
+
+        /// A shared template is renamed as a URI is, and so is every URI it matches: listed,
+        /// read back, and routed to the server's own.
+        #[test]
+        fn a_shared_template_renames_what_it_matches() {
+            let templates = [json!({"uriTemplate": "ui://chart/{id}.html", "name": "chart"})];
+            let shared = BTreeSet::from(["ui://chart/{id}.html", "ui://widget/view.html"]);
+            let (tools, resources) = listing();
+            let renames = UiRenames::of("b", (&tools, &resources, &templates), &shared);
+            let mut template = templates[0].clone();
+            renames.in_template(&mut template);
+            assert_eq!(template["uriTemplate"], "ui://b/chart/{id}.html");
+            let mut read = json!({"contents": [{"uri": "ui://chart/7.html", "text": "<p>"}]});
+            renames.in_result(&mut read);
+            assert_eq!(read["contents"][0]["uri"], "ui://b/chart/7.html");
+            let mut routes = AppRoutes::default();
+            let owner = Owner::Upstream(3);
+            routes.add_renames(owner, renames);
+            let own = |shown| routes.own_uri(owner, shown);
+            assert_eq!(
+                own("ui://b/chart/7.html").as_deref(),
+                Some("ui://chart/7.html")
+            );
+            assert_eq!(
+                own("ui://b/widget/view.html").as_deref(),
+                Some("ui://widget/view.html")
+            );
+            // Not renamed: its own URIs, and whatever another server's rename looks like.
+            assert_eq!(own("ui://listed/only.html"), None);
+            assert_eq!(own("ui://b/listed/only.html"), None);
+            assert_eq!(
+                routes.own_uri(Owner::Upstream(4), "ui://b/chart/7.html"),
+                None
             );
         }
     }

@@ -10,6 +10,7 @@ use super::apps::{self, AppRoutes, UiRenames};
 use super::naming;
 use super::route::{Owner, Route};
 use super::search::ToolIndex;
+use super::uri_template::template_matches;
 use crate::config::ToolOverride;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
@@ -113,14 +114,13 @@ impl Catalog {
         };
         let ui_claims: Vec<_> = sources
             .iter()
-            .map(|s| apps::claimed(&s.listing.tools, &s.listing.resources))
+            .map(|s| apps::claimed(listed(s.listing)))
             .collect();
         let shared_ui = apps::shared(&ui_claims);
         let tool_keepers = keepers(sources, claims(&tools), &previous.tool_routes);
         let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
         for (index, source) in sources.iter().enumerate() {
-            let listed = (&source.listing.tools[..], &source.listing.resources[..]);
-            let renames = UiRenames::of(source.server, listed, &shared_ui);
+            let renames = UiRenames::of(source.server, listed(source.listing), &shared_ui);
             for tool in tools[index].iter().copied() {
                 let own_name = tool["name"].as_str().unwrap_or_default();
                 let overridden = source.overrides.and_then(|o| o.get(own_name));
@@ -173,11 +173,13 @@ impl Catalog {
                 }
             }
             for template in &source.listing.templates {
+                let mut template = template.clone();
+                renames.in_template(&mut template);
                 if let Some(pattern) = template.member("uriTemplate").and_then(Value::as_str) {
                     catalog
                         .template_owners
                         .push((pattern.to_owned(), source.owner));
-                    catalog.templates.push(template.clone());
+                    catalog.templates.push(template);
                 }
             }
             catalog.apps.add_renames(source.owner, renames);
@@ -392,6 +394,11 @@ impl Catalog {
     }
 }
 
+/// A listing's tools, resources and templates, as [`apps`] reads them.
+fn listed(listing: &Listing) -> apps::Listed<'_> {
+    (&listing.tools, &listing.resources, &listing.templates)
+}
+
 /// The tools but those only an App may call.
 fn model_tools(tools: &[Value]) -> Vec<Value> {
     tools
@@ -571,41 +578,10 @@ fn decode_cursor(cursor: &Value) -> Option<usize> {
         .ok()
 }
 
-/// Whether `uri` fits an RFC 6570 template, reading every `{...}` expression as "any text".
-fn template_matches(template: &str, uri: &str) -> bool {
-    let mut literals = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        literals.push(&rest[..open]);
-        rest = match rest[open..].find('}') {
-            Some(close) => &rest[open + close + 1..],
-            None => return false,
-        };
-    }
-    literals.push(rest);
-    let (first, last) = (literals[0], literals[literals.len() - 1]);
-    if literals.len() == 1 {
-        return uri == first;
-    }
-    if !uri.starts_with(first) || !uri[first.len()..].ends_with(last) {
-        return false;
-    }
-    let mut middle = &uri[first.len()..uri.len() - last.len()];
-    for literal in &literals[1..literals.len() - 1] {
-        match middle.find(literal) {
-            Some(at) => middle = &middle[at + literal.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
 #[cfg(test)]
 mod every_revision {
     mod catalog {
-        use crate::gateway::catalog::{
-            template_matches, Catalog, Listing, Owner, Source, PAGE_SIZE,
-        };
+        use crate::gateway::catalog::{Catalog, Listing, Owner, Source, PAGE_SIZE};
         use crate::protocol::Method;
         use serde_json::json;
 
@@ -730,20 +706,6 @@ mod every_revision {
             assert!(catalog
                 .page(Method::ToolsList, Some(&json!("bogus")), true)
                 .is_err());
-        }
-
-        #[test]
-        fn templates_match_uris() {
-            assert!(template_matches("file:///{path}", "file:///etc/hosts"));
-            assert!(template_matches(
-                "db://{table}/rows/{id}",
-                "db://users/rows/7"
-            ));
-            assert!(!template_matches(
-                "db://{table}/rows/{id}",
-                "db://users/cols/7"
-            ));
-            assert!(!template_matches("file:///{path}", "http://x"));
         }
     }
 }

@@ -30,6 +30,7 @@ mod search;
 mod subscriptions;
 mod supervision;
 mod upstreams;
+mod uri_template;
 
 pub use catalog::{Catalog, Listing};
 pub use client::{Client, Listen};

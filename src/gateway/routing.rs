@@ -113,7 +113,7 @@ impl Gateway {
         let catalog = self.catalog_of(client);
         let mut forwarded = forwardable(params);
         // A `ui://` URI mcpx renamed is read under its server's own.
-        if let Some(own) = catalog.apps().own_uri(uri) {
+        if let Some(own) = catalog.apps().own_uri(owner, uri) {
             forwarded["uri"] = json!(own);
         }
         let method = Method::ResourcesRead;

@@ -143,6 +143,30 @@ fn each_tool_renders_its_own_servers_html(mcpx: &mut Serve, params: impl Fn(Valu
         ["ui://a/widget/view.html", "ui://b/widget/view.html"],
         "{resources}"
     );
+    // A shared template is renamed the same way, and what it matches is read from its server.
+    let templates = mcpx.call(8, "resources/templates/list", params(json!({})));
+    let mut patterns: Vec<&str> = templates["result"]["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["uriTemplate"].as_str())
+        .collect();
+    patterns.sort();
+    assert_eq!(
+        patterns,
+        ["ui://a/chart/{id}.html", "ui://b/chart/{id}.html"],
+        "{templates}"
+    );
+    let chart = mcpx.call(
+        9,
+        "resources/read",
+        params(json!({"uri": "ui://b/chart/7.html"})),
+    );
+    assert!(read_text(&chart).contains("chart 7 of server b"), "{chart}");
+    assert_eq!(
+        chart["result"]["contents"][0]["uri"], "ui://b/chart/7.html",
+        "{chart}"
+    );
 }
 
 /// An App calls its server's tools by the server's own names.

@@ -3,7 +3,8 @@
 Every such server declares the same UI resource, `ui://widget/view.html`, whose HTML names the
 server, as FastMCP's own app servers all share `ui://prefab/renderer.html`. Its tools: `show`
 (rendered by that UI), `refresh` (app-only: the UI calls it, the model does not see it),
-`plain` (no UI) and `only_NAME`, which no other server has. Speaks stdio.
+`plain` (no UI) and `only_NAME`, which no other server has; and the UI template
+`ui://chart/{id}.html`, which every such server shares too. Speaks stdio.
 """
 
 import sys
@@ -45,6 +46,12 @@ def only() -> str:
 def view() -> str:
     """The widget."""
     return f"<!doctype html><title>{NAME}</title><p>widget of server {NAME}</p>"
+
+
+@mcp.resource("ui://chart/{id}.html", app=AppConfig())
+def chart(id: str) -> str:
+    """One chart's widget, by its id."""
+    return f"<!doctype html><p>chart {id} of server {NAME}</p>"
 
 
 if __name__ == "__main__":
