@@ -80,6 +80,9 @@ impl Gateway {
                     Era::Modern => UpstreamEra::Modern,
                     Era::Legacy => UpstreamEra::Legacy,
                 });
+            if upstream.exited_on_discover.load(Ordering::Relaxed) {
+                config.era = UpstreamEra::Legacy;
+            }
         }
         config.transport = *lock(&upstream.transport);
         let outcome = async {
@@ -123,7 +126,15 @@ impl Gateway {
             }
             Err(error) => {
                 tracing::error!(server = %upstream.name, "upstream failed to start: {error}");
-                if let Some(connection) = lock(&upstream.connection).take() {
+                let connection = lock(&upstream.connection).take();
+                // A child that a `server/discover` probe ended is a legacy server that takes
+                // nothing before `initialize`: it is started again with that alone.
+                let probed = config.era == UpstreamEra::Auto
+                    && matches!(&connection, Some(Connection::Stdio(c)) if !c.is_alive());
+                if probed && !upstream.exited_on_discover.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(server = %upstream.name, "exited on server/discover: started again with initialize");
+                }
+                if let Some(connection) = connection {
                     connection.stop();
                 }
                 *lock(&upstream.state) = match &error {

@@ -155,6 +155,9 @@ pub(super) struct Upstream {
     /// Counts starts after the first (after a crash, or asked for), whether they served or not.
     pub(super) restarts: AtomicU64,
     pub(super) backoff: Mutex<Backoff>,
+    /// Whether its child exited on mcpx's `server/discover` probe (`era = "auto"`): from then
+    /// on it is started with `initialize` alone.
+    pub(super) exited_on_discover: AtomicBool,
     /// Fired when the upstream is removed by a reload: supervision stops reviving it.
     pub(super) removed: Cancel,
     /// Whether a supervision loop is already reviving it (there must be one at most).
@@ -293,6 +296,7 @@ impl Upstreams {
             backoff: Mutex::default(),
             removed: Cancel::new(),
             reviving: AtomicBool::new(false),
+            exited_on_discover: AtomicBool::new(false),
             transport: Mutex::new(config.transport),
             logging_in: smol::lock::Mutex::new(()),
             waking: smol::lock::Mutex::new(()),

@@ -5,14 +5,17 @@
 //!
 //! ## The handshake order, and why it differs by wire
 //!
-//! With `era = "auto"` mcpx must learn which era a server speaks without breaking it:
-//! - **stdio: `initialize` first**, then `server/discover` if the answer says the server is modern
-//!   (-32022, or a `supported` list naming a modern revision). A pipe carries one conversation,
-//!   and a legacy server may treat an unknown first request as fatal or never answer it, while
-//!   `initialize` is a request a modern server answers too (with -32022 and its versions).
-//! - **HTTP: `server/discover` first**, then `initialize` if that is refused. Each POST stands
-//!   alone, so a legacy server refuses `server/discover` (404, or -32601) and serves on; and a
-//!   server that speaks both eras is served statelessly instead of being handed a session.
+//! With `era = "auto"` mcpx must learn which era a server speaks without breaking it, and speak
+//! the newest both sides know: a server that speaks both eras is spoken to in 2026-07-28 (what
+//! only that era carries, an extension among it, then reaches clients).
+//! - **stdio and HTTP: `server/discover` first**, then `initialize` if that is refused. A legacy
+//!   server refuses `server/discover` (-32601, or 404 over HTTP) and serves on, on the same pipe
+//!   or with the next POST. A legacy server that exits on an unknown first request instead ends
+//!   the start; the gateway's supervision notes that and starts it again with `initialize`
+//!   alone, so the probe is paid once per upstream.
+//! - **HTTP+SSE: `initialize` first**, then `server/discover` if the answer says the server is
+//!   modern (-32022, or a `supported` list naming a modern revision): a 2024-11-05 transport
+//!   carries legacy servers.
 //!
 //! `era = "legacy"` and `era = "modern"` try their one handshake only.
 
@@ -33,9 +36,9 @@ type Reply = Result<Value, ErrorObject>;
 /// Which handshake a wire tries first in `era = "auto"` (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FirstTry {
-    /// `initialize`, then `server/discover` if the server turns out modern: stdio.
+    /// `initialize`, then `server/discover` if the server turns out modern: HTTP+SSE.
     Initialize,
-    /// `server/discover`, then `initialize` if it is refused: HTTP.
+    /// `server/discover`, then `initialize` if it is refused: stdio and Streamable HTTP.
     Discover,
 }
 

@@ -175,10 +175,10 @@ impl StdioUpstream {
         Ok(upstream)
     }
 
-    /// Handshakes in the configured era, `initialize` first in `auto` (see
-    /// [`super::client`] for why).
+    /// Handshakes in the configured era, `server/discover` first in `auto` (see
+    /// [`super::client`] for why, and for the server that exits on it).
     pub async fn handshake(&self) -> Result<Handshake, String> {
-        client::handshake(&self.peer, self.era_choice, FirstTry::Initialize).await
+        client::handshake(&self.peer, self.era_choice, FirstTry::Discover).await
     }
 
     /// The conversation with the server.

@@ -23,6 +23,19 @@ fn upstream_state(mcpx: &mut Serve, id: i64, name: &str) -> Value {
         .unwrap()
 }
 
+/// The state of upstream `name` once `holds` is true of it (asked again until [`PATIENCE`]).
+fn upstream_state_once(mcpx: &mut Serve, name: &str, holds: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    for id in 1000.. {
+        let state = upstream_state(mcpx, id, name);
+        if holds(&state) || Instant::now() > deadline {
+            return state;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unreachable!("the ids run out before the patience does")
+}
+
 /// The fixture's pid, from the line it logs at start.
 fn fixture_pids(log: &str) -> Vec<u32> {
     log.lines()
@@ -245,6 +258,74 @@ mod every_revision {
                 eventually(|| marked().is_empty()),
                 "outlived mcpx: {:?}",
                 marked()
+            );
+        }
+
+        /// `era = "auto"` over stdio: a server that speaks both eras is spoken to in
+        /// 2026-07-28 (the published `mcp-server-time`, and the fixture with `--dual-era`), a
+        /// legacy one in its revision after refusing `server/discover`.
+        #[test]
+        fn auto_speaks_the_newest_era_a_stdio_server_knows() {
+            let config = format!(
+                "[servers.time]\ncommand = {:?}\n[servers.dual]\ncommand = {:?}\nargs = [\"--dual-era\"]\n[servers.legacy]\ncommand = {:?}\n",
+                deps::mcp_server_time(),
+                fixture_bin(),
+                fixture_bin()
+            );
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            for (id, (name, revision)) in [
+                ("time", "2026-07-28"),
+                ("dual", "2026-07-28"),
+                ("legacy", "2025-11-25"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let state = upstream_state(&mut mcpx, id as i64 + 1, name);
+                assert_eq!(state["revision"], revision, "{name}: {state}");
+                assert_eq!(state["restarts"], 0, "{name}: {state}");
+            }
+            let now = mcpx.call(
+                9,
+                "tools/call",
+                json!({"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}),
+            );
+            assert_eq!(now["result"]["isError"], false, "{now}");
+        }
+
+        /// A legacy server that exits on any first request but `initialize` is started again
+        /// with `initialize` alone, and serves; its next starts skip the probe.
+        #[test]
+        fn a_server_that_exits_on_the_discover_probe_is_restarted_with_initialize() {
+            let mut mcpx = Serve::start(&fixture_config("args = [\"--exit-on-unknown\"]\n"));
+            mcpx.initialize("2025-11-25");
+            assert!(
+                mcpx.log_shows("exited on server/discover"),
+                "{}",
+                mcpx.stderr()
+            );
+            let state = upstream_state_once(&mut mcpx, "fixture", |s| s["state"] == "ready");
+            assert_eq!(state["state"], "ready", "{state}\n{}", mcpx.stderr());
+            assert_eq!(state["revision"], "2025-11-25", "{state}");
+            let echoed = mcpx.call(
+                3,
+                "tools/call",
+                json!({"name": "fixture__echo", "arguments": {"text": "up"}}),
+            );
+            assert_eq!(echoed["result"]["content"][0]["text"], "up", "{echoed}");
+            // A crash later restarts it without the probe: it exits on nothing else.
+            mcpx.call(
+                4,
+                "tools/call",
+                json!({"name": "fixture__crash", "arguments": {}}),
+            );
+            let again = |s: &Value| s["restarts"] == 2 && s["state"] == "ready";
+            let state = upstream_state_once(&mut mcpx, "fixture", again);
+            assert!(again(&state), "{state}\n{}", mcpx.stderr());
+            assert_eq!(
+                mcpx.stderr().matches("exiting on a first request").count(),
+                1
             );
         }
 

@@ -1,5 +1,6 @@
-//! A small MCP server for mcpx's tests, not shipped. It speaks the legacy revisions (or, with
-//! `--modern-only`, only 2026-07-28) over stdio, and has tools that echo, sleep until cancelled,
+//! A small MCP server for mcpx's tests, not shipped. It speaks the legacy revisions (with
+//! `--modern-only`, only 2026-07-28; with `--dual-era`, both; with `--exit-on-unknown`, it exits
+//! on a first request other than `initialize`) over stdio, and has tools that echo, sleep until cancelled,
 //! report progress, fail, crash, change the tool list, return content kinds some revisions lack,
 //! and ask the client for input (elicitation, sampling, roots): as requests of their own in the
 //! legacy revisions, as an `InputRequiredResult` in 2026-07-28.
@@ -20,6 +21,14 @@ struct Server {
     cancelled: Mutex<HashSet<String>>,
     extra_tool: Mutex<bool>,
     modern_only: bool,
+    /// With `--dual-era`: `server/discover` is answered too, as a server speaking both eras
+    /// does (without it, and without `--modern-only`, the fixture is a legacy server).
+    dual_era: bool,
+    /// With `--exit-on-unknown`: a first request other than `initialize` ends the process, as
+    /// some legacy servers do.
+    exit_on_unknown: bool,
+    /// Whether a request was answered yet.
+    answered: std::sync::atomic::AtomicBool,
     generated_tools: usize,
     /// With `--catalog FILE`: only the tools that file lists (a JSON array), each answering
     /// with its name and arguments.
@@ -438,6 +447,16 @@ impl Server {
             }
             return;
         };
+        let first = !self
+            .answered
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        if first && self.exit_on_unknown && method != "initialize" {
+            eprintln!("fixture: exiting on a first request of {method}");
+            std::process::exit(4);
+        }
+        if method == "server/discover" && !self.modern_only && !self.dual_era {
+            return self.reply(&id, Err((-32601, "Method not found")));
+        }
         if self.modern_only
             && method != "server/discover"
             && params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_null()
@@ -611,6 +630,8 @@ fn main() {
         modern_only: args
             .iter()
             .any(|a| a == "--modern-only" || a == "--conformance-rounds"),
+        dual_era: args.iter().any(|a| a == "--dual-era"),
+        exit_on_unknown: args.iter().any(|a| a == "--exit-on-unknown"),
         rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
         generated_tools,
