@@ -6,10 +6,12 @@
 //! its UI, or failing that to the server whose template matches. Order is the configuration's
 //! server order, then each server's own order, so `tools/list` is deterministic.
 
-use super::apps::{self, AppRoutes, UiRenames};
+use super::apps::{self, BareTools};
 use super::naming;
 use super::route::{Owner, Route};
 use super::search::ToolIndex;
+use super::shared_uris::{self, SharedUris, UriRenames};
+use super::skills;
 use super::uri_template::template_matches;
 use crate::config::ToolOverride;
 use crate::json::Member;
@@ -37,6 +39,9 @@ pub struct Listing {
     pub resources: Vec<Value>,
     /// `resources/templates/list`.
     pub templates: Vec<Value>,
+    /// `skills/list` (Skills), from a server that declares it.
+    #[serde(default)]
+    pub skills: Vec<Value>,
 }
 
 /// A server's contribution to the merged catalog.
@@ -60,8 +65,10 @@ pub struct Catalog {
     tools: Vec<Value>,
     /// The tools a client that cannot render Apps is shown: all but the App-only ones.
     model_tools: Vec<Value>,
-    /// Renamed `ui://` URIs and tools by their servers' own names ([`apps`]).
-    apps: AppRoutes,
+    /// Tools by their servers' own names, as Apps call them ([`apps`]).
+    bare_tools: BareTools,
+    /// The URIs renamed because two servers use them ([`shared_uris`]).
+    shared_uris: SharedUris,
     tool_routes: HashMap<String, Route>,
     tool_header_params: HashMap<String, Vec<HeaderParam>>,
     prompts: Vec<Value>,
@@ -70,6 +77,8 @@ pub struct Catalog {
     resource_owners: HashMap<String, Owner>,
     templates: Vec<Value>,
     template_owners: Vec<(String, Owner)>,
+    skills: Vec<Value>,
+    skill_owners: Vec<Owner>,
     /// A search profile's: what `tools/list` shows instead of `tools`, and the index that
     /// `mcpx__search_tools` asks.
     search: Option<(Vec<Value>, Arc<ToolIndex>)>,
@@ -116,11 +125,18 @@ impl Catalog {
             .iter()
             .map(|s| apps::claimed(listed(s.listing)))
             .collect();
-        let shared_ui = apps::shared(&ui_claims);
+        let shared_ui = shared_uris::shared(&ui_claims);
+        let skill_dirs: Vec<_> = sources
+            .iter()
+            .map(|s| skills::claimed(&s.listing.skills))
+            .collect();
+        let shared_dirs = shared_uris::shared(&skill_dirs);
         let tool_keepers = keepers(sources, claims(&tools), &previous.tool_routes);
         let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
         for (index, source) in sources.iter().enumerate() {
-            let renames = UiRenames::of(source.server, listed(source.listing), &shared_ui);
+            let mut renames = UriRenames::new(source.server);
+            apps::add_renames(&mut renames, listed(source.listing), &shared_ui);
+            skills::add_renames(&mut renames, &source.listing.skills, &shared_dirs);
             for tool in tools[index].iter().copied() {
                 let own_name = tool["name"].as_str().unwrap_or_default();
                 let overridden = source.overrides.and_then(|o| o.get(own_name));
@@ -136,7 +152,7 @@ impl Catalog {
                 if let Some(changes) = overridden {
                     apply(changes, &mut exposed.2);
                 }
-                renames.in_tool(&mut exposed.2);
+                apps::rename_in_tool(&renames, &mut exposed.2);
                 // A UI resource may be left out of `resources/list`: its tool names its owner.
                 for uri in apps::tool_ui_uris(&exposed.2) {
                     catalog
@@ -144,7 +160,7 @@ impl Catalog {
                         .entry(uri.to_owned())
                         .or_insert(source.owner);
                 }
-                catalog.apps.add_tool(own_name, &exposed.0);
+                catalog.bare_tools.add(own_name, &exposed.0);
                 catalog
                     .tool_header_params
                     .insert(exposed.0.clone(), header_params);
@@ -163,7 +179,7 @@ impl Catalog {
             }
             for resource in &source.listing.resources {
                 let mut resource = resource.clone();
-                renames.in_resource(&mut resource);
+                renames.in_item(&mut resource);
                 if let Some(uri) = resource.member("uri").and_then(Value::as_str) {
                     catalog
                         .resource_owners
@@ -174,7 +190,7 @@ impl Catalog {
             }
             for template in &source.listing.templates {
                 let mut template = template.clone();
-                renames.in_template(&mut template);
+                renames.in_item(&mut template);
                 if let Some(pattern) = template.member("uriTemplate").and_then(Value::as_str) {
                     catalog
                         .template_owners
@@ -182,7 +198,16 @@ impl Catalog {
                     catalog.templates.push(template);
                 }
             }
-            catalog.apps.add_renames(source.owner, renames);
+            for skill in &source.listing.skills {
+                let skill = skills::renamed(&renames, skill);
+                for uri in skills::uris(&skill) {
+                    let owners = &mut catalog.resource_owners;
+                    owners.entry(uri.to_owned()).or_insert(source.owner);
+                }
+                catalog.skills.push(skill);
+                catalog.skill_owners.push(source.owner);
+            }
+            catalog.shared_uris.add(source.owner, renames);
         }
         catalog.model_tools = model_tools(&catalog.tools);
         (catalog, collisions)
@@ -271,13 +296,19 @@ impl Catalog {
                 .collect()
         };
         let tool_routes = only(&tools, &self.tool_routes);
-        let apps = self.apps.restricted(
-            |owner| keep(owner, None),
-            |exposed| tool_routes.contains_key(exposed),
-        );
+        let (skills, skill_owners) = self
+            .skills
+            .iter()
+            .zip(&self.skill_owners)
+            .filter(|(_, owner)| keep(**owner, None))
+            .map(|(skill, owner)| (skill.clone(), *owner))
+            .unzip();
         Catalog {
             model_tools: model_tools(&tools),
-            apps,
+            bare_tools: self.bare_tools.restricted(|e| tool_routes.contains_key(e)),
+            shared_uris: self.shared_uris.restricted(|owner| keep(owner, None)),
+            skills,
+            skill_owners,
             tool_header_params: self
                 .tool_header_params
                 .iter()
@@ -354,9 +385,14 @@ impl Catalog {
             .map(|(_, o)| *o)
     }
 
-    /// What the catalog keeps for Apps.
-    pub fn apps(&self) -> &AppRoutes {
-        &self.apps
+    /// The tools by their servers' own names.
+    pub fn bare_tools(&self) -> &BareTools {
+        &self.bare_tools
+    }
+
+    /// The URIs renamed because two servers use them.
+    pub fn shared_uris(&self) -> &SharedUris {
+        &self.shared_uris
     }
 
     /// One page of a merged list, as the result object of its `*/list` method, for a client
@@ -371,6 +407,7 @@ impl Catalog {
             Method::ToolsList => self.listed_tools_for(apps),
             Method::PromptsList => &self.prompts,
             Method::ResourcesList => &self.resources,
+            Method::SkillsList => &self.skills,
             _ => &self.templates,
         };
         let key = method.list_key().unwrap_or("resourceTemplates");

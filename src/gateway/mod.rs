@@ -27,6 +27,8 @@ mod rounds;
 mod route;
 mod routing;
 mod search;
+mod shared_uris;
+mod skills;
 mod subscriptions;
 mod supervision;
 mod upstreams;

@@ -4,7 +4,9 @@
 
 use super::rounds::{Reach, UpstreamCall};
 use super::upstreams::Upstream;
-use super::{builtin, relay, search, Catalog, Client, Gateway, Owner, RequestContext, Route};
+use super::{
+    apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext, Route,
+};
 use crate::audit::Questions;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -38,7 +40,10 @@ impl Gateway {
             Method::ToolsCall | Method::PromptsGet => {
                 self.call_named(client, method, params, revision, ctx).await
             }
-            Method::ResourcesRead => self.read_resource(client, params, revision, ctx).await,
+            Method::ResourcesRead | Method::SkillsGet | Method::ResourcesDirectoryRead => {
+                self.read_resource(client, method, params, revision, ctx)
+                    .await
+            }
             Method::ResourcesSubscribe => {
                 let uri = uri_of(params);
                 let owner = self.resource_owner(client, uri, revision)?;
@@ -97,13 +102,15 @@ impl Gateway {
         let result = self
             .forward(client, owner, method, forwarded, params, revision, ctx)
             .await;
-        Ok(shown_to_apps(&catalog, owner, result?))
+        Ok(shown_renamed(&catalog, owner, result?))
     }
 
-    /// `resources/read`, routed by URI (then by template).
+    /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI
+    /// (then by template).
     async fn read_resource(
         &self,
         client: &Arc<Client>,
+        method: Method,
         params: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
@@ -112,14 +119,13 @@ impl Gateway {
         let owner = self.resource_owner(client, uri, revision)?;
         let catalog = self.catalog_of(client);
         let mut forwarded = forwardable(params);
-        // A `ui://` URI mcpx renamed is read under its server's own.
-        if let Some(own) = catalog.apps().own_uri(owner, uri) {
+        // A URI mcpx renamed is read under its server's own.
+        if let Some(own) = catalog.shared_uris().own_uri(owner, uri) {
             forwarded["uri"] = json!(own);
         }
-        let method = Method::ResourcesRead;
         self.forward(client, owner, method, forwarded, params, revision, ctx)
             .await
-            .map(|result| shown_to_apps(&catalog, owner, result))
+            .map(|result| shown_renamed(&catalog, owner, result))
             .map_err(|e| match e.code {
                 // The retired code never reaches a modern client.
                 RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
@@ -407,10 +413,16 @@ impl Gateway {
     }
 }
 
-/// A result of `owner` with the `ui://` URIs mcpx renamed for it shown as renamed.
-fn shown_to_apps(catalog: &Catalog, owner: Owner, mut result: Value) -> Value {
-    if let Some(renames) = catalog.apps().renames(owner) {
-        renames.in_result(&mut result);
+/// A result of `owner` with the URIs mcpx renamed for it shown renamed: a read's contents, a
+/// call's content blocks and `_meta.ui`, a skill.
+fn shown_renamed(catalog: &Catalog, owner: Owner, mut result: Value) -> Value {
+    if let Some(renames) = catalog.shared_uris().of(owner) {
+        renames.in_items(&mut result, "contents");
+        renames.in_items(&mut result, "content");
+        apps::rename_in_tool(renames, &mut result);
+        if let Some(skill) = result.member_mut("skill") {
+            *skill = skills::renamed(renames, skill);
+        }
     }
     result
 }
@@ -418,7 +430,7 @@ fn shown_to_apps(catalog: &Catalog, owner: Owner, mut result: Value) -> Value {
 /// The route of a tool called by its server's own name, as an App calls it, when exactly one
 /// server in the caller's view has a tool of that name; several are an error naming them.
 fn bare_tool<'c>(catalog: &'c Catalog, name: &str) -> Option<Result<&'c Route, ErrorObject>> {
-    match catalog.apps().bare_tool(name) {
+    match catalog.bare_tools().exposed(name) {
         [] => None,
         [exposed] => catalog.tool(exposed).map(Ok),
         several => Some(Err(ErrorObject::new(

@@ -8,7 +8,7 @@ use crate::cancel::Cancel;
 use crate::config::{RemoteTransport, UpstreamEra, BUILTIN_SERVER};
 use crate::json::Member;
 use crate::metrics;
-use crate::protocol::{Era, Method};
+use crate::protocol::{Era, Extension, Extensions, Method};
 use crate::sync::{lock, read, write};
 use crate::upstream::{Caller, Connection, Event, ListKind, StartError};
 use async_channel::Receiver;
@@ -434,6 +434,9 @@ async fn list_everything(connection: &Connection, capabilities: &Value) -> Resul
         listing.templates = list_all(connection, Method::ResourcesTemplatesList, &cancel)
             .await
             .unwrap_or_default();
+    }
+    if Extensions::declared_in(Some(capabilities)).contains(Extension::Skills) {
+        listing.skills = list_all(connection, Method::SkillsList, &cancel).await?;
     }
     Ok(listing)
 }

@@ -15,6 +15,9 @@ pub enum Extension {
     /// MCP Apps (`io.modelcontextprotocol/ui`, ext-apps 2026-01-26): tools rendered by `ui://`
     /// HTML resources.
     Apps,
+    /// Skills (`io.modelcontextprotocol/skills`, SEP-2640): `skill://` directories of files a
+    /// model loads, listed by `skills/list` and fetched by `skills/get`.
+    Skills,
 }
 
 /// The MIME type of an MCP App's HTML, the one mcpx's clients are asked to render.
@@ -22,12 +25,13 @@ pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
 impl Extension {
     /// Every extension mcpx carries.
-    pub const ALL: [Extension; 1] = [Extension::Apps];
+    pub const ALL: [Extension; 2] = [Extension::Apps, Extension::Skills];
 
     /// Its identifier, the key under `capabilities.extensions`.
     pub const fn id(self) -> &'static str {
         match self {
             Extension::Apps => "io.modelcontextprotocol/ui",
+            Extension::Skills => "io.modelcontextprotocol/skills",
         }
     }
 
@@ -41,6 +45,7 @@ impl Extension {
     pub fn client_declaration(self) -> Value {
         match self {
             Extension::Apps => json!({ "mimeTypes": [APP_MIME_TYPE] }),
+            Extension::Skills => json!({}),
         }
     }
 
@@ -58,6 +63,8 @@ impl Extension {
             ) => &["_meta"],
             (Extension::Apps, Definition::CallToolResult) => &["_meta", "structuredContent"],
             (Extension::Apps, _) => &[],
+            // Its fields are in results of its own methods, which shaping leaves whole.
+            (Extension::Skills, _) => &[],
         }
     }
 }
@@ -175,6 +182,7 @@ mod every_revision {
             }});
             let declared = Extensions::declared_in(Some(&capabilities));
             assert!(declared.contains(Extension::Apps));
+            assert!(!declared.contains(Extension::Skills));
             assert_eq!(declared.iter().count(), 1);
             assert_eq!(Extensions::declared_in(None), Extensions::NONE);
             assert_eq!(

@@ -51,6 +51,12 @@ pub enum Method {
     ElicitationCreate,
     /// `roots/list`: a server asks for the client's roots.
     RootsList,
+    /// `skills/list` (Skills): the merged list of skills.
+    SkillsList,
+    /// `skills/get` (Skills): one skill, by its entry URI.
+    SkillsGet,
+    /// `resources/directory/read` (Skills): a skill directory's files.
+    ResourcesDirectoryRead,
 }
 
 /// Which eras define a method.
@@ -164,8 +170,9 @@ impl Row {
 use Method::*;
 
 impl Method {
-    /// Every method and its properties, in the order the specification lists them.
-    const ROWS: [Row; 18] = [
+    /// Every method and its properties, in the order the specification lists them, then the
+    /// extensions' methods.
+    const ROWS: [Row; 21] = [
         Row::base(Initialize, "initialize").eras(Eras::Legacy),
         // 2026-07-28 has no `ping`: every request stands alone.
         Row {
@@ -209,6 +216,25 @@ impl Method {
         Row::ask(SamplingCreateMessage, "sampling/createMessage"),
         Row::ask(ElicitationCreate, "elicitation/create"),
         Row::ask(RootsList, "roots/list"),
+        Row {
+            extension: Some(Extension::Skills),
+            ..Row::list(SkillsList, "skills/list", "skills")
+        },
+        Row {
+            extension: Some(Extension::Skills),
+            cacheable: true,
+            may_ask: false,
+            ..Row::call(SkillsGet, "skills/get", RoutedBy::Uri)
+        },
+        Row {
+            extension: Some(Extension::Skills),
+            may_ask: false,
+            ..Row::call(
+                ResourcesDirectoryRead,
+                "resources/directory/read",
+                RoutedBy::Uri,
+            )
+        },
     ];
 
     fn row(self) -> &'static Row {
@@ -323,7 +349,7 @@ impl std::fmt::Display for Method {
 mod every_revision {
     mod method {
         use crate::protocol::method::{Method, RoutedBy, Side};
-        use crate::protocol::Era;
+        use crate::protocol::{Era, Extension};
         use serde_json::{json, Value};
         use std::collections::BTreeSet;
 
@@ -359,9 +385,10 @@ mod every_revision {
                 .collect()
         }
 
+        /// The base protocol's rows of `era` (an extension's are not in the revisions' schemas).
         fn table_of(era: Era) -> BTreeSet<String> {
             Method::all()
-                .filter(|m| m.in_era(era))
+                .filter(|m| m.in_era(era) && m.extension().is_none())
                 .map(|m| m.as_str().to_owned())
                 .collect()
         }
@@ -393,7 +420,15 @@ mod every_revision {
             assert_eq!(Method::ElicitationCreate.sender(), Side::Server);
             assert!(!Method::ServerDiscover.in_era(Era::Legacy));
             assert!(!Method::Initialize.in_era(Era::Modern));
-            assert!(Method::all().all(|m| m.extension().is_none()));
+            for skills in [
+                Method::SkillsList,
+                Method::SkillsGet,
+                Method::ResourcesDirectoryRead,
+            ] {
+                assert_eq!(skills.extension(), Some(Extension::Skills), "{skills}");
+            }
+            assert_eq!(Method::SkillsGet.routed_by(), RoutedBy::Uri);
+            assert!(Method::SkillsList.is_cacheable() && Method::SkillsGet.is_cacheable());
         }
 
         #[test]

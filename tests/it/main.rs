@@ -22,6 +22,7 @@ mod observability;
 mod profiles;
 mod remote;
 mod search;
+mod skills;
 mod sse;
 mod stdio;
 mod stdio_attached;
