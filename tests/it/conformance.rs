@@ -1,8 +1,9 @@
 //! The official MCP conformance suite: its server scenarios run through `mcpx daemon` by
 //! `tests/conformance/run`, and its client scenarios with mcpx as the client of the suite's
 //! servers (`tests/conformance/client`), for the 2025-11-25 and 2026-07-28 requirement sets and
-//! the 2025-03-26 authorization back-compat scenarios. A failure outside the baseline files, or a
-//! baselined scenario that now passes, fails the test.
+//! the 2025-03-26 authorization back-compat scenarios, and the Skills extension's `sep-2640-*`
+//! scenarios (with FastMCP 4's Skills server behind mcpx). A failure outside the baseline files,
+//! or a baselined scenario that now passes, fails the test.
 
 use crate::common::{deps, mcpx_bin};
 use std::process::Command;
@@ -97,6 +98,51 @@ mod v2025_11_25 {
 mod v2026_07_28 {
     pub mod conformance {
         use super::super::*;
+        use crate::common::http::Daemon;
+
+        /// The Skills extension's scenarios (`sep-2640-*`): the server ones through `mcpx daemon`
+        /// with FastMCP 4's Skills server behind it, the client ones with mcpx as the client.
+        #[test]
+        fn the_skills_scenarios_pass_through_mcpx_outside_their_baselines() {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+            let daemon = Daemon::start(
+                &format!(
+                    "[servers.skills]\ncommand = {:?}\nargs = [\"{dir}/sdk/fastmcp_skills_server.py\", \"a\"]\nprefix = \"\"\n",
+                    deps::python()
+                ),
+                "",
+            );
+            for scenario in [
+                "sep-2640-skills-enumeration",
+                "sep-2640-skills-manifest",
+                "sep-2640-skills-directory",
+            ] {
+                let out = Command::new(deps::node())
+                    .arg(deps::conformance_suite())
+                    .args(["server", "--url", &format!("http://{}/mcp", daemon.addr)])
+                    .args(["--scenario", scenario, "--expected-failures"])
+                    .arg(format!("{dir}/conformance/baseline-sep-2640.yml"))
+                    .output()
+                    .unwrap();
+                let report = String::from_utf8_lossy(&out.stdout).into_owned()
+                    + &String::from_utf8_lossy(&out.stderr);
+                let totals: Vec<&str> = report.lines().filter(|l| l.contains("Passed")).collect();
+                println!("{scenario}: {}", totals.join(" "));
+                assert!(out.status.success(), "{scenario}: {report}");
+                assert!(!report.contains("FAILURE"), "{scenario}: {report}");
+            }
+            for scenario in [
+                "sep-2640-client-no-prefetch",
+                "sep-2640-client-verify-digest",
+                "sep-2640-client-verify-size",
+                "sep-2640-client-verify-frontmatter",
+            ] {
+                client_scenarios(
+                    &["--scenario", scenario],
+                    Some("client-baseline-sep-2640.yml"),
+                );
+            }
+        }
 
         #[test]
         fn mcpx_as_a_client_passes_the_client_scenarios_outside_its_baseline() {
