@@ -7,7 +7,8 @@
 //! with no process behind them. The first call, read, completion or subscription that needs it
 //! starts it, and the caller waits. With `idleTimeout` it is stopped again once nothing has needed
 //! it for that long, never while it has a request in flight or a subscription. A lazy server with
-//! no cached catalog is started once at mcpx's start to learn it, then stopped.
+//! no cached catalog is started once at mcpx's start to learn it, then stopped. Beside the
+//! catalogs is kept which servers exit on the `server/discover` probe ([`super::supervision`]).
 
 use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
 use super::{Gateway, Listing, Owner};
@@ -150,6 +151,35 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Recalls whether an earlier run found that `upstream` exits on mcpx's `server/discover`
+    /// probe (noted beside the catalogs), so that the probe is paid once.
+    pub(super) fn recall_exit_on_discover(&self, upstream: &Upstream) {
+        use std::sync::atomic::Ordering;
+        if upstream.exited_on_discover.load(Ordering::Relaxed) {
+            return;
+        }
+        let dir = self.catalog_cache.as_deref();
+        if dir.is_some_and(|dir| legacy_mark(dir, &upstream.name, &upstream.config).exists()) {
+            upstream.exited_on_discover.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes that `upstream` exits on the `server/discover` probe, for this run and the next.
+    pub(super) fn note_exit_on_discover(&self, upstream: &Upstream) {
+        upstream
+            .exited_on_discover
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(dir) = &self.catalog_cache {
+            let mark = legacy_mark(dir, &upstream.name, &upstream.config);
+            let written = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&mark, b""));
+            if let Err(e) = written {
+                tracing::warn!(server = %upstream.name, "cannot note it in {}: {e}", mark.display());
+            }
+        }
+    }
+}
+
 /// `$XDG_CACHE_HOME/mcpx/catalogs`, where lazy servers' catalogs are kept.
 pub(super) fn default_cache_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "mcpx").map(|d| d.cache_dir().join("catalogs"))
@@ -166,6 +196,12 @@ fn cache_file(dir: &Path, name: &str, server: &Server) -> PathBuf {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     dir.join(format!("{safe}-{key}.json"))
+}
+
+/// A file whose being there says that the server exits on `server/discover` (keyed as its
+/// catalog is: a changed server is probed afresh).
+fn legacy_mark(dir: &Path, name: &str, server: &Server) -> PathBuf {
+    cache_file(dir, name, server).with_extension("legacy")
 }
 
 fn read_cached(dir: &Path, name: &str, server: &Server) -> Option<Listing> {

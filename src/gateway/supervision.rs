@@ -80,9 +80,8 @@ impl Gateway {
                     Era::Modern => UpstreamEra::Modern,
                     Era::Legacy => UpstreamEra::Legacy,
                 });
-            if upstream.exited_on_discover.load(Ordering::Relaxed) {
-                config.era = UpstreamEra::Legacy;
-            }
+            // The connection asks `initialize` first of one that exits on the probe.
+            self.recall_exit_on_discover(upstream);
         }
         config.transport = *lock(&upstream.transport);
         let outcome = async {
@@ -128,11 +127,13 @@ impl Gateway {
                 tracing::error!(server = %upstream.name, "upstream failed to start: {error}");
                 let connection = lock(&upstream.connection).take();
                 // A child that a `server/discover` probe ended is a legacy server that takes
-                // nothing before `initialize`: it is started again with that alone.
+                // nothing before `initialize`: it is started again with that first.
                 let probed = config.era == UpstreamEra::Auto
+                    && !upstream.exited_on_discover.load(Ordering::Relaxed)
                     && matches!(&connection, Some(Connection::Stdio(c)) if !c.is_alive());
-                if probed && !upstream.exited_on_discover.swap(true, Ordering::Relaxed) {
+                if probed {
                     tracing::warn!(server = %upstream.name, "exited on server/discover: started again with initialize");
+                    self.note_exit_on_discover(upstream);
                 }
                 if let Some(connection) = connection {
                     connection.stop();

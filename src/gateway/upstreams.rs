@@ -17,9 +17,10 @@ use crate::limit::FairLimit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
 use crate::upstream::auth::store::Store;
+use crate::upstream::client::FirstTry;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::SseUpstream;
-use crate::upstream::stdio::StdioUpstream;
+use crate::upstream::stdio::{Spawning, StdioUpstream};
 use crate::upstream::{Connection, Event, Handshake, ListKind, StartError};
 use crate::view::UpstreamView;
 use serde_json::{json, Value};
@@ -155,8 +156,8 @@ pub(super) struct Upstream {
     /// Counts starts after the first (after a crash, or asked for), whether they served or not.
     pub(super) restarts: AtomicU64,
     pub(super) backoff: Mutex<Backoff>,
-    /// Whether its child exited on mcpx's `server/discover` probe (`era = "auto"`): from then
-    /// on it is started with `initialize` alone.
+    /// Whether its child exits on mcpx's `server/discover` probe (`era = "auto"`), found now
+    /// or in an earlier run: it is then asked `initialize` first.
     pub(super) exited_on_discover: AtomicBool,
     /// Fired when the upstream is removed by a reload: supervision stops reviving it.
     pub(super) removed: Cancel,
@@ -328,15 +329,21 @@ impl Upstreams {
         let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
         let config = ServerSettings { config, expanded };
         Ok(match (config.launch(), config.transport) {
-            (Launch::Stdio(_), _) => Connection::Stdio(StdioUpstream::spawn(
-                name,
-                index,
-                generation,
-                config,
-                self.launcher.as_deref(),
-                self.max_message_bytes,
-                events,
-            )?),
+            (Launch::Stdio(_), _) => {
+                let how = Spawning {
+                    launcher: self.launcher.as_deref(),
+                    max_message_bytes: self.max_message_bytes,
+                    // One that exits on `server/discover` is asked `initialize` first, which a
+                    // server that turns out modern answers with the versions it speaks.
+                    first_try: match upstream.exited_on_discover.load(Ordering::Relaxed) {
+                        true => FirstTry::Initialize,
+                        false => FirstTry::Discover,
+                    },
+                };
+                Connection::Stdio(StdioUpstream::spawn(
+                    name, index, generation, config, &how, events,
+                )?)
+            }
             (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(
                 SseUpstream::new(name, index, generation, config, credentials(), events)
                     .map_err(StartError::Misconfigured)?,

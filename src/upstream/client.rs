@@ -11,8 +11,8 @@
 //! - **stdio and HTTP: `server/discover` first**, then `initialize` if that is refused. A legacy
 //!   server refuses `server/discover` (-32601, or 404 over HTTP) and serves on, on the same pipe
 //!   or with the next POST. A legacy server that exits on an unknown first request instead ends
-//!   the start; the gateway's supervision notes that and starts it again with `initialize`
-//!   alone, so the probe is paid once per upstream.
+//!   the start; the gateway's supervision notes that (for later runs too) and starts it again
+//!   with `initialize` first, the HTTP+SSE order below, so the probe is paid once.
 //! - **HTTP+SSE: `initialize` first**, then `server/discover` if the answer says the server is
 //!   modern (-32022, or a `supported` list naming a modern revision): a 2024-11-05 transport
 //!   carries legacy servers.
@@ -36,7 +36,8 @@ type Reply = Result<Value, ErrorObject>;
 /// Which handshake a wire tries first in `era = "auto"` (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FirstTry {
-    /// `initialize`, then `server/discover` if the server turns out modern: HTTP+SSE.
+    /// `initialize`, then `server/discover` if the server turns out modern: HTTP+SSE, and a
+    /// stdio server known to exit on `server/discover`.
     Initialize,
     /// `server/discover`, then `initialize` if it is refused: stdio and Streamable HTTP.
     Discover,

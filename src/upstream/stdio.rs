@@ -39,11 +39,26 @@ pub struct StdioUpstream {
     process_group: u32,
     /// Which era to handshake in.
     era_choice: UpstreamEra,
+    /// Which handshake `auto` tries first.
+    first_try: FirstTry,
     /// Fired when the server's stderr ends, so shutdown can wait until its last words are logged.
     stderr_closed: Cancel,
     /// `transport.maxMessageBytes`: a longer line on stdout is read past, never held.
     max_message_bytes: usize,
     child: Mutex<Option<Child>>,
+}
+
+/// How mcpx starts its stdio upstreams.
+#[derive(Debug, Clone, Copy)]
+pub struct Spawning<'a> {
+    /// The program that starts each so that it dies with mcpx (see [`super::supervisor`]);
+    /// `None` starts it directly.
+    pub launcher: Option<&'a Path>,
+    /// The longest line it may write.
+    pub max_message_bytes: usize,
+    /// Which handshake `era = "auto"` tries first: `server/discover`, unless the server is
+    /// known to exit on it.
+    pub first_try: FirstTry,
 }
 
 impl StdioUpstream {
@@ -61,12 +76,11 @@ impl StdioUpstream {
         index: usize,
         generation: u64,
         server: ServerSettings<'_>,
-        launcher: Option<&Path>,
-        max_message_bytes: usize,
+        how: &Spawning<'_>,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let program = server.command.as_deref().unwrap_or_default();
-        let mut command = match launcher {
+        let mut command = match how.launcher {
             Some(launcher) => {
                 let mut command = std::process::Command::new(launcher);
                 command.args(["exec-upstream", "--", program]);
@@ -103,7 +117,8 @@ impl StdioUpstream {
             process_group: child.id(),
             child: Mutex::new(Some(child)),
             era_choice: server.era,
-            max_message_bytes,
+            first_try: how.first_try,
+            max_message_bytes: how.max_message_bytes,
         });
         crate::runtime::spawn(async move {
             // Lines queued together go out in one write: a syscall per line would dominate a
@@ -175,10 +190,10 @@ impl StdioUpstream {
         Ok(upstream)
     }
 
-    /// Handshakes in the configured era, `server/discover` first in `auto` (see
-    /// [`super::client`] for why, and for the server that exits on it).
+    /// Handshakes in the configured era, in `auto` in the order [`Spawning::first_try`] says
+    /// (see [`super::client`] for why).
     pub async fn handshake(&self) -> Result<Handshake, String> {
-        client::handshake(&self.peer, self.era_choice, FirstTry::Discover).await
+        client::handshake(&self.peer, self.era_choice, self.first_try).await
     }
 
     /// The conversation with the server.

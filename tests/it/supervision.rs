@@ -23,19 +23,6 @@ fn upstream_state(mcpx: &mut Serve, id: i64, name: &str) -> Value {
         .unwrap()
 }
 
-/// The state of upstream `name` once `holds` is true of it (asked again until [`PATIENCE`]).
-fn upstream_state_once(mcpx: &mut Serve, name: &str, holds: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + PATIENCE;
-    for id in 1000.. {
-        let state = upstream_state(mcpx, id, name);
-        if holds(&state) || Instant::now() > deadline {
-            return state;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    unreachable!("the ids run out before the patience does")
-}
-
 /// The fixture's pid, from the line it logs at start.
 fn fixture_pids(log: &str) -> Vec<u32> {
     log.lines()
@@ -295,38 +282,81 @@ mod every_revision {
         }
 
         /// A legacy server that exits on any first request but `initialize` is started again
-        /// with `initialize` alone, and serves; its next starts skip the probe.
+        /// with `initialize` alone, and serves; later starts skip the probe, in this run (a
+        /// crash) and the next (noted beside the catalogs in the cache directory).
         #[test]
         fn a_server_that_exits_on_the_discover_probe_is_restarted_with_initialize() {
-            let mut mcpx = Serve::start(&fixture_config("args = [\"--exit-on-unknown\"]\n"));
-            mcpx.initialize("2025-11-25");
+            let cache = tempfile::tempdir().unwrap();
+            let config = fixture_config("args = [\"--exit-on-unknown\"]\n");
+            let env = [("XDG_CACHE_HOME", cache.path().to_str().unwrap())];
+            let state = |d: &Daemon| {
+                let report = d
+                    .modern(
+                        9,
+                        "tools/call",
+                        json!({"name": "mcpx__upstreams", "arguments": {}}),
+                    )
+                    .json();
+                report["result"]["structuredContent"]["upstreams"][0].clone()
+            };
+            let ready = |d: &Daemon| eventually(|| state(d)["state"] == "ready");
+            let echo = |d: &Daemon| {
+                let params = json!({"name": "fixture__echo", "arguments": {"text": "up"}});
+                d.modern(3, "tools/call", params).json()["result"]["content"][0]["text"].clone()
+            };
+            let first = Daemon::start_with_env(&config, "", &env);
             assert!(
-                mcpx.log_shows("exited on server/discover"),
+                first.log_shows("exited on server/discover"),
                 "{}",
-                mcpx.stderr()
+                first.stderr()
             );
-            let state = upstream_state_once(&mut mcpx, "fixture", |s| s["state"] == "ready");
-            assert_eq!(state["state"], "ready", "{state}\n{}", mcpx.stderr());
-            assert_eq!(state["revision"], "2025-11-25", "{state}");
-            let echoed = mcpx.call(
-                3,
-                "tools/call",
-                json!({"name": "fixture__echo", "arguments": {"text": "up"}}),
-            );
-            assert_eq!(echoed["result"]["content"][0]["text"], "up", "{echoed}");
+            assert!(ready(&first), "{}", first.stderr());
+            assert_eq!(state(&first)["revision"], "2025-11-25");
+            assert_eq!(echo(&first), "up");
             // A crash later restarts it without the probe: it exits on nothing else.
-            mcpx.call(
+            first.modern(
                 4,
                 "tools/call",
                 json!({"name": "fixture__crash", "arguments": {}}),
             );
-            let again = |s: &Value| s["restarts"] == 2 && s["state"] == "ready";
-            let state = upstream_state_once(&mut mcpx, "fixture", again);
-            assert!(again(&state), "{state}\n{}", mcpx.stderr());
+            assert!(
+                eventually(|| state(&first)["restarts"] == 2 && state(&first)["state"] == "ready"),
+                "{}",
+                first.stderr()
+            );
             assert_eq!(
-                mcpx.stderr().matches("exiting on a first request").count(),
+                first.stderr().matches("exiting on a first request").count(),
                 1
             );
+            drop(first);
+            let second = Daemon::start_with_env(&config, "", &env);
+            assert!(ready(&second), "{}", second.stderr());
+            assert_eq!(echo(&second), "up");
+            assert_eq!(state(&second)["restarts"], 0, "{}", second.stderr());
+            assert!(!second.stderr().contains("exiting on a first request"));
+        }
+
+        /// A server noted as exiting on the probe is asked `initialize` first, not only: one
+        /// that then answers as a modern server (here: one that exits on any first request but
+        /// `initialize`, and speaks only 2026-07-28) is still spoken to in 2026-07-28.
+        #[test]
+        fn a_modern_server_that_exits_on_the_probe_is_still_found_modern() {
+            let cache = tempfile::tempdir().unwrap();
+            let config = fixture_config("args = [\"--modern-only\", \"--exit-on-unknown\"]\n");
+            let env = [("XDG_CACHE_HOME", cache.path().to_str().unwrap())];
+            let d = Daemon::start_with_env(&config, "", &env);
+            let state = || {
+                let report = d
+                    .modern(
+                        9,
+                        "tools/call",
+                        json!({"name": "mcpx__upstreams", "arguments": {}}),
+                    )
+                    .json();
+                report["result"]["structuredContent"]["upstreams"][0].clone()
+            };
+            assert!(eventually(|| state()["state"] == "ready"), "{}", d.stderr());
+            assert_eq!(state()["revision"], "2026-07-28", "{}", d.stderr());
         }
 
         #[test]
