@@ -23,6 +23,18 @@ fn upstream_state(mcpx: &mut Serve, id: i64, name: &str) -> Value {
         .unwrap()
 }
 
+/// A daemon's one upstream, as `mcpx__upstreams` tells it.
+fn daemon_upstream(d: &Daemon) -> Value {
+    let report = d
+        .modern(
+            9,
+            "tools/call",
+            json!({"name": "mcpx__upstreams", "arguments": {}}),
+        )
+        .json();
+    report["result"]["structuredContent"]["upstreams"][0].clone()
+}
+
 /// The fixture's pid, from the line it logs at start.
 fn fixture_pids(log: &str) -> Vec<u32> {
     log.lines()
@@ -289,16 +301,7 @@ mod every_revision {
             let cache = tempfile::tempdir().unwrap();
             let config = fixture_config("args = [\"--exit-on-unknown\"]\n");
             let env = [("XDG_CACHE_HOME", cache.path().to_str().unwrap())];
-            let state = |d: &Daemon| {
-                let report = d
-                    .modern(
-                        9,
-                        "tools/call",
-                        json!({"name": "mcpx__upstreams", "arguments": {}}),
-                    )
-                    .json();
-                report["result"]["structuredContent"]["upstreams"][0].clone()
-            };
+            let state = daemon_upstream;
             let ready = |d: &Daemon| eventually(|| state(d)["state"] == "ready");
             let echo = |d: &Daemon| {
                 let params = json!({"name": "fixture__echo", "arguments": {"text": "up"}});
@@ -345,16 +348,7 @@ mod every_revision {
             let config = fixture_config("args = [\"--modern-only\", \"--exit-on-unknown\"]\n");
             let env = [("XDG_CACHE_HOME", cache.path().to_str().unwrap())];
             let d = Daemon::start_with_env(&config, "", &env);
-            let state = || {
-                let report = d
-                    .modern(
-                        9,
-                        "tools/call",
-                        json!({"name": "mcpx__upstreams", "arguments": {}}),
-                    )
-                    .json();
-                report["result"]["structuredContent"]["upstreams"][0].clone()
-            };
+            let state = || daemon_upstream(&d);
             assert!(eventually(|| state()["state"] == "ready"), "{}", d.stderr());
             assert_eq!(state()["revision"], "2026-07-28", "{}", d.stderr());
         }
