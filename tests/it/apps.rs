@@ -212,6 +212,18 @@ mod v2025_11_25 {
             );
             each_tool_renders_its_own_servers_html(&mut mcpx, |p| p);
             a_bare_name_is_routed_when_one_server_has_it(&mut mcpx, |p| p);
+            // FastMCP 4 speaks both eras: under `era = "auto"` mcpx speaks it the newest.
+            let report = mcpx.call(
+                10,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            for upstream in report["result"]["structuredContent"]["upstreams"]
+                .as_array()
+                .unwrap()
+            {
+                assert_eq!(upstream["revision"], "2026-07-28", "{report}");
+            }
         }
 
         /// The TypeScript SDK's clients (v1 and v2, which speak 2025-11-25 over stdio),
