@@ -7,6 +7,7 @@
 //! server order, then each server's own order, so `tools/list` is deterministic.
 
 use super::apps::{self, BareTools};
+use super::cursor;
 use super::naming;
 use super::route::{Owner, Route};
 use super::search::ToolIndex;
@@ -19,7 +20,6 @@ use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
 use crate::protocol::Method;
 use crate::upstream::ListKind;
-use base64::Engine;
 use hashbrown::HashMap;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -413,7 +413,7 @@ impl Catalog {
         let key = method.list_key().unwrap_or("resourceTemplates");
         let start = match cursor {
             None | Some(Value::Null) => 0,
-            Some(cursor) => decode_cursor(cursor)
+            Some(cursor) => cursor::decode(cursor)
                 .filter(|&n| n <= items.len())
                 .ok_or_else(|| {
                     ErrorObject::new(
@@ -425,7 +425,7 @@ impl Catalog {
         let end = (start + PAGE_SIZE).min(items.len());
         let mut result = json!({ key: items[start..end] });
         if end < items.len() {
-            result["nextCursor"] = json!(encode_cursor(end));
+            result["nextCursor"] = json!(cursor::encode(end));
         }
         Ok(result)
     }
@@ -598,21 +598,6 @@ fn apply(changes: &ToolOverride, definition: &mut Value) {
             definition["annotations"][key] = json!(hint);
         }
     }
-}
-
-fn encode_cursor(offset: usize) -> String {
-    base64::engine::general_purpose::STANDARD.encode(format!("mcpx:{offset}"))
-}
-
-fn decode_cursor(cursor: &Value) -> Option<usize> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(cursor.as_str()?)
-        .ok()?;
-    String::from_utf8(bytes)
-        .ok()?
-        .strip_prefix("mcpx:")?
-        .parse()
-        .ok()
 }
 
 #[cfg(test)]

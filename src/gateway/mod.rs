@@ -12,6 +12,7 @@ mod catalog;
 mod client;
 mod clients;
 mod command_error;
+mod cursor;
 mod inbound;
 mod lazy;
 mod live;
