@@ -8,6 +8,7 @@
 
 use super::shared_uris::UriRenames;
 use crate::json::Member;
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use hashbrown::HashMap;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -59,18 +60,21 @@ pub fn claimed<'a>((tools, resources, templates): Listed<'a>) -> BTreeSet<&'a st
     listed.chain(templated).chain(named).collect()
 }
 
-/// Adds to `renames` those of a server's `ui://` URIs and templates that are in `shared`.
-pub fn add_renames(renames: &mut UriRenames, listed: Listed<'_>, shared: &BTreeSet<&str>) {
-    let templates: BTreeSet<&str> = listed
-        .2
-        .iter()
-        .filter_map(|t| t.member("uriTemplate")?.as_str())
-        .collect();
-    for uri in claimed(listed)
-        .into_iter()
-        .filter(|uri| shared.contains(uri))
-    {
-        match templates.contains(uri) {
+/// Adds to `renames` the `ui://` URIs and templates a server `claimed` ([`claimed`]) that are
+/// in `shared`; which of them are templates, its `templates` say.
+pub fn add_renames(
+    renames: &mut UriRenames,
+    claimed: &BTreeSet<&str>,
+    templates: &[Value],
+    shared: &BTreeSet<&str>,
+) {
+    let is_template = |uri: &str| {
+        templates
+            .iter()
+            .any(|t| t.member("uriTemplate").and_then(Value::as_str) == Some(uri))
+    };
+    for uri in claimed.intersection(shared) {
+        match is_template(uri) {
             true => renames.template(uri),
             false => renames.uri(uri),
         }
@@ -107,6 +111,30 @@ impl BareTools {
     /// The exposed names of the tools that servers call `own`.
     pub fn exposed(&self, own: &str) -> &[String] {
         self.0.get(own).map_or(&[], Vec::as_slice)
+    }
+
+    /// The exposed name a `tools/call` of `name` reaches: `name` itself when `exposes` says it
+    /// is one, else the tool one server calls `name` (as an App calls it); several servers' is
+    /// an error naming them, none is `None`.
+    pub fn called<'a>(
+        &'a self,
+        name: &'a str,
+        exposes: impl Fn(&str) -> bool,
+    ) -> Result<Option<&'a str>, ErrorObject> {
+        if exposes(name) {
+            return Ok(Some(name));
+        }
+        match self.exposed(name) {
+            [] => Ok(None),
+            [exposed] => Ok(Some(exposed)),
+            several => Err(ErrorObject::new(
+                INVALID_PARAMS,
+                format!(
+                    "Ambiguous tool: {name} is a tool of several servers, exposed as {}; call one of those",
+                    several.join(", ")
+                ),
+            )),
+        }
     }
 
     /// The tools that `keep` admits, by exposed name.
@@ -190,6 +218,16 @@ mod every_revision {
             assert!(bare.exposed("same").is_empty());
             let view = bare.restricted(|e| e.starts_with("b__"));
             assert_eq!(view.exposed("plain"), ["b__plain"]);
+            let exposes = |name: &str| name.contains("__");
+            assert_eq!(view.called("plain", exposes).unwrap(), Some("b__plain"));
+            assert_eq!(bare.called("a__plain", exposes).unwrap(), Some("a__plain"));
+            assert_eq!(bare.called("nowhere", exposes).unwrap(), None);
+            let ambiguous = bare.called("plain", exposes).unwrap_err();
+            assert!(
+                ambiguous.message.contains("a__plain, b__plain"),
+                "{}",
+                ambiguous.message
+            );
         }
     }
 }

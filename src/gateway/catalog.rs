@@ -1,10 +1,10 @@
 //! The merged catalog: every upstream's tools, prompts, resources and templates under one roof.
 //!
 //! Tools and prompts are renamed ([`naming::exposed`]) and routed back by their exposed name; their
-//! schemas are kept verbatim. Resources keep their URIs (but for the `ui://` URIs two servers
-//! share, [`apps`]) and are routed to the server that listed them or whose tool names them as
-//! its UI, or failing that to the server whose template matches. Order is the configuration's
-//! server order, then each server's own order, so `tools/list` is deterministic.
+//! schemas are kept verbatim. Resources keep their URIs (but for the `ui://` and `skill://` URIs
+//! two servers share, [`shared_uris`]) and are routed to the server that listed them or whose tool
+//! names them as its UI, or failing that to the server whose template matches. Order is the
+//! configuration's server order, then each server's own order, so `tools/list` is deterministic.
 
 use super::apps::{self, BareTools};
 use super::cursor;
@@ -135,8 +135,11 @@ impl Catalog {
         let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
         for (index, source) in sources.iter().enumerate() {
             let mut renames = UriRenames::new(source.server);
-            apps::add_renames(&mut renames, listed(source.listing), &shared_ui);
-            skills::add_renames(&mut renames, &source.listing.skills, &shared_dirs);
+            let templates = &source.listing.templates;
+            apps::add_renames(&mut renames, &ui_claims[index], templates, &shared_ui);
+            for dir in skill_dirs[index].intersection(&shared_dirs) {
+                renames.dir(dir);
+            }
             for tool in tools[index].iter().copied() {
                 let own_name = tool["name"].as_str().unwrap_or_default();
                 let overridden = source.overrides.and_then(|o| o.get(own_name));
@@ -160,7 +163,10 @@ impl Catalog {
                         .entry(uri.to_owned())
                         .or_insert(source.owner);
                 }
-                catalog.bare_tools.add(own_name, &exposed.0);
+                // No App is served by mcpx's own server: its tools keep their prefix.
+                if source.owner != Owner::Builtin {
+                    catalog.bare_tools.add(own_name, &exposed.0);
+                }
                 catalog
                     .tool_header_params
                     .insert(exposed.0.clone(), header_params);
@@ -356,8 +362,10 @@ impl Catalog {
         self.tool_routes.get(exposed)
     }
 
-    /// The `Mcp-Param-*` headers a call of this exposed tool must carry.
-    pub fn tool_header_params(&self, exposed: &str) -> Option<&[HeaderParam]> {
+    /// The `Mcp-Param-*` headers a call of this tool must carry (by the name the call gives:
+    /// exposed, or its server's own, [`Catalog::called_tool`]).
+    pub fn tool_header_params(&self, called: &str) -> Option<&[HeaderParam]> {
+        let exposed = self.called_tool(called).ok().flatten()?;
         self.tool_header_params.get(exposed).map(Vec::as_slice)
     }
 
@@ -385,9 +393,10 @@ impl Catalog {
             .map(|(_, o)| *o)
     }
 
-    /// The tools by their servers' own names.
-    pub fn bare_tools(&self) -> &BareTools {
-        &self.bare_tools
+    /// The exposed name a `tools/call` of `name` reaches ([`BareTools::called`]).
+    pub fn called_tool<'a>(&'a self, name: &'a str) -> Result<Option<&'a str>, ErrorObject> {
+        let exposes = |exposed: &str| self.tool_routes.contains_key(exposed);
+        self.bare_tools.called(name, exposes)
     }
 
     /// The URIs renamed because two servers use them.

@@ -66,10 +66,6 @@ impl Gateway {
             .set_initialized(client.session, revision, client_info);
     }
 
-    pub(super) fn clients(&self) -> Vec<Arc<Client>> {
-        self.clients.all()
-    }
-
     /// Opens a client (a stdio process, an HTTP session), capped at
     /// `transport.maxInFlightPerClient` requests in flight; its unsolicited notifications go to
     /// `outbound`.

@@ -35,7 +35,8 @@ impl Gateway {
         })?;
         client.set_log_level(severity);
         let least = self
-            .clients()
+            .clients
+            .all()
             .iter()
             .filter(|c| c.revision().is_some_and(|r| r.era() == Era::Legacy))
             .map(|c| c.log_level())
@@ -79,7 +80,7 @@ impl Gateway {
     /// An upstream's log message outside any call that takes it: to every legacy client whose
     /// level admits it.
     pub(super) fn broadcast_log(&self, server: &str, params: &Value) {
-        for client in self.clients() {
+        for client in self.clients.all() {
             if let Some(sink) = client.log_sink(None) {
                 sink.forward(server, params);
             }

@@ -345,6 +345,7 @@ impl Gateway {
         else {
             return Err(not_found(name));
         };
+        let extensions = routing::negotiated_extensions(client, params, revision);
         let result = match method {
             Method::Ping => Ok(json!({})),
             Method::ServerDiscover => Ok(self.discover()),
@@ -355,12 +356,13 @@ impl Gateway {
                 self.ready.wait().await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).
-                Box::pin(self.catalog_method(client, method, params, revision, ctx)).await
+                let catalog =
+                    self.catalog_method(client, method, params, revision, extensions, ctx);
+                Box::pin(catalog).await
             }
             // `initialize` is answered before this, by `handle`.
             _ => Err(not_found(name)),
         }?;
-        let extensions = routing::negotiated_extensions(client, params, revision);
         Ok(shape::result(method, revision, extensions, result))
     }
 

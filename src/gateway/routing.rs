@@ -5,7 +5,7 @@
 use super::rounds::{Reach, UpstreamCall};
 use super::upstreams::Upstream;
 use super::{
-    apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext, Route,
+    apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext,
 };
 use crate::audit::Questions;
 use crate::failure::Failure;
@@ -21,20 +21,21 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 impl Gateway {
-    /// Answers a catalog method: a page of a list, or a call routed to its upstream.
+    /// Answers a catalog method: a page of a list, or a call routed to its upstream, for a
+    /// client that negotiated `extensions` for it.
     pub(super) async fn catalog_method(
         &self,
         client: &Arc<Client>,
         method: Method,
         params: Option<&Value>,
         revision: Revision,
+        extensions: Extensions,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         match method {
             _ if method.list_key().is_some() => {
                 let cursor = params.and_then(|p| p.member("cursor"));
-                let apps =
-                    negotiated_extensions(client, params, revision).contains(Extension::Apps);
+                let apps = extensions.contains(Extension::Apps);
                 self.catalog_of(client).page(method, cursor, apps)
             }
             Method::ToolsCall | Method::PromptsGet => {
@@ -69,16 +70,13 @@ impl Gateway {
             .unwrap_or_default();
         let (route, what) = match method {
             Method::ToolsCall => (
-                catalog
-                    .tool(name)
-                    .map(Ok)
-                    .or_else(|| bare_tool(&catalog, name)),
+                catalog.called_tool(name)?.and_then(|e| catalog.tool(e)),
                 "tool",
             ),
-            _ => (catalog.prompt(name).map(Ok), "prompt"),
+            _ => (catalog.prompt(name), "prompt"),
         };
         let route = route
-            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))??;
+            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
         if route.owner == Owner::Builtin {
             let arguments = params.and_then(|p| p.member("arguments"));
             return match (route.name.as_str(), catalog.search_index()) {
@@ -425,22 +423,6 @@ fn shown_renamed(catalog: &Catalog, owner: Owner, mut result: Value) -> Value {
         }
     }
     result
-}
-
-/// The route of a tool called by its server's own name, as an App calls it, when exactly one
-/// server in the caller's view has a tool of that name; several are an error naming them.
-fn bare_tool<'c>(catalog: &'c Catalog, name: &str) -> Option<Result<&'c Route, ErrorObject>> {
-    match catalog.bare_tools().exposed(name) {
-        [] => None,
-        [exposed] => catalog.tool(exposed).map(Ok),
-        several => Some(Err(ErrorObject::new(
-            INVALID_PARAMS,
-            format!(
-                "Ambiguous tool: {name} is a tool of several servers, exposed as {}; call one of those",
-                several.join(", ")
-            ),
-        ))),
-    }
 }
 
 /// A client's request on its way to an upstream.

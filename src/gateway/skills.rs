@@ -26,13 +26,6 @@ pub fn claimed(skills: &[Value]) -> BTreeSet<&str> {
     skills.iter().filter_map(entry).filter_map(dir).collect()
 }
 
-/// Adds to `renames` the directories of a server's `skills` that are in `shared`.
-pub fn add_renames(renames: &mut UriRenames, skills: &[Value], shared: &BTreeSet<&str>) {
-    for dir in claimed(skills).into_iter().filter(|d| shared.contains(d)) {
-        renames.dir(dir);
-    }
-}
-
 /// A skill entry as mcpx lists it: its entry and its files' URIs renamed.
 pub fn renamed(renames: &UriRenames, skill: &Value) -> Value {
     let mut skill = skill.clone();

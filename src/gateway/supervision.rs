@@ -207,7 +207,7 @@ impl Gateway {
                 }
                 Event::Log { server, params } => self.broadcast_log(&server, &params),
                 Event::ResourceUpdated { uri } => {
-                    for client in self.clients() {
+                    for client in self.clients.all() {
                         client.resource_updated(&uri);
                     }
                 }
@@ -329,7 +329,7 @@ impl Gateway {
             .iter()
             .map(|(view, now)| (view, before.get(view).differences(now)))
             .collect();
-        for client in self.clients() {
+        for client in self.clients.all() {
             for kind in changed.get(&client.view).into_iter().flatten() {
                 client.list_changed(*kind);
             }

@@ -120,13 +120,16 @@ impl Serialize for WrappedMeta<'_> {
         // mcpx is the client of the upstream (a caller's own clientInfo is not passed on).
         map.serialize_entry(CLIENT_INFO, &MCPX)?;
         if !has_capabilities {
-            // A request of mcpx's own: it can answer no input, and renders what it carries.
-            let own = json!({ "extensions": super::extension::declared_by_mcpx() });
-            map.serialize_entry(CLIENT_CAPABILITIES, &own)?;
+            map.serialize_entry(CLIENT_CAPABILITIES, &*OWN_CAPABILITIES)?;
         }
         map.end()
     }
 }
+
+/// What a request of mcpx's own declares: it can answer no input, and takes every extension it
+/// carries.
+static OWN_CAPABILITIES: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| json!({ "extensions": super::extension::declared_by_mcpx() }));
 
 /// An MCP `Implementation`: a client's or server's name and version.
 #[derive(Serialize)]

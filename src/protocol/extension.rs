@@ -143,10 +143,7 @@ pub fn advertised_by_mcpx() -> Value {
 /// `capabilities.extensions` as mcpx declares them to its upstreams for requests of its own (the
 /// handshake, the catalog's lists): every extension it carries, since it lists for every client.
 pub fn declared_by_mcpx() -> Value {
-    let all = Extension::ALL
-        .into_iter()
-        .fold(Extensions::NONE, Extensions::with);
-    Value::Object(all.declared(Extension::client_declaration))
+    Value::Object(Extensions::all().declared(Extension::client_declaration))
 }
 
 /// `capabilities` as mcpx forwards them upstream for a client: its `extensions` cut to those

@@ -391,6 +391,31 @@ mod v2026_07_28 {
             }
         }
 
+        /// An App calls a tool by its server's own name (`echo` for `fixture__echo`): the tool it
+        /// reaches is the one whose `x-mcp-header` annotations its `Mcp-Param-*` headers must
+        /// match.
+        #[test]
+        fn a_tool_called_by_its_servers_own_name_is_held_to_its_mcp_param_headers() {
+            let d = daemon();
+            let bare = json!({"name": "echo", "arguments": {"text": "hi", "region": "us-west1"}});
+            let call = |id, value: Option<&[u8]>| {
+                post_with(
+                    &d,
+                    with_header(id, "tools/call", bare.clone(), "Mcp-Param-Region", value),
+                )
+            };
+            assert_header_mismatch(&call(47, None), 47);
+            assert_header_mismatch(&call(48, Some(b"eu-west1")), 48);
+            let reply = call(49, Some(b"us-west1"));
+            assert_eq!(
+                reply.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&reply.body)
+            );
+            assert_eq!(reply.json()["result"]["content"][0]["text"], "hi");
+        }
+
         #[test]
         fn mcp_param_headers_are_checked_against_x_mcp_header_arguments() {
             let d = daemon();
