@@ -157,11 +157,11 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
     let refused = |error: CommandError| (Refusal::from(&error), error.to_string());
     let outcome = match command {
         Command::Snapshot | Command::Watch => return Reply::Snapshot(Box::new(gateway.snapshot())),
-        Command::Cancel { request } => match gateway.cancel_request(request) {
+        Command::Cancel { request } => match gateway.live().cancel_request(request) {
             true => Ok(format!("request {request} cancelled")),
             false => not_found(format!("no request {request} is in flight")),
         },
-        Command::EndSession { id } => match gateway.end_session(&id) {
+        Command::EndSession { id } => match gateway.live().end_session(&id) {
             true => Ok(format!("session {id} ended")),
             false => not_found(format!("no HTTP session {id}")),
         },
@@ -177,7 +177,7 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
 /// A snapshot now and after every change, until the console goes away.
 async fn watch(gateway: &Gateway, writer: &mut UnixStream, reader: &mut BufReader<UnixStream>) {
     loop {
-        let changed = gateway.changed();
+        let changed = gateway.live().changed();
         if send(writer, &Reply::Snapshot(Box::new(gateway.snapshot())))
             .await
             .is_err()

@@ -48,6 +48,23 @@ impl Clients {
     fn remove(&self, session: u64) {
         lock(&self.by_session).remove(&session);
     }
+
+    /// An upstream's log message outside any call that takes it: to every legacy client whose
+    /// level admits it ([`super::logging`]).
+    pub(super) fn broadcast_log(&self, server: &str, params: &Value) {
+        for client in self.all() {
+            if let Some(sink) = client.log_sink(None) {
+                sink.forward(server, params);
+            }
+        }
+    }
+
+    /// A subscribed resource changed: every client that holds it hears so.
+    pub(super) fn resource_updated(&self, uri: &str) {
+        for client in self.all() {
+            client.resource_updated(uri);
+        }
+    }
 }
 
 impl Gateway {
@@ -62,7 +79,8 @@ impl Gateway {
     ) {
         client.set_revision(revision);
         client.set_capabilities(capabilities);
-        self.registry
+        self.live
+            .registry()
             .set_initialized(client.session, revision, client_info);
     }
 
@@ -97,9 +115,8 @@ impl Gateway {
         outbound: outbox::Sender,
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
-        let session = self
-            .registry
-            .open_session(transport, self.profiles.name(view));
+        let profile = self.catalogs.profiles().name(view);
+        let session = self.live.registry().open_session(transport, profile);
         let client = Client::new(session, view, outbound, in_flight);
         self.clients.insert(&client);
         client
@@ -112,7 +129,7 @@ impl Gateway {
         for uri in client.subscribed_uris() {
             self.release_upstream_subscription(&uri);
         }
-        if let Some((transport, lasted)) = self.registry.close_session(client.session) {
+        if let Some((transport, lasted)) = self.live.registry().close_session(client.session) {
             crate::metrics::session_ended(transport, lasted);
         }
     }

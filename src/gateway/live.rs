@@ -1,17 +1,31 @@
 //! The live state as the registry holds it: what the transports note in it (editors, sessions,
 //! GET streams) and what the admin socket reads and acts on (the snapshot, cancelling a request,
-//! ending a session). The gateway reaches the registry here and in the request's own bookkeeping
-//! ([`Gateway::begin_request`]) only.
+//! ending a session). The gateway reaches the registry through [`Live`] only.
 
 use super::{Client, Gateway, ViewId};
 use crate::cancel::Cancel;
 use crate::protocol::Method;
-use crate::registry::StreamGuard;
-use crate::sync::read;
+use crate::registry::{Registry, StreamGuard};
 use crate::view::{ProfileView, Snapshot, UpstreamView};
 use event_listener::EventListener;
+use std::sync::Arc;
 
-impl Gateway {
+/// The registry as the transports and the admin socket see it: by client, not by session number.
+#[derive(Debug)]
+pub struct Live {
+    registry: Arc<Registry>,
+}
+
+impl Live {
+    pub(super) fn new(registry: Arc<Registry>) -> Live {
+        Live { registry }
+    }
+
+    /// The registry itself, for the gateway's own bookkeeping of requests and sessions.
+    pub(super) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// How many of `client`'s requests are still in flight.
     pub fn in_flight(&self, client: &Client) -> usize {
         self.registry.in_flight_count(client.session)
@@ -53,7 +67,9 @@ impl Gateway {
     pub fn changed(&self) -> EventListener {
         self.registry.changed()
     }
+}
 
+impl Gateway {
     /// The whole live state, for the admin socket.
     pub fn snapshot(&self) -> Snapshot {
         let catalog = self.catalog();
@@ -73,9 +89,10 @@ impl Gateway {
                     .or_else(|| catalog.template_owner(target)),
                 _ => catalog.resource_owner(target),
             };
-            owner.map(|o| self.upstream_name(o))
+            owner.map(|o| self.supervisor.upstreams().name_of(o))
         };
-        let (sessions, streams, requests, totals) = self.registry.views(subscriptions, upstream);
+        let registry = self.live.registry();
+        let (sessions, streams, requests, totals) = registry.views(subscriptions, upstream);
         let profiles = self.profile_views(&sessions);
         Snapshot {
             pid: std::process::id(),
@@ -96,11 +113,11 @@ impl Gateway {
     /// profile only (every profile, to a client that sees everything).
     pub(super) fn seen_by(&self, view: ViewId) -> (Vec<UpstreamView>, Vec<ProfileView>) {
         let snapshot = self.snapshot();
-        let own = self.profiles.name(view);
+        let own = self.catalogs.profiles().name(view);
         let upstreams = snapshot
             .upstreams
             .into_iter()
-            .filter(|u| self.profiles.sees_server(view, &u.name))
+            .filter(|u| self.catalogs.profiles().sees_server(view, &u.name))
             .collect();
         let profiles = snapshot
             .profiles
@@ -112,7 +129,7 @@ impl Gateway {
 
     /// Each profile with what it sees and how many of `sessions` see through it.
     fn profile_views(&self, sessions: &[crate::view::SessionView]) -> Vec<ProfileView> {
-        let views = read(&self.views).clone();
+        let views = self.catalogs.views();
         self.profile_names()
             .into_iter()
             .filter_map(|name| {

@@ -6,6 +6,7 @@
 //! upstream as its `logger` ([`crate::upstream::LogSink`]). 2026-07-28 removed protocol logging:
 //! modern clients get none, and mcpx's own log keeps every message either way.
 
+use super::upstreams::Upstreams;
 use super::{Client, Gateway};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
@@ -19,7 +20,7 @@ impl Gateway {
     /// `logging/setLevel`: the client's level, and the upstreams told the least severe level
     /// any client takes (they filter at the source; mcpx filters per client).
     pub(super) fn set_log_level(
-        self: &Arc<Self>,
+        &self,
         client: &Client,
         params: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
@@ -42,19 +43,20 @@ impl Gateway {
             .map(|c| c.log_level())
             .min()
             .unwrap_or(severity);
-        let gateway = Arc::clone(self);
+        let supervisor = Arc::clone(&self.supervisor);
         crate::runtime::spawn(async move {
-            gateway
-                .tell_upstreams_log_level(LOG_LEVELS[least as usize])
-                .await
+            let upstreams = supervisor.upstreams();
+            upstreams.tell_log_level(LOG_LEVELS[least as usize]).await
         })
         .detach();
         Ok(json!({}))
     }
+}
 
+impl Upstreams {
     /// Sends `logging/setLevel` to every serving legacy upstream that declared `logging`.
-    async fn tell_upstreams_log_level(&self, level: &str) {
-        for upstream in self.upstreams.all() {
+    pub(super) async fn tell_log_level(&self, level: &str) {
+        for upstream in self.all() {
             let logs = lock(&upstream.handshake).as_ref().is_some_and(|h| {
                 h.revision.era() == Era::Legacy && h.capabilities.member("logging").is_some()
             });
@@ -73,16 +75,6 @@ impl Gateway {
                 if let Err(e) = told {
                     tracing::debug!(server = %upstream.name, "logging/setLevel refused: {}", e.message);
                 }
-            }
-        }
-    }
-
-    /// An upstream's log message outside any call that takes it: to every legacy client whose
-    /// level admits it.
-    pub(super) fn broadcast_log(&self, server: &str, params: &Value) {
-        for client in self.clients.all() {
-            if let Some(sink) = client.log_sink(None) {
-                sink.forward(server, params);
             }
         }
     }

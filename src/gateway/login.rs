@@ -52,7 +52,7 @@ impl Gateway {
         let Owner::Upstream(id) = owner else {
             return None;
         };
-        let upstream = self.upstreams.get(id)?;
+        let upstream = self.supervisor.upstreams().get(id)?;
         if upstream.config.url.is_none() || !method.may_ask() {
             return None;
         }
@@ -91,21 +91,26 @@ impl LoginFirst {
         let _one_login = self.upstream.logging_in.lock().await;
         // A login that finished while this call waited serves it too.
         if !self.upstream.waits_for_login() {
-            if let Ok((_, connection)) = self.gateway.connection(self.owner) {
+            if let Ok((_, connection)) = self.gateway.supervisor.upstreams().connection(self.owner)
+            {
                 return Ok(connection);
             }
         }
         let name = &self.upstream.name;
         let refused = |why: String| Failure::Refused(format!("logging in to {name} failed: {why}"));
         let credential = self.log_in(asks).await.map_err(refused)?;
-        let store = self.gateway.upstreams.credentials();
+        let store = self.gateway.supervisor.upstreams().credentials();
         store.put(name, Some(credential)).map_err(refused)?;
         tracing::info!(server = %name, "logged in from the client");
         self.gateway
             .restart_upstream(name)
             .await
             .map_err(|e| refused(e.to_string()))?;
-        self.gateway.connection(self.owner).map(|(_, c)| c)
+        self.gateway
+            .supervisor
+            .upstreams()
+            .connection(self.owner)
+            .map(|(_, c)| c)
     }
 
     /// What `mcpx__login` answers once logged in.
@@ -123,7 +128,7 @@ impl LoginFirst {
         let server = crate::config::ServerSettings { config, expanded };
         let url = server.url.as_deref().unwrap_or_default();
         let challenge = login::probe(url).await?.unwrap_or_default();
-        let store = self.gateway.upstreams.credentials();
+        let store = self.gateway.supervisor.upstreams().credentials();
         let previous = store.get(name).filter(|c| c.server_url == url);
         let (opened, to_open) = async_channel::bounded(1);
         let flow = login::login(name, server, &challenge, previous.as_ref(), |url| {

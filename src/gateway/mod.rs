@@ -9,12 +9,12 @@
 mod apps;
 mod builtin;
 mod catalog;
+mod catalogs;
 mod client;
 mod clients;
 mod command_error;
 mod cursor;
 mod inbound;
-mod lazy;
 mod live;
 mod logging;
 mod login;
@@ -22,7 +22,6 @@ pub mod naming;
 mod observe;
 mod profile;
 mod relay;
-mod reload;
 mod request_state;
 mod rounds;
 mod route;
@@ -39,6 +38,7 @@ pub use catalog::{Catalog, Listing};
 pub use client::{Client, Listen};
 pub use command_error::CommandError;
 pub use inbound::{is_legacy_initialize, Inbound, Received};
+pub use live::Live;
 pub use profile::ViewId;
 pub use route::{Owner, Route};
 
@@ -51,16 +51,18 @@ use crate::protocol::method::{Eras, Side};
 use crate::protocol::{envelope, extension};
 use crate::protocol::{shape, Era, Method, Revision};
 use crate::registry::{Outcome, Registry};
-use crate::sync::read;
-use crate::upstream::Event;
-use async_channel::Sender;
-use profile::{Profiles, Views};
+use crate::view::UpstreamView;
+use catalogs::Catalogs;
+use clients::Clients;
+use profile::Profiles;
 use rounds::Rounds;
 use serde_json::{json, Value};
-use smol::lock::OnceCell;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
+use std::time::Duration;
+use subscriptions::HeldSubscriptions;
+use supervision::Supervisor;
 
 /// What a transport gives the core along with each request.
 #[derive(Debug, Clone)]
@@ -74,29 +76,22 @@ pub struct RequestContext {
     pub progress_seen: Arc<AtomicU64>,
 }
 
-/// The gateway: the upstreams, the merged catalog, the connected clients.
+/// The gateway: the upstreams, the merged catalog, the connected clients. It dispatches each
+/// request to the component that answers it.
 #[derive(Debug)]
 pub struct Gateway {
-    upstreams: upstreams::Upstreams,
-    /// The merged catalog as each view sees it.
-    views: RwLock<Arc<Views>>,
-    /// `[profiles]`, which make the views.
-    profiles: Profiles,
-    /// The names two servers expose, as the last catalog built left them: logged when they
-    /// first appear, not at every rebuild.
-    collisions: Mutex<Vec<catalog::Collision>>,
-    ready: OnceCell<()>,
+    /// The upstreams and their lifecycle ([`supervision`]).
+    supervisor: Arc<Supervisor>,
+    /// The merged catalog in service, as each view sees it ([`catalogs`]).
+    catalogs: Arc<Catalogs>,
     /// The connected clients ([`clients`]).
-    clients: clients::Clients,
+    clients: Arc<Clients>,
     /// The resource subscriptions held upstream ([`subscriptions`]).
-    subscriptions: subscriptions::HeldSubscriptions,
-    /// Live sessions and requests in flight: reached from outside only through the gateway.
-    registry: Arc<Registry>,
+    subscriptions: Arc<HeldSubscriptions>,
+    /// Live sessions and requests in flight, as the transports note them and the admin socket
+    /// reads them ([`live`]).
+    live: Live,
     config_path: Option<String>,
-    /// Where upstreams report, once started.
-    events: std::sync::OnceLock<Sender<Event>>,
-    /// Where lazy servers' catalogs are kept between runs ([`lazy`]).
-    catalog_cache: Option<std::path::PathBuf>,
     /// Modern clients' calls waiting for their input.
     rounds: Arc<Rounds>,
     /// The gateway itself, for work that outlives the request that started it (a login).
@@ -116,18 +111,23 @@ impl Gateway {
         cluster: Option<&crate::cluster::ClusterKeys>,
     ) -> Arc<Gateway> {
         let (config, registry) = (&settings.config, Registry::new());
+        let catalogs = Arc::new(Catalogs::new(Profiles::new(&config.profiles)));
+        let clients = Arc::new(Clients::new(config.transport.max_in_flight_per_client));
+        let subscriptions = Arc::new(HeldSubscriptions::default());
+        let supervisor = Supervisor::new(
+            upstreams::Upstreams::from_settings(settings, launcher),
+            Arc::clone(&catalogs),
+            Arc::clone(&clients),
+            Arc::clone(&subscriptions),
+            Arc::clone(&registry),
+        );
         Arc::new_cyclic(|me| Gateway {
-            upstreams: upstreams::Upstreams::from_settings(settings, launcher),
-            views: RwLock::default(),
-            profiles: Profiles::new(&config.profiles),
-            collisions: Mutex::default(),
-            ready: OnceCell::new(),
-            clients: clients::Clients::new(config.transport.max_in_flight_per_client),
-            subscriptions: subscriptions::HeldSubscriptions::default(),
-            registry: Arc::clone(&registry),
+            supervisor,
+            catalogs,
+            clients,
+            subscriptions,
+            live: Live::new(Arc::clone(&registry)),
             config_path,
-            events: std::sync::OnceLock::new(),
-            catalog_cache: lazy::default_cache_dir(),
             rounds: Rounds::new(
                 config.transport.input_timeout,
                 cluster.map(|keys| {
@@ -138,6 +138,45 @@ impl Gateway {
             me: me.clone(),
             observer: observe::Observer::new(&config.audit, registry),
         })
+    }
+
+    /// Opens the audit log, then starts every upstream and puts the merged catalog in service
+    /// ([`Supervisor::start`]).
+    pub async fn start(&self) -> Result<(), String> {
+        self.observer.open_audit()?;
+        self.supervisor.start().await;
+        Ok(())
+    }
+
+    /// Shuts every upstream down together: each gets `grace` to exit on its own once its stdin
+    /// closes (so cancellations just sent still land), then is killed.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.supervisor.shutdown(grace).await;
+    }
+
+    /// Stops an upstream and starts it again; clients hear `list_changed` for what changed.
+    pub async fn restart_upstream(&self, name: &str) -> Result<String, CommandError> {
+        self.supervisor.restart_upstream(name).await
+    }
+
+    /// Re-reads the configuration file mcpx started with (or the default one) and applies its
+    /// `[servers]`: unchanged servers keep running, removed ones stop, new ones start. A file
+    /// with errors is refused with its file, line and key, and the running one stays.
+    pub async fn reload_from_disk(&self) -> Result<String, CommandError> {
+        let path = self.config_path.as_deref().map(std::path::Path::new);
+        let (settings, _) =
+            Settings::load(path).map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
+        self.supervisor.reload(&settings).await
+    }
+
+    /// Each configured upstream's name, state, revision and catalog size.
+    pub fn summaries(&self) -> Vec<UpstreamView> {
+        self.supervisor.upstreams().summaries()
+    }
+
+    /// The live state: what the transports note in it and the admin socket reads.
+    pub fn live(&self) -> &Live {
+        &self.live
     }
 
     /// Where the other replicas of a cluster reach this daemon: the states it signs say so.
@@ -153,28 +192,28 @@ impl Gateway {
 
     /// The whole merged catalog.
     fn catalog(&self) -> Arc<Catalog> {
-        read(&self.views).get(ViewId::EVERYTHING)
+        self.catalogs.everything()
     }
 
     /// The catalog as `client` sees it.
     fn catalog_of(&self, client: &Client) -> Arc<Catalog> {
-        read(&self.views).get(client.view)
+        self.catalogs.of(client.view)
     }
 
     /// The view a door's profile name chooses; an unknown name is an error naming the known
     /// ones.
     pub fn profile(&self, name: &str) -> Result<ViewId, String> {
-        self.profiles.find(name)
+        self.catalogs.profiles().find(name)
     }
 
     /// The configured profiles' names.
     pub fn profile_names(&self) -> Vec<String> {
-        self.profiles.names()
+        self.catalogs.profiles().names()
     }
 
     /// The profile a view is, by name; `None` for everything.
     pub fn profile_name(&self, view: ViewId) -> Option<&str> {
-        self.profiles.name(view)
+        self.catalogs.profiles().name(view)
     }
 
     /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
@@ -208,7 +247,8 @@ impl Gateway {
             .as_ref()
             .and_then(|p| p.member("clientInfo"))
             .cloned();
-        self.registry
+        self.live
+            .registry()
             .set_initialized(client.session, revision, client_info);
         let mut capabilities = json!({
             "tools": {"listChanged": true},
@@ -247,7 +287,7 @@ impl Gateway {
             let target = Method::parse(&request.method)
                 .and_then(|m| m.target(request.params.as_ref()))
                 .map(str::to_owned);
-            let guard = self.registry.begin(
+            let guard = self.live.registry().begin(
                 client.session,
                 request.id.clone(),
                 &request.method,
@@ -353,7 +393,7 @@ impl Gateway {
             Method::ResourcesUnsubscribe => self.unsubscribe(client, params),
             Method::LoggingSetLevel => self.set_log_level(client, params),
             method if method.is_catalog() => {
-                self.ready.wait().await;
+                self.catalogs.ready().await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).
                 let catalog =
@@ -397,7 +437,7 @@ impl Gateway {
 
     /// The merged tools, exposed names and all (for `mcpx tools`).
     pub async fn tools(&self) -> Vec<(Owner, Value)> {
-        self.ready.wait().await;
+        self.catalogs.ready().await;
         let catalog = self.catalog();
         let mut all = Vec::new();
         let mut cursor: Option<Value> = None;
@@ -426,7 +466,7 @@ impl Gateway {
         client: &Client,
         exposed: &str,
     ) -> Option<Vec<crate::mcpheaders::HeaderParam>> {
-        self.ready.wait().await;
+        self.catalogs.ready().await;
         self.catalog_of(client)
             .tool_header_params(exposed)
             .map(<[_]>::to_vec)

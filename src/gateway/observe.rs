@@ -192,7 +192,7 @@ impl Gateway {
             _ => None,
         };
         let destination = route.map(|(owner, own_name)| Destination {
-            server: self.upstream_name(owner),
+            server: self.supervisor.upstreams().name_of(owner),
             own_name,
         });
         self.observer

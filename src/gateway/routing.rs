@@ -220,12 +220,12 @@ impl Gateway {
         // sign-in page; so is one that refuses mcpx's token during the call.
         // (The client's capabilities are looked at only for a `url` server: a call to a stdio
         // one, the common case, needs none of this.)
-        let woken = self.wake(owner).await;
+        let woken = self.supervisor.wake(owner).await;
         let capabilities = || declared_capabilities(client, original, revision);
         let login = self
             .login_first(owner, method, capabilities, revision, ctx)
             .map(Arc::new);
-        let (upstream, reach) = match (self.connection(owner), login) {
+        let (upstream, reach) = match (self.supervisor.upstreams().connection(owner), login) {
             (Ok((upstream, _)), Some(login)) if upstream.waits_for_login() => {
                 (upstream, Reach::AfterLogin(login))
             }
@@ -265,9 +265,10 @@ impl Gateway {
             .unwrap_or_default();
         // A server outside the caller's view is, to it, no server at all.
         let upstream = self
-            .upstreams
+            .supervisor
+            .upstreams()
             .by_name(name)
-            .filter(|u| self.profiles.sees_server(client.view, &u.name))
+            .filter(|u| self.catalogs.profiles().sees_server(client.view, &u.name))
             .ok_or_else(|| {
                 ErrorObject::new(INVALID_PARAMS, format!("no server is named {name:?}"))
             })?;

@@ -84,8 +84,8 @@ impl Gateway {
     async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
         let first = self.subscriptions.hold(uri);
         // A lazy server is started for it; held, the subscription then keeps it running.
-        let _ = self.wake(owner).await;
-        let Ok((upstream, connection)) = self.connection(owner) else {
+        let _ = self.supervisor.wake(owner).await;
+        let Ok((upstream, connection)) = self.supervisor.upstreams().connection(owner) else {
             return;
         };
         if first && upstream.supports_subscribe() && !upstream.is_modern() {
@@ -112,7 +112,7 @@ impl Gateway {
         let Some(owner) = self.catalog().resource_owner(uri) else {
             return;
         };
-        let Ok((upstream, connection)) = self.connection(owner) else {
+        let Ok((upstream, connection)) = self.supervisor.upstreams().connection(owner) else {
             return;
         };
         if upstream.supports_subscribe() && !upstream.is_modern() {
@@ -162,7 +162,7 @@ impl Gateway {
                 lists.push(kind);
             }
         }
-        self.ready.wait().await;
+        self.catalogs.ready().await;
         let catalog = self.catalog_of(client);
         let mut resources = Vec::new();
         for uri in filter
@@ -191,7 +191,7 @@ impl Gateway {
             .map(|k| k.notification().to_owned())
             .chain(resources.iter().cloned())
             .collect();
-        let registered = self.registry.open_stream(
+        let registered = self.live.registry().open_stream(
             client.session,
             "listen",
             Some(request.id.to_value()),

@@ -2,10 +2,9 @@
 //!
 //! Each is an [`Upstream`] with a stable id (what the catalog routes to), its live connection,
 //! its state, its backoff and its last listing; callers reach its connection only while it
-//! serves. Starting and reviving them is [`super::supervision`]; swapping the set is
-//! [`super::reload`].
+//! serves. Starting, reviving, waking and swapping them is the [`super::supervision`]'s.
 
-use super::{Gateway, Listing, Owner};
+use super::{Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{
     Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings, BUILTIN_SERVER,
@@ -164,7 +163,7 @@ pub(super) struct Upstream {
     /// Whether a supervision loop is already reviving it (there must be one at most).
     pub(super) reviving: AtomicBool,
     /// The catalogs being listed again after a `list_changed`, each with whether another came
-    /// meanwhile (see `Gateway::list_changed`).
+    /// meanwhile (see `Supervisor::list_changed`).
     pub(super) relisting: Mutex<hashbrown::HashMap<ListKind, bool>>,
     /// Its requests in flight, against `maxInFlight`, shared fairly among its clients.
     pub(super) in_flight: Arc<FairLimit>,
@@ -172,7 +171,7 @@ pub(super) struct Upstream {
     pub(super) transport: Mutex<RemoteTransport>,
     /// Held while a client's call logs in to it ([`super::login`]): one login at a time.
     pub(super) logging_in: smol::lock::Mutex<()>,
-    /// Held while a lazy server is started or stopped ([`super::lazy`]): one at a time.
+    /// Held while a lazy server is started or stopped: one at a time.
     pub(super) waking: smol::lock::Mutex<()>,
     /// When a request last needed it (lazy servers: what `idleTimeout` counts from).
     pub(super) last_needed: Mutex<Instant>,
@@ -366,9 +365,7 @@ impl Upstreams {
     pub(super) fn by_name(&self, name: &str) -> Option<Arc<Upstream>> {
         self.all().into_iter().find(|u| u.name == name)
     }
-}
 
-impl Gateway {
     /// The live connection of an upstream, or the error its callers get.
     pub(super) fn connection(
         &self,
@@ -377,7 +374,7 @@ impl Gateway {
         let Owner::Upstream(id) = owner else {
             return Err(Failure::Refused("the built-in server has no connection".into()).into());
         };
-        let upstream = self.upstreams.get(id).ok_or_else(|| {
+        let upstream = self.get(id).ok_or_else(|| {
             Failure::Refused("that upstream was removed from the configuration".into())
         })?;
         // Installed before its handshake (so a stop can reach it), but nobody else's request
@@ -398,19 +395,15 @@ impl Gateway {
     }
 
     /// Each configured upstream's name, state, revision and catalog size.
-    pub fn summaries(&self) -> Vec<UpstreamView> {
-        self.upstreams.all().iter().map(|u| u.view()).collect()
+    pub(super) fn summaries(&self) -> Vec<UpstreamView> {
+        self.all().iter().map(|u| u.view()).collect()
     }
 
     /// The configured name of who answers for `owner`.
-    pub fn upstream_name(&self, owner: Owner) -> String {
+    pub(super) fn name_of(&self, owner: Owner) -> String {
         match owner {
             Owner::Builtin => BUILTIN_SERVER.to_owned(),
-            Owner::Upstream(id) => self
-                .upstreams
-                .get(id)
-                .map(|u| u.name.clone())
-                .unwrap_or_default(),
+            Owner::Upstream(id) => self.get(id).map(|u| u.name.clone()).unwrap_or_default(),
         }
     }
 }

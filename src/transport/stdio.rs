@@ -71,7 +71,7 @@ pub async fn serve(
     let writer = crate::runtime::spawn(write_frames(output, outbound_rx, frames_rx));
     let client = gateway.open_client(options.label, options.view, outbound.clone());
     if let Some(pid) = options.editor_pid {
-        gateway.note_editor(&client, pid);
+        gateway.live().note_editor(&client, pid);
     }
     // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
     let (alive, all_done) = async_channel::bounded::<()>(1);
@@ -137,7 +137,7 @@ pub async fn serve(
     })
     .await;
     if !drained {
-        let in_flight = gateway.in_flight(&client);
+        let in_flight = gateway.live().in_flight(&client);
         if stalled.is_cancelled() {
             tracing::warn!(
                 "the client stopped reading mcpx's output ({} frames wait for it); ending its connection and cancelling {in_flight} request(s)",
@@ -149,7 +149,7 @@ pub async fn serve(
                 options.drain
             );
         }
-        gateway.cancel_all(&client);
+        gateway.live().cancel_all(&client);
         let _ = all_done.recv().await;
     }
     gateway.close_client(&client);

@@ -14,12 +14,16 @@ use std::time::{Duration, Instant};
 
 /// A daemon whose admin socket lives in a fresh directory.
 fn daemon() -> (Daemon, PathBuf, tempfile::TempDir) {
+    daemon_serving(&fixture_config(""))
+}
+
+/// A daemon serving `servers` (TOML), whose admin socket lives in a fresh directory.
+fn daemon_serving(servers: &str) -> (Daemon, PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("run").join("admin.sock");
     let config = format!(
-        "[admin]\nsocket = {:?}\n{}",
+        "[admin]\nsocket = {:?}\n{servers}",
         socket.display().to_string(),
-        fixture_config("")
     );
     let d = Daemon::start(&config, "");
     // The socket is bound beside the listener; wait until it answers.
@@ -54,6 +58,27 @@ fn snapshot_where(socket: &Path, ready: impl Fn(&Snapshot) -> bool) -> Snapshot 
         assert!(Instant::now() < deadline, "never saw it: {s:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Asks the daemon to restart the upstream `name`.
+fn restart(socket: &Path, name: &str) -> Reply {
+    let name = name.to_owned();
+    mcpx::admin::ask(socket, &Command::RestartUpstream { name }).unwrap()
+}
+
+/// The first upstream's restarts and state.
+fn restarts_and_state(s: &Snapshot) -> (u64, String) {
+    (s.upstreams[0].restarts, s.upstreams[0].state.clone())
+}
+
+/// The fixture's `echo`, called through the daemon, answers.
+fn assert_fixture_echoes(d: &Daemon) {
+    let echo = d.modern(
+        1,
+        "tools/call",
+        json!({"name": "fixture__echo", "arguments": {"text": "back"}}),
+    );
+    assert_eq!(echo.json()["result"]["content"][0]["text"], "back");
 }
 
 /// A legacy session with a client name; returns its id.
@@ -164,36 +189,43 @@ mod every_revision {
         #[test]
         fn restart_upstream_restarts_it_and_it_serves_again() {
             let (d, socket, _dir) = daemon();
-            let reply = mcpx::admin::ask(
-                &socket,
-                &Command::RestartUpstream {
-                    name: "fixture".into(),
-                },
-            )
-            .unwrap();
+            let reply = restart(&socket, "fixture");
             assert!(
                 matches!(&reply, Reply::Done { message } if message.contains("ready")),
                 "{reply:?}"
             );
-            let s = snapshot(&socket);
-            assert_eq!(
-                (s.upstreams[0].restarts, s.upstreams[0].state.as_str()),
-                (1, "ready")
+            assert_eq!(restarts_and_state(&snapshot(&socket)), (1, "ready".into()));
+            assert_fixture_echoes(&d);
+            // The old process's exit is no crash: nothing starts it a second time (the first
+            // backoff is 250 ms).
+            std::thread::sleep(Duration::from_secs(1));
+            assert_eq!(restarts_and_state(&snapshot(&socket)), (1, "ready".into()));
+            assert!(matches!(restart(&socket, "nope"), Reply::Error { .. }));
+        }
+
+        #[test]
+        fn a_restart_whose_start_fails_is_revived_until_it_serves() {
+            // The wrapper fails its start once, while a marker file is there.
+            let marker = tempfile::tempdir().unwrap();
+            let fail = marker.path().join("fail-once");
+            let script = format!(
+                "if [ -e {0:?} ]; then rm {0:?}; exit 3; fi; exec {1:?}",
+                fail.display().to_string(),
+                fixture_bin()
             );
-            let echo = d.modern(
-                1,
-                "tools/call",
-                json!({"name": "fixture__echo", "arguments": {"text": "back"}}),
+            let servers =
+                format!("[servers.fixture]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n");
+            let (d, socket, _dir) = daemon_serving(&servers);
+            std::fs::write(&fail, b"").unwrap();
+            let reply = restart(&socket, "fixture");
+            assert!(
+                matches!(&reply, Reply::Done { message } if message.contains("failed")),
+                "{reply:?}"
             );
-            assert_eq!(echo.json()["result"]["content"][0]["text"], "back");
-            let unknown = mcpx::admin::ask(
-                &socket,
-                &Command::RestartUpstream {
-                    name: "nope".into(),
-                },
-            )
-            .unwrap();
-            assert!(matches!(unknown, Reply::Error { .. }));
+            // Supervision takes it from there: it serves again without being asked.
+            let s = snapshot_where(&socket, |s| s.upstreams[0].state == "ready");
+            assert!(restarts_and_state(&s).0 >= 2, "{s:?}");
+            assert_fixture_echoes(&d);
         }
 
         #[test]

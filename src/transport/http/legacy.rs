@@ -286,7 +286,7 @@ pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> 
     while session.outbound.try_recv().is_some() {}
     let (response, events) = sse::stream();
     let keep_alive = door.options.sse_keep_alive;
-    let registered = door.gateway.open_get_stream(&session.client);
+    let registered = door.gateway.live().open_get_stream(&session.client);
     crate::runtime::spawn(async move {
         loop {
             let next = smol::future::or(

@@ -161,7 +161,7 @@ pub async fn serve(
     .await;
     if !finished {
         for modern in &door.modern {
-            door.gateway.cancel_all(modern);
+            door.gateway.live().cancel_all(modern);
         }
         let cancelled_finish = async {
             let _ = all_done.recv().await;

@@ -158,7 +158,7 @@ impl Sessions {
             return Ok(existing);
         }
         // The registry holds the signal that ends the session, so the admin can end it too.
-        let ended = self.gateway.name_session(&client, &id);
+        let ended = self.gateway.live().name_session(&client, &id);
         let session = Arc::new(Session {
             id: id.clone(),
             client,

@@ -8,12 +8,13 @@
 //! starts it, and the caller waits. With `idleTimeout` it is stopped again once nothing has needed
 //! it for that long, never while it has a request in flight or a subscription. A lazy server with
 //! no cached catalog is started once at mcpx's start to learn it, then stopped. Beside the
-//! catalogs is kept which servers exit on the `server/discover` probe ([`super::supervision`]).
+//! catalogs is kept which servers exit on the `server/discover` probe ([`super`]).
 
-use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
-use super::{Gateway, Listing, Owner};
+use super::Supervisor;
 use crate::config::{Server, Start};
 use crate::failure::Failure;
+use crate::gateway::upstreams::{Upstream, UpstreamState, STOP_GRACE};
+use crate::gateway::{Listing, Owner};
 use crate::jsonrpc::ErrorObject;
 use crate::sync::lock;
 use sha2::{Digest, Sha256};
@@ -22,12 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Upstream {
-    pub(super) fn is_lazy(&self) -> bool {
+    pub(in crate::gateway) fn is_lazy(&self) -> bool {
         self.config.start == Start::Lazy
     }
 }
 
-impl Gateway {
+impl Supervisor {
     /// Brings a lazy server up at mcpx's start (or a reload's): listed from its cached catalog
     /// and left stopped, or started once to learn its catalog and then stopped. Its idle watch
     /// begins.
@@ -53,7 +54,7 @@ impl Gateway {
 
     /// Starts the lazy server behind `owner` if it is not running; the caller waits. A server
     /// that is not lazy, or runs already, is left as it is.
-    pub(super) async fn wake(&self, owner: Owner) -> Result<(), ErrorObject> {
+    pub(in crate::gateway) async fn wake(&self, owner: Owner) -> Result<(), ErrorObject> {
         let Some(upstream) = self.lazy_upstream(owner) else {
             return Ok(());
         };
@@ -115,24 +116,24 @@ impl Gateway {
 
     /// Stops `upstream` whenever nothing has needed it for `timeout`, until it is removed.
     fn watch_idle(self: &Arc<Self>, upstream: &Arc<Upstream>, timeout: Duration) {
-        let (gateway, upstream) = (Arc::downgrade(self), Arc::clone(upstream));
+        let (supervisor, upstream) = (Arc::downgrade(self), Arc::clone(upstream));
         let every = (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
         crate::runtime::spawn(async move {
             loop {
                 let removed = upstream.removed_within(every).await;
-                let Some(gateway) = gateway.upgrade().filter(|_| !removed) else {
+                let Some(supervisor) = supervisor.upgrade().filter(|_| !removed) else {
                     return;
                 };
-                if gateway.is_busy(&upstream) {
+                if supervisor.is_busy(&upstream) {
                     *lock(&upstream.last_needed) = Instant::now();
                     continue;
                 }
                 let _one_at_a_time = upstream.waking.lock().await;
                 let idle_for = lock(&upstream.last_needed).elapsed();
                 let running = *lock(&upstream.state) == UpstreamState::Ready;
-                if running && idle_for >= timeout && !gateway.is_busy(&upstream) {
+                if running && idle_for >= timeout && !supervisor.is_busy(&upstream) {
                     tracing::info!(server = %upstream.name, "lazy: stopped after {timeout:?} idle");
-                    gateway.stop_idle(&upstream).await;
+                    supervisor.stop_idle(&upstream).await;
                 }
             }
         })
@@ -144,14 +145,14 @@ impl Gateway {
         if upstream.in_flight.held() > 0 {
             return true;
         }
-        let catalog = self.catalog();
+        let catalog = self.catalogs.everything();
         let owner = Owner::Upstream(upstream.id);
         self.subscriptions
             .any(|uri| catalog.resource_owner(uri) == Some(owner))
     }
 }
 
-impl Gateway {
+impl Supervisor {
     /// Recalls whether an earlier run found that `upstream` exits on mcpx's `server/discover`
     /// probe (noted beside the catalogs), so that the probe is paid once.
     pub(super) fn recall_exit_on_discover(&self, upstream: &Upstream) {
@@ -223,7 +224,7 @@ fn write_cached(path: &Path, listing: &Listing) -> std::io::Result<()> {
 mod every_revision {
     mod lazy {
         use crate::config::Server;
-        use crate::gateway::lazy::{cache_file, read_cached, write_cached};
+        use crate::gateway::supervision::lazy::{cache_file, read_cached, write_cached};
         use crate::gateway::Listing;
         use serde_json::json;
 

@@ -2,21 +2,23 @@
 //! keep running untouched, removed ones stop, new ones start, and clients hear `list_changed`
 //! only for what actually changed.
 
-use super::upstreams::{Upstream, STOP_GRACE};
-use super::{CommandError, Gateway};
+use super::Supervisor;
 use crate::config::Settings;
+use crate::gateway::upstreams::{Upstream, STOP_GRACE};
+use crate::gateway::CommandError;
 use crate::sync::{lock, write};
 use std::sync::Arc;
 
-impl Gateway {
+impl Supervisor {
     /// Applies a new configuration's `[servers]`: removed servers stop (their calls in flight
     /// fail), added ones start, changed ones restart; unchanged ones keep running untouched.
     /// Clients hear `list_changed` for what changed. Other sections need a restart of mcpx.
-    pub async fn reload(self: &Arc<Self>, settings: &Settings) -> Result<String, CommandError> {
+    pub(in crate::gateway) async fn reload(
+        self: &Arc<Self>,
+        settings: &Settings,
+    ) -> Result<String, CommandError> {
         let config = &settings.config;
-        if self.events.get().is_none() {
-            return Err(CommandError::NotReady);
-        }
+        self.started()?;
         let current = self.upstreams.all();
         let keep: Vec<Arc<Upstream>> = current
             .iter()
@@ -48,9 +50,7 @@ impl Gateway {
             }
         }
         self.start_all(arriving.clone()).await;
-        let (catalog, collisions) = self.build_catalog();
-        self.install(catalog);
-        self.registry.notify_changed();
+        let collisions = self.publish_catalog();
         let names = |list: &[Arc<Upstream>]| {
             list.iter()
                 .map(|u| u.name.as_str())
@@ -68,14 +68,5 @@ impl Gateway {
         }
         tracing::info!("{message}");
         Ok(message)
-    }
-
-    /// Re-reads the configuration file mcpx started with (or the default one) and applies it; a
-    /// file with errors is refused with its file, line and key, and the running one stays.
-    pub async fn reload_from_disk(self: &Arc<Self>) -> Result<String, CommandError> {
-        let path = self.config_path.as_deref().map(std::path::Path::new);
-        let (settings, _) =
-            Settings::load(path).map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
-        self.reload(&settings).await
     }
 }

@@ -1,41 +1,97 @@
 //! Supervision: upstreams started together at first, each started again after its backoff when
 //! it goes down, the catalog rebuilt from what they list, and clients told of each change.
+//!
+//! The [`Supervisor`] owns the upstreams' lifecycle (start, revival, restart, relisting after
+//! `list_changed`, lazy wake and idle stop, reload, shutdown); the gateway asks it for a serving
+//! connection and otherwise only dispatches. What it publishes goes through [`Catalogs`], and
+//! what reaches every client through [`Clients`].
 
-use super::profile::{ViewId, Views};
-use super::upstreams::{Upstream, UpstreamState, STOP_GRACE};
-use super::{catalog, Catalog, CommandError, Gateway, Listing, Owner};
+mod lazy;
+mod reload;
+
+use super::catalogs::Catalogs;
+use super::clients::Clients;
+use super::subscriptions::HeldSubscriptions;
+use super::upstreams::{Upstream, UpstreamState, Upstreams, STOP_GRACE};
+use super::{catalog, CommandError, Listing};
 use crate::cancel::Cancel;
-use crate::config::{RemoteTransport, UpstreamEra, BUILTIN_SERVER};
+use crate::config::{RemoteTransport, UpstreamEra};
 use crate::json::Member;
 use crate::metrics;
 use crate::protocol::{Era, Extension, Extensions, Method};
-use crate::sync::{lock, read, write};
+use crate::registry::Registry;
+use crate::sync::lock;
 use crate::upstream::{Caller, Connection, Event, ListKind, StartError};
-use async_channel::Receiver;
+use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The least time between two listings of one upstream's catalog after `list_changed`.
 const RELIST_GAP: Duration = Duration::from_millis(250);
 
-impl Gateway {
-    /// Starts every upstream concurrently and builds the merged catalog. A server that fails is
-    /// logged, reported and revived by supervision while the others serve; a name two servers
-    /// expose is served by the first ([`Gateway::build_catalog`]).
-    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
-        self.observer.open_audit()?;
+/// The upstreams' keeper, and what it tells of them.
+#[derive(Debug)]
+pub(super) struct Supervisor {
+    upstreams: Upstreams,
+    /// Where upstreams report, once started.
+    events: OnceLock<Sender<Event>>,
+    /// Where lazy servers' catalogs are kept between runs ([`lazy`]).
+    catalog_cache: Option<PathBuf>,
+    catalogs: Arc<Catalogs>,
+    clients: Arc<Clients>,
+    /// What clients hold subscribed: a lazy server holding one is busy.
+    subscriptions: Arc<HeldSubscriptions>,
+    registry: Arc<Registry>,
+}
+
+impl Supervisor {
+    pub(super) fn new(
+        upstreams: Upstreams,
+        catalogs: Arc<Catalogs>,
+        clients: Arc<Clients>,
+        subscriptions: Arc<HeldSubscriptions>,
+        registry: Arc<Registry>,
+    ) -> Arc<Supervisor> {
+        Arc::new(Supervisor {
+            upstreams,
+            events: OnceLock::new(),
+            catalog_cache: lazy::default_cache_dir(),
+            catalogs,
+            clients,
+            subscriptions,
+            registry,
+        })
+    }
+
+    /// The configured upstreams.
+    pub(super) fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
+    }
+
+    /// Whether [`Supervisor::start`] has run: before it, nothing can be restarted or reloaded.
+    pub(super) fn started(&self) -> Result<(), CommandError> {
+        match self.events.get() {
+            Some(_) => Ok(()),
+            None => Err(CommandError::NotReady),
+        }
+    }
+
+    /// Starts every upstream concurrently and puts the merged catalog in service. A server that
+    /// fails is logged, reported and revived while the others serve; a name two servers expose
+    /// is served by the first ([`Catalogs::build`]).
+    pub(super) async fn start(self: &Arc<Self>) {
         let (events_tx, events_rx) = async_channel::unbounded();
         let _ = self.events.set(events_tx);
         self.start_all(self.upstreams.all()).await;
-        let (catalog, _) = self.build_catalog();
-        *write(&self.views) = self.views_of(catalog);
-        let _ = self.ready.set(()).await;
-        let gateway = Arc::clone(self);
-        crate::runtime::spawn(async move { gateway.follow_events(events_rx).await }).detach();
-        Ok(())
+        let (catalog, _) = self.catalogs.build(&self.upstreams.all());
+        self.catalogs
+            .first(catalog, |owner| self.upstreams.name_of(owner))
+            .await;
+        let supervisor = Arc::clone(self);
+        crate::runtime::spawn(async move { supervisor.follow_events(events_rx).await }).detach();
     }
 
     /// Starts `upstreams` together; each serves, or is handed to supervision unless its
@@ -44,13 +100,13 @@ impl Gateway {
         let starts: Vec<_> = upstreams
             .into_iter()
             .map(|upstream| {
-                let gateway = Arc::clone(self);
+                let supervisor = Arc::clone(self);
                 crate::runtime::spawn(async move {
                     if upstream.is_lazy() {
-                        gateway.start_lazy(&upstream).await;
-                    } else if let Err(error) = gateway.start_upstream(&upstream).await {
+                        supervisor.start_lazy(&upstream).await;
+                    } else if let Err(error) = supervisor.start_upstream(&upstream).await {
                         if error.is_retried() {
-                            gateway.revive(upstream);
+                            supervisor.revive(upstream);
                         }
                     }
                 })
@@ -158,44 +214,6 @@ impl Gateway {
         started
     }
 
-    /// The merged catalog of the built-in server and every upstream's listing. A name two
-    /// servers expose stays with the server that had it (the first in order, at start), and
-    /// the newcomer's item is left out; each collision is logged as an error naming both when
-    /// it first appears, and returned, for `mcpx reload` to report. The same rule holds at
-    /// start, when an upstream's list changes, and at reload.
-    pub(super) fn build_catalog(&self) -> (Catalog, Vec<catalog::Collision>) {
-        let builtin = super::builtin::listing();
-        let upstreams = self.upstreams.all();
-        let listings: Vec<Listing> = upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
-        let mut sources = vec![catalog::Source {
-            server: BUILTIN_SERVER,
-            prefix: BUILTIN_SERVER,
-            owner: Owner::Builtin,
-            listing: &builtin,
-            overrides: None,
-        }];
-        sources.extend(
-            upstreams
-                .iter()
-                .zip(&listings)
-                .map(|(u, listing)| catalog::Source {
-                    server: &u.name,
-                    prefix: u.config.prefix(&u.name),
-                    owner: Owner::Upstream(u.id),
-                    listing,
-                    overrides: Some(&u.config.tools),
-                }),
-        );
-        let previous = read(&self.views).get(ViewId::EVERYTHING);
-        let (catalog, collisions) = Catalog::build(&sources, &previous);
-        let mut known = lock(&self.collisions);
-        for collision in collisions.iter().filter(|c| !known.contains(c)) {
-            tracing::error!("{collision}");
-        }
-        known.clone_from(&collisions);
-        (catalog, collisions)
-    }
-
     /// Acts on what upstreams report, for as long as any upstream may report anything.
     async fn follow_events(self: Arc<Self>, events: Receiver<Event>) {
         while let Ok(event) = events.recv().await {
@@ -205,12 +223,8 @@ impl Gateway {
                         Arc::clone(&self).list_changed(upstream, kind);
                     }
                 }
-                Event::Log { server, params } => self.broadcast_log(&server, &params),
-                Event::ResourceUpdated { uri } => {
-                    for client in self.clients.all() {
-                        client.resource_updated(&uri);
-                    }
-                }
+                Event::Log { server, params } => self.clients.broadcast_log(&server, &params),
+                Event::ResourceUpdated { uri } => self.clients.resource_updated(&uri),
                 Event::Exited {
                     upstream,
                     generation,
@@ -305,35 +319,16 @@ impl Gateway {
 
     /// Rebuilds the catalog after an upstream's listing changed, and tells each client what
     /// changed in its own view. A name the change would take from another server stays that
-    /// server's ([`Gateway::build_catalog`]).
-    pub(super) fn publish_catalog(&self) {
+    /// server's ([`Catalogs::build`]).
+    pub(super) fn publish_catalog(&self) -> Vec<catalog::Collision> {
+        let (catalog, collisions) = self.catalogs.build(&self.upstreams.all());
+        self.catalogs.install(
+            catalog,
+            |owner| self.upstreams.name_of(owner),
+            &self.clients,
+        );
         self.registry.notify_changed();
-        let (catalog, _) = self.build_catalog();
-        self.install(catalog);
-    }
-
-    /// The catalog as each view sees it.
-    fn views_of(&self, catalog: Catalog) -> Arc<Views> {
-        Arc::new(
-            self.profiles
-                .views(catalog, |owner| self.upstream_name(owner)),
-        )
-    }
-
-    /// Puts a rebuilt catalog in service; each client hears `list_changed` for the kinds of list
-    /// that changed in its own view, and for nothing else.
-    pub(super) fn install(&self, catalog: Catalog) {
-        let views = self.views_of(catalog);
-        let before = std::mem::replace(&mut *write(&self.views), Arc::clone(&views));
-        let changed: HashMap<ViewId, Vec<ListKind>> = views
-            .iter()
-            .map(|(view, now)| (view, before.get(view).differences(now)))
-            .collect();
-        for client in self.clients.all() {
-            for kind in changed.get(&client.view).into_iter().flatten() {
-                client.list_changed(*kind);
-            }
-        }
+        collisions
     }
 
     /// Supervision: starts a down upstream again after its backoff, until it serves or is
@@ -377,14 +372,20 @@ impl Gateway {
     }
 
     /// Stops an upstream and starts it again; clients hear `list_changed` for what changed.
-    pub async fn restart_upstream(&self, name: &str) -> Result<String, CommandError> {
+    /// One whose start fails is revived as after a crash (unless its configuration cannot
+    /// work), so that a restart never leaves a server down for good.
+    pub(super) async fn restart_upstream(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<String, CommandError> {
         let upstream = self
             .upstreams
             .by_name(name)
             .ok_or_else(|| CommandError::NoSuchUpstream(name.to_owned()))?;
-        if self.events.get().is_none() {
-            return Err(CommandError::NotReady);
-        }
+        self.started()?;
+        // No longer serving before it is stopped: its exit is then no crash, which supervision
+        // would answer with a second start racing this one.
+        *lock(&upstream.state) = UpstreamState::Starting;
         let old = lock(&upstream.connection).take();
         if let Some(old) = old {
             old.shutdown(STOP_GRACE).await;
@@ -392,7 +393,11 @@ impl Gateway {
         upstream.restarts.fetch_add(1, Ordering::Relaxed);
         metrics::upstream_restarted(&upstream.name);
         // Its state tells how the start went.
-        let _ = self.start_upstream(&upstream).await;
+        if let Err(error) = self.start_upstream(&upstream).await {
+            if error.is_retried() {
+                Arc::clone(self).revive(Arc::clone(&upstream));
+            }
+        }
         self.publish_catalog();
         Ok(format!(
             "{name} restarted: {}",
@@ -402,7 +407,7 @@ impl Gateway {
 
     /// Shuts every upstream down together: each gets `grace` to exit on its own once its stdin
     /// closes (so cancellations just sent still land), then is killed.
-    pub async fn shutdown(&self, grace: Duration) {
+    pub(super) async fn shutdown(&self, grace: Duration) {
         let upstreams = self.upstreams.all();
         for upstream in &upstreams {
             upstream.removed.cancel();

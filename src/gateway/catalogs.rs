@@ -1,0 +1,128 @@
+//! The merged catalog in service: built from the built-in server and every upstream's listing,
+//! restricted into each profile's view, and swapped in whole so that a request reads one
+//! consistent catalog. Each client hears `list_changed` for what changed in its own view only.
+
+use super::catalog::{self, Catalog, Collision, Listing};
+use super::clients::Clients;
+use super::profile::{Profiles, ViewId, Views};
+use super::upstreams::Upstream;
+use super::Owner;
+use crate::config::BUILTIN_SERVER;
+use crate::sync::{lock, read, write};
+use crate::upstream::ListKind;
+use smol::lock::OnceCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// The views in service, the profiles that make them, and whether the first build is done.
+#[derive(Debug)]
+pub(super) struct Catalogs {
+    views: RwLock<Arc<Views>>,
+    profiles: Profiles,
+    /// The names two servers expose, as the last build left them: logged when they first
+    /// appear, not at every rebuild.
+    collisions: Mutex<Vec<Collision>>,
+    ready: OnceCell<()>,
+}
+
+impl Catalogs {
+    pub(super) fn new(profiles: Profiles) -> Catalogs {
+        Catalogs {
+            views: RwLock::default(),
+            profiles,
+            collisions: Mutex::default(),
+            ready: OnceCell::new(),
+        }
+    }
+
+    /// The configured profiles.
+    pub(super) fn profiles(&self) -> &Profiles {
+        &self.profiles
+    }
+
+    /// Waits for the first catalog: a request that comes before every upstream has started
+    /// (or failed) is answered from the whole catalog, not an empty one.
+    pub(super) async fn ready(&self) {
+        self.ready.wait().await;
+    }
+
+    /// The catalog as `view` sees it.
+    pub(super) fn of(&self, view: ViewId) -> Arc<Catalog> {
+        read(&self.views).get(view)
+    }
+
+    /// The whole merged catalog.
+    pub(super) fn everything(&self) -> Arc<Catalog> {
+        self.of(ViewId::EVERYTHING)
+    }
+
+    /// Every view in service.
+    pub(super) fn views(&self) -> Arc<Views> {
+        read(&self.views).clone()
+    }
+
+    /// The merged catalog of the built-in server and every upstream's listing. A name two
+    /// servers expose stays with the server that had it (the first in order, at start), and
+    /// the newcomer's item is left out; each collision is logged as an error naming both when
+    /// it first appears, and returned, for `mcpx reload` to report. The same rule holds at
+    /// start, when an upstream's list changes, and at reload.
+    pub(super) fn build(&self, upstreams: &[Arc<Upstream>]) -> (Catalog, Vec<Collision>) {
+        let builtin = super::builtin::listing();
+        let listings: Vec<Listing> = upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
+        let mut sources = vec![catalog::Source {
+            server: BUILTIN_SERVER,
+            prefix: BUILTIN_SERVER,
+            owner: Owner::Builtin,
+            listing: &builtin,
+            overrides: None,
+        }];
+        sources.extend(
+            upstreams
+                .iter()
+                .zip(&listings)
+                .map(|(u, listing)| catalog::Source {
+                    server: &u.name,
+                    prefix: u.config.prefix(&u.name),
+                    owner: Owner::Upstream(u.id),
+                    listing,
+                    overrides: Some(&u.config.tools),
+                }),
+        );
+        let (catalog, collisions) = Catalog::build(&sources, &self.everything());
+        let mut known = lock(&self.collisions);
+        for collision in collisions.iter().filter(|c| !known.contains(c)) {
+            tracing::error!("{collision}");
+        }
+        known.clone_from(&collisions);
+        (catalog, collisions)
+    }
+
+    /// Puts the start's catalog in service (`server_name` names an owner for the profiles'
+    /// server filters) and lets the requests waiting for it go: nobody has listed anything yet,
+    /// so nobody hears of a change.
+    pub(super) async fn first(&self, catalog: Catalog, server_name: impl Fn(Owner) -> String) {
+        *write(&self.views) = Arc::new(self.profiles.views(catalog, server_name));
+        let _ = self.ready.set(()).await;
+    }
+
+    /// Puts a rebuilt catalog in service, restricted into each view; each of `clients` hears
+    /// `list_changed` for the kinds of list that changed in its own view, and for nothing else.
+    pub(super) fn install(
+        &self,
+        catalog: Catalog,
+        server_name: impl Fn(Owner) -> String,
+        clients: &Clients,
+    ) {
+        let views = Arc::new(self.profiles.views(catalog, server_name));
+        let before = std::mem::replace(&mut *write(&self.views), Arc::clone(&views));
+        let changed: HashMap<ViewId, Vec<ListKind>> = views
+            .iter()
+            .map(|(view, now)| (view, before.get(view).differences(now)))
+            .collect();
+        for client in clients.all() {
+            for kind in changed.get(&client.view).into_iter().flatten() {
+                client.list_changed(*kind);
+            }
+        }
+    }
+}
