@@ -123,26 +123,82 @@ impl ClusterKeys {
     }
 }
 
-/// Seals and opens session ids.
-pub struct Sealer {
+/// An authenticated encryption under a current key and, during a rotation, the previous one:
+/// what mcpx hands out sealed (sessions, task ids) can be read only by whoever holds the key,
+/// and any change to it makes it unreadable.
+pub struct SealingKeys {
     current: XChaCha20Poly1305,
     previous: Option<XChaCha20Poly1305>,
-    lifetime: Duration,
 }
 
-impl std::fmt::Debug for Sealer {
+impl std::fmt::Debug for SealingKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Sealer { .. }")
+        f.write_str("SealingKeys { .. }")
     }
+}
+
+impl SealingKeys {
+    /// The cluster's keys for one use (`label`): every replica sealing with them opens the
+    /// others'.
+    pub fn derived(keys: &ClusterKeys, label: &[u8]) -> SealingKeys {
+        let (current, previous) = keys.derive(label);
+        SealingKeys {
+            current: XChaCha20Poly1305::new(&current.into()),
+            previous: previous.map(|key| XChaCha20Poly1305::new(&key.into())),
+        }
+    }
+
+    /// A key of this process alone, from the system's random source.
+    pub fn random() -> Result<SealingKeys, String> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| format!("no randomness: {e}"))?;
+        Ok(SealingKeys {
+            current: XChaCha20Poly1305::new(&key.into()),
+            previous: None,
+        })
+    }
+
+    /// `prefix` and the base64url of a random 24-byte nonce and `plain`, sealed.
+    pub fn seal(&self, prefix: &str, plain: &[u8]) -> Result<String, String> {
+        let mut nonce = [0u8; 24];
+        getrandom::fill(&mut nonce).map_err(|e| format!("no randomness: {e}"))?;
+        let sealed = self
+            .current
+            .encrypt(XNonce::from_slice(&nonce), plain)
+            .map_err(|_| "sealing failed".to_owned())?;
+        let mut bytes = nonce.to_vec();
+        bytes.extend(sealed);
+        Ok(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    }
+
+    /// What a [`SealingKeys::seal`] of this prefix holds, if the current or the previous key
+    /// sealed it and nothing changed it since.
+    pub fn open(&self, prefix: &str, sealed: &str) -> Option<Vec<u8>> {
+        let bytes = URL_SAFE_NO_PAD.decode(sealed.strip_prefix(prefix)?).ok()?;
+        if bytes.len() < 24 {
+            return None;
+        }
+        let (nonce, sealed) = bytes.split_at(24);
+        let nonce = XNonce::from_slice(nonce);
+        self.current
+            .decrypt(nonce, sealed)
+            .ok()
+            .or_else(|| self.previous.as_ref()?.decrypt(nonce, sealed).ok())
+    }
+}
+
+/// Seals and opens session ids.
+#[derive(Debug)]
+pub struct Sealer {
+    keys: SealingKeys,
+    lifetime: Duration,
 }
 
 impl Sealer {
     /// The sealer for these keys.
     pub fn new(keys: &ClusterKeys) -> Sealer {
-        let (current, previous) = keys.derive(b"mcpx session v1");
         Sealer {
-            current: XChaCha20Poly1305::new(&current.into()),
-            previous: previous.map(|key| XChaCha20Poly1305::new(&key.into())),
+            keys: SealingKeys::derived(keys, b"mcpx session v1"),
             lifetime: keys.session_lifetime,
         }
     }
@@ -154,32 +210,14 @@ impl Sealer {
 
     /// The id that carries `session`.
     pub fn seal(&self, session: &SealedSession) -> Result<String, String> {
-        let mut nonce = [0u8; 24];
-        getrandom::fill(&mut nonce).map_err(|e| format!("no randomness: {e}"))?;
         let plain = serde_json::to_vec(session).map_err(|e| e.to_string())?;
-        let sealed = self
-            .current
-            .encrypt(XNonce::from_slice(&nonce), plain.as_slice())
-            .map_err(|_| "sealing failed".to_owned())?;
-        let mut bytes = nonce.to_vec();
-        bytes.extend(sealed);
-        Ok(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
+        self.keys.seal(PREFIX, &plain)
     }
 
     /// What `id` carries, if it was sealed under the current or the previous key and is not
     /// older than the session lifetime.
     pub fn open(&self, id: &str) -> Option<SealedSession> {
-        let bytes = URL_SAFE_NO_PAD.decode(id.strip_prefix(PREFIX)?).ok()?;
-        if bytes.len() < 24 {
-            return None;
-        }
-        let (nonce, sealed) = bytes.split_at(24);
-        let nonce = XNonce::from_slice(nonce);
-        let plain = self
-            .current
-            .decrypt(nonce, sealed)
-            .ok()
-            .or_else(|| self.previous.as_ref()?.decrypt(nonce, sealed).ok())?;
+        let plain = self.keys.open(PREFIX, id)?;
         let session: SealedSession = serde_json::from_slice(&plain).ok()?;
         (!self.remaining(&session).is_zero()).then_some(session)
     }
@@ -232,7 +270,8 @@ fn derive(key: &[u8], label: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

@@ -31,6 +31,7 @@ mod shared_uris;
 mod skills;
 mod subscriptions;
 mod supervision;
+mod tasks;
 mod upstreams;
 mod uri_template;
 
@@ -48,7 +49,7 @@ use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::outbox;
 use crate::protocol::method::{Eras, Side};
-use crate::protocol::{envelope, extension};
+use crate::protocol::{envelope, extension, task};
 use crate::protocol::{shape, Era, Method, Revision};
 use crate::registry::{Outcome, Registry};
 use crate::view::UpstreamView;
@@ -98,6 +99,8 @@ pub struct Gateway {
     me: std::sync::Weak<Gateway>,
     /// The metrics and the audit log.
     observer: observe::Observer,
+    /// The ids of the tasks upstreams run for clients ([`tasks`]).
+    task_ids: Arc<tasks::TaskIds>,
 }
 
 impl Gateway {
@@ -137,6 +140,7 @@ impl Gateway {
             ),
             me: me.clone(),
             observer: observe::Observer::new(&config.audit, registry),
+            task_ids: Arc::new(tasks::TaskIds::new(cluster)),
         })
     }
 
@@ -258,6 +262,11 @@ impl Gateway {
         });
         if revision >= Revision::V2025_03_26 {
             capabilities["completions"] = json!({});
+        }
+        // Passed through to the servers that run them ([`tasks`]); not `list`, which would show
+        // one client another's tasks.
+        if task::has_tasks(revision) {
+            capabilities["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
         }
         capabilities["extensions"] = extension::advertised_by_mcpx();
         let result = json!({
@@ -392,6 +401,15 @@ impl Gateway {
             Method::SubscriptionsListen => self.listen(client, &request, ctx).await,
             Method::ResourcesUnsubscribe => self.unsubscribe(client, params),
             Method::LoggingSetLevel => self.set_log_level(client, params),
+            Method::TasksGet
+            | Method::TasksResult
+            | Method::TasksList
+            | Method::TasksCancel
+            | Method::TasksUpdate => {
+                self.catalogs.ready().await;
+                let task = self.task_method(client, method, params, revision, extensions, ctx);
+                Box::pin(task).await
+            }
             method if method.is_catalog() => {
                 self.catalogs.ready().await;
                 // Boxed so that the request task stays small for what waits long in it (a

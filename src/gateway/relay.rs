@@ -68,12 +68,17 @@ async fn run_carrying_asks(
         .await;
         match next {
             Ok(reply) => return reply,
-            Err(Ok(ask)) => carried.push(crate::runtime::spawn(carry(
-                Arc::clone(client),
-                ask,
-                ctx.outbound.clone(),
-                call.questions.clone(),
-            ))),
+            Err(Ok(mut ask)) => {
+                if let Some(tasks) = &call.tasks {
+                    tasks.in_related(&mut ask.params);
+                }
+                carried.push(crate::runtime::spawn(carry(
+                    Arc::clone(client),
+                    ask,
+                    ctx.outbound.clone(),
+                    call.questions.clone(),
+                )))
+            }
             // Only the finished call closes the channel.
             Err(Err(_)) => return running.await,
         }

@@ -57,6 +57,8 @@ pub(super) struct UpstreamCall {
     pub place: FairHeld,
     /// Where the questions it puts to a legacy client are recorded (the audit log).
     pub questions: Option<crate::audit::Questions>,
+    /// How the upstream's task ids are shown to a 2025-11-25 client, in its questions.
+    pub tasks: Option<super::tasks::ShownTasks>,
 }
 
 impl UpstreamCall {

@@ -3,6 +3,7 @@
 //! the upstream's questions carried between them.
 
 use super::rounds::{Reach, UpstreamCall};
+use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
 use super::{
     apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext,
@@ -13,7 +14,7 @@ use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, extension, Era, Extension, Extensions, Method, Revision};
+use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Method, Revision};
 use crate::telemetry;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Map, Value};
@@ -97,10 +98,22 @@ impl Gateway {
         let mut forwarded = forwardable(params);
         forwarded["name"] = json!(route.name);
         let owner = route.owner;
-        let result = self
+        let mut result = self
             .forward(client, owner, method, forwarded, params, revision, ctx)
-            .await;
-        Ok(shown_renamed(&catalog, owner, result?))
+            .await?;
+        let era = revision.era();
+        if method == Method::ToolsCall
+            && task::has_tasks(revision)
+            && task::is_created(&result, era)
+        {
+            // A task outlives this call: its id is mcpx's, and names the upstream running it.
+            let upstream = self.supervisor.upstreams().of(owner);
+            let upstream =
+                upstream.ok_or_else(|| Failure::Refused("its upstream was removed".into()))?;
+            self.task_ids
+                .seal_created(&mut result, era, &upstream, client)?;
+        }
+        Ok(shown_renamed(&catalog, owner, result))
     }
 
     /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI
@@ -203,7 +216,7 @@ impl Gateway {
     /// Sends a request to the upstream that owns it: a modern client's retry to the call it
     /// resumes, a call to a server waiting for a login by that login first ([`super::login`]).
     #[allow(clippy::too_many_arguments)]
-    async fn forward(
+    pub(super) async fn forward(
         &self,
         client: &Arc<Client>,
         owner: Owner,
@@ -394,6 +407,12 @@ impl Gateway {
                 .observer
                 .audit()
                 .map(|log| Questions::new(log, client.session, &upstream.name)),
+            tasks: (revision.era() == Era::Legacy && task::has_tasks(revision)).then(|| {
+                ShownTasks {
+                    upstream: upstream.id,
+                    ids: Arc::clone(&self.task_ids),
+                }
+            }),
         };
         match revision.era() {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
@@ -453,17 +472,11 @@ fn declared_capabilities<'a>(
 ) -> Cow<'a, Value> {
     match revision.era() {
         Era::Modern => {
-            modern_capabilities(original).map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed)
+            let declared = envelope::client_capabilities(original);
+            declared.map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed)
         }
         Era::Legacy => Cow::Owned(client.capabilities()),
     }
-}
-
-/// A modern request's `clientCapabilities`.
-fn modern_capabilities(params: Option<&Value>) -> Option<&Value> {
-    params?
-        .member("_meta")?
-        .member(envelope::CLIENT_CAPABILITIES)
 }
 
 /// The extensions mcpx carries that the client negotiated for this request: declared in it
@@ -474,7 +487,7 @@ pub(super) fn negotiated_extensions(
     revision: Revision,
 ) -> Extensions {
     match revision.era() {
-        Era::Modern => Extensions::declared_in(modern_capabilities(params)),
+        Era::Modern => Extensions::declared_in(envelope::client_capabilities(params)),
         Era::Legacy => client.extensions(),
     }
 }
@@ -500,7 +513,7 @@ fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
 /// The client's params as an upstream should see them: the modern envelope and the progress
 /// token are the upstream connection's own business, so they are removed here, and a `_meta`
 /// that is not an object (no schema allows one) is dropped rather than passed on.
-fn forwardable(params: Option<&Value>) -> Value {
+pub(super) fn forwardable(params: Option<&Value>) -> Value {
     let Some(Value::Object(params)) = params else {
         return json!({});
     };

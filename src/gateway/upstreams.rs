@@ -366,6 +366,14 @@ impl Upstreams {
         self.all().into_iter().find(|u| u.name == name)
     }
 
+    /// The upstream that answers for `owner`; `None` for the built-in server or one removed.
+    pub(super) fn of(&self, owner: Owner) -> Option<Arc<Upstream>> {
+        match owner {
+            Owner::Upstream(id) => self.get(id),
+            Owner::Builtin => None,
+        }
+    }
+
     /// The live connection of an upstream, or the error its callers get.
     pub(super) fn connection(
         &self,

@@ -41,6 +41,11 @@ pub fn era_of(params: Option<&Value>) -> Era {
     }
 }
 
+/// A modern request's `clientCapabilities`, as its `_meta` declares them.
+pub fn client_capabilities(params: Option<&Value>) -> Option<&Value> {
+    params?.member("_meta")?.member(CLIENT_CAPABILITIES)
+}
+
 /// Checks a modern request's envelope: missing fields are -32602, and a version mcpx does not
 /// serve is -32022 listing every revision it does (a dual-era client learns from the list that
 /// `initialize` would work too).

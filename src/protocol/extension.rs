@@ -18,6 +18,9 @@ pub enum Extension {
     /// Skills (`io.modelcontextprotocol/skills`, SEP-2640): `skill://` directories of files a
     /// model loads, listed by `skills/list` and fetched by `skills/get`.
     Skills,
+    /// Tasks (`io.modelcontextprotocol/tasks`, SEP-2663): a `tools/call` the server chooses to
+    /// run in the background, polled by `tasks/get` ([`super::task`]).
+    Tasks,
 }
 
 /// The MIME type of an MCP App's HTML, the one mcpx's clients are asked to render.
@@ -25,13 +28,14 @@ pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
 impl Extension {
     /// Every extension mcpx carries.
-    pub const ALL: [Extension; 2] = [Extension::Apps, Extension::Skills];
+    pub const ALL: [Extension; 3] = [Extension::Apps, Extension::Skills, Extension::Tasks];
 
     /// Its identifier, the key under `capabilities.extensions`.
     pub const fn id(self) -> &'static str {
         match self {
             Extension::Apps => "io.modelcontextprotocol/ui",
             Extension::Skills => "io.modelcontextprotocol/skills",
+            Extension::Tasks => "io.modelcontextprotocol/tasks",
         }
     }
 
@@ -45,8 +49,16 @@ impl Extension {
     pub fn client_declaration(self) -> Value {
         match self {
             Extension::Apps => json!({ "mimeTypes": [APP_MIME_TYPE] }),
-            Extension::Skills => json!({}),
+            Extension::Skills | Extension::Tasks => json!({}),
         }
+    }
+
+    /// Whether mcpx declares it upstream on its own requests (the handshake, the catalog's
+    /// lists) as well as on its clients'. Not Tasks: only a client that declared it on a call
+    /// can poll the task that call becomes, and an upstream that honoured a declaration made at
+    /// `initialize` would answer every call with a task nobody polls.
+    pub const fn declared_on_own_requests(self) -> bool {
+        !matches!(self, Extension::Tasks)
     }
 
     /// The fields it adds to `definition`, kept for a client that negotiated it whatever its
@@ -63,8 +75,9 @@ impl Extension {
             ) => &["_meta"],
             (Extension::Apps, Definition::CallToolResult) => &["_meta", "structuredContent"],
             (Extension::Apps, _) => &[],
-            // Its fields are in results of its own methods, which shaping leaves whole.
-            (Extension::Skills, _) => &[],
+            // Their fields are in results of their own methods, which shaping leaves whole, and
+            // in a created task, which shaping keeps as such ([`super::task`]).
+            (Extension::Skills | Extension::Tasks, _) => &[],
         }
     }
 }
@@ -141,9 +154,14 @@ pub fn advertised_by_mcpx() -> Value {
 }
 
 /// `capabilities.extensions` as mcpx declares them to its upstreams for requests of its own (the
-/// handshake, the catalog's lists): every extension it carries, since it lists for every client.
+/// handshake, the catalog's lists): every extension it carries that such a request can use, since
+/// it lists for every client.
 pub fn declared_by_mcpx() -> Value {
-    Value::Object(Extensions::all().declared(Extension::client_declaration))
+    let own = Extension::ALL
+        .into_iter()
+        .filter(|e| e.declared_on_own_requests())
+        .fold(Extensions::NONE, Extensions::with);
+    Value::Object(own.declared(Extension::client_declaration))
 }
 
 /// `capabilities` as mcpx forwards them upstream for a client: its `extensions` cut to those
@@ -178,9 +196,9 @@ mod every_revision {
                 "com.example/unknown": {"x": 1},
             }});
             let declared = Extensions::declared_in(Some(&capabilities));
-            assert!(declared.contains(Extension::Apps));
+            assert!(declared.contains(Extension::Apps) && declared.contains(Extension::Tasks));
             assert!(!declared.contains(Extension::Skills));
-            assert_eq!(declared.iter().count(), 1);
+            assert_eq!(declared.iter().count(), 2);
             assert_eq!(Extensions::declared_in(None), Extensions::NONE);
             assert_eq!(
                 Extensions::declared_in(Some(&json!({"extensions": []}))),
@@ -189,11 +207,14 @@ mod every_revision {
             let forwarded = carried_only(&capabilities);
             assert_eq!(
                 forwarded,
-                json!({"roots": {}, "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": [APP_MIME_TYPE]}}})
+                json!({"roots": {}, "extensions": {
+                    "io.modelcontextprotocol/ui": {"mimeTypes": [APP_MIME_TYPE]},
+                    TASKS: {},
+                }})
             );
             // Nothing carried is left: no empty `extensions` goes upstream.
-            let only_tasks = json!({"elicitation": {}, "extensions": {TASKS: {}}});
-            assert_eq!(carried_only(&only_tasks), json!({"elicitation": {}}));
+            let unknown = json!({"elicitation": {}, "extensions": {"com.example/x": {}}});
+            assert_eq!(carried_only(&unknown), json!({"elicitation": {}}));
         }
 
         fn apps_schema() -> Value {

@@ -57,6 +57,16 @@ pub enum Method {
     SkillsGet,
     /// `resources/directory/read` (Skills): a skill directory's files.
     ResourcesDirectoryRead,
+    /// `tasks/get`: a task's state (2025-11-25; the Tasks extension's, inlining its outcome).
+    TasksGet,
+    /// `tasks/result` (2025-11-25 only): waits for a task's outcome, carrying its questions.
+    TasksResult,
+    /// `tasks/list` (2025-11-25 only).
+    TasksList,
+    /// `tasks/cancel`: 2025-11-25's final `cancelled`, or the extension's cooperative ack.
+    TasksCancel,
+    /// `tasks/update` (the Tasks extension only): answers to a task's input requests.
+    TasksUpdate,
 }
 
 /// Which eras define a method.
@@ -92,6 +102,8 @@ pub enum RoutedBy {
     Uri,
     /// `params.ref`: a prompt's name or a resource template's URI.
     Ref,
+    /// `params.taskId`: a task, whose sealed id names its upstream.
+    TaskId,
 }
 
 /// One row of the table.
@@ -162,6 +174,16 @@ impl Row {
         }
     }
 
+    /// A request about a task, routed by its id: base protocol in 2025-11-25, the Tasks
+    /// extension's in 2026-07-28.
+    const fn task(method: Method, name: &'static str) -> Row {
+        Row {
+            routed_by: RoutedBy::TaskId,
+            extension: Some(Extension::Tasks),
+            ..Row::base(method, name)
+        }
+    }
+
     const fn eras(self, eras: Eras) -> Row {
         Row { eras, ..self }
     }
@@ -172,7 +194,7 @@ use Method::*;
 impl Method {
     /// Every method and its properties, in the order the specification lists them, then the
     /// extensions' methods.
-    const ROWS: [Row; 21] = [
+    const ROWS: [Row; 26] = [
         Row::base(Initialize, "initialize").eras(Eras::Legacy),
         // 2026-07-28 has no `ping`: every request stands alone.
         Row {
@@ -235,6 +257,15 @@ impl Method {
                 RoutedBy::Uri,
             )
         },
+        Row::task(TasksGet, "tasks/get"),
+        Row {
+            may_ask: true,
+            ..Row::task(TasksResult, "tasks/result")
+        }
+        .eras(Eras::Legacy),
+        Row::task(TasksList, "tasks/list").eras(Eras::Legacy),
+        Row::task(TasksCancel, "tasks/cancel"),
+        Row::task(TasksUpdate, "tasks/update").eras(Eras::Modern),
     ];
 
     fn row(self) -> &'static Row {
@@ -301,15 +332,22 @@ impl Method {
         self.row().list_key
     }
 
-    /// The extension that defines it; `None` for the base protocol.
-    pub fn extension(self) -> Option<Extension> {
-        self.row().extension
+    /// The extension that defines it in `era`; `None` for the base protocol (2025-11-25 has
+    /// tasks in its own; 2026-07-28 moved them to an extension).
+    pub fn extension_in(self, era: Era) -> Option<Extension> {
+        match (self.row().extension, era) {
+            (Some(Extension::Tasks), Era::Legacy) => None,
+            (extension, _) => extension,
+        }
     }
 
     /// Whether 2026-07-28's `Mcp-Name` header mirrors its target: the name of a tool called or
     /// a prompt got, the URI of a resource read.
     pub fn names_in_header(self) -> bool {
-        matches!(self, ToolsCall | PromptsGet | ResourcesRead)
+        matches!(
+            self,
+            ToolsCall | PromptsGet | ResourcesRead | TasksGet | TasksUpdate | TasksCancel
+        )
     }
 
     /// What a request of it names, by [`Method::routed_by`]: a tool's or prompt's name, a
@@ -320,6 +358,7 @@ impl Method {
         match self.routed_by() {
             RoutedBy::Nothing => None,
             RoutedBy::Name => field(params, "name"),
+            RoutedBy::TaskId => field(params, "taskId"),
             RoutedBy::Uri => field(params, "uri"),
             RoutedBy::Ref => {
                 let reference = params.member("ref")?;
@@ -363,7 +402,7 @@ mod every_revision {
             assert_eq!(Method::parse("notifications/cancelled"), None);
         }
 
-        /// The requests a revision's schema defines (tasks aside: the tasks issue serves them).
+        /// The requests a revision's schema defines.
         fn requests_of(revision: &str) -> BTreeSet<String> {
             let path = format!(
                 "{}/tests/spec/{revision}/schema.json",
@@ -380,7 +419,7 @@ mod every_revision {
                 .iter()
                 .filter(|(name, _)| name.ends_with("Request"))
                 .filter_map(|(_, d)| d["properties"]["method"]["const"].as_str())
-                .filter(|m| !m.starts_with("notifications/") && !m.starts_with("tasks/"))
+                .filter(|m| !m.starts_with("notifications/"))
                 .map(str::to_owned)
                 .collect()
         }
@@ -388,7 +427,7 @@ mod every_revision {
         /// The base protocol's rows of `era` (an extension's are not in the revisions' schemas).
         fn table_of(era: Era) -> BTreeSet<String> {
             Method::all()
-                .filter(|m| m.in_era(era) && m.extension().is_none())
+                .filter(|m| m.in_era(era) && m.extension_in(era).is_none())
                 .map(|m| m.as_str().to_owned())
                 .collect()
         }
@@ -425,10 +464,25 @@ mod every_revision {
                 Method::SkillsGet,
                 Method::ResourcesDirectoryRead,
             ] {
-                assert_eq!(skills.extension(), Some(Extension::Skills), "{skills}");
+                assert_eq!(skills.extension_in(Era::Modern), Some(Extension::Skills));
             }
             assert_eq!(Method::SkillsGet.routed_by(), RoutedBy::Uri);
             assert!(Method::SkillsList.is_cacheable() && Method::SkillsGet.is_cacheable());
+            // Tasks are 2025-11-25's own, and an extension's in 2026-07-28.
+            assert_eq!(Method::TasksGet.extension_in(Era::Legacy), None);
+            assert_eq!(
+                Method::TasksGet.extension_in(Era::Modern),
+                Some(Extension::Tasks)
+            );
+            assert!(
+                !Method::TasksResult.in_era(Era::Modern) && !Method::TasksList.in_era(Era::Modern)
+            );
+            assert!(!Method::TasksUpdate.in_era(Era::Legacy));
+            let get = json!({"taskId": "t1"});
+            assert_eq!(Method::TasksGet.target(Some(&get)), Some("t1"));
+            assert!(
+                Method::TasksCancel.names_in_header() && !Method::TasksResult.names_in_header()
+            );
         }
 
         #[test]

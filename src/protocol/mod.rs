@@ -2,7 +2,7 @@
 //! ([`Revision`], [`Era`]), the methods and what each is ([`Method`]), the modern per-request
 //! `_meta` envelope ([`envelope`]), the schema's object definitions ([`definition`]), the
 //! extensions mcpx carries ([`extension`]), and how a result is shaped for a client of a given
-//! revision and extensions ([`shape`]).
+//! revision and extensions ([`shape`]), and tasks as each generation writes them ([`task`]).
 
 pub mod definition;
 pub mod envelope;
@@ -10,6 +10,7 @@ pub mod extension;
 pub mod method;
 mod revision;
 pub mod shape;
+pub mod task;
 
 pub use extension::{Extension, Extensions};
 pub use method::Method;

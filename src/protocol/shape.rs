@@ -9,8 +9,8 @@
 
 use super::definition::Definition;
 use super::envelope;
-use super::Extensions;
 use super::Revision::{self, *};
+use super::{task, Era, Extensions};
 use crate::json::Member;
 use crate::jsonrpc::MetaEntry;
 use crate::protocol::Method;
@@ -82,7 +82,13 @@ pub fn result(
         Method::ResourcesTemplatesList => each(&mut result, "resourceTemplates", |t| {
             Definition::ResourceTemplate.retain(t, revision, extensions)
         }),
-        Method::ToolsCall => {
+        // A created task, not the tool's result: kept as its generation writes it.
+        Method::ToolsCall
+            if task::has_tasks(revision) && task::is_created(&result, revision.era()) =>
+        {
+            retain_created_task(&mut result, revision)
+        }
+        Method::ToolsCall | Method::TasksResult => {
             Definition::CallToolResult.retain(&mut result, revision, extensions);
             each(&mut result, "content", |c| {
                 shape_content(c, revision, extensions)
@@ -105,6 +111,14 @@ pub fn result(
         Method::CompletionComplete => {
             Definition::CompleteResult.retain(&mut result, revision, extensions)
         }
+        // 2025-11-25's `GetTaskResult` and `CancelTaskResult` are `Result & Task`.
+        Method::TasksGet | Method::TasksCancel if revision.era() == Era::Legacy => {
+            if let Value::Object(map) = &mut result {
+                map.retain(|key, _| {
+                    key == "_meta" || task::LEGACY_TASK_FIELDS.contains(&key.as_str())
+                });
+            }
+        }
         _ => {}
     }
     envelope(method, revision, &mut result);
@@ -118,8 +132,10 @@ fn envelope(method: Method, revision: Revision, result: &mut Value) {
         for key in ["resultType", "ttlMs", "cacheScope"] {
             map.remove(key);
         }
+        // 2025-11-25 ties a task's messages to it in `_meta`.
+        let related_task = |key: &str| key == task::RELATED_TASK && task::has_tasks(revision);
         if let Some(Value::Object(meta)) = map.member_mut("_meta") {
-            meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+            meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/") || related_task(key));
             if meta.is_empty() {
                 map.remove("_meta");
             }
@@ -149,6 +165,21 @@ pub fn server_info() -> MetaEntry {
     MetaEntry {
         key: SERVER_INFO_KEY,
         value: &MCPX_JSON,
+    }
+}
+
+/// A created task as its generation writes it: 2025-11-25's `CreateTaskResult` (a `task` of the
+/// `Task`'s fields), the extension's flat `Task` result.
+fn retain_created_task(result: &mut Value, revision: Revision) {
+    let Value::Object(map) = result else { return };
+    match revision.era() {
+        Era::Legacy => {
+            map.retain(|key, _| key == "task" || key == "_meta");
+            if let Some(Value::Object(task)) = map.get_mut("task") {
+                task.retain(|key, _| task::LEGACY_TASK_FIELDS.contains(&key.as_str()));
+            }
+        }
+        Era::Modern => map.retain(|key, _| task::CREATED_FIELDS.contains(&key.as_str())),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::cancel::Cancel;
 use crate::config::{RemoteTransport, UpstreamEra};
 use crate::json::Member;
 use crate::metrics;
-use crate::protocol::{Era, Extension, Extensions, Method};
+use crate::protocol::{task, Era, Extension, Extensions, Method};
 use crate::registry::Registry;
 use crate::sync::lock;
 use crate::upstream::{Caller, Connection, Event, ListKind, StartError};
@@ -289,9 +289,16 @@ impl Supervisor {
         let cancel = Cancel::new();
         let mut fresh = lock(&upstream.listing).clone();
         let listed = match kind {
-            ListKind::Tools => list_all(&connection, Method::ToolsList, &cancel)
-                .await
-                .map(|t| fresh.tools = t),
+            ListKind::Tools => {
+                list_all(&connection, Method::ToolsList, &cancel)
+                    .await
+                    .map(|mut tools| {
+                        if let Some(handshake) = &*lock(&upstream.handshake) {
+                            task::drop_unbacked_task_support(&mut tools, &handshake.capabilities);
+                        }
+                        fresh.tools = tools
+                    })
+            }
             ListKind::Prompts => list_all(&connection, Method::PromptsList, &cancel)
                 .await
                 .map(|p| fresh.prompts = p),
@@ -430,6 +437,7 @@ async fn list_everything(connection: &Connection, capabilities: &Value) -> Resul
     let mut listing = Listing::default();
     if declared("tools") {
         listing.tools = list_all(connection, Method::ToolsList, &cancel).await?;
+        task::drop_unbacked_task_support(&mut listing.tools, capabilities);
     }
     if declared("prompts") {
         listing.prompts = list_all(connection, Method::PromptsList, &cancel).await?;

@@ -13,7 +13,7 @@ use crate::jsonrpc::{
 };
 use crate::mcpheaders::{self, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, Method, Revision};
+use crate::protocol::{envelope, Era, Extensions, Method, Revision};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use serde_json::Value;
 use std::sync::Arc;
@@ -169,7 +169,14 @@ async fn check_request_headers(
     }
     agrees(headers, &METHOD_HEADER, Some(&request.method), true, false)?;
     let method = Method::parse(&request.method).filter(|m| m.names_in_header());
-    if let Some(method) = method {
+    // A tasks/* request of a client that did not declare the extension is refused for that
+    // first, by the core (-32021), whatever its headers say.
+    let undeclared = |m: Method| {
+        let extension = m.extension_in(Era::Modern);
+        let declared = Extensions::declared_in(envelope::client_capabilities(params));
+        extension.is_some_and(|e| !declared.contains(e))
+    };
+    if let Some(method) = method.filter(|m| !undeclared(*m)) {
         agrees(headers, &NAME_HEADER, method.target(params), true, true)?;
     }
     if method == Some(Method::ToolsCall) {

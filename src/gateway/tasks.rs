@@ -1,0 +1,276 @@
+//! Tasks passed through to the upstream that runs them, in the generation both sides speak:
+//! 2025-11-25's tasks to a legacy client of a 2025-11-25 server, the Tasks extension to a
+//! 2026-07-28 client of a server that has it ([`crate::protocol::task`]).
+//!
+//! A task's id as the client knows it is mcpx's own, sealed ([`TaskIds`]): it names the upstream
+//! and that upstream's id, the start of a stdio server (a restarted child knows none of its
+//! predecessor's tasks), the legacy client it belongs to, and when it expires. Ids of two
+//! upstreams never collide, an upstream's own id never reaches the client, and a forged, foreign
+//! or expired id is unknown (-32602) exactly as an id nobody made. The id is shown where the
+//! client meets it again: in `tasks/*` results, and in the `related-task` `_meta` of the
+//! upstream's questions and of `tasks/result`.
+//!
+//! A task outlives the request that created it: a client that disconnects or cancels that
+//! request afterwards leaves it running; `tasks/cancel` is how it is cancelled, and is passed on.
+
+use super::upstreams::Upstream;
+use super::{Client, Gateway, Owner, RequestContext};
+use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
+use crate::json::Member;
+use crate::jsonrpc::MISSING_CLIENT_CAPABILITY;
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::protocol::{task, Era, Extension, Extensions, Method, Revision};
+use crate::sync::lock;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// What every id of mcpx's tasks starts with.
+const PREFIX: &str = "mcpxt1.";
+
+/// How long an id is honoured when its upstream set no TTL (unlimited, to it).
+const LONGEST_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Past its TTL, how long an id is still passed on: the upstream decides when it forgets.
+const GRACE_MS: u64 = 60 * 1000;
+
+/// The most ids shown again (in `related-task` `_meta`) that are remembered; the oldest go
+/// first when it is reached.
+const MOST_REMEMBERED: usize = 10_000;
+
+/// What a task id of mcpx's holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Sealed {
+    /// The upstream, by its configured name (the same on every replica).
+    s: String,
+    /// The upstream's own id of the task.
+    t: String,
+    /// The start of the stdio server that runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    g: Option<u64>,
+    /// The legacy client it belongs to (a session of this process); a modern client has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    c: Option<u64>,
+    /// When it expires, in milliseconds since the Unix epoch.
+    e: u64,
+}
+
+/// A task id, opened: the upstream running it and that upstream's own id.
+pub(super) struct Opened {
+    pub upstream: Arc<Upstream>,
+    pub own_id: String,
+}
+
+/// Seals task ids and remembers, while they live, how each upstream's id is shown.
+#[derive(Debug)]
+pub(super) struct TaskIds {
+    /// `None` only when the system's random source failed at start: tasks are then refused.
+    keys: Option<SealingKeys>,
+    /// By upstream and its own id: the id shown and when it expires.
+    shown: Mutex<HashMap<(usize, String), (String, u64)>>,
+}
+
+impl TaskIds {
+    /// Ids every replica opens when `cluster` is given (the cluster key), else this process's.
+    pub(super) fn new(cluster: Option<&ClusterKeys>) -> TaskIds {
+        let keys = match cluster {
+            Some(keys) => Some(SealingKeys::derived(keys, b"mcpx task v1")),
+            None => SealingKeys::random()
+                .inspect_err(|e| tracing::error!("task ids cannot be sealed: {e}"))
+                .ok(),
+        };
+        TaskIds {
+            keys,
+            shown: Mutex::default(),
+        }
+    }
+
+    /// Puts mcpx's id in place of the upstream's in a created task's result of `era`.
+    pub(super) fn seal_created(
+        &self,
+        result: &mut Value,
+        era: Era,
+        upstream: &Upstream,
+        client: &Client,
+    ) -> Result<(), ErrorObject> {
+        let Some(task) = task::created_task_mut(result, era) else {
+            return Ok(());
+        };
+        let own_id = task.member("taskId").and_then(Value::as_str);
+        let own_id = own_id.ok_or_else(|| {
+            ErrorObject::new(INTERNAL_ERROR, "the upstream created a task with no taskId")
+        })?;
+        let ttl = task::ttl_ms(task, era)
+            .unwrap_or(LONGEST_MS)
+            .min(LONGEST_MS);
+        let sealed = Sealed {
+            s: upstream.name.clone(),
+            t: own_id.to_owned(),
+            g: upstream
+                .config
+                .url
+                .is_none()
+                .then(|| upstream.generation.load(Ordering::Acquire)),
+            c: (era == Era::Legacy).then_some(client.session),
+            e: now_ms().saturating_add(ttl).saturating_add(GRACE_MS),
+        };
+        let id = self.seal(&sealed)?;
+        self.remember(upstream.id, &sealed, &id);
+        task["taskId"] = json!(id);
+        Ok(())
+    }
+
+    fn seal(&self, sealed: &Sealed) -> Result<String, ErrorObject> {
+        let keys = self.keys.as_ref().ok_or_else(|| {
+            ErrorObject::new(INTERNAL_ERROR, "mcpx cannot seal task ids on this system")
+        })?;
+        let plain = serde_json::to_vec(sealed).unwrap_or_default();
+        keys.seal(PREFIX, &plain)
+            .map_err(|e| ErrorObject::new(INTERNAL_ERROR, format!("sealing a task id: {e}")))
+    }
+
+    fn remember(&self, upstream: usize, sealed: &Sealed, id: &str) {
+        let mut shown = lock(&self.shown);
+        if shown.len() >= MOST_REMEMBERED {
+            let now = now_ms();
+            shown.retain(|_, (_, expires)| *expires > now);
+            if shown.len() >= MOST_REMEMBERED {
+                let oldest = shown
+                    .iter()
+                    .min_by_key(|(_, (_, e))| *e)
+                    .map(|(k, _)| k.clone());
+                oldest.map(|key| shown.remove(&key));
+            }
+        }
+        shown.insert((upstream, sealed.t.clone()), (id.to_owned(), sealed.e));
+    }
+
+    /// The id `client` knows for the task `own_id` of `upstream`, while it lives.
+    pub(super) fn shown(&self, upstream: usize, own_id: &str) -> Option<String> {
+        let shown = lock(&self.shown);
+        let (id, expires) = shown.get(&(upstream, own_id.to_owned()))?;
+        (*expires > now_ms()).then(|| id.clone())
+    }
+
+    /// What `id` names, if mcpx sealed it for `client`, it has not expired, and the upstream
+    /// that runs it still serves the start it was created in.
+    fn open(&self, id: &str, client: &Client, era: Era, gateway: &Gateway) -> Option<Opened> {
+        let plain = self.keys.as_ref()?.open(PREFIX, id)?;
+        let sealed: Sealed = serde_json::from_slice(&plain).ok()?;
+        let owner = (era == Era::Legacy).then_some(client.session);
+        if sealed.e <= now_ms() || sealed.c != owner {
+            return None;
+        }
+        let upstream = gateway.supervisor.upstreams().by_name(&sealed.s)?;
+        let profiles = gateway.catalogs.profiles();
+        let same_start = sealed
+            .g
+            .is_none_or(|g| upstream.generation.load(Ordering::Acquire) == g);
+        (same_start && profiles.sees_server(client.view, &upstream.name)).then(|| Opened {
+            upstream,
+            own_id: sealed.t,
+        })
+    }
+}
+
+impl Gateway {
+    /// `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: checked in the order the
+    /// Tasks extension gives (the extension declared on this request, then the id), sent to the
+    /// upstream running the task under its own id, and answered with mcpx's.
+    pub(super) async fn task_method(
+        &self,
+        client: &Arc<Client>,
+        method: Method,
+        params: Option<&Value>,
+        revision: Revision,
+        extensions: Extensions,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        if revision.era() == Era::Modern && !extensions.contains(Extension::Tasks) {
+            return Err(ErrorObject::new(
+                MISSING_CLIENT_CAPABILITY,
+                format!(
+                    "{method} is the Tasks extension's: declare {} in this request's clientCapabilities",
+                    Extension::Tasks.id()
+                ),
+            )
+            .with_data(json!({"requiredCapabilities": {
+                "extensions": {Extension::Tasks.id(): {}}
+            }})));
+        }
+        if !task::has_tasks(revision) {
+            return Err(super::not_found(method.as_str()));
+        }
+        if method == Method::TasksList {
+            // Listing would show one client the tasks of every other behind a shared upstream
+            // session: mcpx does not declare `tasks.list`.
+            return Err(ErrorObject::new(
+                METHOD_NOT_FOUND,
+                "Method not found: tasks/list (mcpx does not declare tasks.list; poll each task by its id)",
+            ));
+        }
+        let id = method.target(params).unwrap_or_default();
+        let unknown = || ErrorObject::new(INVALID_PARAMS, format!("Unknown task: {id:?}"));
+        let Opened { upstream, own_id } = self
+            .task_ids
+            .open(id, client, revision.era(), self)
+            .ok_or_else(unknown)?;
+        let mut forwarded = super::routing::forwardable(params);
+        forwarded["taskId"] = json!(own_id);
+        let owner = Owner::Upstream(upstream.id);
+        let outcome = self
+            .forward(client, owner, method, forwarded, params, revision, ctx)
+            .await;
+        match outcome {
+            Ok(mut result) => {
+                show_id(&mut result, &own_id, id);
+                Ok(result)
+            }
+            // The upstream's word for an id it does not know names its own id: the client hears
+            // of the one it sent.
+            Err(error) if error.code == INVALID_PARAMS => Err(ErrorObject {
+                message: error.message.replace(&own_id, id),
+                ..error
+            }),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// How one upstream's task ids are shown to a legacy client, for the questions its tasks ask
+/// (which name the task in their `related-task` `_meta`).
+#[derive(Debug, Clone)]
+pub(super) struct ShownTasks {
+    pub upstream: usize,
+    pub ids: Arc<TaskIds>,
+}
+
+impl ShownTasks {
+    /// Shows the client's id in the `related-task` `_meta` of a message's params.
+    pub(super) fn in_related(&self, params: &mut Value) {
+        let Some(related) = task::related_task_id_mut(params) else {
+            return;
+        };
+        let shown = related
+            .as_str()
+            .and_then(|own| self.ids.shown(self.upstream, own));
+        if let Some(shown) = shown {
+            *related = json!(shown);
+        }
+    }
+}
+
+/// Shows mcpx's `id` where a `tasks/*` result names the upstream's `own_id`: the task's own
+/// `taskId`, and 2025-11-25's `related-task` `_meta` on `tasks/result`.
+fn show_id(result: &mut Value, own_id: &str, id: &str) {
+    if let Some(task_id) = result.member_mut("taskId") {
+        *task_id = json!(id);
+    }
+    if let Some(related) = task::related_task_id_mut(result) {
+        if related.as_str() == Some(own_id) {
+            *related = json!(id);
+        }
+    }
+}

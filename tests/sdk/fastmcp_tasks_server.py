@@ -1,0 +1,61 @@
+"""A FastMCP 4 server whose long tools run as tasks of the 2026-07-28 Tasks extension
+(`fastmcp-tasks`, SEP-2663), with the tools the conformance suite's `tasks-*` scenarios name:
+mcpx's end-to-end tests put it behind the gateway over stdio."""
+
+import asyncio
+import sys
+
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.utilities.tasks import TaskConfig
+from fastmcp_tasks import TasksExtension
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+
+mcp = FastMCP("fastmcp-tasks")
+mcp.add_extension(TasksExtension(url="memory://"))
+
+
+@mcp.tool
+def greet(name: str = "world") -> str:
+    """Answers at once: never a task."""
+    return f"Hello, {name}!"
+
+
+@mcp.tool(task=True)
+async def slow_compute(seconds: float = 1.0, label: str = "job") -> str:
+    """Works for `seconds`, then says it is done."""
+    await asyncio.sleep(seconds)
+    return f"{label} done after {seconds}s"
+
+
+@mcp.tool(task=TaskConfig(mode="required"))
+async def failing_job() -> str:
+    """A task whose tool fails (a result with isError)."""
+    raise ToolError("the job failed")
+
+
+@mcp.tool(task=TaskConfig(mode="required"))
+async def protocol_error_job() -> str:
+    """A task that ends in a JSON-RPC error."""
+    raise MCPError(code=-32603, message="the job broke")
+
+
+@mcp.tool(task=True)
+async def confirm_delete(filename: str, ctx: Context):
+    """Asks the user, inside the task, before it deletes (the guard pattern: the task asks by
+    returning its input requests, and runs again with the answers)."""
+    answer = (ctx.input_responses or {}).get("confirm")
+    if answer is None:
+        schema = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+        ask = ElicitRequest(
+            params=ElicitRequestFormParams(message=f"Delete {filename}?", requested_schema=schema)
+        )
+        return InputRequiredResult(input_requests={"confirm": ask})
+    if answer.action == "accept" and (answer.content or {}).get("confirm"):
+        return f"deleted {filename}"
+    return f"kept {filename}"
+
+
+if __name__ == "__main__":
+    mcp.run(transport=sys.argv[1] if len(sys.argv) > 1 else "stdio", show_banner=False)
