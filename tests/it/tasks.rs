@@ -304,3 +304,108 @@ mod v2026_07_28 {
         }
     }
 }
+
+/// `[servers.NAME]` running the TypeScript SDK v1's 2025-11-25 tasks server.
+fn ts_tasks_server(name: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ts_tasks_server.mjs");
+    format!(
+        "[servers.{name}]\ncommand = {:?}\nargs = [{script:?}]\n",
+        deps::node()
+    )
+}
+
+mod v2025_11_25 {
+    mod tasks {
+        use super::super::*;
+
+        /// The TypeScript SDK v1 on both sides of `mcpx serve`: its client's `callToolStream`
+        /// follows each task to its end, answers the question a task asks on `tasks/result`
+        /// (which names the task by mcpx's id), cancels one for good, and finds no task under an
+        /// id mcpx did not make.
+        #[test]
+        fn the_typescript_sdks_tasks_pass_through_mcpx_under_its_ids() {
+            let mut config = tempfile::NamedTempFile::new().unwrap();
+            std::io::Write::write_all(&mut config, ts_tasks_server("ts").as_bytes()).unwrap();
+            let client = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ts_tasks_client.mjs");
+            let out = std::process::Command::new(deps::node())
+                .arg(client)
+                .arg(mcpx_bin())
+                .arg(config.path())
+                .arg("ts__")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            // mcpx declares tasks for tools/call, and cancel; not list, which would show one
+            // client another's tasks.
+            let tasks = &report["capabilities"]["tasks"];
+            assert_eq!(
+                tasks,
+                &json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
+            );
+            assert_eq!(report["support"]["ts__delay"], "optional", "{report}");
+            assert_eq!(report["support"]["ts__ask"], "required", "{report}");
+            assert_eq!(report["support"]["mcpx__echo"], Value::Null, "{report}");
+            let runs = &report["runs"];
+            assert_eq!(runs["delay"]["final"], "completed", "{report}");
+            assert_eq!(
+                runs["delay"]["result"]["content"][0]["text"],
+                "waited 300ms"
+            );
+            assert_eq!(runs["fail"]["final"], "failed", "{report}");
+            assert_eq!(
+                runs["ask"]["result"]["content"][0]["text"], "hello Ada",
+                "{report}"
+            );
+            let id = runs["ask"]["taskId"].as_str().unwrap();
+            assert!(id.starts_with("mcpxt1."), "{report}");
+            // The question and the result name the task as the client knows it.
+            assert_eq!(report["asked"][0]["relatedTask"], id, "{report}");
+            let related = &runs["ask"]["result"]["_meta"]["io.modelcontextprotocol/related-task"];
+            assert_eq!(related["taskId"], id, "{report}");
+            assert_eq!(
+                report["cancel"],
+                json!({"status": "cancelled", "taskId": true, "after": "cancelled"})
+            );
+            assert_eq!(
+                report["unknown"],
+                json!({"forged": -32602, "tampered": -32602})
+            );
+            assert_eq!(report["list"], -32601, "{report}");
+        }
+
+        /// A legacy client's task is its own: another session of the same daemon, given its id,
+        /// finds no task.
+        #[test]
+        fn a_legacy_sessions_task_is_unknown_to_another_session() {
+            let d = Daemon::start(&ts_tasks_server("ts"), "");
+            let capabilities = json!({"elicitation": {"form": {}}});
+            let owner = initialize_session(&d, "2025-11-25", capabilities.clone());
+            let other = initialize_session(&d, "2025-11-25", capabilities);
+            let call = request(
+                1,
+                "tools/call",
+                json!({"name": "ts__delay", "arguments": {"ms": 100}, "task": {"ttl": 60000}}),
+            );
+            let created = post(&d, Some(&owner), Some("2025-11-25"), &call).json();
+            let id = created["result"]["task"]["taskId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let get = request(2, "tasks/get", json!({"taskId": id}));
+            let own = post(&d, Some(&owner), Some("2025-11-25"), &get).json();
+            assert_eq!(own["result"]["taskId"], id.as_str(), "{own}");
+            let foreign = post(&d, Some(&other), Some("2025-11-25"), &get).json();
+            assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+            // An older revision has no tasks at all.
+            let older = initialize_session(&d, "2025-06-18", json!({}));
+            let old = post(&d, Some(&older), Some("2025-06-18"), &get).json();
+            assert_eq!(old["error"]["code"], -32601, "{old}");
+        }
+    }
+}

@@ -1,0 +1,96 @@
+// A TypeScript SDK v1 server with 2025-11-25 tasks (`experimental.tasks`): mcpx's end-to-end
+// tests put it behind the gateway over stdio.
+// Tools: `delay` (a task that completes after `ms`), `fail` (a task that fails), and `ask` (a task
+// that asks the user a question on its `tasks/result` stream before it completes).
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+import * as z from "zod/v4";
+
+const taskStore = new InMemoryTaskStore();
+const server = new McpServer(
+  { name: "ts-tasks", version: "1" },
+  {
+    capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {} } },
+    taskStore,
+    taskMessageQueue: new InMemoryTaskMessageQueue(),
+  },
+);
+
+server.registerTool("now", { description: "Answers at once", inputSchema: {} }, async () => ({
+  content: [{ type: "text", text: "now" }],
+}));
+
+const polled = {
+  async getTask(_args, { taskId, taskStore }) {
+    return await taskStore.getTask(taskId);
+  },
+  async getTaskResult(_args, { taskId, taskStore }) {
+    return await taskStore.getTaskResult(taskId);
+  },
+};
+
+server.experimental.tasks.registerToolTask(
+  "delay",
+  { description: "Completes after ms", inputSchema: { ms: z.number().default(200) }, execution: { taskSupport: "optional" } },
+  {
+    async createTask({ ms }, { taskStore, taskRequestedTtl }) {
+      const task = await taskStore.createTask({ ttl: taskRequestedTtl, pollInterval: 100 });
+      setTimeout(() => {
+        taskStore
+          .storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `waited ${ms}ms` }] })
+          .catch(() => {});
+      }, ms);
+      return { task };
+    },
+    ...polled,
+  },
+);
+
+server.experimental.tasks.registerToolTask(
+  "fail",
+  { description: "A task whose tool fails", inputSchema: {} },
+  {
+    async createTask(_args, { taskStore, taskRequestedTtl }) {
+      const task = await taskStore.createTask({ ttl: taskRequestedTtl, pollInterval: 100 });
+      setTimeout(() => {
+        taskStore
+          .storeTaskResult(task.taskId, "failed", { content: [{ type: "text", text: "it failed" }], isError: true })
+          .catch(() => {});
+      }, 50);
+      return { task };
+    },
+    ...polled,
+  },
+);
+
+server.experimental.tasks.registerToolTask(
+  "ask",
+  { description: "Asks a question inside the task", inputSchema: {} },
+  {
+    async createTask(_args, { taskStore, taskRequestedTtl }) {
+      const task = await taskStore.createTask({ ttl: taskRequestedTtl, pollInterval: 100 });
+      (async () => {
+        // The client fetches the task's questions on `tasks/result` once it reads input_required.
+        await taskStore.updateTaskStatus(task.taskId, "input_required");
+        const stream = server.server.experimental.tasks.elicitInputStream({
+          mode: "form",
+          message: "Your name?",
+          requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+        }, { relatedTask: { taskId: task.taskId } });
+        let answer;
+        for await (const message of stream) {
+          if (message.type === "result") answer = message.result;
+          if (message.type === "error") throw message.error;
+        }
+        await taskStore.updateTaskStatus(task.taskId, "working");
+        const name = answer?.content?.name ?? "nobody";
+        await taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `hello ${name}` }] });
+      })().catch((error) => taskStore.storeTaskResult(task.taskId, "failed", { content: [{ type: "text", text: String(error) }], isError: true }));
+      return { task };
+    },
+    ...polled,
+  },
+);
+
+await server.connect(new StdioServerTransport());
