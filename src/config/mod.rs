@@ -13,6 +13,7 @@ mod observe;
 mod profile;
 mod server;
 mod settings;
+mod tasks;
 
 pub use auth::Auth;
 pub use cluster::Cluster;
@@ -24,6 +25,7 @@ pub use server::{
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT,
 };
 pub use settings::{Expanded, ServerSettings, Settings};
+pub use tasks::{TaskPolicy, Tasks};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,6 +57,8 @@ pub struct Config {
     pub telemetry: Telemetry,
     /// Several daemons behind one proxy.
     pub cluster: Cluster,
+    /// The tasks mcpx runs itself.
+    pub tasks: Tasks,
 }
 
 /// The default configuration path, if the platform has a configuration directory.

@@ -1,6 +1,7 @@
 //! `[servers.NAME]`: one upstream, a child process or a remote server, and its tools' overrides.
 
 use super::duration as humantime_serde;
+use super::tasks::TaskPolicy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -129,6 +130,10 @@ pub struct Server {
     /// How its tools are exposed, by their own names.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, ToolOverride>,
+    /// Whether mcpx runs a long call to it as a task of its own, for a client that declared the
+    /// Tasks extension, when the server runs no tasks itself (`[tasks]`).
+    #[serde(skip_serializing_if = "TaskPolicy::is_auto")]
+    pub tasks: TaskPolicy,
 }
 
 /// `[servers.NAME] transport`: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or whichever

@@ -20,6 +20,7 @@ mod logging;
 mod login;
 pub mod naming;
 mod observe;
+mod own_tasks;
 mod profile;
 mod relay;
 mod request_state;
@@ -101,6 +102,8 @@ pub struct Gateway {
     observer: observe::Observer,
     /// The ids of the tasks upstreams run for clients ([`tasks`]).
     task_ids: Arc<tasks::TaskIds>,
+    /// The tasks mcpx runs itself ([`own_tasks`]).
+    own_tasks: own_tasks::OwnTasks,
 }
 
 impl Gateway {
@@ -141,6 +144,7 @@ impl Gateway {
             me: me.clone(),
             observer: observe::Observer::new(&config.audit, registry),
             task_ids: Arc::new(tasks::TaskIds::new(cluster)),
+            own_tasks: own_tasks::OwnTasks::new(&config.tasks),
         })
     }
 

@@ -9,12 +9,14 @@ use super::{
     apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext,
 };
 use crate::audit::Questions;
+use crate::config::TaskPolicy;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Method, Revision};
+use crate::sync::lock;
 use crate::telemetry;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Map, Value};
@@ -39,9 +41,14 @@ impl Gateway {
                 let apps = extensions.contains(Extension::Apps);
                 self.catalog_of(client).page(method, cursor, apps)
             }
-            Method::ToolsCall | Method::PromptsGet => {
-                self.call_named(client, method, params, revision, ctx).await
-            }
+            Method::ToolsCall => match self.promotes(client, params, revision, extensions) {
+                Some(after) => {
+                    self.call_promoting(client, params, revision, after, ctx)
+                        .await
+                }
+                None => self.call_named(client, method, params, revision, ctx).await,
+            },
+            Method::PromptsGet => self.call_named(client, method, params, revision, ctx).await,
             Method::ResourcesRead | Method::SkillsGet | Method::ResourcesDirectoryRead => {
                 self.read_resource(client, method, params, revision, ctx)
                     .await
@@ -56,7 +63,7 @@ impl Gateway {
     }
 
     /// `tools/call` and `prompts/get`: the merged name is mapped back to its server's own.
-    async fn call_named(
+    pub(super) async fn call_named(
         &self,
         client: &Arc<Client>,
         method: Method,
@@ -114,6 +121,38 @@ impl Gateway {
                 .seal_created(&mut result, era, &upstream, client)?;
         }
         Ok(shown_renamed(&catalog, owner, result))
+    }
+
+    /// How long a `tools/call` may run before mcpx makes it a task of its own: for a 2026-07-28
+    /// client that declared the Tasks extension, calling a server that runs no tasks itself,
+    /// unless the server's `tasks` says never. `None` when it never becomes one.
+    fn promotes(
+        &self,
+        client: &Client,
+        params: Option<&Value>,
+        revision: Revision,
+        extensions: Extensions,
+    ) -> Option<std::time::Duration> {
+        if revision.era() != Era::Modern || !extensions.contains(Extension::Tasks) {
+            return None;
+        }
+        let catalog = self.catalog_of(client);
+        let name = Method::ToolsCall.target(params).unwrap_or_default();
+        let exposed = catalog.called_tool(name).ok()??;
+        let upstream = self
+            .supervisor
+            .upstreams()
+            .of(catalog.tool(exposed)?.owner)?;
+        let runs_its_own = lock(&upstream.handshake).as_ref().is_some_and(|h| {
+            h.revision.era() == Era::Modern
+                && Extensions::declared_in(Some(&h.capabilities)).contains(Extension::Tasks)
+        });
+        match upstream.config.tasks {
+            _ if runs_its_own => None,
+            TaskPolicy::Never => None,
+            TaskPolicy::Always => Some(std::time::Duration::ZERO),
+            TaskPolicy::Auto => Some(self.own_tasks.promote_after()),
+        }
     }
 
     /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI

@@ -19,7 +19,7 @@ use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
 use crate::json::Member;
 use crate::jsonrpc::MISSING_CLIENT_CAPABILITY;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
-use crate::protocol::{task, Era, Extension, Extensions, Method, Revision};
+use crate::protocol::{shape, task, Era, Extension, Extensions, Method, Revision};
 use crate::sync::lock;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -50,17 +50,24 @@ struct Sealed {
     /// The start of the stdio server that runs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     g: Option<u64>,
-    /// The legacy client it belongs to (a session of this process); a modern client has none.
+    /// The legacy client it belongs to (a session of this process); a modern client has none,
+    /// unless the task is mcpx's own (then its door's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     c: Option<u64>,
+    /// A task mcpx runs itself ([`super::own_tasks`]), by number: no upstream holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    l: Option<u64>,
     /// When it expires, in milliseconds since the Unix epoch.
     e: u64,
 }
 
-/// A task id, opened: the upstream running it and that upstream's own id.
-pub(super) struct Opened {
-    pub upstream: Arc<Upstream>,
-    pub own_id: String,
+/// A task id, opened: the upstream running it and that upstream's own id, or a task of mcpx's.
+pub(super) enum Opened {
+    Upstream {
+        upstream: Arc<Upstream>,
+        own_id: String,
+    },
+    Own(u64),
 }
 
 /// Seals task ids and remembers, while they live, how each upstream's id is shown.
@@ -114,12 +121,31 @@ impl TaskIds {
                 .is_none()
                 .then(|| upstream.generation.load(Ordering::Acquire)),
             c: (era == Era::Legacy).then_some(client.session),
+            l: None,
             e: now_ms().saturating_add(ttl).saturating_add(GRACE_MS),
         };
         let id = self.seal(&sealed)?;
         self.remember(upstream.id, &sealed, &id);
         task["taskId"] = json!(id);
         Ok(())
+    }
+
+    /// The id of mcpx's own task `number`, which `client` holds for `ttl`.
+    pub(super) fn seal_own(
+        &self,
+        number: u64,
+        client: &Client,
+        ttl: std::time::Duration,
+    ) -> Result<String, ErrorObject> {
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.seal(&Sealed {
+            s: String::new(),
+            t: String::new(),
+            g: None,
+            c: Some(client.session),
+            l: Some(number),
+            e: now_ms().saturating_add(ttl),
+        })
     }
 
     fn seal(&self, sealed: &Sealed) -> Result<String, ErrorObject> {
@@ -159,8 +185,14 @@ impl TaskIds {
     fn open(&self, id: &str, client: &Client, era: Era, gateway: &Gateway) -> Option<Opened> {
         let plain = self.keys.as_ref()?.open(PREFIX, id)?;
         let sealed: Sealed = serde_json::from_slice(&plain).ok()?;
+        if sealed.e <= now_ms() {
+            return None;
+        }
+        if let Some(number) = sealed.l {
+            return (sealed.c == Some(client.session)).then_some(Opened::Own(number));
+        }
         let owner = (era == Era::Legacy).then_some(client.session);
-        if sealed.e <= now_ms() || sealed.c != owner {
+        if sealed.c != owner {
             return None;
         }
         let upstream = gateway.supervisor.upstreams().by_name(&sealed.s)?;
@@ -168,9 +200,11 @@ impl TaskIds {
         let same_start = sealed
             .g
             .is_none_or(|g| upstream.generation.load(Ordering::Acquire) == g);
-        (same_start && profiles.sees_server(client.view, &upstream.name)).then(|| Opened {
-            upstream,
-            own_id: sealed.t,
+        (same_start && profiles.sees_server(client.view, &upstream.name)).then(|| {
+            Opened::Upstream {
+                upstream,
+                own_id: sealed.t,
+            }
         })
     }
 }
@@ -213,10 +247,14 @@ impl Gateway {
         }
         let id = method.target(params).unwrap_or_default();
         let unknown = || ErrorObject::new(INVALID_PARAMS, format!("Unknown task: {id:?}"));
-        let Opened { upstream, own_id } = self
-            .task_ids
-            .open(id, client, revision.era(), self)
-            .ok_or_else(unknown)?;
+        let opened = self.task_ids.open(id, client, revision.era(), self);
+        let (upstream, own_id) = match opened.ok_or_else(unknown)? {
+            Opened::Upstream { upstream, own_id } => (upstream, own_id),
+            Opened::Own(number) => {
+                let task = self.own_tasks.get(number, client).ok_or_else(unknown)?;
+                return Ok(self.own_task_method(&task, method, id, params, revision, extensions));
+            }
+        };
         let mut forwarded = super::routing::forwardable(params);
         forwarded["taskId"] = json!(own_id);
         let owner = Owner::Upstream(upstream.id);
@@ -235,6 +273,40 @@ impl Gateway {
                 ..error
             }),
             Err(error) => Err(error),
+        }
+    }
+}
+
+impl Gateway {
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` of a task mcpx runs itself.
+    fn own_task_method(
+        &self,
+        task: &super::own_tasks::OwnTask,
+        method: Method,
+        id: &str,
+        params: Option<&Value>,
+        revision: Revision,
+        extensions: Extensions,
+    ) -> Value {
+        match method {
+            Method::TasksGet => {
+                let mut detailed = task.detailed(id, self.own_tasks.ttl_ms());
+                // The call's result, shaped as its own answer would have been.
+                if let Some(result) = detailed.member_mut("result") {
+                    let shaped =
+                        shape::result(Method::ToolsCall, revision, extensions, result.take());
+                    *result = shaped;
+                }
+                detailed
+            }
+            Method::TasksUpdate => {
+                task.update(params.and_then(|p| p.member("inputResponses")));
+                json!({})
+            }
+            _ => {
+                task.cancel();
+                json!({})
+            }
         }
     }
 }

@@ -1,0 +1,429 @@
+//! Tasks mcpx runs itself: a 2026-07-28 client that declared the Tasks extension gets a task for
+//! a long call to a server that runs no tasks of its own (`[servers.NAME] tasks`, `[tasks]`).
+//!
+//! The call starts as any call does; one that ends (or asks its first question) within
+//! `promoteAfter` is answered as it is, and one still running then becomes a task ("sync, then
+//! promote", as SEP-2663 allows: the server decides). The task's call runs on in the background
+//! under the task's TTL, its own cancellation and none of the request that started it. A question
+//! the upstream asks (an `InputRequiredResult` round, or a legacy server's request, which mcpx
+//! turns into one) becomes the task's `input_required` with its `inputRequests`, keyed per round
+//! so that no key is used twice; `tasks/update` answers them, and once a round is answered whole
+//! the call is retried with the answers, as a client would. The outcome is kept until the TTL
+//! ends; `tasks/cancel` cancels the call upstream.
+
+use super::{Client, Gateway, RequestContext};
+use crate::cancel::Cancel;
+use crate::config;
+use crate::json::Member;
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::outbox;
+use crate::protocol::{Method, Revision};
+use crate::sync::lock;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often a client is asked to poll.
+const POLL_INTERVAL_MS: u64 = 1000;
+
+/// The tasks mcpx holds, by number.
+#[derive(Debug)]
+pub(super) struct OwnTasks {
+    settings: config::Tasks,
+    next: AtomicU64,
+    held: Mutex<HashMap<u64, Arc<OwnTask>>>,
+    /// Bytes of outcomes held, against `maxResultBytes`.
+    stored: AtomicUsize,
+}
+
+/// One task of mcpx's.
+#[derive(Debug)]
+pub(super) struct OwnTask {
+    /// The client session it belongs to.
+    session: u64,
+    created_at: String,
+    expires: Instant,
+    /// Cancels its call.
+    cancel: Cancel,
+    state: Mutex<State>,
+    /// Where a round's answers go to the call waiting for them.
+    answers: async_channel::Sender<Map<String, Value>>,
+}
+
+#[derive(Debug)]
+struct State {
+    status: &'static str,
+    updated_at: String,
+    outcome: Option<Result<Value, ErrorObject>>,
+    /// The bytes its outcome holds of `maxResultBytes`.
+    bytes: usize,
+    round: Option<Round>,
+    rounds: u32,
+}
+
+/// A round of questions the call waits on.
+#[derive(Debug)]
+struct Round {
+    /// Its input requests by the keys the client sees (`ROUND.KEY`).
+    asked: Map<String, Value>,
+    /// The answers so far, by the upstream's keys.
+    answered: Map<String, Value>,
+}
+
+impl OwnTasks {
+    pub(super) fn new(settings: &config::Tasks) -> OwnTasks {
+        OwnTasks {
+            settings: settings.clone(),
+            next: AtomicU64::new(1),
+            held: Mutex::default(),
+            stored: AtomicUsize::new(0),
+        }
+    }
+
+    /// How long calls may run before they become tasks.
+    pub(super) fn promote_after(&self) -> Duration {
+        self.settings.promote_after
+    }
+
+    /// A new task of `client`'s, if it holds fewer than `maxPerClient`; the receiver is where
+    /// its rounds' answers arrive.
+    fn admit(
+        &self,
+        client: &Client,
+    ) -> Result<
+        (
+            u64,
+            Arc<OwnTask>,
+            async_channel::Receiver<Map<String, Value>>,
+        ),
+        ErrorObject,
+    > {
+        self.purge();
+        let mut held = lock(&self.held);
+        let owned = held
+            .values()
+            .filter(|t| t.session == client.session)
+            .count();
+        if owned >= self.settings.max_per_client {
+            return Err(ErrorObject::new(
+                INTERNAL_ERROR,
+                format!(
+                    "this client already holds {owned} tasks, tasks.maxPerClient; one can be created when one expires"
+                ),
+            ));
+        }
+        let (answers, waiting) = async_channel::unbounded();
+        let now = now();
+        let task = Arc::new(OwnTask {
+            session: client.session,
+            created_at: now.clone(),
+            expires: Instant::now() + self.settings.ttl,
+            cancel: Cancel::new(),
+            state: Mutex::new(State {
+                status: "working",
+                updated_at: now,
+                outcome: None,
+                bytes: 0,
+                round: None,
+                rounds: 0,
+            }),
+            answers,
+        });
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        held.insert(number, Arc::clone(&task));
+        Ok((number, task, waiting))
+    }
+
+    /// Forgets the tasks past their TTL, and what their outcomes held.
+    fn purge(&self) {
+        let now = Instant::now();
+        let mut held = lock(&self.held);
+        held.retain(|_, task| {
+            let live = task.expires > now;
+            if !live {
+                task.cancel.cancel();
+                let bytes = lock(&task.state).bytes;
+                self.stored.fetch_sub(bytes, Ordering::Relaxed);
+            }
+            live
+        });
+    }
+
+    /// Task `number`, if `client` holds it and it has not expired.
+    pub(super) fn get(&self, number: u64, client: &Client) -> Option<Arc<OwnTask>> {
+        self.purge();
+        let held = lock(&self.held);
+        held.get(&number)
+            .filter(|t| t.session == client.session)
+            .cloned()
+    }
+
+    /// Keeps a task's outcome, unless it would pass `maxResultBytes`.
+    fn finish(&self, task: &OwnTask, outcome: Result<Value, ErrorObject>) {
+        let bytes = serde_json::to_vec(&outcome.as_ref().ok()).map_or(0, |b| b.len());
+        let room = self.settings.max_result_bytes;
+        let held = self.stored.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let outcome = if held > room {
+            self.stored.fetch_sub(bytes, Ordering::Relaxed);
+            Err(ErrorObject::new(
+                INTERNAL_ERROR,
+                format!(
+                    "the task's result ({bytes} bytes) would pass tasks.maxResultBytes ({room})"
+                ),
+            ))
+        } else {
+            outcome
+        };
+        let mut state = lock(&task.state);
+        if state.status == "cancelled" {
+            self.stored
+                .fetch_sub(if held > room { 0 } else { bytes }, Ordering::Relaxed);
+            return;
+        }
+        state.bytes = if held > room { 0 } else { bytes };
+        state.status = if outcome.is_ok() {
+            "completed"
+        } else {
+            "failed"
+        };
+        state.outcome = Some(outcome);
+        state.round = None;
+        state.updated_at = now();
+    }
+
+    /// How long a task is kept.
+    pub(super) fn ttl_ms(&self) -> u64 {
+        self.settings.ttl.as_millis() as u64
+    }
+}
+
+impl OwnTask {
+    /// The task as `tasks/get` shows it (the extension's `DetailedTask`), its outcome inlined.
+    pub(super) fn detailed(&self, id: &str, ttl_ms: u64) -> Value {
+        let state = lock(&self.state);
+        let mut task = json!({
+            "taskId": id,
+            "status": state.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": state.updated_at,
+            "ttlMs": ttl_ms,
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        });
+        match (&state.outcome, &state.round) {
+            (Some(Ok(result)), _) => task["result"] = result.clone(),
+            (Some(Err(error)), _) => {
+                task["error"] = json!({"code": error.code, "message": error.message});
+                task["statusMessage"] = json!(error.message);
+            }
+            (None, Some(round)) => {
+                let unanswered: Map<String, Value> = round
+                    .asked
+                    .iter()
+                    .filter(|(key, _)| !round.answered.contains_key(own_key(key)))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                task["inputRequests"] = Value::Object(unanswered);
+            }
+            (None, None) => {}
+        }
+        task
+    }
+
+    /// The call asks a round of questions: the task waits for their answers.
+    fn ask(&self, questions: &Value) {
+        let mut state = lock(&self.state);
+        state.rounds += 1;
+        let number = state.rounds;
+        let requests = questions.member("inputRequests").and_then(Value::as_object);
+        let asked = requests
+            .into_iter()
+            .flatten()
+            .map(|(key, request)| (format!("{number}.{key}"), request.clone()))
+            .collect();
+        state.round = Some(Round {
+            asked,
+            answered: Map::new(),
+        });
+        state.status = "input_required";
+        state.updated_at = now();
+    }
+
+    /// `tasks/update`: the answers to this round's questions that it asked; once all are in, the
+    /// call is retried with them. Others (an earlier round's, unknown keys) are ignored.
+    pub(super) fn update(&self, responses: Option<&Value>) {
+        let mut state = lock(&self.state);
+        let Some(round) = state.round.as_mut() else {
+            return;
+        };
+        for (key, answer) in responses.and_then(Value::as_object).into_iter().flatten() {
+            if round.asked.contains_key(key) {
+                round
+                    .answered
+                    .insert(own_key(key).to_owned(), answer.clone());
+            }
+        }
+        if round.answered.len() < round.asked.len() {
+            return;
+        }
+        let answered = std::mem::take(&mut round.answered);
+        state.round = None;
+        state.status = "working";
+        state.updated_at = now();
+        let _ = self.answers.try_send(answered);
+    }
+
+    /// `tasks/cancel`: the call is cancelled upstream and the task ends cancelled, unless it
+    /// ended already.
+    pub(super) fn cancel(&self) {
+        let mut state = lock(&self.state);
+        if state.outcome.is_none() {
+            state.status = "cancelled";
+            state.round = None;
+            state.updated_at = now();
+        }
+        drop(state);
+        self.cancel.cancel();
+    }
+}
+
+/// The upstream's key of a key the client sees (`ROUND.KEY`).
+fn own_key(shown: &str) -> &str {
+    shown.split_once('.').map_or(shown, |(_, key)| key)
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// Whether a call's result is a round of questions rather than its end.
+fn asks(result: &Result<Value, ErrorObject>) -> bool {
+    let kind = result.as_ref().ok().and_then(|r| r.member("resultType"));
+    kind.and_then(Value::as_str) == Some("input_required")
+}
+
+impl Gateway {
+    /// A `tools/call` that may become a task of mcpx's: answered as it is if it ends (or asks)
+    /// within `promote_after`, else a created task whose call runs on in the background.
+    pub(super) async fn call_promoting(
+        &self,
+        client: &Arc<Client>,
+        params: Option<&Value>,
+        revision: Revision,
+        promote_after: Duration,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let Some(gateway) = self.me.upgrade() else {
+            return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
+        };
+        let (number, task, answers) = self.own_tasks.admit(client)?;
+        let params = params.cloned().unwrap_or_else(|| json!({}));
+        // In a task of its own, so that it can outlive this request; until it is promoted, this
+        // request's end (a cancellation) drops it, and its progress goes to this request.
+        let round = Arc::clone(&gateway).round(client, &task, params.clone(), revision, ctx);
+        let mut first = crate::runtime::spawn(round);
+        let promoted = async {
+            crate::deadline::sleep(promote_after).await;
+            None
+        };
+        if let Some(outcome) = smol::future::or(async { Some((&mut first).await) }, promoted).await
+        {
+            // Never shown: the client gets the call's own answer.
+            lock(&self.own_tasks.held).remove(&number);
+            return outcome;
+        }
+        let id = self
+            .task_ids
+            .seal_own(number, client, self.own_tasks.settings.ttl)?;
+        let mut created = task.detailed(&id, self.own_tasks.ttl_ms());
+        created["resultType"] = json!("task");
+        let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
+        crate::runtime::spawn(async move {
+            let expiry = async {
+                smol::Timer::at(task.expires).await;
+                Err(ErrorObject::new(
+                    INTERNAL_ERROR,
+                    "the task outlived its TTL (tasks.ttl)",
+                ))
+            };
+            let drive = driven.drive(&client, &task, first, answers, params, revision);
+            let outcome = smol::future::or(drive, expiry).await;
+            task.cancel.cancel();
+            gateway.own_tasks.finish(&task, outcome);
+        })
+        .detach();
+        Ok(created)
+    }
+
+    /// One round of a task's call, under the task's cancellation.
+    fn round(
+        self: Arc<Self>,
+        client: &Arc<Client>,
+        task: &OwnTask,
+        params: Value,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> impl std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static {
+        let client = Arc::clone(client);
+        let context = RequestContext {
+            cancel: task.cancel.clone(),
+            outbound: ctx.outbound.clone(),
+            progress_seen: Arc::clone(&ctx.progress_seen),
+        };
+        async move {
+            let call = self.call_named(
+                &client,
+                Method::ToolsCall,
+                Some(&params),
+                revision,
+                &context,
+            );
+            let cancelled = || ErrorObject::new(INTERNAL_ERROR, "the task was cancelled");
+            context
+                .cancel
+                .run(Box::pin(call))
+                .await
+                .unwrap_or_else(|| Err(cancelled()))
+        }
+    }
+
+    /// A promoted task's call to its end: each round of questions it asks becomes the task's
+    /// `input_required`, and the call is retried with the answers `tasks/update` gives.
+    async fn drive(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        task: &Arc<OwnTask>,
+        first: smol::Task<Result<Value, ErrorObject>>,
+        answers: async_channel::Receiver<Map<String, Value>>,
+        params: Value,
+        revision: Revision,
+    ) -> Result<Value, ErrorObject> {
+        let mut outcome = first.await;
+        let background = RequestContext {
+            cancel: task.cancel.clone(),
+            outbound: outbox::Sender::nowhere(),
+            progress_seen: Arc::default(),
+        };
+        while asks(&outcome) {
+            let questions = outcome.unwrap_or_default();
+            task.ask(&questions);
+            let answered = smol::future::or(async { answers.recv().await.ok() }, async {
+                task.cancel.cancelled().await;
+                None
+            })
+            .await;
+            let Some(answered) = answered else {
+                return Err(ErrorObject::new(INTERNAL_ERROR, "the task was cancelled"));
+            };
+            let mut retry = params.clone();
+            retry["inputResponses"] = Value::Object(answered);
+            if let Some(state) = questions.member("requestState") {
+                retry["requestState"] = state.clone();
+            }
+            let round = Arc::clone(self).round(client, task, retry, revision, &background);
+            outcome = round.await;
+        }
+        outcome
+    }
+}
