@@ -195,10 +195,10 @@ headers = { Authorization = "Bearer x" }
             let mut config = Config::parse(concat!(
                 "[servers.a]\ncommand = \"x\"\nprefix = \"p\"\ncwd = \"/\"\nargs = [\"1\"]\n",
                 "env = { K = \"v\" }\ninheritEnv = true\ntimeout = \"1s\"\nmaxInFlight = 8\n",
-                "era = \"legacy\"\nstart = \"lazy\"\nidleTimeout = \"10m\"\n",
+                "era = \"legacy\"\nstart = \"lazy\"\nidleTimeout = \"10m\"\ntasks = \"never\"\n",
                 "[servers.a.tools.t]\nname = \"n\"\ndescription = \"d\"\ntitle = \"t\"\n",
                 "disabled = true\nreadOnlyHint = true\ndestructiveHint = false\n",
-                "idempotentHint = true\nopenWorldHint = false\n",
+                "idempotentHint = true\nopenWorldHint = false\ntasks = \"always\"\n",
                 "[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n",
                 "oauth = { clientId = \"c\" }\ntransport = \"sse\"\n",
                 "[profiles.p]\nservers = [\"a\"]\ninclude = [\"a__*\"]\nexclude = [\"x\"]\n",
@@ -206,6 +206,7 @@ headers = { Authorization = "Bearer x" }
                 "[audit]\npath = \"/a\"\n",
                 "[telemetry]\notlpEndpoint = \"http://c:4318\"\n",
                 "[cluster]\nkeyFile = \"/k\"\npreviousKeyFile = \"/p\"\n",
+                "[tasks]\npromoteAfter = \"2s\"\nttl = \"1h\"\nmaxPerClient = 9\nmaxResultBytes = 99\n",
             ))
             .unwrap();
             config.admin.socket = "/s".into();

@@ -36,6 +36,9 @@ pub struct ToolOverride {
     /// Replaces `annotations.openWorldHint`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+    /// Replaces the server's `tasks` for this tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<TaskPolicy>,
 }
 
 impl ToolOverride {

@@ -44,9 +44,14 @@ pub enum TaskPolicy {
     #[default]
     #[serde(rename = "auto")]
     Auto,
-    /// Every call becomes a task at once.
+    /// Every call of a client that declared the extension becomes a task at once; others are
+    /// answered when the call ends.
     #[serde(rename = "always")]
     Always,
+    /// Every call becomes a task at once, and a 2026-07-28 client that did not declare the
+    /// extension is refused (-32021), as a server refuses a tool it runs only as a task.
+    #[serde(rename = "required")]
+    Required,
     /// Calls are answered when they end, never as tasks.
     #[serde(rename = "never")]
     Never,

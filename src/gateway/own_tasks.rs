@@ -63,6 +63,13 @@ struct State {
     rounds: u32,
 }
 
+/// A task just made: its number, itself, and where its rounds' answers arrive.
+struct Admitted {
+    number: u64,
+    task: Arc<OwnTask>,
+    answers: async_channel::Receiver<Map<String, Value>>,
+}
+
 /// A round of questions the call waits on.
 #[derive(Debug)]
 struct Round {
@@ -87,19 +94,8 @@ impl OwnTasks {
         self.settings.promote_after
     }
 
-    /// A new task of `client`'s, if it holds fewer than `maxPerClient`; the receiver is where
-    /// its rounds' answers arrive.
-    fn admit(
-        &self,
-        client: &Client,
-    ) -> Result<
-        (
-            u64,
-            Arc<OwnTask>,
-            async_channel::Receiver<Map<String, Value>>,
-        ),
-        ErrorObject,
-    > {
+    /// A new task of `client`'s, if it holds fewer than `maxPerClient`.
+    fn admit(&self, client: &Client) -> Result<Admitted, ErrorObject> {
         self.purge();
         let mut held = lock(&self.held);
         let owned = held
@@ -133,7 +129,11 @@ impl OwnTasks {
         });
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         held.insert(number, Arc::clone(&task));
-        Ok((number, task, waiting))
+        Ok(Admitted {
+            number,
+            task,
+            answers: waiting,
+        })
     }
 
     /// Forgets the tasks past their TTL, and what their outcomes held.
@@ -317,7 +317,11 @@ impl Gateway {
         let Some(gateway) = self.me.upgrade() else {
             return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
         };
-        let (number, task, answers) = self.own_tasks.admit(client)?;
+        let Admitted {
+            number,
+            task,
+            answers,
+        } = self.own_tasks.admit(client)?;
         let params = params.cloned().unwrap_or_else(|| json!({}));
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) drops it, and its progress goes to this request.
@@ -425,5 +429,84 @@ impl Gateway {
             outcome = round.await;
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod v2026_07_28 {
+    mod own_tasks {
+        use crate::gateway::own_tasks::OwnTasks;
+        use crate::gateway::Client;
+        use serde_json::json;
+
+        /// A round answered in part keeps only its unanswered questions; answered whole, it goes
+        /// to the call as the upstream's keys, and the next round's keys are new.
+        #[test]
+        fn a_round_is_answered_key_by_key_and_keys_are_never_reused() {
+            let tasks = OwnTasks::new(&crate::config::Tasks::default());
+            let client = Client::new(
+                1,
+                Default::default(),
+                crate::outbox::Sender::nowhere(),
+                None,
+            );
+            let admitted = tasks.admit(&client).unwrap();
+            let task = &admitted.task;
+            let question = json!({"method": "elicitation/create", "params": {}});
+            task.ask(&json!({"inputRequests": {"a": question, "b": question}}));
+            let shown = task.detailed("t", 1);
+            assert_eq!(shown["status"], "input_required");
+            let keys: Vec<&String> = shown["inputRequests"].as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["1.a", "1.b"]);
+            task.update(Some(
+                &json!({"1.a": {"action": "accept"}, "2.b": {"action": "accept"}}),
+            ));
+            let shown = task.detailed("t", 1);
+            assert_eq!(shown["inputRequests"], json!({"1.b": question}));
+            assert!(admitted.answers.try_recv().is_err());
+            task.update(Some(&json!({"1.b": {"action": "decline"}})));
+            let answered = admitted.answers.try_recv().unwrap();
+            assert_eq!(
+                answered,
+                *json!({"a": {"action": "accept"}, "b": {"action": "decline"}})
+                    .as_object()
+                    .unwrap()
+            );
+            assert_eq!(task.detailed("t", 1)["status"], "working");
+            task.ask(&json!({"inputRequests": {"a": question}}));
+            assert_eq!(
+                task.detailed("t", 1)["inputRequests"],
+                json!({"2.a": question})
+            );
+        }
+
+        #[test]
+        fn a_client_past_max_per_client_is_refused_by_name() {
+            let settings = crate::config::Tasks {
+                max_per_client: 1,
+                ..Default::default()
+            };
+            let tasks = OwnTasks::new(&settings);
+            let client = Client::new(
+                1,
+                Default::default(),
+                crate::outbox::Sender::nowhere(),
+                None,
+            );
+            let _held = tasks.admit(&client).unwrap();
+            let refused = tasks.admit(&client).err().unwrap();
+            assert!(
+                refused.message.contains("tasks.maxPerClient"),
+                "{}",
+                refused.message
+            );
+            let other = Client::new(
+                2,
+                Default::default(),
+                crate::outbox::Sender::nowhere(),
+                None,
+            );
+            assert!(tasks.admit(&other).is_ok());
+        }
     }
 }

@@ -41,7 +41,7 @@ impl Gateway {
                 let apps = extensions.contains(Extension::Apps);
                 self.catalog_of(client).page(method, cursor, apps)
             }
-            Method::ToolsCall => match self.promotes(client, params, revision, extensions) {
+            Method::ToolsCall => match self.promotes(client, params, revision, extensions)? {
                 Some(after) => {
                     self.call_promoting(client, params, revision, after, ctx)
                         .await
@@ -124,35 +124,42 @@ impl Gateway {
     }
 
     /// How long a `tools/call` may run before mcpx makes it a task of its own: for a 2026-07-28
-    /// client that declared the Tasks extension, calling a server that runs no tasks itself,
-    /// unless the server's `tasks` says never. `None` when it never becomes one.
+    /// client that declared the Tasks extension, calling a server that runs no tasks itself, as
+    /// the tool's or its server's `tasks` says. `None` when it does not become one; an error for
+    /// a client that did not declare the extension, calling a tool whose `tasks` is required.
     fn promotes(
         &self,
         client: &Client,
         params: Option<&Value>,
         revision: Revision,
         extensions: Extensions,
-    ) -> Option<std::time::Duration> {
-        if revision.era() != Era::Modern || !extensions.contains(Extension::Tasks) {
-            return None;
+    ) -> Result<Option<std::time::Duration>, ErrorObject> {
+        if revision.era() != Era::Modern {
+            return Ok(None);
         }
         let catalog = self.catalog_of(client);
         let name = Method::ToolsCall.target(params).unwrap_or_default();
-        let exposed = catalog.called_tool(name).ok()??;
-        let upstream = self
-            .supervisor
-            .upstreams()
-            .of(catalog.tool(exposed)?.owner)?;
+        let Some(route) = catalog.called_tool(name)?.and_then(|e| catalog.tool(e)) else {
+            return Ok(None);
+        };
+        let Some(upstream) = self.supervisor.upstreams().of(route.owner) else {
+            return Ok(None);
+        };
         let runs_its_own = lock(&upstream.handshake).as_ref().is_some_and(|h| {
             h.revision.era() == Era::Modern
                 && Extensions::declared_in(Some(&h.capabilities)).contains(Extension::Tasks)
         });
-        match upstream.config.tasks {
+        let tool = upstream.config.tools.get(&route.name);
+        let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
+        let declared = extensions.contains(Extension::Tasks);
+        Ok(match policy {
             _ if runs_its_own => None,
+            TaskPolicy::Required if !declared => return Err(super::tasks::undeclared(name)),
+            _ if !declared => None,
             TaskPolicy::Never => None,
-            TaskPolicy::Always => Some(std::time::Duration::ZERO),
+            TaskPolicy::Always | TaskPolicy::Required => Some(std::time::Duration::ZERO),
             TaskPolicy::Auto => Some(self.own_tasks.promote_after()),
-        }
+        })
     }
 
     /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI

@@ -223,16 +223,7 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         if revision.era() == Era::Modern && !extensions.contains(Extension::Tasks) {
-            return Err(ErrorObject::new(
-                MISSING_CLIENT_CAPABILITY,
-                format!(
-                    "{method} is the Tasks extension's: declare {} in this request's clientCapabilities",
-                    Extension::Tasks.id()
-                ),
-            )
-            .with_data(json!({"requiredCapabilities": {
-                "extensions": {Extension::Tasks.id(): {}}
-            }})));
+            return Err(undeclared(method.as_str()));
         }
         if !task::has_tasks(revision) {
             return Err(super::not_found(method.as_str()));
@@ -309,6 +300,21 @@ impl Gateway {
             }
         }
     }
+}
+
+/// -32021 for a client that did not declare the Tasks extension, which `what` (a `tasks/*`
+/// method, a tool run only as a task) needs.
+pub(super) fn undeclared(what: &str) -> ErrorObject {
+    ErrorObject::new(
+        MISSING_CLIENT_CAPABILITY,
+        format!(
+            "{what} needs the Tasks extension: declare {} in this request's clientCapabilities",
+            Extension::Tasks.id()
+        ),
+    )
+    .with_data(json!({"requiredCapabilities": {
+        "extensions": {Extension::Tasks.id(): {}}
+    }}))
 }
 
 /// How one upstream's task ids are shown to a legacy client, for the questions its tasks ask

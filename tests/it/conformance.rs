@@ -164,20 +164,41 @@ mod v2026_07_28 {
                 ),
                 "",
             );
-            let scenarios = [
-                "tasks-lifecycle",
-                "tasks-capability-negotiation",
-                "tasks-wire-fields",
-                "tasks-request-state-removal",
-                "tasks-mrtr-input",
-                "tasks-request-headers",
-                "tasks-dispatch-and-envelope",
-                "tasks-status-notifications",
-                "tasks-required-task-error",
-                "tasks-mrtr-composition",
-            ];
-            server_scenarios(&daemon, &scenarios, "baseline-tasks.yml");
+            server_scenarios(&daemon, &TASKS_SCENARIOS, "baseline-tasks.yml");
         }
+
+        /// The same ten scenarios through `mcpx daemon` in front of a server with no tasks (the
+        /// fixture's `--conformance-tasks`): mcpx runs the tasks itself, promoting the long calls,
+        /// and the tools the scenarios need as tasks at once are configured so.
+        #[test]
+        fn the_tasks_scenarios_pass_with_mcpxs_own_tasks_outside_their_baseline() {
+            let tools = ["protocol_error_job", "confirm_delete", "multi_input"]
+                .map(|tool| format!("[servers.tasks.tools.{tool}]\ntasks = \"always\"\n"))
+                .concat();
+            let daemon = Daemon::start(
+                &format!(
+                    "[servers.tasks]\ncommand = {:?}\nargs = [\"--conformance-tasks\"]\nprefix = \"\"\n\
+                     [servers.tasks.tools.failing_job]\ntasks = \"required\"\n{tools}",
+                    crate::common::fixture_bin()
+                ),
+                "",
+            );
+            server_scenarios(&daemon, &TASKS_SCENARIOS, "baseline-tasks-own.yml");
+        }
+
+        /// The Tasks extension's server scenarios.
+        const TASKS_SCENARIOS: [&str; 10] = [
+            "tasks-lifecycle",
+            "tasks-capability-negotiation",
+            "tasks-wire-fields",
+            "tasks-request-state-removal",
+            "tasks-mrtr-input",
+            "tasks-request-headers",
+            "tasks-dispatch-and-envelope",
+            "tasks-status-notifications",
+            "tasks-required-task-error",
+            "tasks-mrtr-composition",
+        ];
 
         #[test]
         fn mcpx_as_a_client_passes_the_client_scenarios_outside_its_baseline() {

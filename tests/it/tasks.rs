@@ -59,6 +59,14 @@ fn create(mcpx: &mut Serve, id: i64, tool: &str, arguments: Value) -> String {
     created["result"]["taskId"].as_str().unwrap().to_owned()
 }
 
+/// The fixture upstream (no tasks of its own), with `server` keys, and `[tasks]` keys.
+fn fixture_with(server: &str, tasks: &str) -> String {
+    format!(
+        "[servers.fixture]\ncommand = {:?}\n{server}\n[tasks]\n{tasks}\n",
+        fixture_bin()
+    )
+}
+
 mod v2026_07_28 {
     mod tasks {
         use super::super::*;
@@ -301,6 +309,139 @@ mod v2026_07_28 {
                 done["result"]["result"]["content"][0]["text"],
                 "http done after 1.0s"
             );
+        }
+    }
+
+    mod own_tasks {
+        use super::super::*;
+
+        /// Sync, then promote: a call that ends before `promoteAfter` is answered as it is, one
+        /// still running then becomes a task of mcpx's, whose call runs on until it ends.
+        #[test]
+        fn a_quick_call_is_answered_and_a_long_one_becomes_a_task_that_completes() {
+            let mut mcpx = Serve::start(&fixture_with("", "promoteAfter = \"2s\""));
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "now"}});
+            let quick = mcpx.call(1, "tools/call", with_tasks(echo));
+            assert_eq!(quick["result"]["content"][0]["text"], "now", "{quick}");
+            let long = json!({"name": "fixture__sleep", "arguments": {"ms": 2500}});
+            let created = mcpx.call(2, "tools/call", with_tasks(long));
+            let task = &created["result"];
+            assert_eq!(
+                (&task["resultType"], &task["status"]),
+                (&json!("task"), &json!("working")),
+                "{created}"
+            );
+            for field in [
+                "taskId",
+                "createdAt",
+                "lastUpdatedAt",
+                "ttlMs",
+                "pollIntervalMs",
+            ] {
+                assert!(task.get(field).is_some(), "{field}: {created}");
+            }
+            let id = task["taskId"].as_str().unwrap();
+            let done = poll_until(&mut mcpx, id, "completed");
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+            assert_eq!(
+                done["result"]["result"]["content"][0]["text"], "slept",
+                "{done}"
+            );
+            assert_eq!(done["result"]["result"]["resultType"], "complete", "{done}");
+            // A client that did not declare the extension waits for the answer instead.
+            let long = json!({"name": "fixture__sleep", "arguments": {"ms": 2500}});
+            let waited = mcpx.call(3, "tools/call", modern(long));
+            assert_eq!(waited["result"]["content"][0]["text"], "slept", "{waited}");
+        }
+
+        /// Each round of the upstream's questions becomes the task's `input_required`, under keys
+        /// never used twice; `tasks/update` answers a round, and the call goes on.
+        #[test]
+        fn each_round_of_questions_is_answered_by_tasks_update() {
+            let mut mcpx = Serve::start(&fixture_with("tasks = \"always\"", ""));
+            let id = create(&mut mcpx, 1, "fixture__ask_twice", json!({}));
+            let mut keys = Vec::new();
+            for (round, answer) in [json!({"name": "Ada"}), json!({"name": "green"})]
+                .into_iter()
+                .enumerate()
+            {
+                let waiting = poll_until(&mut mcpx, &id, "input_required");
+                assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+                let asked = waiting["result"]["inputRequests"].as_object().unwrap();
+                assert_eq!(asked.len(), 1, "{waiting}");
+                let key = asked.keys().next().unwrap().clone();
+                assert!(!keys.contains(&key), "{key} again: {waiting}");
+                let responses = json!({ key.as_str(): {"action": "accept", "content": answer} });
+                let ack = mcpx.call(
+                    10 + round as i64,
+                    "tasks/update",
+                    with_tasks(json!({"taskId": id, "inputResponses": responses})),
+                );
+                assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+                keys.push(key);
+            }
+            let done = poll_until(&mut mcpx, &id, "completed");
+            let text = done["result"]["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(text.contains("Ada") && text.contains("green"), "{done}");
+        }
+
+        #[test]
+        fn tasks_cancel_cancels_the_call_upstream_and_the_task_stays_cancelled() {
+            let mut mcpx = Serve::start(&fixture_with("tasks = \"always\"", ""));
+            let id = create(&mut mcpx, 1, "fixture__sleep", json!({}));
+            let ack = mcpx.call(2, "tasks/cancel", with_tasks(json!({"taskId": id})));
+            assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+            assert!(
+                eventually(|| mcpx.log_shows("fixture: cancelled request")),
+                "{}",
+                mcpx.stderr()
+            );
+            let ended = poll_until(&mut mcpx, &id, "cancelled");
+            assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+            assert!(ended["result"].get("error").is_none(), "{ended}");
+        }
+
+        #[test]
+        fn the_caps_refuse_with_an_error_that_names_them() {
+            let config = fixture_with(
+                "tasks = \"always\"",
+                "maxPerClient = 1\nmaxResultBytes = 10\nttl = \"3s\"",
+            );
+            let mut mcpx = Serve::start(&config);
+            let id = create(
+                &mut mcpx,
+                1,
+                "fixture__echo",
+                json!({"text": "longer than ten bytes"}),
+            );
+            let over = mcpx.call(
+                2,
+                "tools/call",
+                with_tasks(json!({"name": "fixture__echo", "arguments": {"text": "x"}})),
+            );
+            let message = over["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("tasks.maxPerClient"), "{over}");
+            let failed = poll_until(&mut mcpx, &id, "failed");
+            assert_eq!(failed["result"]["status"], "failed", "{failed}");
+            let why = failed["result"]["error"]["message"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(why.contains("tasks.maxResultBytes"), "{failed}");
+            // Past its TTL the task is gone: unknown, as any id mcpx did not make.
+            std::thread::sleep(Duration::from_secs(3));
+            let gone = mcpx.call(3, "tasks/get", with_tasks(json!({"taskId": id})));
+            assert_eq!(gone["error"]["code"], -32602, "{gone}");
+        }
+
+        #[test]
+        fn a_server_whose_tasks_key_says_never_is_answered_when_the_call_ends() {
+            let config = fixture_with("tasks = \"never\"", "promoteAfter = \"100ms\"");
+            let mut mcpx = Serve::start(&config);
+            let long = json!({"name": "fixture__sleep", "arguments": {"ms": 500}});
+            let waited = mcpx.call(1, "tools/call", with_tasks(long));
+            assert_eq!(waited["result"]["content"][0]["text"], "slept", "{waited}");
         }
     }
 }

@@ -7,6 +7,7 @@
 //! What it observes (a cancellation, say) it reports on stderr, which mcpx copies to its log.
 
 mod conformance;
+mod conformance_tasks;
 
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -37,6 +38,8 @@ struct Server {
     conformance: bool,
     /// Serve only the suite's multi-round tools and prompt, at 2026-07-28.
     rounds: bool,
+    /// Serve only the tools the suite's `tasks-*` scenarios name, with no tasks of its own.
+    tasks: bool,
     /// The fixture's own requests to its client, waiting for their responses, by id.
     awaiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_question: std::sync::atomic::AtomicU64,
@@ -104,6 +107,9 @@ impl Server {
     fn tools(&self) -> Vec<Value> {
         if self.rounds {
             return conformance::round_tools();
+        }
+        if self.tasks {
+            return conformance_tasks::tools();
         }
         if !self.catalog.is_empty() {
             return self.catalog.clone();
@@ -176,6 +182,12 @@ impl Server {
                 id,
                 Ok(json!({"content": [{"type": "text", "text": answer}]})),
             );
+        }
+        if self.tasks {
+            let ask = |method: &str, question| self.ask(&key, method, question);
+            let cancelled = || self.cancelled.lock().unwrap().contains(&key);
+            let result = conformance_tasks::call(name, params, &ask, &cancelled);
+            return self.reply(id, result.unwrap_or(Err((-32602, "Unknown tool"))));
         }
         if self.conformance {
             let send = |message| self.send(message);
@@ -634,6 +646,7 @@ fn main() {
         exit_on_unknown: args.iter().any(|a| a == "--exit-on-unknown"),
         rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
+        tasks: args.iter().any(|a| a == "--conformance-tasks"),
         generated_tools,
         catalog: args
             .iter()
