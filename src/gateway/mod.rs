@@ -14,6 +14,7 @@ mod client;
 mod clients;
 mod command_error;
 mod cursor;
+mod forwarded;
 mod inbound;
 mod live;
 mod logging;
@@ -189,13 +190,15 @@ impl Gateway {
 
     /// Where the other replicas of a cluster reach this daemon: the states it signs say so.
     pub fn reached_at(&self, address: String) {
+        self.task_ids.reached_at(address.clone());
         self.rounds.reached_at(address);
     }
 
-    /// The replica to forward a modern retry to: the one holding the call its `requestState`
-    /// resumes, when that is not this one.
+    /// The replica to forward a modern request to, when that is not this one: the one holding
+    /// the call a retry's `requestState` resumes, or the task a `tasks/*` request names.
     pub fn resumed_elsewhere(&self, params: Option<&Value>) -> Option<String> {
-        self.rounds.held_elsewhere(params)
+        let task = || self.task_ids.held_elsewhere(params);
+        self.rounds.held_elsewhere(params).or_else(task)
     }
 
     /// The whole merged catalog.

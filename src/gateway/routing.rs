@@ -2,6 +2,7 @@
 //! routed to the upstream that owns the name or URI they carry, with the caller's progress and
 //! the upstream's questions carried between them.
 
+use super::forwarded::forwardable;
 use super::rounds::{Reach, UpstreamCall};
 use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
@@ -19,7 +20,7 @@ use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Met
 use crate::sync::lock;
 use crate::telemetry;
 use crate::upstream::ProgressSink;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -554,57 +555,4 @@ fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
         RESOURCE_NOT_FOUND_LEGACY
     };
     ErrorObject::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
-}
-
-/// The client's params as an upstream should see them: the modern envelope and the progress
-/// token are the upstream connection's own business, so they are removed here, and a `_meta`
-/// that is not an object (no schema allows one) is dropped rather than passed on.
-pub(super) fn forwardable(params: Option<&Value>) -> Value {
-    let Some(Value::Object(params)) = params else {
-        return json!({});
-    };
-    // Copied field by field, so that the envelope mcpx drops is never copied.
-    let mut forwarded = Map::with_capacity(params.len());
-    for (key, value) in params {
-        let value = match (key.as_str(), value) {
-            ("_meta", Value::Object(meta)) => {
-                let kept: Map<String, Value> = meta
-                    .iter()
-                    .filter(|(key, _)| {
-                        *key != "progressToken" && !key.starts_with("io.modelcontextprotocol/")
-                    })
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect();
-                if kept.is_empty() {
-                    continue;
-                }
-                Value::Object(kept)
-            }
-            ("_meta", _) => continue,
-            _ => value.clone(),
-        };
-        forwarded.insert(key.clone(), value);
-    }
-    Value::Object(forwarded)
-}
-
-#[cfg(test)]
-mod every_revision {
-    mod gateway {
-        use crate::gateway::routing::forwardable;
-        use serde_json::json;
-
-        /// The gateway writes into a forwarded `_meta` (the client's capabilities, for a modern
-        /// upstream), so whatever a client sent there must leave an object or nothing.
-        #[test]
-        fn forwarded_params_carry_an_object_meta_or_none() {
-            for meta in [json!(5), json!("x"), json!([]), json!(null), json!({})] {
-                let forwarded = forwardable(Some(&json!({"name": "t", "_meta": meta})));
-                assert!(forwarded.get("_meta").is_none(), "{forwarded}");
-            }
-            let kept = forwardable(Some(&json!({"_meta": {"progressToken": 1, "trace": "t",
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}})));
-            assert_eq!(kept["_meta"], json!({"trace": "t"}));
-        }
-    }
 }

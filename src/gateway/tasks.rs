@@ -59,6 +59,12 @@ struct Sealed {
     l: Option<u64>,
     /// When it expires, in milliseconds since the Unix epoch.
     e: u64,
+    /// The replica that holds it, when only that one can serve it (mcpx's own tasks, a stdio
+    /// server's, a legacy server's, bound to mcpx's session with it), and where it is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    h: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    a: Option<String>,
 }
 
 /// A task id, opened: the upstream running it and that upstream's own id, or a task of mcpx's.
@@ -77,6 +83,10 @@ pub(super) struct TaskIds {
     keys: Option<SealingKeys>,
     /// By upstream and its own id: the id shown and when it expires.
     shown: Mutex<HashMap<(usize, String), (String, u64)>>,
+    /// This replica, as the ids it seals name it.
+    holder: String,
+    /// Where the other replicas reach it (`[cluster]`).
+    at: std::sync::OnceLock<String>,
 }
 
 impl TaskIds {
@@ -88,10 +98,38 @@ impl TaskIds {
                 .inspect_err(|e| tracing::error!("task ids cannot be sealed: {e}"))
                 .ok(),
         };
+        let mut holder = [0u8; 8];
+        let _ = getrandom::fill(&mut holder);
         TaskIds {
             keys,
             shown: Mutex::default(),
+            holder: hex::encode(holder),
+            at: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Where the other replicas reach this one: the ids it seals for tasks only it can serve
+    /// say so, and a request for one that lands elsewhere is forwarded here.
+    pub(super) fn reached_at(&self, address: String) {
+        let _ = self.at.set(address);
+    }
+
+    /// This replica as a task's home.
+    fn home(&self) -> (Option<String>, Option<String>) {
+        (Some(self.holder.clone()), self.at.get().cloned())
+    }
+
+    /// The replica a request about a task goes to (`params.taskId` names one that another
+    /// replica holds), if not this one.
+    pub(super) fn held_elsewhere(&self, params: Option<&Value>) -> Option<String> {
+        let id = params?.member("taskId")?.as_str()?;
+        let sealed = self.unseal(id)?;
+        (sealed.h.as_deref().is_some_and(|h| h != self.holder)).then_some(sealed.a)?
+    }
+
+    fn unseal(&self, id: &str) -> Option<Sealed> {
+        let plain = self.keys.as_ref()?.open(PREFIX, id)?;
+        serde_json::from_slice(&plain).ok()
     }
 
     /// Puts mcpx's id in place of the upstream's in a created task's result of `era`.
@@ -112,14 +150,18 @@ impl TaskIds {
         let ttl = task::ttl_ms(task, era)
             .unwrap_or(LONGEST_MS)
             .min(LONGEST_MS);
+        let stdio = upstream.config.url.is_none();
+        // Only this replica's child, or its session with a legacy server, knows the task.
+        let (h, a) = match stdio || era == Era::Legacy {
+            true => self.home(),
+            false => (None, None),
+        };
         let sealed = Sealed {
+            h,
+            a,
             s: upstream.name.clone(),
             t: own_id.to_owned(),
-            g: upstream
-                .config
-                .url
-                .is_none()
-                .then(|| upstream.generation.load(Ordering::Acquire)),
+            g: stdio.then(|| upstream.generation.load(Ordering::Acquire)),
             c: (era == Era::Legacy).then_some(client.session),
             l: None,
             e: now_ms().saturating_add(ttl).saturating_add(GRACE_MS),
@@ -138,7 +180,10 @@ impl TaskIds {
         ttl: std::time::Duration,
     ) -> Result<String, ErrorObject> {
         let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let (h, a) = self.home();
         self.seal(&Sealed {
+            h,
+            a,
             s: String::new(),
             t: String::new(),
             g: None,
@@ -183,9 +228,9 @@ impl TaskIds {
     /// What `id` names, if mcpx sealed it for `client`, it has not expired, and the upstream
     /// that runs it still serves the start it was created in.
     fn open(&self, id: &str, client: &Client, era: Era, gateway: &Gateway) -> Option<Opened> {
-        let plain = self.keys.as_ref()?.open(PREFIX, id)?;
-        let sealed: Sealed = serde_json::from_slice(&plain).ok()?;
-        if sealed.e <= now_ms() {
+        let sealed = self.unseal(id)?;
+        let elsewhere = sealed.h.as_deref().is_some_and(|h| h != self.holder);
+        if sealed.e <= now_ms() || elsewhere {
             return None;
         }
         if let Some(number) = sealed.l {
@@ -246,7 +291,7 @@ impl Gateway {
                 return Ok(self.own_task_method(&task, method, id, params, revision, extensions));
             }
         };
-        let mut forwarded = super::routing::forwardable(params);
+        let mut forwarded = super::forwarded::forwardable(params);
         forwarded["taskId"] = json!(own_id);
         let owner = Owner::Upstream(upstream.id);
         let outcome = self

@@ -391,6 +391,44 @@ mod v2026_07_28 {
             assert_eq!(refused["error"]["code"], -32602, "{refused}");
         }
 
+        /// A task mcpx runs on one replica is reached from any other: its id names its replica,
+        /// and a `tasks/get` that lands elsewhere is forwarded there; a daemon outside the
+        /// cluster knows no such task.
+        #[test]
+        fn a_task_held_by_one_replica_is_reached_from_another() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let servers = fixture_config("tasks = \"always\"\n");
+            let (holder, other) = (
+                replica_of(&servers, &key, None),
+                replica_of(&servers, &key, None),
+            );
+            let tasks = |mut params: Value| {
+                params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+                params
+            };
+            let call = json!({"name": "fixture__sleep", "arguments": {"ms": 200}});
+            let created = holder.modern(1, "tools/call", tasks(call)).json();
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let get = || {
+                other
+                    .modern(2, "tasks/get", tasks(json!({"taskId": id})))
+                    .json()
+            };
+            assert!(
+                eventually(|| get()["result"]["status"] == "completed"),
+                "{}",
+                get()
+            );
+            assert_eq!(get()["result"]["result"]["content"][0]["text"], "slept");
+            let stranger = Daemon::start(&servers, "");
+            let unknown = stranger
+                .modern(3, "tasks/get", tasks(json!({"taskId": id})))
+                .json();
+            assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+        }
+
         /// A retry for a call whose replica died is refused with -32602, telling the client to
         /// call again without the state; it does not hang.
         #[test]
