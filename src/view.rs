@@ -33,10 +33,33 @@ pub struct Snapshot {
     /// The configured profiles.
     #[serde(default)]
     pub profiles: Vec<ProfileView>,
+    /// The tasks mcpx holds an id for: its own, and those it passed to their upstreams.
+    #[serde(default)]
+    pub tasks: Vec<TaskView>,
     /// What `GET /metrics` serves (Prometheus text), when metrics are on: how `mcpx serve`,
     /// which has no HTTP, shows them (`mcpx status --json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
+}
+
+/// One task, as mcpx last saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskView {
+    /// Its id as its client knows it (mcpx's).
+    pub id: String,
+    /// `"own"` for a task mcpx runs itself, `"passed"` for one its upstream runs.
+    pub kind: String,
+    /// The tool called, as exposed.
+    pub tool: String,
+    /// The upstream that runs the call.
+    pub server: String,
+    /// The client session it belongs to.
+    pub session: u64,
+    /// Its status, as last seen (a passed task's, when its client last polled it).
+    pub status: String,
+    /// Since it was created.
+    pub age_ms: u64,
 }
 
 /// One profile: a view of the catalog chosen by a client's door.
@@ -157,6 +180,11 @@ pub struct Totals {
     pub cancelled: u64,
     /// Could not be answered.
     pub failed: u64,
+}
+
+/// A task id as a person tells them apart: the start of its sealed part (ids are long).
+pub fn short_task_id(id: &str) -> String {
+    short_session_id(id.strip_prefix("mcpxt1.").unwrap_or(id))
 }
 
 /// A legacy session id as logs and consoles show it: its first 8 characters. The id is a bearer

@@ -167,6 +167,7 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
         },
         Command::RestartUpstream { name } => gateway.restart_upstream(&name).await.map_err(refused),
         Command::Reload => gateway.reload_from_disk().await.map_err(refused),
+        Command::CancelTask { id } => gateway.cancel_task(&id).await.map_err(refused),
     };
     match outcome {
         Ok(message) => Reply::Done { message },
@@ -260,6 +261,21 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             profile.sessions,
             profile.name,
             profile.name
+        );
+    }
+    if !snapshot.tasks.is_empty() {
+        let _ = writeln!(text, "tasks ({}):", snapshot.tasks.len());
+    }
+    for t in &snapshot.tasks {
+        let _ = writeln!(
+            text,
+            "  {:<10} {:<6} {:<15} {:<24} session #{} age {}",
+            crate::view::short_task_id(&t.id),
+            p(&t.kind),
+            p(&t.status),
+            p(&t.tool),
+            t.session,
+            seconds(t.age_ms)
         );
     }
     let _ = writeln!(text, "sessions ({}):", snapshot.sessions.len());

@@ -33,6 +33,11 @@ pub enum Command {
     },
     /// Re-reads the configuration file and applies its `[servers]`.
     Reload,
+    /// Cancels a task, as its client's `tasks/cancel` would.
+    CancelTask {
+        /// The task's `id` in the snapshot.
+        id: String,
+    },
 }
 
 /// What the daemon answers.
@@ -79,7 +84,8 @@ impl From<&crate::gateway::CommandError> for Refusal {
     fn from(error: &crate::gateway::CommandError) -> Refusal {
         use crate::gateway::CommandError;
         match error {
-            CommandError::NoSuchUpstream(_) => Refusal::NotFound,
+            CommandError::NoSuchUpstream(_) | CommandError::NoSuchTask(_) => Refusal::NotFound,
+            CommandError::Upstream(_) => Refusal::Failed,
             CommandError::NotReady => Refusal::NotReady,
             CommandError::InvalidConfig(_) => Refusal::InvalidConfig,
         }

@@ -105,6 +105,7 @@ impl Gateway {
             awaiting_input: self.rounds.waiting(),
             config: self.config_path.clone(),
             profiles,
+            tasks: self.tasks(),
             metrics: self.metrics(),
         }
     }

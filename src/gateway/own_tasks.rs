@@ -19,6 +19,7 @@ use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::outbox;
 use crate::protocol::{Method, Revision};
 use crate::sync::lock;
+use crate::view::TaskView;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -43,6 +44,12 @@ pub(super) struct OwnTasks {
 pub(super) struct OwnTask {
     /// The client session it belongs to.
     session: u64,
+    /// The tool called, as exposed, and the server that runs it.
+    tool: String,
+    server: String,
+    /// Its id, once the call became a task (until then, no client knows of it).
+    id: std::sync::OnceLock<String>,
+    created: Instant,
     created_at: String,
     expires: Instant,
     /// Cancels its call.
@@ -94,8 +101,9 @@ impl OwnTasks {
         self.settings.promote_after
     }
 
-    /// A new task of `client`'s, if it holds fewer than `maxPerClient`.
-    fn admit(&self, client: &Client) -> Result<Admitted, ErrorObject> {
+    /// A new task of `client`'s calling `tool` of `server`, if it holds fewer than
+    /// `maxPerClient`.
+    fn admit(&self, client: &Client, tool: &str, server: &str) -> Result<Admitted, ErrorObject> {
         self.purge();
         let mut held = lock(&self.held);
         let owned = held
@@ -114,6 +122,10 @@ impl OwnTasks {
         let now = now();
         let task = Arc::new(OwnTask {
             session: client.session,
+            tool: tool.to_owned(),
+            server: server.to_owned(),
+            id: std::sync::OnceLock::new(),
+            created: Instant::now(),
             created_at: now.clone(),
             expires: Instant::now() + self.settings.ttl,
             cancel: Cancel::new(),
@@ -158,6 +170,31 @@ impl OwnTasks {
         held.get(&number)
             .filter(|t| t.session == client.session)
             .cloned()
+    }
+
+    /// The tasks that clients know of, for the live state.
+    pub(super) fn views(&self) -> Vec<TaskView> {
+        self.purge();
+        let held = lock(&self.held);
+        let known = held
+            .values()
+            .filter_map(|task| Some((task.id.get()?, task)));
+        known
+            .map(|(id, task)| TaskView {
+                id: id.clone(),
+                kind: "own".into(),
+                tool: task.tool.clone(),
+                server: task.server.clone(),
+                session: task.session,
+                status: lock(&task.state).status.to_owned(),
+                age_ms: task.created.elapsed().as_millis() as u64,
+            })
+            .collect()
+    }
+
+    /// Task `number`, whoever holds it (the admin socket's cancel).
+    pub(super) fn any(&self, number: u64) -> Option<Arc<OwnTask>> {
+        lock(&self.held).get(&number).cloned()
     }
 
     /// Keeps a task's outcome, unless it would pass `maxResultBytes`.
@@ -288,6 +325,17 @@ impl OwnTask {
     }
 }
 
+/// When a call becomes a task of mcpx's, and the server it goes to.
+pub(super) struct Promotion {
+    pub after: Duration,
+    pub server: String,
+}
+
+/// The tool a `tools/call` names.
+fn tool_of(params: Option<&Value>) -> &str {
+    Method::ToolsCall.target(params).unwrap_or_default()
+}
+
 /// The upstream's key of a key the client sees (`ROUND.KEY`).
 fn own_key(shown: &str) -> &str {
     shown.split_once('.').map_or(shown, |(_, key)| key)
@@ -311,9 +359,13 @@ impl Gateway {
         client: &Arc<Client>,
         params: Option<&Value>,
         revision: Revision,
-        promote_after: Duration,
+        promotion: Promotion,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let Promotion {
+            after: promote_after,
+            server,
+        } = promotion;
         let Some(gateway) = self.me.upgrade() else {
             return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
         };
@@ -321,7 +373,7 @@ impl Gateway {
             number,
             task,
             answers,
-        } = self.own_tasks.admit(client)?;
+        } = self.own_tasks.admit(client, tool_of(params), &server)?;
         let params = params.cloned().unwrap_or_else(|| json!({}));
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) drops it, and its progress goes to this request.
@@ -340,6 +392,7 @@ impl Gateway {
         let id = self
             .task_ids
             .seal_own(number, client, self.own_tasks.settings.ttl)?;
+        let _ = task.id.set(id.clone());
         let mut created = task.detailed(&id, self.own_tasks.ttl_ms());
         created["resultType"] = json!("task");
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
@@ -450,7 +503,7 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            let admitted = tasks.admit(&client).unwrap();
+            let admitted = tasks.admit(&client, "t", "s").unwrap();
             let task = &admitted.task;
             let question = json!({"method": "elicitation/create", "params": {}});
             task.ask(&json!({"inputRequests": {"a": question, "b": question}}));
@@ -493,8 +546,8 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            let _held = tasks.admit(&client).unwrap();
-            let refused = tasks.admit(&client).err().unwrap();
+            let _held = tasks.admit(&client, "t", "s").unwrap();
+            let refused = tasks.admit(&client, "t", "s").err().unwrap();
             assert!(
                 refused.message.contains("tasks.maxPerClient"),
                 "{}",
@@ -506,7 +559,7 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            assert!(tasks.admit(&other).is_ok());
+            assert!(tasks.admit(&other, "t", "s").is_ok());
         }
     }
 }

@@ -3,6 +3,7 @@
 //! the upstream's questions carried between them.
 
 use super::forwarded::forwardable;
+use super::own_tasks::Promotion;
 use super::rounds::{Reach, UpstreamCall};
 use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
@@ -43,8 +44,8 @@ impl Gateway {
                 self.catalog_of(client).page(method, cursor, apps)
             }
             Method::ToolsCall => match self.promotes(client, params, revision, extensions)? {
-                Some(after) => {
-                    self.call_promoting(client, params, revision, after, ctx)
+                Some(promotion) => {
+                    self.call_promoting(client, params, revision, promotion, ctx)
                         .await
                 }
                 None => self.call_named(client, method, params, revision, ctx).await,
@@ -119,7 +120,7 @@ impl Gateway {
             let upstream =
                 upstream.ok_or_else(|| Failure::Refused("its upstream was removed".into()))?;
             self.task_ids
-                .seal_created(&mut result, era, &upstream, client)?;
+                .seal_created(&mut result, era, &upstream, client, name)?;
         }
         Ok(shown_renamed(&catalog, owner, result))
     }
@@ -134,7 +135,7 @@ impl Gateway {
         params: Option<&Value>,
         revision: Revision,
         extensions: Extensions,
-    ) -> Result<Option<std::time::Duration>, ErrorObject> {
+    ) -> Result<Option<Promotion>, ErrorObject> {
         if revision.era() != Era::Modern {
             return Ok(None);
         }
@@ -153,14 +154,18 @@ impl Gateway {
         let tool = upstream.config.tools.get(&route.name);
         let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
         let declared = extensions.contains(Extension::Tasks);
-        Ok(match policy {
+        let after = match policy {
             _ if runs_its_own => None,
             TaskPolicy::Required if !declared => return Err(super::tasks::undeclared(name)),
             _ if !declared => None,
             TaskPolicy::Never => None,
             TaskPolicy::Always | TaskPolicy::Required => Some(std::time::Duration::ZERO),
             TaskPolicy::Auto => Some(self.own_tasks.promote_after()),
-        })
+        };
+        Ok(after.map(|after| Promotion {
+            after,
+            server: upstream.name.clone(),
+        }))
     }
 
     /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI

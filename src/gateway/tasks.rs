@@ -14,13 +14,15 @@
 //! request afterwards leaves it running; `tasks/cancel` is how it is cancelled, and is passed on.
 
 use super::upstreams::Upstream;
-use super::{Client, Gateway, Owner, RequestContext};
+use super::{Client, CommandError, Gateway, Owner, RequestContext};
 use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
 use crate::json::Member;
 use crate::jsonrpc::MISSING_CLIENT_CAPABILITY;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
-use crate::protocol::{shape, task, Era, Extension, Extensions, Method, Revision};
+use crate::protocol::{envelope, shape, task, Era, Extension, Extensions, Method, Revision};
 use crate::sync::lock;
+use crate::upstream::Caller;
+use crate::view::TaskView;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -76,13 +78,26 @@ pub(super) enum Opened {
     Own(u64),
 }
 
+/// A task passed to its upstream, as mcpx last saw it: for the `related-task` `_meta` of its
+/// questions, and for the live state.
+#[derive(Debug, Clone)]
+struct Passed {
+    id: String,
+    expires_ms: u64,
+    tool: String,
+    server: String,
+    session: u64,
+    created: std::time::Instant,
+    status: String,
+}
+
 /// Seals task ids and remembers, while they live, how each upstream's id is shown.
 #[derive(Debug)]
 pub(super) struct TaskIds {
     /// `None` only when the system's random source failed at start: tasks are then refused.
     keys: Option<SealingKeys>,
-    /// By upstream and its own id: the id shown and when it expires.
-    shown: Mutex<HashMap<(usize, String), (String, u64)>>,
+    /// By upstream and its own id.
+    shown: Mutex<HashMap<(usize, String), Passed>>,
     /// This replica, as the ids it seals name it.
     holder: String,
     /// Where the other replicas reach it (`[cluster]`).
@@ -139,6 +154,7 @@ impl TaskIds {
         era: Era,
         upstream: &Upstream,
         client: &Client,
+        tool: &str,
     ) -> Result<(), ErrorObject> {
         let Some(task) = task::created_task_mut(result, era) else {
             return Ok(());
@@ -167,7 +183,19 @@ impl TaskIds {
             e: now_ms().saturating_add(ttl).saturating_add(GRACE_MS),
         };
         let id = self.seal(&sealed)?;
-        self.remember(upstream.id, &sealed, &id);
+        let status = task.member("status").and_then(Value::as_str);
+        self.remember(
+            (upstream.id, sealed.t),
+            Passed {
+                id: id.clone(),
+                expires_ms: sealed.e,
+                tool: tool.to_owned(),
+                server: upstream.name.clone(),
+                session: client.session,
+                created: std::time::Instant::now(),
+                status: status.unwrap_or("working").to_owned(),
+            },
+        );
         task["taskId"] = json!(id);
         Ok(())
     }
@@ -202,27 +230,58 @@ impl TaskIds {
             .map_err(|e| ErrorObject::new(INTERNAL_ERROR, format!("sealing a task id: {e}")))
     }
 
-    fn remember(&self, upstream: usize, sealed: &Sealed, id: &str) {
+    fn remember(&self, key: (usize, String), passed: Passed) {
         let mut shown = lock(&self.shown);
+        let now = now_ms();
+        shown.retain(|_, p| p.expires_ms > now);
         if shown.len() >= MOST_REMEMBERED {
-            let now = now_ms();
-            shown.retain(|_, (_, expires)| *expires > now);
-            if shown.len() >= MOST_REMEMBERED {
-                let oldest = shown
-                    .iter()
-                    .min_by_key(|(_, (_, e))| *e)
-                    .map(|(k, _)| k.clone());
-                oldest.map(|key| shown.remove(&key));
-            }
+            let oldest = shown
+                .iter()
+                .min_by_key(|(_, p)| p.expires_ms)
+                .map(|(k, _)| k.clone());
+            oldest.map(|key| shown.remove(&key));
         }
-        shown.insert((upstream, sealed.t.clone()), (id.to_owned(), sealed.e));
+        shown.insert(key, passed);
     }
 
     /// The id `client` knows for the task `own_id` of `upstream`, while it lives.
     pub(super) fn shown(&self, upstream: usize, own_id: &str) -> Option<String> {
         let shown = lock(&self.shown);
-        let (id, expires) = shown.get(&(upstream, own_id.to_owned()))?;
-        (*expires > now_ms()).then(|| id.clone())
+        let passed = shown.get(&(upstream, own_id.to_owned()))?;
+        (passed.expires_ms > now_ms()).then(|| passed.id.clone())
+    }
+
+    /// Notes a passed task's status, as a result about it says.
+    fn saw(&self, upstream: usize, own_id: &str, status: &str) {
+        if let Some(passed) = lock(&self.shown).get_mut(&(upstream, own_id.to_owned())) {
+            passed.status = status.to_owned();
+        }
+    }
+
+    /// The passed tasks that live, for the live state.
+    pub(super) fn passed(&self) -> Vec<TaskView> {
+        let now = now_ms();
+        let shown = lock(&self.shown);
+        let live = shown.values().filter(|p| p.expires_ms > now);
+        live.map(|p| TaskView {
+            id: p.id.clone(),
+            kind: "passed".into(),
+            tool: p.tool.clone(),
+            server: p.server.clone(),
+            session: p.session,
+            status: p.status.clone(),
+            age_ms: p.created.elapsed().as_millis() as u64,
+        })
+        .collect()
+    }
+
+    /// A passed task by the id its client knows: its upstream and that upstream's own id.
+    fn passed_by_id(&self, id: &str) -> Option<(usize, String)> {
+        let shown = lock(&self.shown);
+        shown
+            .iter()
+            .find(|(_, p)| p.id == id)
+            .map(|(k, _)| k.clone())
     }
 
     /// What `id` names, if mcpx sealed it for `client`, it has not expired, and the upstream
@@ -299,6 +358,9 @@ impl Gateway {
             .await;
         match outcome {
             Ok(mut result) => {
+                if let Some(status) = result.member("status").and_then(Value::as_str) {
+                    self.task_ids.saw(upstream.id, &own_id, status);
+                }
                 show_id(&mut result, &own_id, id);
                 Ok(result)
             }
@@ -314,6 +376,49 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Every task mcpx holds an id for, its own and those passed to upstreams, oldest first.
+    pub(super) fn tasks(&self) -> Vec<TaskView> {
+        let mut all = self.own_tasks.views();
+        all.extend(self.task_ids.passed());
+        all.sort_by_key(|t| std::cmp::Reverse(t.age_ms));
+        all
+    }
+
+    /// Admin: cancels task `id` as its client's `tasks/cancel` would: mcpx's own at once, a
+    /// passed one by `tasks/cancel` to its upstream.
+    pub async fn cancel_task(&self, id: &str) -> Result<String, CommandError> {
+        let unknown = || CommandError::NoSuchTask(id.to_owned());
+        let own = self.task_ids.unseal(id).and_then(|sealed| sealed.l);
+        if let Some(number) = own {
+            self.own_tasks.any(number).ok_or_else(unknown)?.cancel();
+            return Ok(format!("task {} cancelled", crate::view::short_task_id(id)));
+        }
+        let (upstream, own_id) = self.task_ids.passed_by_id(id).ok_or_else(unknown)?;
+        let upstreams = self.supervisor.upstreams();
+        let reached = upstreams.connection(Owner::Upstream(upstream));
+        let (server, connection) = reached.map_err(|e| CommandError::Upstream(e.message))?;
+        let mut params = json!({"taskId": own_id});
+        if server.is_modern() {
+            params["_meta"][envelope::CLIENT_CAPABILITIES] =
+                json!({"extensions": {Extension::Tasks.id(): {}}});
+        }
+        let cancel = crate::cancel::Cancel::new();
+        let method = Method::TasksCancel.as_str();
+        let answer = connection.request(method, Some(params), &cancel, Caller::default());
+        let answer = answer
+            .await
+            .map_err(|e| CommandError::Upstream(e.message))?;
+        // 2025-11-25 answers the cancelled task; the extension's cancel is an ack.
+        let status = answer.member("status").and_then(Value::as_str);
+        self.task_ids
+            .saw(upstream, &own_id, status.unwrap_or("cancel asked"));
+        Ok(format!(
+            "task {} cancelled by {}",
+            crate::view::short_task_id(id),
+            server.name
+        ))
+    }
+
     /// `tasks/get`, `tasks/update` and `tasks/cancel` of a task mcpx runs itself.
     fn own_task_method(
         &self,

@@ -5,7 +5,7 @@ use crate::common;
 
 use crate::common::http::*;
 use crate::common::*;
-use mcpx::admin::protocol::{Command, Reply, Snapshot};
+use mcpx::admin::protocol::{Command, Refusal, Reply, Snapshot};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -226,6 +226,58 @@ mod every_revision {
             let s = snapshot_where(&socket, |s| s.upstreams[0].state == "ready");
             assert!(restarts_and_state(&s).0 >= 2, "{s:?}");
             assert_fixture_echoes(&d);
+        }
+
+        /// A task shows in the live state (tool, client, state, age, who runs it) and is
+        /// cancelled from the admin socket as its client's `tasks/cancel` would.
+        #[test]
+        fn a_task_is_shown_and_cancelled_from_the_admin_socket() {
+            let (d, socket, _dir) = daemon_serving(&fixture_config("tasks = \"always\"\n"));
+            let params = json!({"name": "fixture__sleep", "arguments": {},
+                "_meta": {"io.modelcontextprotocol/clientCapabilities":
+                    {"extensions": {"io.modelcontextprotocol/tasks": {}}}}});
+            let created = d.modern(1, "tools/call", params).json();
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let s = snapshot_where(&socket, |s| s.tasks.len() == 1);
+            let task = &s.tasks[0];
+            assert_eq!(
+                (
+                    task.id.as_str(),
+                    task.kind.as_str(),
+                    task.tool.as_str(),
+                    task.server.as_str()
+                ),
+                (id.as_str(), "own", "fixture__sleep", "fixture")
+            );
+            assert_eq!(task.status, "working");
+            let described = mcpx::admin::describe(&s);
+            assert!(
+                described.contains("tasks (1):") && described.contains("fixture__sleep"),
+                "{described}"
+            );
+            let cancel = Command::CancelTask { id: id.clone() };
+            let reply = mcpx::admin::ask(&socket, &cancel).unwrap();
+            assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
+            snapshot_where(&socket, |s| s.tasks[0].status == "cancelled");
+            assert!(
+                eventually(|| d.log_shows("fixture: cancelled request")),
+                "{}",
+                d.stderr()
+            );
+            let unknown = Command::CancelTask {
+                id: "mcpxt1.nothing".into(),
+            };
+            let reply = mcpx::admin::ask(&socket, &unknown).unwrap();
+            assert!(
+                matches!(
+                    reply,
+                    Reply::Error {
+                        kind: Refusal::NotFound,
+                        ..
+                    }
+                ),
+                "{reply:?}"
+            );
         }
 
         #[test]

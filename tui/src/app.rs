@@ -12,20 +12,22 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-/// The four views.
+/// The five views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
     Upstreams,
     Sessions,
     Streams,
     Requests,
+    Tasks,
 }
 
-const VIEWS: [View; 4] = [
+const VIEWS: [View; 5] = [
     View::Upstreams,
     View::Sessions,
     View::Streams,
     View::Requests,
+    View::Tasks,
 ];
 
 impl View {
@@ -35,6 +37,7 @@ impl View {
             View::Sessions => "2 Sessions",
             View::Streams => "3 Streams",
             View::Requests => "4 Requests",
+            View::Tasks => "5 Tasks",
         }
     }
 }
@@ -209,7 +212,7 @@ impl App {
             }
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.switch(1),
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => self.switch(VIEWS.len() - 1),
-            KeyCode::Char(c @ '1'..='4') => self.set_view(VIEWS[c as usize - '1' as usize]),
+            KeyCode::Char(c @ '1'..='5') => self.set_view(VIEWS[c as usize - '1' as usize]),
             KeyCode::Enter => self.detail = !self.detail,
             KeyCode::Esc => {
                 self.detail = false;
@@ -219,6 +222,7 @@ impl App {
                 self.typing_filter = true;
                 self.filter = Some(String::new());
             }
+            KeyCode::Char('c') if self.view == View::Tasks => self.ask_about(View::Tasks),
             KeyCode::Char('c') => self.ask_about(View::Requests),
             KeyCode::Char('d') => self.ask_about(View::Sessions),
             KeyCode::Char('r') => self.ask_about(View::Upstreams),
@@ -296,6 +300,11 @@ impl App {
                 format!("cancel request #{}", row.key),
                 Command::Cancel { request: row.key },
             ),
+            View::Tasks => {
+                let id = row.name.clone().unwrap_or_default();
+                let short = mcpx::view::short_task_id(&id);
+                (format!("cancel task {short}"), Command::CancelTask { id })
+            }
             View::Sessions => match row.name.clone() {
                 Some(id) => (format!("end session {id}"), Command::EndSession { id }),
                 None => {

@@ -100,6 +100,24 @@ impl App {
                     detail: serde_json::to_string_pretty(r).unwrap_or_default(),
                 })
                 .collect(),
+            View::Tasks => snapshot
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| ViewRow {
+                    key: i as u64,
+                    name: Some(t.id.clone()),
+                    cells: vec![
+                        mcpx::view::short_task_id(&t.id),
+                        t.tool.clone(),
+                        format!("#{}", t.session),
+                        t.status.clone(),
+                        seconds(t.age_ms),
+                        t.kind.clone(),
+                    ],
+                    detail: serde_json::to_string_pretty(t).unwrap_or_default(),
+                })
+                .collect(),
         };
         match &self.filter {
             Some(filter) if !filter.is_empty() => rows
@@ -131,12 +149,13 @@ impl App {
         };
         frame.render_widget(Line::from(top_line).bold(), top);
         let selected = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
-        let counts = self.snapshot.as_ref().map_or([0; 4], |s| {
+        let counts = self.snapshot.as_ref().map_or([0; 5], |s| {
             [
                 s.upstreams.len(),
                 s.sessions.len(),
                 s.streams.len(),
                 s.requests.len(),
+                s.tasks.len(),
             ]
         });
         let titles: Vec<String> = VIEWS
@@ -203,6 +222,17 @@ impl App {
                     Constraint::Length(8),
                 ],
             ),
+            View::Tasks => (
+                vec!["TASK", "TOOL", "CLIENT", "STATE", "AGE", "RUN BY"],
+                vec![
+                    Constraint::Length(10),
+                    Constraint::Min(16),
+                    Constraint::Length(8),
+                    Constraint::Length(15),
+                    Constraint::Length(8),
+                    Constraint::Length(7),
+                ],
+            ),
         };
         let title = match &self.filter {
             Some(filter) => format!(" {} — filter: {filter} ", self.view.title()),
@@ -256,11 +286,11 @@ impl App {
     }
 }
 
-const HELP: &str = "1-4, Tab, h/l  switch view\n\
+const HELP: &str = "1-5, Tab, h/l  switch view\n\
 j/k, arrows    move\n\
 Enter          detail pane\n\
 /              filter (Enter keeps, Esc clears)\n\
-c              cancel the selected request\n\
+c              cancel the selected request or task\n\
 p              pick another running mcpx\n\
 d              end the selected HTTP session\n\
 r              restart the selected upstream\n\
