@@ -165,6 +165,12 @@ struct KindLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabel {
+    kind: String,
+    state: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RefusalLabel {
     reason: Refusal,
 }
@@ -231,7 +237,7 @@ pub enum Door {
 }
 
 /// What is live now, read from the registry of sessions at each scrape.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Live {
     /// Client sessions.
     pub sessions: i64,
@@ -241,6 +247,8 @@ pub struct Live {
     pub listen_streams: i64,
     /// Requests in flight.
     pub in_flight: i64,
+    /// The tasks mcpx holds an id for, by kind (`own`, `passed`) and state as last seen.
+    pub tasks: Vec<((String, String), i64)>,
 }
 
 struct Metrics {
@@ -250,6 +258,7 @@ struct Metrics {
     session_duration: Family<TransportLabel, Histogram, fn() -> Histogram>,
     sessions: Gauge,
     streams: Family<KindLabel, Gauge>,
+    tasks: Family<TaskLabel, Gauge>,
     in_flight: Gauge,
     restarts: Family<UpstreamLabel, Counter>,
     refused: Family<RefusalLabel, Counter>,
@@ -313,6 +322,7 @@ impl Metrics {
             session_duration,
             sessions: Gauge::default(),
             streams: Family::default(),
+            tasks: Family::default(),
             in_flight: Gauge::default(),
             restarts: Family::default(),
             refused: Family::default(),
@@ -330,6 +340,11 @@ impl Metrics {
             "mcpx_streams",
             "Legacy GET streams and modern listen streams open now",
             metrics.streams.clone(),
+        );
+        registry.register(
+            "mcpx_tasks",
+            "Tasks mcpx holds an id for, by kind (own: mcpx runs it; passed: its server does) and state as last seen",
+            metrics.tasks.clone(),
         );
         registry.register(
             "mcpx_requests_in_flight",
@@ -471,6 +486,11 @@ pub fn render(live: Live) -> Option<String> {
         .get_or_create(&KindLabel { kind: "listen" })
         .set(live.listen_streams);
     m.in_flight.set(live.in_flight);
+    // Set afresh: a state no task is in any more is no sample at all.
+    m.tasks.clear();
+    for ((kind, state), count) in live.tasks {
+        m.tasks.get_or_create(&TaskLabel { kind, state }).set(count);
+    }
     let mut text = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut text, &m.registry).ok()?;
     Some(text)

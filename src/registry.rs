@@ -234,6 +234,7 @@ impl Registry {
             get_streams: streams("get"),
             listen_streams: streams("listen"),
             in_flight: state.in_flight.len() as i64,
+            tasks: Vec::new(),
         }
     }
 

@@ -452,7 +452,7 @@ impl Gateway {
 
     /// The metrics in the Prometheus text format; `None` when they are off.
     pub fn metrics(&self) -> Option<String> {
-        self.observer.metrics()
+        self.observer.metrics(&self.tasks())
     }
 
     /// The configuration file it runs with, if any.

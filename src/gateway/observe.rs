@@ -78,9 +78,18 @@ impl Observer {
         self.audit.get()
     }
 
-    /// The metrics in the Prometheus text format; `None` when they are off.
-    pub(super) fn metrics(&self) -> Option<String> {
-        metrics::render(self.registry.counts())
+    /// The metrics in the Prometheus text format, with `tasks` counted by kind and state;
+    /// `None` when they are off.
+    pub(super) fn metrics(&self, tasks: &[crate::view::TaskView]) -> Option<String> {
+        let mut live = self.registry.counts();
+        let mut counted: std::collections::BTreeMap<(String, String), i64> = Default::default();
+        for task in tasks {
+            *counted
+                .entry((task.kind.clone(), task.status.clone()))
+                .or_default() += 1;
+        }
+        live.tasks = counted.into_iter().collect();
+        metrics::render(live)
     }
 
     /// What to keep of `request` to observe it when it finishes; `None` when nothing would.
@@ -197,5 +206,34 @@ impl Gateway {
         });
         self.observer
             .record(client.session, &seen, destination, answer);
+    }
+}
+
+/// A task's turn for the audit log: `created`, or how it ended (`completed`, `failed`,
+/// `cancelled`), with the tool it calls and the server that runs it.
+pub(super) struct TaskEvent<'a> {
+    pub session: u64,
+    pub tool: &'a str,
+    pub server: &'a str,
+    pub outcome: &'a str,
+    /// Since it was created (zero at its creation).
+    pub lasted: Duration,
+}
+
+impl Observer {
+    /// Records a task's creation or end in the audit log, when there is one.
+    pub(super) fn task(&self, event: &TaskEvent<'_>) {
+        if let Some(log) = self.audit.get() {
+            log.record(&Entry {
+                session: event.session,
+                method: "task",
+                name: Some(event.tool),
+                upstream: Some(event.server),
+                upstream_name: None,
+                outcome: event.outcome,
+                took: event.lasted,
+                arguments: None,
+            });
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! the call is retried with the answers, as a client would. The outcome is kept until the TTL
 //! ends; `tasks/cancel` cancels the call upstream.
 
+use super::observe::TaskEvent;
 use super::{Client, Gateway, RequestContext};
 use crate::cancel::Cancel;
 use crate::config;
@@ -268,6 +269,17 @@ impl OwnTask {
         task
     }
 
+    /// This task's turn for the audit log.
+    fn event<'a>(&'a self, outcome: &'a str) -> TaskEvent<'a> {
+        TaskEvent {
+            session: self.session,
+            tool: &self.tool,
+            server: &self.server,
+            outcome,
+            lasted: self.created.elapsed(),
+        }
+    }
+
     /// The call asks a round of questions: the task waits for their answers.
     fn ask(&self, questions: &Value) {
         let mut state = lock(&self.state);
@@ -393,6 +405,7 @@ impl Gateway {
             .task_ids
             .seal_own(number, client, self.own_tasks.settings.ttl)?;
         let _ = task.id.set(id.clone());
+        self.observer.task(&task.event("created"));
         let mut created = task.detailed(&id, self.own_tasks.ttl_ms());
         created["resultType"] = json!("task");
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
@@ -408,6 +421,8 @@ impl Gateway {
             let outcome = smol::future::or(drive, expiry).await;
             task.cancel.cancel();
             gateway.own_tasks.finish(&task, outcome);
+            let ended = lock(&task.state).status;
+            gateway.observer.task(&task.event(ended));
         })
         .detach();
         Ok(created)

@@ -119,8 +119,10 @@ impl Gateway {
             let upstream = self.supervisor.upstreams().of(owner);
             let upstream =
                 upstream.ok_or_else(|| Failure::Refused("its upstream was removed".into()))?;
-            self.task_ids
+            let created = self
+                .task_ids
                 .seal_created(&mut result, era, &upstream, client, name)?;
+            self.observer.task(&created.event("created"));
         }
         Ok(shown_renamed(&catalog, owner, result))
     }

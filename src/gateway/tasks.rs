@@ -13,6 +13,7 @@
 //! A task outlives the request that created it: a client that disconnects or cancels that
 //! request afterwards leaves it running; `tasks/cancel` is how it is cancelled, and is passed on.
 
+use super::observe::TaskEvent;
 use super::upstreams::Upstream;
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
 use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
@@ -81,7 +82,7 @@ pub(super) enum Opened {
 /// A task passed to its upstream, as mcpx last saw it: for the `related-task` `_meta` of its
 /// questions, and for the live state.
 #[derive(Debug, Clone)]
-struct Passed {
+pub(super) struct Passed {
     id: String,
     expires_ms: u64,
     tool: String,
@@ -89,6 +90,19 @@ struct Passed {
     session: u64,
     created: std::time::Instant,
     status: String,
+}
+
+impl Passed {
+    /// This task's turn for the audit log.
+    pub(super) fn event<'a>(&'a self, outcome: &'a str) -> TaskEvent<'a> {
+        TaskEvent {
+            session: self.session,
+            tool: &self.tool,
+            server: &self.server,
+            outcome,
+            lasted: self.created.elapsed(),
+        }
+    }
 }
 
 /// Seals task ids and remembers, while they live, how each upstream's id is shown.
@@ -147,7 +161,8 @@ impl TaskIds {
         serde_json::from_slice(&plain).ok()
     }
 
-    /// Puts mcpx's id in place of the upstream's in a created task's result of `era`.
+    /// Puts mcpx's id in place of the upstream's in a created task's result of `era`; the task,
+    /// as mcpx now knows it.
     pub(super) fn seal_created(
         &self,
         result: &mut Value,
@@ -155,9 +170,12 @@ impl TaskIds {
         upstream: &Upstream,
         client: &Client,
         tool: &str,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<Passed, ErrorObject> {
         let Some(task) = task::created_task_mut(result, era) else {
-            return Ok(());
+            return Err(ErrorObject::new(
+                INTERNAL_ERROR,
+                "the upstream's task has no task",
+            ));
         };
         let own_id = task.member("taskId").and_then(Value::as_str);
         let own_id = own_id.ok_or_else(|| {
@@ -184,20 +202,19 @@ impl TaskIds {
         };
         let id = self.seal(&sealed)?;
         let status = task.member("status").and_then(Value::as_str);
-        self.remember(
-            (upstream.id, sealed.t),
-            Passed {
-                id: id.clone(),
-                expires_ms: sealed.e,
-                tool: tool.to_owned(),
-                server: upstream.name.clone(),
-                session: client.session,
-                created: std::time::Instant::now(),
-                status: status.unwrap_or("working").to_owned(),
-            },
-        );
+        let passed = Passed {
+            id: id.clone(),
+            expires_ms: sealed.e,
+            tool: tool.to_owned(),
+            server: upstream.name.clone(),
+            session: client.session,
+            created: std::time::Instant::now(),
+            status: status.unwrap_or("working").to_owned(),
+        };
+        let created = passed.clone();
+        self.remember((upstream.id, sealed.t), passed);
         task["taskId"] = json!(id);
-        Ok(())
+        Ok(created)
     }
 
     /// The id of mcpx's own task `number`, which `client` holds for `ttl`.
@@ -251,11 +268,13 @@ impl TaskIds {
         (passed.expires_ms > now_ms()).then(|| passed.id.clone())
     }
 
-    /// Notes a passed task's status, as a result about it says.
-    fn saw(&self, upstream: usize, own_id: &str, status: &str) {
-        if let Some(passed) = lock(&self.shown).get_mut(&(upstream, own_id.to_owned())) {
-            passed.status = status.to_owned();
-        }
+    /// Notes a passed task's status, as a result about it says; the task, when that status is
+    /// its end, seen for the first time.
+    fn saw(&self, upstream: usize, own_id: &str, status: &str) -> Option<Passed> {
+        let mut shown = lock(&self.shown);
+        let passed = shown.get_mut(&(upstream, own_id.to_owned()))?;
+        let was = std::mem::replace(&mut passed.status, status.to_owned());
+        (was != status && task::is_terminal(status)).then(|| passed.clone())
     }
 
     /// The passed tasks that live, for the live state.
@@ -359,7 +378,9 @@ impl Gateway {
         match outcome {
             Ok(mut result) => {
                 if let Some(status) = result.member("status").and_then(Value::as_str) {
-                    self.task_ids.saw(upstream.id, &own_id, status);
+                    if let Some(ended) = self.task_ids.saw(upstream.id, &own_id, status) {
+                        self.observer.task(&ended.event(status));
+                    }
                 }
                 show_id(&mut result, &own_id, id);
                 Ok(result)
@@ -410,8 +431,10 @@ impl Gateway {
             .map_err(|e| CommandError::Upstream(e.message))?;
         // 2025-11-25 answers the cancelled task; the extension's cancel is an ack.
         let status = answer.member("status").and_then(Value::as_str);
-        self.task_ids
-            .saw(upstream, &own_id, status.unwrap_or("cancel asked"));
+        let status = status.unwrap_or("cancel asked");
+        if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
+            self.observer.task(&ended.event(status));
+        }
         Ok(format!(
             "task {} cancelled by {}",
             crate::view::short_task_id(id),

@@ -39,6 +39,11 @@ pub const CREATED_FIELDS: [&str; 9] = [
     "pollIntervalMs",
 ];
 
+/// Whether a task's status is one it ends in (the same three in both generations).
+pub fn is_terminal(status: &str) -> bool {
+    matches!(status, "completed" | "failed" | "cancelled")
+}
+
 /// Whether a revision has tasks of its own generation (2025-11-25, or the extension's era).
 pub fn has_tasks(revision: Revision) -> bool {
     revision >= LEGACY_SINCE

@@ -435,6 +435,53 @@ mod v2026_07_28 {
             assert_eq!(gone["error"]["code"], -32602, "{gone}");
         }
 
+        /// Each task's creation and end is an audit line, and `mcpx_tasks` counts tasks by kind
+        /// and state.
+        #[test]
+        fn a_task_is_audited_and_counted_by_kind_and_state() {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("audit.jsonl");
+            let audit = format!(
+                "[audit]\npath = {:?}\nkeyFile = {:?}\n",
+                log.display().to_string(),
+                log.with_extension("key").display().to_string()
+            );
+            let d = Daemon::start(&(audit + &fixture_with("tasks = \"always\"", "")), "");
+            let call = json!({"name": "fixture__sleep", "arguments": {"ms": 100}});
+            let created = d.modern(1, "tools/call", with_tasks(call)).json();
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let completed = [("kind", "own"), ("state", "completed")];
+            assert!(
+                eventually(|| metric_sample(&d.metrics(), "mcpx_tasks", &completed) == 1.0),
+                "{}",
+                d.metrics()
+            );
+            let task_lines = || {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let lines: Vec<Value> = text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect();
+                lines
+                    .into_iter()
+                    .filter(|l| l["method"] == "task")
+                    .collect::<Vec<_>>()
+            };
+            assert!(eventually(|| task_lines().len() == 2), "{:?}", task_lines());
+            let outcomes: Vec<Value> = task_lines().iter().map(|l| l["outcome"].clone()).collect();
+            assert_eq!(outcomes, [json!("created"), json!("completed")]);
+            for line in task_lines() {
+                assert_eq!(
+                    (&line["name"], &line["upstream"]),
+                    (&json!("fixture__sleep"), &json!("fixture"))
+                );
+            }
+            let done = d
+                .modern(2, "tasks/get", with_tasks(json!({"taskId": id})))
+                .json();
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+        }
+
         #[test]
         fn a_server_whose_tasks_key_says_never_is_answered_when_the_call_ends() {
             let config = fixture_with("tasks = \"never\"", "promoteAfter = \"100ms\"");
