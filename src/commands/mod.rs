@@ -542,6 +542,7 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
         cancel: crate::cancel::Cancel::new(),
         outbound,
         progress_seen: Default::default(),
+        timeout: None,
     };
     let response = gateway.handle(&client, request, &context).await;
     gateway.close_client(&client);

@@ -77,6 +77,9 @@ pub struct RequestContext {
     pub outbound: outbox::Sender,
     /// Counts the progress notifications passed back (the registry shows it).
     pub progress_seen: Arc<AtomicU64>,
+    /// How long its upstream call may go unanswered, when not the server's `timeout`: a task's
+    /// call runs as long as the task lives.
+    pub timeout: Option<Duration>,
 }
 
 /// The gateway: the upstreams, the merged catalog, the connected clients. It dispatches each
@@ -327,6 +330,7 @@ impl Gateway {
                 cancel: context_cancel,
                 outbound,
                 progress_seen: guard.progress_counter(),
+                timeout: None,
             };
             let cancel = &context.cancel;
             let response = cancel

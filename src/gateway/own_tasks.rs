@@ -438,10 +438,12 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> impl std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let client = Arc::clone(client);
+        // The call may take as long as the task lives, not the server's `timeout`.
         let context = RequestContext {
             cancel: task.cancel.clone(),
             outbound: ctx.outbound.clone(),
             progress_seen: Arc::clone(&ctx.progress_seen),
+            timeout: Some(task.expires.saturating_duration_since(Instant::now())),
         };
         async move {
             let call = self.call_named(
@@ -476,6 +478,7 @@ impl Gateway {
             cancel: task.cancel.clone(),
             outbound: outbox::Sender::nowhere(),
             progress_seen: Arc::default(),
+            timeout: None,
         };
         while asks(&outcome) {
             let questions = outcome.unwrap_or_default();

@@ -57,6 +57,8 @@ pub(super) struct UpstreamCall {
     pub place: FairHeld,
     /// Where the questions it puts to a legacy client are recorded (the audit log).
     pub questions: Option<crate::audit::Questions>,
+    /// How long the upstream may take to answer, when not its `timeout`.
+    pub timeout: Option<std::time::Duration>,
     /// How the upstream's task ids are shown to a 2025-11-25 client, in its questions.
     pub tasks: Option<super::tasks::ShownTasks>,
 }
@@ -72,7 +74,7 @@ impl UpstreamCall {
         asks: Sender<Ask>,
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let (reach, method) = (self.reach.clone(), self.method);
-        let progress = self.progress.clone();
+        let (progress, timeout) = (self.progress.clone(), self.timeout);
         let log = self.log.clone();
         async move {
             let (connection, login) = match reach {
@@ -92,6 +94,7 @@ impl UpstreamCall {
                 progress,
                 asks: Some(asks.clone()),
                 log,
+                timeout,
             };
             // Kept for a retry only where a login could be run.
             let retry = login.map(|login| (login, params.clone(), caller.clone()));

@@ -461,6 +461,7 @@ impl Gateway {
                 .observer
                 .audit()
                 .map(|log| Questions::new(log, client.session, &upstream.name)),
+            timeout: ctx.timeout,
             tasks: (revision.era() == Era::Legacy && task::has_tasks(revision)).then(|| {
                 ShownTasks {
                     upstream: upstream.id,

@@ -242,6 +242,9 @@ pub struct Caller {
     pub asks: Option<async_channel::Sender<asks::Ask>>,
     /// Where the server's log messages during the call go, if the caller takes them.
     pub log: Option<LogSink>,
+    /// How long the call may go unanswered, when not the server's `timeout`: a task's call
+    /// waits as long as the task lives.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// The levels of `notifications/message`, least severe first.

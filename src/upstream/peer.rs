@@ -138,6 +138,7 @@ impl Peer {
         if let Some(asks) = caller.asks {
             self.askers.enter(id, asks);
         }
+        let timeout = caller.timeout.unwrap_or(self.timeout);
         let logs = caller.log.is_some();
         if let Some(log) = caller.log {
             lock(&self.loggers).push((id, log));
@@ -159,7 +160,7 @@ impl Peer {
         // Whichever first: the answer, the caller's cancellation, or the upstream's timeout.
         let timed_out = Cancel::new();
         let reply = smol::future::or(cancel.run(rx.recv()), async {
-            crate::deadline::sleep(self.timeout).await;
+            crate::deadline::sleep(timeout).await;
             timed_out.cancel();
             None
         })
@@ -179,7 +180,7 @@ impl Peer {
                 let failure = if timed_out.is_cancelled() {
                     Failure::Timeout {
                         server: self.name.clone(),
-                        after: self.timeout,
+                        after: timeout,
                     }
                 } else {
                     Failure::Cancelled

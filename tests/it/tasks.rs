@@ -435,6 +435,26 @@ mod v2026_07_28 {
             assert_eq!(gone["error"]["code"], -32602, "{gone}");
         }
 
+        /// A task's call runs as long as the task lives, not the server's `timeout`, which
+        /// still ends the same call made without a task.
+        #[test]
+        fn a_tasks_call_outlives_the_servers_timeout() {
+            let mut mcpx = Serve::start(&fixture_with("timeout = \"1s\"\ntasks = \"always\"", ""));
+            let long = json!({"name": "fixture__sleep", "arguments": {"ms": 2000}});
+            let id = create(&mut mcpx, 1, "fixture__sleep", json!({"ms": 2000}));
+            let done = poll_until(&mut mcpx, &id, "completed");
+            assert_eq!(
+                done["result"]["result"]["content"][0]["text"], "slept",
+                "{done}"
+            );
+            let timed_out = mcpx.call(2, "tools/call", modern(long));
+            let message = timed_out["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("did not answer") || message.contains("1s"),
+                "{timed_out}"
+            );
+        }
+
         /// Each task's creation and end is an audit line, and `mcpx_tasks` counts tasks by kind
         /// and state.
         #[test]

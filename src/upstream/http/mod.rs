@@ -244,8 +244,9 @@ impl HttpUpstream {
             }
             let exchange = self.exchange(id, method, params.as_ref(), &caller);
             let timed_out = Cancel::new();
+            let timeout = caller.timeout.unwrap_or(self.timeout);
             let answer = smol::future::or(cancel.run(exchange), async {
-                crate::deadline::sleep(self.timeout).await;
+                crate::deadline::sleep(timeout).await;
                 timed_out.cancel();
                 None
             })
@@ -285,7 +286,7 @@ impl HttpUpstream {
                     let failure = if timed_out.is_cancelled() {
                         Failure::Timeout {
                             server: self.name.clone(),
-                            after: self.timeout,
+                            after: timeout,
                         }
                     } else {
                         Failure::Cancelled
