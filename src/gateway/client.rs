@@ -269,6 +269,11 @@ impl Client {
         }
     }
 
+    /// Sends a notification of its own, outside any request (a task's status change).
+    pub(super) fn notify(&self, notification: Notification) {
+        let _ = self.outbound.try_send(notification);
+    }
+
     /// Delivers `resources/updated` to a subscription that covers `uri` (the same URI, or one it
     /// is a sub-resource of).
     pub fn resource_updated(&self, uri: &str) {

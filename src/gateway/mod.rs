@@ -156,6 +156,14 @@ impl Gateway {
     /// ([`Supervisor::start`]).
     pub async fn start(&self) -> Result<(), String> {
         self.observer.open_audit()?;
+        let me = self.me.clone();
+        let heard = move |upstream, params| {
+            if let Some(gateway) = me.upgrade() {
+                gateway.task_status(upstream, params);
+            }
+        };
+        let heard = supervision::TaskStatusHeard(Box::new(heard));
+        self.supervisor.on_task_status(heard);
         self.supervisor.start().await;
         Ok(())
     }

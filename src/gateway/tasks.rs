@@ -294,6 +294,13 @@ impl TaskIds {
         .collect()
     }
 
+    /// The id and the session of a live passed task of `upstream`.
+    fn owner_of(&self, upstream: usize, own_id: &str) -> Option<(String, u64)> {
+        let shown = lock(&self.shown);
+        let passed = shown.get(&(upstream, own_id.to_owned()))?;
+        (passed.expires_ms > now_ms()).then(|| (passed.id.clone(), passed.session))
+    }
+
     /// A passed task by the id its client knows: its upstream and that upstream's own id.
     fn passed_by_id(&self, id: &str) -> Option<(usize, String)> {
         let shown = lock(&self.shown);
@@ -403,6 +410,29 @@ impl Gateway {
         all.extend(self.task_ids.passed());
         all.sort_by_key(|t| std::cmp::Reverse(t.age_ms));
         all
+    }
+
+    /// An upstream's `notifications/tasks/status`: to the client whose task it is, under the id
+    /// that client knows (a task mcpx does not know of is nobody's to hear about).
+    pub(super) fn task_status(&self, upstream: usize, mut params: Value) {
+        let own_id = params
+            .member("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let Some(own_id) = own_id else { return };
+        let Some((id, session)) = self.task_ids.owner_of(upstream, &own_id) else {
+            return;
+        };
+        if let Some(status) = params.member("status").and_then(Value::as_str) {
+            if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
+                self.observer.task(&ended.event(status));
+            }
+        }
+        params["taskId"] = json!(id);
+        if let Some(client) = self.clients.get(session) {
+            let method = "notifications/tasks/status";
+            client.notify(crate::jsonrpc::Notification::new(method, params));
+        }
     }
 
     /// Admin: cancels task `id` as its client's `tasks/cancel` would: mcpx's own at once, a

@@ -223,7 +223,7 @@ pub fn log_to_caller(server: &str, sink: Option<&super::LogSink>, params: &Value
 
 /// What the gateway makes of one of the server's own notifications (progress aside, which goes
 /// to the request it belongs to): catalogs that changed and resources that were updated become
-/// events; a log message is logged, tagged with the server's name; the rest are dropped.
+/// events, and so do tasks' status changes; a log message is logged, tagged with the server's name; the rest are dropped.
 pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> Option<Event> {
     if let Some(kind) = ListKind::from_notification(method) {
         return Some(Event::ListChanged { upstream, kind });
@@ -235,6 +235,10 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
                 uri: uri.to_owned(),
             })
         }
+        "notifications/tasks/status" => Some(Event::TaskStatus {
+            upstream,
+            params: params.clone(),
+        }),
         "notifications/message" => {
             log_in_mcpx(server, params);
             Some(Event::Log {
@@ -282,6 +286,14 @@ mod every_revision {
                     &json!({"uri": "u"})
                 ),
                 Some(Event::ResourceUpdated { uri: "u".into() })
+            );
+            let task = json!({"taskId": "t", "status": "completed"});
+            assert_eq!(
+                event_of("s", 2, "notifications/tasks/status", &task),
+                Some(Event::TaskStatus {
+                    upstream: 2,
+                    params: task.clone()
+                })
             );
             assert_eq!(
                 event_of("s", 2, "notifications/message", &json!({"data": 1})),

@@ -216,6 +216,14 @@ pub enum Event {
         /// The `notifications/message` params.
         params: Value,
     },
+    /// A 2025-11-25 task of the server's changed status (`notifications/tasks/status`): for the
+    /// client the task belongs to.
+    TaskStatus {
+        /// The upstream's index in the gateway.
+        upstream: usize,
+        /// The notification's params: the task, under the server's own id.
+        params: Value,
+    },
     /// A resource the server was subscribed to changed.
     ResourceUpdated {
         /// The resource (or a sub-resource of the one subscribed).

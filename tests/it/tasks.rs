@@ -528,8 +528,8 @@ mod v2025_11_25 {
 
         /// The TypeScript SDK v1 on both sides of `mcpx serve`: its client's `callToolStream`
         /// follows each task to its end, answers the question a task asks on `tasks/result`
-        /// (which names the task by mcpx's id), cancels one for good, and finds no task under an
-        /// id mcpx did not make.
+        /// (which names the task by mcpx's id), cancels one for good, hears the server's status
+        /// notifications under mcpx's ids, and finds no task under an id mcpx did not make.
         #[test]
         fn the_typescript_sdks_tasks_pass_through_mcpx_under_its_ids() {
             let mut config = tempfile::NamedTempFile::new().unwrap();
@@ -585,6 +585,17 @@ mod v2025_11_25 {
                 json!({"forged": -32602, "tampered": -32602})
             );
             assert_eq!(report["list"], -32601, "{report}");
+            // The server's status notifications reach the client under mcpx's ids.
+            let delay = runs["delay"]["taskId"].as_str().unwrap();
+            let heard = report["heard"].as_array().unwrap();
+            let completed = json!({"taskId": delay, "status": "completed"});
+            assert!(heard.contains(&completed), "{report}");
+            assert!(
+                heard.iter().all(|h| h["taskId"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("mcpxt1."))),
+                "{report}"
+            );
         }
 
         /// A legacy client's task is its own: another session of the same daemon, given its id,

@@ -5,7 +5,7 @@
 // Prints one JSON object with what it saw.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema, CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, CallToolResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mcpx, config, prefix] = process.argv.slice(2);
 const client = new Client({ name: "ts-tasks", version: "1" }, { capabilities: { elicitation: { form: {} } } });
@@ -13,6 +13,10 @@ const asked = [];
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
   asked.push({ message: request.params.message, relatedTask: request.params._meta?.["io.modelcontextprotocol/related-task"]?.taskId });
   return { action: "accept", content: { name: "Ada" } };
+});
+const heard = [];
+client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+  heard.push({ taskId: notification.params.taskId, status: notification.params.status });
 });
 await client.connect(new StdioClientTransport({ command: mcpx, args: ["--config", config, "serve"], stderr: "ignore" }));
 const report = { capabilities: client.getServerCapabilities(), support: {}, runs: {} };
@@ -62,5 +66,6 @@ report.unknown = {
   tampered: await errorOf(client.experimental.tasks.getTask(longId.slice(0, -2) + (longId.endsWith("AA") ? "BB" : "AA"))),
 };
 report.list = await errorOf(client.experimental.tasks.listTasks());
+report.heard = heard;
 console.log(JSON.stringify(report));
 await client.close();

@@ -45,6 +45,17 @@ pub(super) struct Supervisor {
     /// What clients hold subscribed: a lazy server holding one is busy.
     subscriptions: Arc<HeldSubscriptions>,
     registry: Arc<Registry>,
+    /// Who hears of a task's status change, which only the gateway can route to its client.
+    task_status: OnceLock<TaskStatusHeard>,
+}
+
+/// Hears an upstream's `notifications/tasks/status`: the upstream, and the notification's params.
+pub(super) struct TaskStatusHeard(pub Box<dyn Fn(usize, Value) + Send + Sync>);
+
+impl std::fmt::Debug for TaskStatusHeard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskStatusHeard")
+    }
 }
 
 impl Supervisor {
@@ -63,7 +74,13 @@ impl Supervisor {
             clients,
             subscriptions,
             registry,
+            task_status: OnceLock::new(),
         })
+    }
+
+    /// Where upstreams' task status changes go from now on.
+    pub(super) fn on_task_status(&self, heard: TaskStatusHeard) {
+        let _ = self.task_status.set(heard);
     }
 
     /// The configured upstreams.
@@ -225,6 +242,11 @@ impl Supervisor {
                 }
                 Event::Log { server, params } => self.clients.broadcast_log(&server, &params),
                 Event::ResourceUpdated { uri } => self.clients.resource_updated(&uri),
+                Event::TaskStatus { upstream, params } => {
+                    if let Some(heard) = self.task_status.get() {
+                        (heard.0)(upstream, params);
+                    }
+                }
                 Event::Exited {
                     upstream,
                     generation,
