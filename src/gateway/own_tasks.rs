@@ -198,29 +198,30 @@ impl OwnTasks {
         lock(&self.held).get(&number).cloned()
     }
 
-    /// Keeps a task's outcome, unless it would pass `maxResultBytes`.
+    /// Keeps a task's outcome, unless it would pass `maxResultBytes` (then the task fails
+    /// saying so); a cancelled task keeps none.
     fn finish(&self, task: &OwnTask, outcome: Result<Value, ErrorObject>) {
         let bytes = serde_json::to_vec(&outcome.as_ref().ok()).map_or(0, |b| b.len());
         let room = self.settings.max_result_bytes;
-        let held = self.stored.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        let outcome = if held > room {
+        let fits = self.stored.fetch_add(bytes, Ordering::Relaxed) + bytes <= room;
+        let mut state = lock(&task.state);
+        let cancelled = state.status == "cancelled";
+        if !fits || cancelled {
             self.stored.fetch_sub(bytes, Ordering::Relaxed);
-            Err(ErrorObject::new(
+        }
+        if cancelled {
+            return;
+        }
+        let outcome = match fits {
+            true => outcome,
+            false => Err(ErrorObject::new(
                 INTERNAL_ERROR,
                 format!(
                     "the task's result ({bytes} bytes) would pass tasks.maxResultBytes ({room})"
                 ),
-            ))
-        } else {
-            outcome
+            )),
         };
-        let mut state = lock(&task.state);
-        if state.status == "cancelled" {
-            self.stored
-                .fetch_sub(if held > room { 0 } else { bytes }, Ordering::Relaxed);
-            return;
-        }
-        state.bytes = if held > room { 0 } else { bytes };
+        state.bytes = if fits { bytes } else { 0 };
         state.status = if outcome.is_ok() {
             "completed"
         } else {
