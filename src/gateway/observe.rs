@@ -209,29 +209,56 @@ impl Gateway {
     }
 }
 
-/// A task's turn for the audit log: `created`, or how it ended (`completed`, `failed`,
-/// `cancelled`), with the tool it calls and the server that runs it.
-pub(super) struct TaskEvent<'a> {
+/// Whose a task is and what it runs, alike for a task mcpx runs and one it passed to its
+/// server: what the audit log and the live state say of it.
+#[derive(Debug, Clone)]
+pub(super) struct TaskOrigin {
+    /// The client session it belongs to.
     pub session: u64,
-    pub tool: &'a str,
-    pub server: &'a str,
-    pub outcome: &'a str,
-    /// Since it was created (zero at its creation).
-    pub lasted: Duration,
+    /// The tool called, as exposed, and the server that runs it.
+    pub tool: String,
+    pub server: String,
+    pub created: Instant,
+}
+
+impl TaskOrigin {
+    /// A task created now, of `session`'s call of `tool` on `server`.
+    pub(super) fn new(session: u64, tool: &str, server: &str) -> TaskOrigin {
+        TaskOrigin {
+            session,
+            tool: tool.to_owned(),
+            server: server.to_owned(),
+            created: Instant::now(),
+        }
+    }
+
+    /// The task `id` as the live state shows it: `kind` says who runs it.
+    pub(super) fn view(&self, id: &str, kind: &str, status: &str) -> crate::view::TaskView {
+        crate::view::TaskView {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+            tool: self.tool.clone(),
+            server: self.server.clone(),
+            session: self.session,
+            status: status.to_owned(),
+            age_ms: self.created.elapsed().as_millis() as u64,
+        }
+    }
 }
 
 impl Observer {
-    /// Records a task's creation or end in the audit log, when there is one.
-    pub(super) fn task(&self, event: &TaskEvent<'_>) {
+    /// Records a task's creation (`created`) or end (`completed`, `failed`, `cancelled`) in
+    /// the audit log, when there is one, with how long it lasted.
+    pub(super) fn task(&self, origin: &TaskOrigin, outcome: &str) {
         if let Some(log) = self.audit.get() {
             log.record(&Entry {
-                session: event.session,
+                session: origin.session,
                 method: "task",
-                name: Some(event.tool),
-                upstream: Some(event.server),
+                name: Some(&origin.tool),
+                upstream: Some(&origin.server),
                 upstream_name: None,
-                outcome: event.outcome,
-                took: event.lasted,
+                outcome,
+                took: origin.created.elapsed(),
                 arguments: None,
             });
         }

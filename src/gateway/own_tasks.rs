@@ -11,7 +11,7 @@
 //! the call is retried with the answers, as a client would. The outcome is kept until the TTL
 //! ends; `tasks/cancel` cancels the call upstream.
 
-use super::observe::TaskEvent;
+use super::observe::TaskOrigin;
 use super::{Client, Gateway, RequestContext};
 use crate::cancel::Cancel;
 use crate::config;
@@ -43,14 +43,10 @@ pub(super) struct OwnTasks {
 /// One task of mcpx's.
 #[derive(Debug)]
 pub(super) struct OwnTask {
-    /// The client session it belongs to.
-    session: u64,
-    /// The tool called, as exposed, and the server that runs it.
-    tool: String,
-    server: String,
+    /// Whose it is and what it runs.
+    origin: TaskOrigin,
     /// Its id, once the call became a task (until then, no client knows of it).
     id: std::sync::OnceLock<String>,
-    created: Instant,
     created_at: String,
     expires: Instant,
     /// Cancels its call.
@@ -109,7 +105,7 @@ impl OwnTasks {
         let mut held = lock(&self.held);
         let owned = held
             .values()
-            .filter(|t| t.session == client.session)
+            .filter(|t| t.origin.session == client.session)
             .count();
         if owned >= self.settings.max_per_client {
             return Err(ErrorObject::new(
@@ -122,11 +118,8 @@ impl OwnTasks {
         let (answers, waiting) = async_channel::unbounded();
         let now = now();
         let task = Arc::new(OwnTask {
-            session: client.session,
-            tool: tool.to_owned(),
-            server: server.to_owned(),
+            origin: TaskOrigin::new(client.session, tool, server),
             id: std::sync::OnceLock::new(),
-            created: Instant::now(),
             created_at: now.clone(),
             expires: Instant::now() + self.settings.ttl,
             cancel: Cancel::new(),
@@ -169,7 +162,7 @@ impl OwnTasks {
         self.purge();
         let held = lock(&self.held);
         held.get(&number)
-            .filter(|t| t.session == client.session)
+            .filter(|t| t.origin.session == client.session)
             .cloned()
     }
 
@@ -181,15 +174,7 @@ impl OwnTasks {
             .values()
             .filter_map(|task| Some((task.id.get()?, task)));
         known
-            .map(|(id, task)| TaskView {
-                id: id.clone(),
-                kind: "own".into(),
-                tool: task.tool.clone(),
-                server: task.server.clone(),
-                session: task.session,
-                status: lock(&task.state).status.to_owned(),
-                age_ms: task.created.elapsed().as_millis() as u64,
-            })
+            .map(|(id, task)| task.origin.view(id, "own", lock(&task.state).status))
             .collect()
     }
 
@@ -268,17 +253,6 @@ impl OwnTask {
             (None, None) => {}
         }
         task
-    }
-
-    /// This task's turn for the audit log.
-    fn event<'a>(&'a self, outcome: &'a str) -> TaskEvent<'a> {
-        TaskEvent {
-            session: self.session,
-            tool: &self.tool,
-            server: &self.server,
-            outcome,
-            lasted: self.created.elapsed(),
-        }
     }
 
     /// The call asks a round of questions: the task waits for their answers.
@@ -406,7 +380,7 @@ impl Gateway {
             .task_ids
             .seal_own(number, client, self.own_tasks.settings.ttl)?;
         let _ = task.id.set(id.clone());
-        self.observer.task(&task.event("created"));
+        self.observer.task(&task.origin, "created");
         let mut created = task.detailed(&id, self.own_tasks.ttl_ms());
         created["resultType"] = json!("task");
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
@@ -423,7 +397,7 @@ impl Gateway {
             task.cancel.cancel();
             gateway.own_tasks.finish(&task, outcome);
             let ended = lock(&task.state).status;
-            gateway.observer.task(&task.event(ended));
+            gateway.observer.task(&task.origin, ended);
         })
         .detach();
         Ok(created)

@@ -122,7 +122,7 @@ impl Gateway {
             let created = self
                 .task_ids
                 .seal_created(&mut result, era, &upstream, client, name)?;
-            self.observer.task(&created.event("created"));
+            self.observer.task(&created.origin, "created");
         }
         Ok(shown_renamed(&catalog, owner, result))
     }

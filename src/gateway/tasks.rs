@@ -13,7 +13,7 @@
 //! A task outlives the request that created it: a client that disconnects or cancels that
 //! request afterwards leaves it running; `tasks/cancel` is how it is cancelled, and is passed on.
 
-use super::observe::TaskEvent;
+use super::observe::TaskOrigin;
 use super::upstreams::Upstream;
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
 use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
@@ -85,24 +85,8 @@ pub(super) enum Opened {
 pub(super) struct Passed {
     id: String,
     expires_ms: u64,
-    tool: String,
-    server: String,
-    session: u64,
-    created: std::time::Instant,
+    pub origin: TaskOrigin,
     status: String,
-}
-
-impl Passed {
-    /// This task's turn for the audit log.
-    pub(super) fn event<'a>(&'a self, outcome: &'a str) -> TaskEvent<'a> {
-        TaskEvent {
-            session: self.session,
-            tool: &self.tool,
-            server: &self.server,
-            outcome,
-            lasted: self.created.elapsed(),
-        }
-    }
 }
 
 /// Seals task ids and remembers, while they live, how each upstream's id is shown.
@@ -205,10 +189,7 @@ impl TaskIds {
         let passed = Passed {
             id: id.clone(),
             expires_ms: sealed.e,
-            tool: tool.to_owned(),
-            server: upstream.name.clone(),
-            session: client.session,
-            created: std::time::Instant::now(),
+            origin: TaskOrigin::new(client.session, tool, &upstream.name),
             status: status.unwrap_or("working").to_owned(),
         };
         let created = passed.clone();
@@ -282,23 +263,15 @@ impl TaskIds {
         let now = now_ms();
         let shown = lock(&self.shown);
         let live = shown.values().filter(|p| p.expires_ms > now);
-        live.map(|p| TaskView {
-            id: p.id.clone(),
-            kind: "passed".into(),
-            tool: p.tool.clone(),
-            server: p.server.clone(),
-            session: p.session,
-            status: p.status.clone(),
-            age_ms: p.created.elapsed().as_millis() as u64,
-        })
-        .collect()
+        live.map(|p| p.origin.view(&p.id, "passed", &p.status))
+            .collect()
     }
 
     /// The id and the session of a live passed task of `upstream`.
     fn owner_of(&self, upstream: usize, own_id: &str) -> Option<(String, u64)> {
         let shown = lock(&self.shown);
         let passed = shown.get(&(upstream, own_id.to_owned()))?;
-        (passed.expires_ms > now_ms()).then(|| (passed.id.clone(), passed.session))
+        (passed.expires_ms > now_ms()).then(|| (passed.id.clone(), passed.origin.session))
     }
 
     /// A passed task by the id its client knows: its upstream and that upstream's own id.
@@ -386,7 +359,7 @@ impl Gateway {
             Ok(mut result) => {
                 if let Some(status) = result.member("status").and_then(Value::as_str) {
                     if let Some(ended) = self.task_ids.saw(upstream.id, &own_id, status) {
-                        self.observer.task(&ended.event(status));
+                        self.observer.task(&ended.origin, status);
                     }
                 }
                 show_id(&mut result, &own_id, id);
@@ -425,7 +398,7 @@ impl Gateway {
         };
         if let Some(status) = params.member("status").and_then(Value::as_str) {
             if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
-                self.observer.task(&ended.event(status));
+                self.observer.task(&ended.origin, status);
             }
         }
         params["taskId"] = json!(id);
@@ -463,7 +436,7 @@ impl Gateway {
         let status = answer.member("status").and_then(Value::as_str);
         let status = status.unwrap_or("cancel asked");
         if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
-            self.observer.task(&ended.event(status));
+            self.observer.task(&ended.origin, status);
         }
         Ok(format!(
             "task {} cancelled by {}",

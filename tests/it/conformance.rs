@@ -168,17 +168,28 @@ mod v2026_07_28 {
         }
 
         /// The same ten scenarios through `mcpx daemon` in front of a server with no tasks (the
-        /// fixture's `--conformance-tasks`): mcpx runs the tasks itself, promoting the long calls,
-        /// and the tools the scenarios need as tasks at once are configured so.
+        /// fixture's `--conformance-tasks`): mcpx runs the tasks itself. Each tool's `tasks` says
+        /// what the scenarios want of it, so that no check rides on a call beating a timer; only
+        /// `test_tool_with_task` is promoted by time (its first round asks at once, its second
+        /// outlasts `promoteAfter` by a second).
         #[test]
         fn the_tasks_scenarios_pass_with_mcpxs_own_tasks_outside_their_baseline() {
-            let tools = ["protocol_error_job", "confirm_delete", "multi_input"]
-                .map(|tool| format!("[servers.tasks.tools.{tool}]\ntasks = \"always\"\n"))
-                .concat();
+            let policy = |tool: &str, tasks: &str| {
+                format!("[servers.tasks.tools.{tool}]\ntasks = \"{tasks}\"\n")
+            };
+            let always = [
+                "slow_compute",
+                "protocol_error_job",
+                "confirm_delete",
+                "multi_input",
+            ];
+            let tools = always.map(|tool| policy(tool, "always")).concat()
+                + &policy("greet", "never")
+                + &policy("failing_job", "required");
             let daemon = Daemon::start(
                 &format!(
-                    "[servers.tasks]\ncommand = {:?}\nargs = [\"--conformance-tasks\"]\nprefix = \"\"\n\
-                     [servers.tasks.tools.failing_job]\ntasks = \"required\"\n{tools}",
+                    "[tasks]\npromoteAfter = \"5s\"\n\
+                     [servers.tasks]\ncommand = {:?}\nargs = [\"--conformance-tasks\"]\nprefix = \"\"\n{tools}",
                     crate::common::fixture_bin()
                 ),
                 "",

@@ -104,8 +104,9 @@ pub fn call(
         }
         "test_tool_with_task" => {
             let answer = elicit("Your name?", "name", "string");
-            // Long enough after the answer that the retry becomes a task.
-            std::thread::sleep(Duration::from_millis(1500));
+            // Longer after the answer than the test's `promoteAfter` (5 s), so that the retry
+            // becomes a task.
+            std::thread::sleep(Duration::from_secs(6));
             text(format!(
                 "Hello, {}!",
                 answer["content"]["name"].as_str().unwrap_or("?")
