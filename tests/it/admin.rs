@@ -632,7 +632,7 @@ mod every_revision {
 
     pub mod tui {
         use super::super::*;
-        use common::console::{screen_shows, tmux};
+        use common::console::{screen_lacks, screen_shows, tmux};
 
         /// Under tmux: the console shows a real client's session and in-flight call, cancels the
         /// call with `c` and `y`, and `q` leaves the shell's screen as it was.
@@ -681,6 +681,7 @@ mod every_revision {
             screen_shows(&name, "running mcpx");
             screen_shows(&name, &socket.display().to_string());
             tmux(&["send-keys", "-t", &name, "Escape"]);
+            screen_lacks(&name, "running mcpx");
             tmux(&["send-keys", "-t", &name, "q"]);
             let screen = screen_shows(&name, "ready$");
             tmux(&["kill-session", "-t", &name]);

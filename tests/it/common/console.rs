@@ -14,16 +14,32 @@ pub fn tmux(args: &[&str]) -> String {
 
 /// Waits until the tmux session's screen shows `text`; the screen.
 pub fn screen_shows(session: &str, text: &str) -> String {
+    screen_where(
+        session,
+        |screen| screen.contains(text),
+        &format!("{text:?} never appeared"),
+    )
+}
+
+/// Waits until the tmux session's screen no longer shows `text`; the screen. A key sent while
+/// the console still shows what the previous key closes may be read with it (an Escape and the
+/// next key arrive as one Alt chord), so a test waits for the screen before the next key.
+pub fn screen_lacks(session: &str, text: &str) -> String {
+    screen_where(
+        session,
+        |screen| !screen.contains(text),
+        &format!("{text:?} never went"),
+    )
+}
+
+fn screen_where(session: &str, holds: impl Fn(&str) -> bool, failure: &str) -> String {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let screen = tmux(&["capture-pane", "-t", session, "-p"]);
-        if screen.contains(text) {
+        if holds(&screen) {
             return screen;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{text:?} never appeared:\n{screen}"
-        );
+        assert!(Instant::now() < deadline, "{failure}:\n{screen}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
