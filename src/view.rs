@@ -48,7 +48,8 @@ pub struct Snapshot {
 pub struct TaskView {
     /// Its id as its client knows it (mcpx's).
     pub id: String,
-    /// `"own"` for a task mcpx runs itself, `"passed"` for one its upstream runs.
+    /// `"own"` for a task mcpx runs itself, `"bridged"` for one it runs through a 2025-11-25
+    /// server's task, `"passed"` for one its upstream runs.
     pub kind: String,
     /// The tool called, as exposed.
     pub tool: String,

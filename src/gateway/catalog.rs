@@ -399,6 +399,14 @@ impl Catalog {
         self.bare_tools.called(name, exposes)
     }
 
+    /// What the exposed tool's 2025-11-25 `execution.taskSupport` says (`forbidden` when it says
+    /// nothing). Looked up only for a server that runs 2025-11-25 tasks, so a scan will do.
+    pub fn task_support(&self, exposed: &str) -> &str {
+        let tool = self.tools.iter().find(|t| t["name"] == exposed);
+        let support = tool.and_then(|t| t["execution"]["taskSupport"].as_str());
+        support.unwrap_or("forbidden")
+    }
+
     /// The URIs renamed because two servers use them.
     pub fn shared_uris(&self) -> &SharedUris {
         &self.shared_uris

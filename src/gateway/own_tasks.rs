@@ -11,8 +11,9 @@
 //! the call is retried with the answers, as a client would. The outcome is kept until the TTL
 //! ends; `tasks/cancel` cancels the call upstream.
 
+use super::bridged_tasks::Bridge;
 use super::observe::TaskOrigin;
-use super::{Client, Gateway, RequestContext};
+use super::{Client, Gateway, RequestContext, Route};
 use crate::cancel::Cancel;
 use crate::config;
 use crate::json::Member;
@@ -54,6 +55,8 @@ pub(super) struct OwnTask {
     state: Mutex<State>,
     /// Where a round's answers go to the call waiting for them.
     answers: async_channel::Sender<Map<String, Value>>,
+    /// The 2025-11-25 server's task it runs, when its tool runs as one ([`super::bridged_tasks`]).
+    bridge: Option<Arc<Bridge>>,
 }
 
 #[derive(Debug)]
@@ -98,9 +101,15 @@ impl OwnTasks {
         self.settings.promote_after
     }
 
-    /// A new task of `client`'s calling `tool` of `server`, if it holds fewer than
-    /// `maxPerClient`.
-    fn admit(&self, client: &Client, tool: &str, server: &str) -> Result<Admitted, ErrorObject> {
+    /// A new task of `client`'s calling `tool` of `server` (through the server's own task, when
+    /// `bridged`), if it holds fewer than `maxPerClient`.
+    fn admit(
+        &self,
+        client: &Client,
+        tool: &str,
+        server: &str,
+        bridged: Option<Route>,
+    ) -> Result<Admitted, ErrorObject> {
         self.purge();
         let mut held = lock(&self.held);
         let owned = held
@@ -132,6 +141,7 @@ impl OwnTasks {
                 rounds: 0,
             }),
             answers,
+            bridge: bridged.map(|route| Arc::new(Bridge::new(route))),
         });
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         held.insert(number, Arc::clone(&task));
@@ -174,7 +184,7 @@ impl OwnTasks {
             .values()
             .filter_map(|task| Some((task.id.get()?, task)));
         known
-            .map(|(id, task)| task.origin.view(id, "own", lock(&task.state).status))
+            .map(|(id, task)| task.origin.view(id, task.kind(), lock(&task.state).status))
             .collect()
     }
 
@@ -224,6 +234,14 @@ impl OwnTasks {
 }
 
 impl OwnTask {
+    /// What the live state calls it.
+    fn kind(&self) -> &'static str {
+        match self.bridge {
+            Some(_) => "bridged",
+            None => "own",
+        }
+    }
+
     /// The task as `tasks/get` shows it (the extension's `DetailedTask`), its outcome inlined.
     pub(super) fn detailed(&self, id: &str, ttl_ms: u64) -> Value {
         let state = lock(&self.state);
@@ -312,10 +330,12 @@ impl OwnTask {
     }
 }
 
-/// When a call becomes a task of mcpx's, and the server it goes to.
+/// When a call becomes a task of mcpx's, the server it goes to, and the tool whose server's own
+/// task it runs, if bridged.
 pub(super) struct Promotion {
     pub after: Duration,
     pub server: String,
+    pub bridged: Option<Route>,
 }
 
 /// The tool a `tools/call` names.
@@ -352,6 +372,7 @@ impl Gateway {
         let Promotion {
             after: promote_after,
             server,
+            bridged,
         } = promotion;
         let Some(gateway) = self.me.upgrade() else {
             return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
@@ -360,7 +381,9 @@ impl Gateway {
             number,
             task,
             answers,
-        } = self.own_tasks.admit(client, tool_of(params), &server)?;
+        } = self
+            .own_tasks
+            .admit(client, tool_of(params), &server, bridged)?;
         let params = params.cloned().unwrap_or_else(|| json!({}));
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) drops it, and its progress goes to this request.
@@ -397,6 +420,9 @@ impl Gateway {
             task.cancel.cancel();
             gateway.own_tasks.finish(&task, outcome);
             let ended = lock(&task.state).status;
+            if let Some(bridge) = task.bridge.as_ref().filter(|_| ended == "cancelled") {
+                gateway.cancel_bridged(bridge).await;
+            }
             gateway.observer.task(&task.origin, ended);
         })
         .detach();
@@ -413,14 +439,22 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> impl std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let client = Arc::clone(client);
+        let bridge = task.bridge.clone();
+        let lives = task.expires.saturating_duration_since(Instant::now());
         // The call may take as long as the task lives, not the server's `timeout`.
         let context = RequestContext {
             cancel: task.cancel.clone(),
             outbound: ctx.outbound.clone(),
             progress_seen: Arc::clone(&ctx.progress_seen),
-            timeout: Some(task.expires.saturating_duration_since(Instant::now())),
+            timeout: Some(lives),
         };
         async move {
+            if let Some(bridge) = &bridge {
+                // Minds the task's cancellation itself: the server's task must be made to be
+                // cancelled.
+                let round = self.bridged_round(&client, bridge, &params, revision, lives, &context);
+                return Box::pin(round).await;
+            }
             let call = self.call_named(
                 &client,
                 Method::ToolsCall,
@@ -496,7 +530,7 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            let admitted = tasks.admit(&client, "t", "s").unwrap();
+            let admitted = tasks.admit(&client, "t", "s", None).unwrap();
             let task = &admitted.task;
             let question = json!({"method": "elicitation/create", "params": {}});
             task.ask(&json!({"inputRequests": {"a": question, "b": question}}));
@@ -539,8 +573,8 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            let _held = tasks.admit(&client, "t", "s").unwrap();
-            let refused = tasks.admit(&client, "t", "s").err().unwrap();
+            let _held = tasks.admit(&client, "t", "s", None).unwrap();
+            let refused = tasks.admit(&client, "t", "s", None).err().unwrap();
             assert!(
                 refused.message.contains("tasks.maxPerClient"),
                 "{}",
@@ -552,7 +586,7 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            assert!(tasks.admit(&other, "t", "s").is_ok());
+            assert!(tasks.admit(&other, "t", "s", None).is_ok());
         }
     }
 }

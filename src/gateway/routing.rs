@@ -18,7 +18,6 @@ use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Method, Revision};
-use crate::sync::lock;
 use crate::telemetry;
 use crate::upstream::ProgressSink;
 use serde_json::{json, Value};
@@ -128,9 +127,10 @@ impl Gateway {
     }
 
     /// How long a `tools/call` may run before mcpx makes it a task of its own: for a 2026-07-28
-    /// client that declared the Tasks extension, calling a server that runs no tasks itself, as
-    /// the tool's or its server's `tasks` says. `None` when it does not become one; an error for
-    /// a client that did not declare the extension, calling a tool whose `tasks` is required.
+    /// client that declared the Tasks extension, calling a server that runs no such tasks, as
+    /// the tool's or its server's `tasks` says. A 2025-11-25 server's task tool is bridged: the
+    /// task mcpx shows runs the server's. `None` when the call does not become one; an error for
+    /// a client that did not declare the extension, calling a tool run only as a task.
     fn promotes(
         &self,
         client: &Client,
@@ -142,31 +142,41 @@ impl Gateway {
             return Ok(None);
         }
         let catalog = self.catalog_of(client);
-        let name = Method::ToolsCall.target(params).unwrap_or_default();
-        let Some(route) = catalog.called_tool(name)?.and_then(|e| catalog.tool(e)) else {
+        let called = Method::ToolsCall.target(params).unwrap_or_default();
+        let Some(exposed) = catalog.called_tool(called)? else {
+            return Ok(None);
+        };
+        let Some(route) = catalog.tool(exposed) else {
             return Ok(None);
         };
         let Some(upstream) = self.supervisor.upstreams().of(route.owner) else {
             return Ok(None);
         };
-        let runs_its_own = lock(&upstream.handshake).as_ref().is_some_and(|h| {
-            h.revision.era() == Era::Modern
-                && Extensions::declared_in(Some(&h.capabilities)).contains(Extension::Tasks)
-        });
+        let bridged = match upstream.runs_tasks() {
+            Some(Era::Modern) => return Ok(None),
+            Some(Era::Legacy) => match catalog.task_support(exposed) {
+                "required" => Some((route.clone(), true)),
+                "optional" => Some((route.clone(), false)),
+                _ => None,
+            },
+            None => None,
+        };
         let tool = upstream.config.tools.get(&route.name);
         let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
+        let required = policy == TaskPolicy::Required || bridged.as_ref().is_some_and(|b| b.1);
         let declared = extensions.contains(Extension::Tasks);
         let after = match policy {
-            _ if runs_its_own => None,
-            TaskPolicy::Required if !declared => return Err(super::tasks::undeclared(name)),
+            _ if required && !declared => return Err(super::tasks::undeclared(called)),
             _ if !declared => None,
-            TaskPolicy::Never => None,
-            TaskPolicy::Always | TaskPolicy::Required => Some(std::time::Duration::ZERO),
+            // A tool run only as a task is one even where mcpx would make none of its own.
+            TaskPolicy::Never if !required => None,
             TaskPolicy::Auto => Some(self.own_tasks.promote_after()),
+            _ => Some(std::time::Duration::ZERO),
         };
         Ok(after.map(|after| Promotion {
             after,
             server: upstream.name.clone(),
+            bridged: bridged.map(|(route, _)| route),
         }))
     }
 

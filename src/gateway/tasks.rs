@@ -418,18 +418,9 @@ impl Gateway {
             return Ok(format!("task {} cancelled", crate::view::short_task_id(id)));
         }
         let (upstream, own_id) = self.task_ids.passed_by_id(id).ok_or_else(unknown)?;
-        let upstreams = self.supervisor.upstreams();
-        let reached = upstreams.connection(Owner::Upstream(upstream));
-        let (server, connection) = reached.map_err(|e| CommandError::Upstream(e.message))?;
-        let mut params = json!({"taskId": own_id});
-        if server.is_modern() {
-            params["_meta"][envelope::CLIENT_CAPABILITIES] =
-                json!({"extensions": {Extension::Tasks.id(): {}}});
-        }
-        let cancel = crate::cancel::Cancel::new();
-        let method = Method::TasksCancel.as_str();
-        let answer = connection.request(method, Some(params), &cancel, Caller::default());
-        let answer = answer
+        let owner = Owner::Upstream(upstream);
+        let (server, answer) = self
+            .cancel_upstream_task(owner, &own_id)
             .await
             .map_err(|e| CommandError::Upstream(e.message))?;
         // 2025-11-25 answers the cancelled task; the extension's cancel is an ack.
@@ -439,10 +430,28 @@ impl Gateway {
             self.observer.task(&ended.origin, status);
         }
         Ok(format!(
-            "task {} cancelled by {}",
+            "task {} cancelled by {server}",
             crate::view::short_task_id(id),
-            server.name
         ))
+    }
+
+    /// `tasks/cancel` of `owner`'s task `own_id`, sent as mcpx's own request: the server's name
+    /// and its answer.
+    pub(super) async fn cancel_upstream_task(
+        &self,
+        owner: Owner,
+        own_id: &str,
+    ) -> Result<(String, Value), ErrorObject> {
+        let (server, connection) = self.supervisor.upstreams().connection(owner)?;
+        let mut params = json!({"taskId": own_id});
+        if server.is_modern() {
+            params["_meta"][envelope::CLIENT_CAPABILITIES] =
+                json!({"extensions": {Extension::Tasks.id(): {}}});
+        }
+        let cancel = crate::cancel::Cancel::new();
+        let method = Method::TasksCancel.as_str();
+        let answer = connection.request(method, Some(params), &cancel, Caller::default());
+        Ok((server.name.clone(), answer.await?))
     }
 
     /// `tasks/get`, `tasks/update` and `tasks/cancel` of a task mcpx runs itself.

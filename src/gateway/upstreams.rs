@@ -13,7 +13,7 @@ use crate::config::{
 use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
 use crate::limit::FairLimit;
-use crate::protocol::Era;
+use crate::protocol::{task, Era, Extension, Extensions};
 use crate::sync::{lock, read, write};
 use crate::upstream::auth::store::Store;
 use crate::upstream::client::FirstTry;
@@ -198,6 +198,24 @@ impl Upstream {
         lock(&self.handshake)
             .as_ref()
             .is_some_and(|h| h.revision.era() == Era::Modern)
+    }
+
+    /// The generation of tasks it runs on `tools/call`, if any: the Tasks extension (2026-07-28)
+    /// or 2025-11-25's `tasks.requests.tools.call`.
+    pub(super) fn runs_tasks(&self) -> Option<Era> {
+        let handshake = lock(&self.handshake);
+        let handshake = handshake.as_ref()?;
+        let era = handshake.revision.era();
+        let runs = match era {
+            Era::Modern => {
+                Extensions::declared_in(Some(&handshake.capabilities)).contains(Extension::Tasks)
+            }
+            Era::Legacy => {
+                task::has_tasks(handshake.revision)
+                    && task::serves_tool_tasks(&handshake.capabilities)
+            }
+        };
+        runs.then_some(era)
     }
 
     /// Whether it declared `resources.subscribe`.

@@ -84,6 +84,20 @@ pub fn related_task_id_mut(params: &mut Value) -> Option<&mut Value> {
         .member_mut("taskId")
 }
 
+/// Removes 2025-11-25's `related-task` from a message's params or result (and its `_meta`, were
+/// that all it held): where the message goes, it would name a task by an id nobody there knows.
+pub fn drop_related_task(message: &mut Value) {
+    let Value::Object(message) = message else {
+        return;
+    };
+    if let Some(Value::Object(meta)) = message.get_mut("_meta") {
+        meta.remove(RELATED_TASK);
+        if meta.is_empty() {
+            message.remove("_meta");
+        }
+    }
+}
+
 /// Whether a 2025-11-25 server's capabilities let a client ask it for a task on `tools/call`.
 pub fn serves_tool_tasks(capabilities: &Value) -> bool {
     let requests = capabilities

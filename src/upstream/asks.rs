@@ -48,9 +48,12 @@ impl Ask {
         let _ = self.reply.try_send(outcome);
     }
 
-    /// The ask as an `InputRequest` of 2026-07-28: `{method, params}`, no id.
+    /// The ask as an `InputRequest` of 2026-07-28: `{method, params}`, no id, and no 2025-11-25
+    /// `related-task` (which names a task by the server's id, where the client knows mcpx's).
     pub fn input_request(&self) -> Value {
-        json!({"method": self.method.as_str(), "params": self.params})
+        let mut params = self.params.clone();
+        crate::protocol::task::drop_related_task(&mut params);
+        json!({"method": self.method.as_str(), "params": params})
     }
 
     /// The client capability it needs, as a `ClientCapabilities` object.
@@ -246,6 +249,26 @@ mod every_revision {
             let (roots, _) = Ask::new(Method::RootsList, json!({}));
             assert!(roots.allowed_by(&json!({"roots": {"listChanged": true}})));
             assert!(!roots.allowed_by(&json!({})));
+        }
+
+        /// A 2026-07-28 client is asked without 2025-11-25's `related-task`, which would name a
+        /// task by the server's id; the rest of `_meta` stays.
+        #[test]
+        fn an_input_request_carries_no_related_task() {
+            let related = json!({"taskId": "server-own"});
+            let meta = json!({"io.modelcontextprotocol/related-task": related, "k": 1});
+            let (ask, _) = Ask::new(
+                Method::ElicitationCreate,
+                json!({"message": "m", "_meta": meta}),
+            );
+            let shown = ask.input_request();
+            assert_eq!(shown["params"], json!({"message": "m", "_meta": {"k": 1}}));
+            let only = json!({"io.modelcontextprotocol/related-task": related});
+            let (ask, _) = Ask::new(
+                Method::ElicitationCreate,
+                json!({"message": "m", "_meta": only}),
+            );
+            assert_eq!(ask.input_request()["params"], json!({"message": "m"}));
         }
     }
 }

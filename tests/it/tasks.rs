@@ -527,6 +527,124 @@ mod v2026_07_28 {
             assert_eq!(waited["result"]["content"][0]["text"], "slept", "{waited}");
         }
     }
+
+    mod bridged_tasks {
+        use super::super::*;
+
+        /// The TypeScript SDK v1's 2025-11-25 tasks server, its tasks made at once (`tasks`).
+        fn ts(tasks: &str) -> String {
+            format!("{}tasks = {tasks:?}\n", ts_tasks_server("ts"))
+        }
+
+        /// Calls the server's `statuses` until its tasks' statuses include `status`; them.
+        fn server_statuses_until(mcpx: &mut Serve, status: &str) -> Value {
+            let deadline = Instant::now() + PATIENCE;
+            let mut request = 5000;
+            loop {
+                request += 1;
+                let call = modern(json!({"name": "ts__statuses", "arguments": {}}));
+                let got = mcpx.call(request, "tools/call", call);
+                let text = got["result"]["content"][0]["text"].as_str().unwrap_or("[]");
+                let statuses: Value = serde_json::from_str(text).unwrap();
+                let seen = statuses.as_array().unwrap().iter().any(|s| s == status);
+                if seen || Instant::now() > deadline {
+                    return statuses;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+
+        /// A 2026-07-28 client that declared Tasks, calling a 2025-11-25 server's task tool,
+        /// gets a task of mcpx's, polls it, and reads the server's result in the extension's
+        /// terms: a tool error is `completed` with `isError`, not 2025-11-25's `failed`; the
+        /// server's id and its `related-task` never show.
+        #[test]
+        fn a_2025_11_25_servers_task_is_a_task_of_the_extension_polled_to_its_result() {
+            let mut mcpx = Serve::start(&ts("always"));
+            let id = create(&mut mcpx, 1, "ts__delay", json!({"ms": 300}));
+            assert!(id.starts_with("mcpxt1."), "{id}");
+            let done = poll_until(&mut mcpx, &id, "completed");
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+            let result = &done["result"]["result"];
+            assert_eq!(result["content"][0]["text"], "waited 300ms", "{done}");
+            assert!(!done.to_string().contains("related-task"), "{done}");
+            let failing = create(&mut mcpx, 2, "ts__fail", json!({}));
+            let done = poll_until(&mut mcpx, &failing, "completed");
+            assert_eq!(done["result"]["status"], "completed", "{done}");
+            assert_eq!(done["result"]["result"]["isError"], true, "{done}");
+            // 2026-07-28 tools carry no `execution`: the client is never asked to choose.
+            let listed = mcpx.call(3, "tools/list", modern(json!({})));
+            let tools = listed["result"]["tools"].as_array().unwrap();
+            assert!(
+                tools.iter().all(|t| t.get("execution").is_none()),
+                "{listed}"
+            );
+        }
+
+        /// Under `auto`, a bridged call that ends within `promoteAfter` is answered as it is.
+        #[test]
+        fn a_quick_bridged_call_is_answered_as_it_is() {
+            let config = format!("{}[tasks]\npromoteAfter = \"1h\"\n", ts("auto"));
+            let mut mcpx = Serve::start(&config);
+            let call = with_tasks(json!({"name": "ts__delay", "arguments": {"ms": 10}}));
+            let answered = mcpx.call(1, "tools/call", call);
+            let text = &answered["result"]["content"][0]["text"];
+            assert_eq!(text, "waited 10ms", "{answered}");
+            assert!(answered["result"].get("taskId").is_none(), "{answered}");
+        }
+
+        /// The server's question inside its task (on `tasks/result`, tied to the task) is the
+        /// task's `input_required`; `tasks/update` answers it and the task completes.
+        #[test]
+        fn a_question_the_servers_task_asks_is_answered_by_tasks_update() {
+            let mut mcpx = Serve::start(&ts("always"));
+            let id = create(&mut mcpx, 1, "ts__ask", json!({}));
+            let asked = poll_until(&mut mcpx, &id, "input_required");
+            assert_eq!(asked["result"]["status"], "input_required", "{asked}");
+            let requests = asked["result"]["inputRequests"].as_object().unwrap();
+            assert_eq!(requests.len(), 1, "{asked}");
+            let (key, question) = requests.iter().next().unwrap();
+            assert_eq!(question["method"], "elicitation/create", "{asked}");
+            assert_eq!(question["params"]["message"], "Your name?", "{asked}");
+            assert!(!asked.to_string().contains("related-task"), "{asked}");
+            let answers = json!({key: {"action": "accept", "content": {"name": "Ann"}}});
+            let update = with_tasks(json!({"taskId": id, "inputResponses": answers}));
+            let ack = mcpx.call(2, "tasks/update", update);
+            assert!(ack.get("result").is_some(), "{ack}");
+            let done = poll_until(&mut mcpx, &id, "completed");
+            let text = &done["result"]["result"]["content"][0]["text"];
+            assert_eq!(text, "hello Ann", "{done}");
+        }
+
+        /// `tasks/cancel` ends mcpx's task cancelled and cancels the server's task behind it.
+        #[test]
+        fn tasks_cancel_cancels_the_servers_task_and_the_task_stays_cancelled() {
+            let mut mcpx = Serve::start(&ts("always"));
+            let id = create(&mut mcpx, 1, "ts__delay", json!({"ms": 600_000}));
+            let ack = mcpx.call(2, "tasks/cancel", with_tasks(json!({"taskId": id})));
+            assert!(ack.get("result").is_some(), "{ack}");
+            let ended = poll_until(&mut mcpx, &id, "cancelled");
+            assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+            let statuses = server_statuses_until(&mut mcpx, "cancelled");
+            assert_eq!(statuses, json!(["cancelled"]));
+            let still = poll_until(&mut mcpx, &id, "cancelled");
+            assert_eq!(still["result"]["status"], "cancelled", "{still}");
+        }
+
+        /// A tool the server runs only as a task is -32021 for a client that did not declare
+        /// Tasks (its plain call would be refused); one it may run either way is called plainly.
+        #[test]
+        fn a_task_only_tool_is_minus_32021_without_tasks_and_an_optional_one_is_plain() {
+            let mut mcpx = Serve::start(&ts_tasks_server("ts"));
+            let call = modern(json!({"name": "ts__ask", "arguments": {}}));
+            let refused = mcpx.call(1, "tools/call", call);
+            assert_eq!(refused["error"]["code"], -32021, "{refused}");
+            let call = modern(json!({"name": "ts__delay", "arguments": {"ms": 10}}));
+            let plain = mcpx.call(2, "tools/call", call);
+            let text = &plain["result"]["content"][0]["text"];
+            assert_eq!(text, "waited 10ms", "{plain}");
+        }
+    }
 }
 
 /// `[servers.NAME]` running the TypeScript SDK v1's 2025-11-25 tasks server.

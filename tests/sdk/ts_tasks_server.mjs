@@ -1,7 +1,9 @@
 // A TypeScript SDK v1 server with 2025-11-25 tasks (`experimental.tasks`): mcpx's end-to-end
 // tests put it behind the gateway over stdio.
-// Tools: `delay` (a task that completes after `ms`), `fail` (a task that fails), and `ask` (a task
-// that asks the user a question on its `tasks/result` stream before it completes).
+// Tools: `delay` (a task that completes after `ms`), `fail` (a task that fails), `ask` (a task
+// that asks the user a question on its `tasks/result` stream before it completes), and `statuses`
+// (a plain tool: the status of every task the server holds, so that a test sees what mcpx did to
+// the server's tasks behind its own).
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
@@ -20,6 +22,11 @@ const server = new McpServer(
 server.registerTool("now", { description: "Answers at once", inputSchema: {} }, async () => ({
   content: [{ type: "text", text: "now" }],
 }));
+
+server.registerTool("statuses", { description: "Every task's status", inputSchema: {} }, async () => {
+  const { tasks } = await taskStore.listTasks();
+  return { content: [{ type: "text", text: JSON.stringify(tasks.map((t) => t.status)) }] };
+});
 
 const polled = {
   async getTask(_args, { taskId, taskStore }) {
