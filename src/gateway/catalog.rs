@@ -14,7 +14,7 @@ use super::search::ToolIndex;
 use super::shared_uris::{self, SharedUris, UriRenames};
 use super::skills;
 use super::uri_template::template_matches;
-use crate::config::ToolOverride;
+use crate::config::{TaskPolicy, ToolOverride};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
@@ -57,6 +57,9 @@ pub struct Source<'a> {
     pub listing: &'a Listing,
     /// How its tools are exposed (`[servers.NAME.tools]`), by their own names.
     pub overrides: Option<&'a BTreeMap<String, ToolOverride>>,
+    /// Its `tasks`, where mcpx runs its tasks for 2025-11-25 clients; `None` where it runs
+    /// 2025-11-25 tasks itself (its tools keep their own `execution.taskSupport`) or none may.
+    pub own_tasks: Option<TaskPolicy>,
 }
 
 /// The merged catalog.
@@ -154,6 +157,10 @@ impl Catalog {
                 let mut exposed = rename(tool, source, exposed_name);
                 if let Some(changes) = overridden {
                     apply(changes, &mut exposed.2);
+                }
+                if let Some(policy) = source.own_tasks {
+                    let policy = overridden.and_then(|o| o.tasks).unwrap_or(policy);
+                    offer_own_tasks(policy, &mut exposed.2);
                 }
                 apps::rename_in_tool(&renames, &mut exposed.2);
                 // A UI resource may be left out of `resources/list`: its tool names its owner.
@@ -600,6 +607,18 @@ fn rename(item: &Value, source: &Source<'_>, exposed: String) -> (String, Route,
 }
 
 /// A tool override's description, title and annotation hints, written over the tool's own.
+/// Tells 2025-11-25 clients (the only ones shown `execution`) of the tasks mcpx runs for a tool:
+/// `always` offers one, `required` demands one. `auto` offers none, though one asked for is made:
+/// 2025-11-25 has no "sync, then promote", and a client offered tasks may make every call one.
+fn offer_own_tasks(policy: TaskPolicy, tool: &mut Value) {
+    let support = match policy {
+        TaskPolicy::Always => "optional",
+        TaskPolicy::Required => "required",
+        TaskPolicy::Auto | TaskPolicy::Never => return,
+    };
+    tool["execution"]["taskSupport"] = json!(support);
+}
+
 fn apply(changes: &ToolOverride, definition: &mut Value) {
     if let Some(description) = &changes.description {
         definition["description"] = json!(description);
@@ -649,6 +668,7 @@ mod every_revision {
                     owner: Owner::Upstream(0),
                     listing: &odd,
                     overrides: None,
+                    own_tasks: None,
                 }],
                 &Catalog::default(),
             )
@@ -668,6 +688,7 @@ mod every_revision {
                     owner: Owner::Upstream(0),
                     listing: &a,
                     overrides: None,
+                    own_tasks: None,
                 }],
                 &Catalog::default(),
             )
@@ -699,6 +720,7 @@ mod every_revision {
                 owner: Owner::Upstream(owner),
                 listing,
                 overrides: None,
+                own_tasks: None,
             };
             let (first, collisions) = Catalog::build(
                 &[source("a", 0, &a), source("b", 1, &b)],
@@ -731,6 +753,7 @@ mod every_revision {
                     owner: Owner::Upstream(0),
                     listing: &l,
                     overrides: None,
+                    own_tasks: None,
                 }],
                 &Catalog::default(),
             )

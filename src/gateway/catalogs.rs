@@ -8,6 +8,7 @@ use super::profile::{Profiles, ViewId, Views};
 use super::upstreams::Upstream;
 use super::Owner;
 use crate::config::BUILTIN_SERVER;
+use crate::protocol::Era;
 use crate::sync::{lock, read, write};
 use crate::upstream::ListKind;
 use smol::lock::OnceCell;
@@ -75,6 +76,7 @@ impl Catalogs {
             owner: Owner::Builtin,
             listing: &builtin,
             overrides: None,
+            own_tasks: None,
         }];
         sources.extend(
             upstreams
@@ -86,6 +88,7 @@ impl Catalogs {
                     owner: Owner::Upstream(u.id),
                     listing,
                     overrides: Some(&u.config.tools),
+                    own_tasks: (u.runs_tasks() != Some(Era::Legacy)).then_some(u.config.tasks),
                 }),
         );
         let (catalog, collisions) = Catalog::build(&sources, &self.everything());

@@ -116,7 +116,7 @@ async fn carry(
 
 /// Asks the client every input request of a modern upstream's `InputRequiredResult` at once;
 /// the answers by key, or the first error.
-async fn ask_each(
+pub(super) async fn ask_each(
     client: &Arc<Client>,
     result: &Value,
     ctx: &RequestContext,

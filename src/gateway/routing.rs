@@ -14,7 +14,7 @@ use crate::audit::Questions;
 use crate::config::TaskPolicy;
 use crate::failure::Failure;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Method, Revision};
@@ -106,6 +106,15 @@ impl Gateway {
         let mut forwarded = forwardable(params);
         forwarded["name"] = json!(route.name);
         let owner = route.owner;
+        if let Value::Object(fields) = &mut forwarded {
+            // Asks a 2025-11-25 server for a task: no other server is asked for one.
+            let upstreams = self.supervisor.upstreams();
+            let runs_them =
+                || upstreams.of(owner).and_then(|u| u.runs_tasks()) == Some(Era::Legacy);
+            if fields.contains_key("task") && !runs_them() {
+                fields.remove("task");
+            }
+        }
         let mut result = self
             .forward(client, owner, method, forwarded, params, revision, ctx)
             .await?;
@@ -138,7 +147,8 @@ impl Gateway {
         revision: Revision,
         extensions: Extensions,
     ) -> Result<Option<Promotion>, ErrorObject> {
-        if revision.era() != Era::Modern {
+        let legacy = revision.era() == Era::Legacy;
+        if legacy && !task::has_tasks(revision) {
             return Ok(None);
         }
         let catalog = self.catalog_of(client);
@@ -152,6 +162,11 @@ impl Gateway {
         let Some(upstream) = self.supervisor.upstreams().of(route.owner) else {
             return Ok(None);
         };
+        let tool = upstream.config.tools.get(&route.name);
+        let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
+        if legacy {
+            return self.promotes_for_legacy(called, params, &upstream, policy);
+        }
         let bridged = match upstream.runs_tasks() {
             Some(Era::Modern) => return Ok(None),
             Some(Era::Legacy) => match catalog.task_support(exposed) {
@@ -161,8 +176,6 @@ impl Gateway {
             },
             None => None,
         };
-        let tool = upstream.config.tools.get(&route.name);
-        let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
         let required = policy == TaskPolicy::Required || bridged.as_ref().is_some_and(|b| b.1);
         let declared = extensions.contains(Extension::Tasks);
         let after = match policy {
@@ -178,6 +191,36 @@ impl Gateway {
             server: upstream.name.clone(),
             bridged: bridged.map(|(route, _)| route),
         }))
+    }
+
+    /// For a 2025-11-25 client: a task of mcpx's when the client asked for one (`params.task`)
+    /// of a server that runs no 2025-11-25 tasks itself (one that does passes the request on),
+    /// unless its `tasks` says never; -32601 for a plain call of a tool run only as a task.
+    fn promotes_for_legacy(
+        &self,
+        called: &str,
+        params: Option<&Value>,
+        upstream: &Upstream,
+        policy: TaskPolicy,
+    ) -> Result<Option<Promotion>, ErrorObject> {
+        if upstream.runs_tasks() == Some(Era::Legacy) {
+            return Ok(None);
+        }
+        let asked = params
+            .and_then(|p| p.member("task"))
+            .is_some_and(Value::is_object);
+        match (asked, policy) {
+            (false, TaskPolicy::Required) => Err(ErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("Tool {called} runs only as a task: call it with params.task (its execution.taskSupport is required)"),
+            )),
+            (false, _) | (true, TaskPolicy::Never) => Ok(None),
+            (true, _) => Ok(Some(Promotion {
+                after: std::time::Duration::ZERO,
+                server: upstream.name.clone(),
+                bridged: None,
+            })),
+        }
     }
 
     /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI

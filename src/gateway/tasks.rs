@@ -346,7 +346,15 @@ impl Gateway {
             Opened::Upstream { upstream, own_id } => (upstream, own_id),
             Opened::Own(number) => {
                 let task = self.own_tasks.get(number, client).ok_or_else(unknown)?;
-                return Ok(self.own_task_method(&task, method, id, params, revision, extensions));
+                return match revision.era() {
+                    Era::Legacy => {
+                        self.legacy_own_task_method(client, &task, method, id, revision, ctx)
+                            .await
+                    }
+                    Era::Modern => {
+                        Ok(self.own_task_method(&task, method, id, params, revision, extensions))
+                    }
+                };
             }
         };
         let mut forwarded = super::forwarded::forwardable(params);
@@ -466,7 +474,7 @@ impl Gateway {
     ) -> Value {
         match method {
             Method::TasksGet => {
-                let mut detailed = task.detailed(id, self.own_tasks.ttl_ms());
+                let mut detailed = task.detailed(id);
                 // The call's result, shaped as its own answer would have been.
                 if let Some(result) = detailed.member_mut("result") {
                     let shaped =

@@ -732,6 +732,139 @@ mod v2025_11_25 {
             );
         }
 
+        /// `mcpx serve` after a 2025-11-25 handshake declaring form elicitation.
+        fn legacy_serve(config: &str) -> Serve {
+            let mut mcpx = Serve::start(config);
+            let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "test", "version": "1"}});
+            let _ = mcpx.call(0, "initialize", hello);
+            mcpx.notify("notifications/initialized", json!({}));
+            mcpx
+        }
+
+        /// `tools/call` asking for a task; the id of the task it made.
+        fn legacy_create(mcpx: &mut Serve, id: i64, tool: &str, arguments: Value) -> String {
+            let call = json!({"name": tool, "arguments": arguments, "task": {"ttl": 60_000}});
+            let created = mcpx.call(id, "tools/call", call);
+            let task = &created["result"]["task"];
+            assert_eq!(task["status"], "working", "{created}");
+            assert_eq!(task["ttl"], 60_000, "{created}");
+            task["taskId"].as_str().unwrap().to_owned()
+        }
+
+        /// A 2025-11-25 client that asks for a task of a server without tasks gets one of mcpx's
+        /// at once; `tasks/result` waits for the call's end and gives its result tied to the
+        /// task, and a tool error is `failed`, as 2025-11-25 has it.
+        #[test]
+        fn a_task_asked_of_a_server_without_tasks_is_mcpxs_and_tasks_result_waits_for_it() {
+            let mut mcpx = legacy_serve(&fixture_with("", ""));
+            let id = legacy_create(&mut mcpx, 1, "fixture__echo", json!({"text": "hi"}));
+            assert!(id.starts_with("mcpxt1."), "{id}");
+            let result = mcpx.call(2, "tasks/result", json!({"taskId": id}));
+            assert_eq!(result["result"]["content"][0]["text"], "hi", "{result}");
+            let related = &result["result"]["_meta"]["io.modelcontextprotocol/related-task"];
+            assert_eq!(related["taskId"], id.as_str(), "{result}");
+            let got = mcpx.call(3, "tasks/get", json!({"taskId": id}));
+            assert_eq!(got["result"]["status"], "completed", "{got}");
+            assert_result("2025-11-25", "tasks/get", &got);
+            let failing = legacy_create(&mut mcpx, 4, "fixture__fail", json!({}));
+            let result = mcpx.call(5, "tasks/result", json!({"taskId": failing}));
+            assert_eq!(result["result"]["isError"], true, "{result}");
+            let got = mcpx.call(6, "tasks/get", json!({"taskId": failing}));
+            assert_eq!(got["result"]["status"], "failed", "{got}");
+        }
+
+        /// A question the server asks during the task goes to the client on its `tasks/result`,
+        /// tied to the task by mcpx's id; the answer reaches the server and the task completes.
+        #[test]
+        fn a_question_inside_mcpxs_task_is_asked_on_tasks_result() {
+            let mut mcpx = legacy_serve(&fixture_with("", ""));
+            let id = legacy_create(&mut mcpx, 1, "fixture__ask", json!({}));
+            mcpx.request(2, "tasks/result", json!({"taskId": id}));
+            let asked = mcpx.next();
+            assert_eq!(asked["method"], "elicitation/create", "{asked}");
+            let related = &asked["params"]["_meta"]["io.modelcontextprotocol/related-task"];
+            assert_eq!(related["taskId"], id.as_str(), "{asked}");
+            let answer = json!({"action": "accept", "content": {"name": "Ann"}});
+            mcpx.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}));
+            let result = mcpx.response(2);
+            let text = result["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(text.contains("Ann"), "{result}");
+        }
+
+        /// `tasks/cancel` cancels the call upstream and answers with the cancelled task; the task
+        /// stays cancelled, and cancelling it again is refused (-32602), as for any ended task.
+        #[test]
+        fn tasks_cancel_answers_the_cancelled_task_and_refuses_an_ended_one() {
+            let mut mcpx = legacy_serve(&fixture_with("", ""));
+            let id = legacy_create(&mut mcpx, 1, "fixture__sleep", json!({}));
+            let cancelled = mcpx.call(2, "tasks/cancel", json!({"taskId": id}));
+            assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+            assert_result("2025-11-25", "tasks/cancel", &cancelled);
+            let got = mcpx.call(3, "tasks/get", json!({"taskId": id}));
+            assert_eq!(got["result"]["status"], "cancelled", "{got}");
+            let again = mcpx.call(4, "tasks/cancel", json!({"taskId": id}));
+            assert_eq!(again["error"]["code"], -32602, "{again}");
+            let result = mcpx.call(5, "tasks/result", json!({"taskId": id}));
+            assert!(result.get("error").is_some(), "{result}");
+        }
+
+        /// A 2025-11-25 client is offered mcpx's tasks as the server's `tasks` says: `always`
+        /// offers them, `required` demands them (a plain call is -32601), `auto` offers none,
+        /// though one asked for is made, and under `never` the call is answered plainly; older
+        /// clients never see `execution`.
+        #[test]
+        fn tools_offer_mcpxs_tasks_as_the_servers_tasks_key_says() {
+            let support = |tasks: &str, revision: &str| {
+                let mut mcpx = Serve::start(&fixture_with(&format!("tasks = {tasks:?}"), ""));
+                mcpx.initialize(revision);
+                let listed = mcpx.call(1, "tools/list", json!({}));
+                let tools = listed["result"]["tools"].as_array().unwrap().clone();
+                let echo = tools.iter().find(|t| t["name"] == "fixture__echo").unwrap();
+                echo["execution"]["taskSupport"].clone()
+            };
+            assert_eq!(support("always", "2025-11-25"), "optional");
+            assert_eq!(support("required", "2025-11-25"), "required");
+            assert_eq!(support("auto", "2025-11-25"), Value::Null);
+            assert_eq!(support("always", "2025-06-18"), Value::Null);
+            let mut mcpx = legacy_serve(&fixture_with("tasks = \"required\"", ""));
+            let call = json!({"name": "fixture__echo", "arguments": {"text": "hi"}});
+            let refused = mcpx.call(1, "tools/call", call);
+            assert_eq!(refused["error"]["code"], -32601, "{refused}");
+            let mut never = legacy_serve(&fixture_with("tasks = \"never\"", ""));
+            let call = json!({"name": "fixture__echo", "arguments": {"text": "hi"}, "task": {}});
+            let plain = never.call(1, "tools/call", call);
+            assert_eq!(plain["result"]["content"][0]["text"], "hi", "{plain}");
+            let mut auto = legacy_serve(&fixture_with("", ""));
+            let id = legacy_create(&mut auto, 1, "fixture__echo", json!({"text": "hi"}));
+            let result = auto.call(2, "tasks/result", json!({"taskId": id}));
+            assert_eq!(result["result"]["content"][0]["text"], "hi", "{result}");
+        }
+
+        /// A 2025-11-25 client in front of a server of the 2026-07-28 Tasks extension (FastMCP):
+        /// its task is mcpx's, running the server's call; the question the tool asks (its
+        /// `InputRequiredResult`) is asked on `tasks/result`, and the retry with the answer
+        /// completes the task.
+        #[test]
+        fn a_legacy_clients_task_of_an_extension_server_asks_on_tasks_result() {
+            let mut mcpx = legacy_serve(&tasks_server("t"));
+            let arguments = json!({"filename": "a.txt"});
+            let id = legacy_create(&mut mcpx, 1, "t__confirm_delete", arguments);
+            mcpx.request(2, "tasks/result", json!({"taskId": id}));
+            let asked = mcpx.next();
+            assert_eq!(asked["method"], "elicitation/create", "{asked}");
+            assert_eq!(asked["params"]["message"], "Delete a.txt?", "{asked}");
+            let answer = json!({"action": "accept", "content": {"confirm": true}});
+            mcpx.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}));
+            let result = mcpx.response(2);
+            let text = &result["result"]["content"][0]["text"];
+            assert_eq!(text, "deleted a.txt", "{result}");
+            let got = mcpx.call(3, "tasks/get", json!({"taskId": id}));
+            assert_eq!(got["result"]["status"], "completed", "{got}");
+        }
+
         /// A legacy client's task is its own: another session of the same daemon, given its id,
         /// finds no task.
         #[test]

@@ -10,6 +10,12 @@
 //! so that no key is used twice; `tasks/update` answers them, and once a round is answered whole
 //! the call is retried with the answers, as a client would. The outcome is kept until the TTL
 //! ends; `tasks/cancel` cancels the call upstream.
+//!
+//! A 2025-11-25 client that asks for a task (`params.task`) of such a server gets one at once
+//! ([`legacy`]); its call runs as a 2026-07-28 client's would, so that its questions are rounds
+//! too, which that client answers on `tasks/result`.
+
+mod legacy;
 
 use super::bridged_tasks::Bridge;
 use super::observe::TaskOrigin;
@@ -19,7 +25,7 @@ use crate::config;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::outbox;
-use crate::protocol::{Method, Revision};
+use crate::protocol::{Era, Method, Revision};
 use crate::sync::lock;
 use crate::view::TaskView;
 use serde_json::{json, Map, Value};
@@ -50,6 +56,8 @@ pub(super) struct OwnTask {
     id: std::sync::OnceLock<String>,
     created_at: String,
     expires: Instant,
+    /// How long it is kept, as it says.
+    ttl_ms: u64,
     /// Cancels its call.
     cancel: Cancel,
     state: Mutex<State>,
@@ -57,6 +65,10 @@ pub(super) struct OwnTask {
     answers: async_channel::Sender<Map<String, Value>>,
     /// The 2025-11-25 server's task it runs, when its tool runs as one ([`super::bridged_tasks`]).
     bridge: Option<Arc<Bridge>>,
+    /// Told of every change of its state, for a 2025-11-25 `tasks/result` waiting on it.
+    changed: event_listener::Event,
+    /// Held by the `tasks/result` asking its questions, so that no two ask them.
+    asking: smol::lock::Mutex<()>,
 }
 
 #[derive(Debug)]
@@ -109,6 +121,7 @@ impl OwnTasks {
         tool: &str,
         server: &str,
         bridged: Option<Route>,
+        ttl: Duration,
     ) -> Result<Admitted, ErrorObject> {
         self.purge();
         let mut held = lock(&self.held);
@@ -130,7 +143,8 @@ impl OwnTasks {
             origin: TaskOrigin::new(client.session, tool, server),
             id: std::sync::OnceLock::new(),
             created_at: now.clone(),
-            expires: Instant::now() + self.settings.ttl,
+            expires: Instant::now() + ttl,
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             cancel: Cancel::new(),
             state: Mutex::new(State {
                 status: "working",
@@ -142,6 +156,8 @@ impl OwnTasks {
             }),
             answers,
             bridge: bridged.map(|route| Arc::new(Bridge::new(route))),
+            changed: event_listener::Event::new(),
+            asking: smol::lock::Mutex::new(()),
         });
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         held.insert(number, Arc::clone(&task));
@@ -225,11 +241,8 @@ impl OwnTasks {
         state.outcome = Some(outcome);
         state.round = None;
         state.updated_at = now();
-    }
-
-    /// How long a task is kept.
-    pub(super) fn ttl_ms(&self) -> u64 {
-        self.settings.ttl.as_millis() as u64
+        drop(state);
+        task.changed.notify(usize::MAX);
     }
 }
 
@@ -243,14 +256,14 @@ impl OwnTask {
     }
 
     /// The task as `tasks/get` shows it (the extension's `DetailedTask`), its outcome inlined.
-    pub(super) fn detailed(&self, id: &str, ttl_ms: u64) -> Value {
+    pub(super) fn detailed(&self, id: &str) -> Value {
         let state = lock(&self.state);
         let mut task = json!({
             "taskId": id,
             "status": state.status,
             "createdAt": self.created_at,
             "lastUpdatedAt": state.updated_at,
-            "ttlMs": ttl_ms,
+            "ttlMs": self.ttl_ms,
             "pollIntervalMs": POLL_INTERVAL_MS,
         });
         match (&state.outcome, &state.round) {
@@ -259,15 +272,7 @@ impl OwnTask {
                 task["error"] = json!({"code": error.code, "message": error.message});
                 task["statusMessage"] = json!(error.message);
             }
-            (None, Some(round)) => {
-                let unanswered: Map<String, Value> = round
-                    .asked
-                    .iter()
-                    .filter(|(key, _)| !round.answered.contains_key(own_key(key)))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                task["inputRequests"] = Value::Object(unanswered);
-            }
+            (None, Some(round)) => task["inputRequests"] = Value::Object(round.unanswered()),
             (None, None) => {}
         }
         task
@@ -290,6 +295,8 @@ impl OwnTask {
         });
         state.status = "input_required";
         state.updated_at = now();
+        drop(state);
+        self.changed.notify(usize::MAX);
     }
 
     /// `tasks/update`: the answers to this round's questions that it asked; once all are in, the
@@ -313,7 +320,9 @@ impl OwnTask {
         state.round = None;
         state.status = "working";
         state.updated_at = now();
+        drop(state);
         let _ = self.answers.try_send(answered);
+        self.changed.notify(usize::MAX);
     }
 
     /// `tasks/cancel`: the call is cancelled upstream and the task ends cancelled, unless it
@@ -327,6 +336,7 @@ impl OwnTask {
         }
         drop(state);
         self.cancel.cancel();
+        self.changed.notify(usize::MAX);
     }
 }
 
@@ -341,6 +351,16 @@ pub(super) struct Promotion {
 /// The tool a `tools/call` names.
 fn tool_of(params: Option<&Value>) -> &str {
     Method::ToolsCall.target(params).unwrap_or_default()
+}
+
+impl Round {
+    /// Its questions not answered yet, by the keys the client sees.
+    fn unanswered(&self) -> Map<String, Value> {
+        let open = self.asked.iter();
+        open.filter(|(key, _)| !self.answered.contains_key(own_key(key)))
+            .map(|(key, request)| (key.clone(), request.clone()))
+            .collect()
+    }
 }
 
 /// The upstream's key of a key the client sees (`ROUND.KEY`).
@@ -377,14 +397,27 @@ impl Gateway {
         let Some(gateway) = self.me.upgrade() else {
             return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
         };
+        // A 2025-11-25 client asked for this task, and may ask it to end sooner than mcpx would.
+        let legacy = revision.era() == Era::Legacy;
+        let ttl = self.own_tasks.settings.ttl;
+        let ttl = match legacy {
+            true => legacy::requested_ttl(params).map_or(ttl, |asked| asked.min(ttl)),
+            false => ttl,
+        };
         let Admitted {
             number,
             task,
             answers,
         } = self
             .own_tasks
-            .admit(client, tool_of(params), &server, bridged)?;
-        let params = params.cloned().unwrap_or_else(|| json!({}));
+            .admit(client, tool_of(params), &server, bridged, ttl)?;
+        let (params, revision) = match legacy {
+            true => (
+                legacy::as_modern_call(client, params),
+                Revision::V2026_07_28,
+            ),
+            false => (params.cloned().unwrap_or_else(|| json!({})), revision),
+        };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) drops it, and its progress goes to this request.
         let round = Arc::clone(&gateway).round(client, &task, params.clone(), revision, ctx);
@@ -393,19 +426,27 @@ impl Gateway {
             crate::deadline::sleep(promote_after).await;
             None
         };
-        if let Some(outcome) = smol::future::or(async { Some((&mut first).await) }, promoted).await
+        // A 2025-11-25 client that asked for a task gets one, however soon the call ends.
+        let finished = async { Some((&mut first).await) };
+        if let Some(outcome) = smol::future::or(finished, promoted)
+            .await
+            .filter(|_| !legacy)
         {
             // Never shown: the client gets the call's own answer.
             lock(&self.own_tasks.held).remove(&number);
             return outcome;
         }
-        let id = self
-            .task_ids
-            .seal_own(number, client, self.own_tasks.settings.ttl)?;
+        let id = self.task_ids.seal_own(number, client, ttl)?;
         let _ = task.id.set(id.clone());
         self.observer.task(&task.origin, "created");
-        let mut created = task.detailed(&id, self.own_tasks.ttl_ms());
-        created["resultType"] = json!("task");
+        let created = match legacy {
+            true => json!({"task": task.legacy(&id)}),
+            false => {
+                let mut created = task.detailed(&id);
+                created["resultType"] = json!("task");
+                created
+            }
+        };
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
         crate::runtime::spawn(async move {
             let expiry = async {
@@ -518,6 +559,7 @@ mod v2026_07_28 {
         use crate::gateway::own_tasks::OwnTasks;
         use crate::gateway::Client;
         use serde_json::json;
+        use std::time::Duration;
 
         /// A round answered in part keeps only its unanswered questions; answered whole, it goes
         /// to the call as the upstream's keys, and the next round's keys are new.
@@ -530,18 +572,20 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            let admitted = tasks.admit(&client, "t", "s", None).unwrap();
+            let admitted = tasks
+                .admit(&client, "t", "s", None, Duration::from_secs(1))
+                .unwrap();
             let task = &admitted.task;
             let question = json!({"method": "elicitation/create", "params": {}});
             task.ask(&json!({"inputRequests": {"a": question, "b": question}}));
-            let shown = task.detailed("t", 1);
+            let shown = task.detailed("t");
             assert_eq!(shown["status"], "input_required");
             let keys: Vec<&String> = shown["inputRequests"].as_object().unwrap().keys().collect();
             assert_eq!(keys, ["1.a", "1.b"]);
             task.update(Some(
                 &json!({"1.a": {"action": "accept"}, "2.b": {"action": "accept"}}),
             ));
-            let shown = task.detailed("t", 1);
+            let shown = task.detailed("t");
             assert_eq!(shown["inputRequests"], json!({"1.b": question}));
             assert!(admitted.answers.try_recv().is_err());
             task.update(Some(&json!({"1.b": {"action": "decline"}})));
@@ -552,10 +596,10 @@ mod v2026_07_28 {
                     .as_object()
                     .unwrap()
             );
-            assert_eq!(task.detailed("t", 1)["status"], "working");
+            assert_eq!(task.detailed("t")["status"], "working");
             task.ask(&json!({"inputRequests": {"a": question}}));
             assert_eq!(
-                task.detailed("t", 1)["inputRequests"],
+                task.detailed("t")["inputRequests"],
                 json!({"2.a": question})
             );
         }
@@ -573,8 +617,13 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            let _held = tasks.admit(&client, "t", "s", None).unwrap();
-            let refused = tasks.admit(&client, "t", "s", None).err().unwrap();
+            let _held = tasks
+                .admit(&client, "t", "s", None, Duration::from_secs(1))
+                .unwrap();
+            let refused = tasks
+                .admit(&client, "t", "s", None, Duration::from_secs(1))
+                .err()
+                .unwrap();
             assert!(
                 refused.message.contains("tasks.maxPerClient"),
                 "{}",
@@ -586,7 +635,9 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
-            assert!(tasks.admit(&other, "t", "s", None).is_ok());
+            assert!(tasks
+                .admit(&other, "t", "s", None, Duration::from_secs(1))
+                .is_ok());
         }
     }
 }
