@@ -1,48 +1,67 @@
-//! A 2025-11-25 server's tasks for a 2026-07-28 client. The two generations do not interoperate,
-//! so a task tool of such a server (its `execution.taskSupport`), called by a client that
-//! declared the Tasks extension, runs as the server's task behind one of mcpx's own
-//! ([`super::own_tasks`]), with mcpx speaking 2025-11-25 to the server for the client.
+//! Tasks bridged between the generations, which do not interoperate: a server's task runs behind
+//! one of mcpx's own ([`super::own_tasks`]), with mcpx speaking the server's generation for the
+//! client.
 //!
-//! `tools/call` with `task` makes the server's task; `tasks/result`, held open, brings the
-//! server's questions (its requests tied to the task, which become rounds as any legacy server's
-//! questions do for a modern client, [`super::rounds`]) and then the call's outcome. The client
-//! polls mcpx's task with `tasks/get`, answers its `inputRequests` with `tasks/update`, and its
-//! `tasks/cancel` cancels the server's task too. Outcomes keep their meaning: a tool error
-//! (`isError`, which 2025-11-25 calls `failed`) is the extension's `completed` with that result.
+//! - A 2026-07-28 client that declared the Tasks extension, calling a task tool of a 2025-11-25
+//!   server (its `execution.taskSupport`): `tools/call` with `task` makes the server's task, and
+//!   `tasks/result`, held open, brings the server's questions (its requests tied to the task,
+//!   which become rounds as any legacy server's questions do for a modern client,
+//!   [`super::rounds`]) and then the call's outcome.
+//! - A 2025-11-25 client that asked for a task of a server of the extension: mcpx's call declares
+//!   the extension, and when the server makes a task, mcpx polls it with `tasks/get`; its
+//!   `inputRequests` become the task's rounds, whose answers go back by `tasks/update`.
+//!
+//! Either way the client polls or waits on mcpx's task, and its `tasks/cancel` cancels the
+//! server's task too; mcpx's stays cancelled whatever the server's ends as. Outcomes keep their
+//! meaning in the client's generation: a tool error (`isError`) is the extension's `completed`
+//! and 2025-11-25's `failed`.
 
 use super::forwarded::forwardable;
 use super::{Client, Gateway, RequestContext, Route};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
 use crate::json::Member;
-use crate::jsonrpc::ErrorObject;
-use crate::protocol::{task, Method, Revision};
-use serde_json::{json, Value};
-use std::sync::{Arc, OnceLock};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::protocol::{envelope, task, Era, Extension, Method, Revision};
+use crate::sync::lock;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// A 2025-11-25 server's task that one of mcpx's runs.
+/// The shortest and longest waits between polls of an extension server's task, whatever its
+/// `pollIntervalMs` says.
+const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
+
+/// A server's task that one of mcpx's runs.
 #[derive(Debug)]
 pub(super) struct Bridge {
     /// The tool, as its server knows it.
     route: Route,
+    /// The generation of tasks the server runs.
+    generation: Era,
     /// The server's id of the task, once it made one.
     upstream_task: OnceLock<String>,
+    /// The keys of the extension server's input requests answered, until it moves on: its
+    /// `tasks/get` may still show them for a while.
+    answered: Mutex<BTreeSet<String>>,
 }
 
 impl Bridge {
-    pub(super) fn new(route: Route) -> Bridge {
+    pub(super) fn new(route: Route, generation: Era) -> Bridge {
         Bridge {
             route,
+            generation,
             upstream_task: OnceLock::new(),
+            answered: Mutex::default(),
         }
     }
 }
 
 impl Gateway {
-    /// One round of a bridged task's call, `params` as the client's `tools/call` (with a round's
-    /// answers, on a retry): the server's task is made on the first, and `tasks/result` waited on
-    /// for its next question or its outcome, until `ctx` is cancelled. The server's task lives
+    /// One round of a bridged task's call, `params` as mcpx's `tools/call` for the client (with
+    /// a round's answers, on a retry), until `ctx` is cancelled: the server's task is made on
+    /// the first, and followed to its next question or its outcome. The server's task lives
     /// `ttl`.
     pub(super) async fn bridged_round(
         &self,
@@ -53,43 +72,95 @@ impl Gateway {
         ttl: Duration,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let owner = bridge.route.owner;
-        // A round's answers are the server's `tasks/result`'s once it has a task; before, they
-        // answer questions it asked while making one.
+        // A round's answers are the server's task's once it has one; before, they answer
+        // questions it asked while making one.
         let resuming = bridge.upstream_task.get().is_some();
         if !resuming {
-            // Made even if the task is cancelled meanwhile: then its id is what cancels it.
-            let making = RequestContext {
-                cancel: Cancel::new(),
-                outbound: ctx.outbound.clone(),
-                progress_seen: Arc::clone(&ctx.progress_seen),
-                timeout: ctx.timeout,
-            };
-            let mut forwarded = forwardable(Some(params));
-            forwarded["name"] = json!(bridge.route.name);
-            forwarded["task"] = json!({"ttl": u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)});
             let created = self
-                .forward(
-                    client,
-                    owner,
-                    Method::ToolsCall,
-                    forwarded,
-                    Some(params),
-                    revision,
-                    &making,
-                )
+                .make_task(client, bridge, params, revision, ttl, ctx)
                 .await?;
-            let id = created.member("task").and_then(|t| t.member("taskId"));
             // A round of questions before the task was made, or the server's answer without one.
-            let Some(id) = id.and_then(Value::as_str) else {
+            let Some(id) = task::created_id(&created, bridge.generation) else {
                 return Ok(created);
             };
-            let _ = bridge.upstream_task.set(id.to_owned());
+            let id = id.to_owned();
+            let _ = bridge.upstream_task.set(id);
             if ctx.cancel.is_cancelled() {
                 return Err(Failure::Cancelled.into());
             }
         }
         let id = bridge.upstream_task.get().cloned().unwrap_or_default();
+        let mut outcome = match bridge.generation {
+            Era::Legacy => {
+                let awaited =
+                    self.await_result(client, bridge, &id, params, resuming, revision, ctx);
+                Box::pin(awaited).await?
+            }
+            Era::Modern => {
+                let answers = params.member("inputResponses").filter(|_| resuming);
+                let followed = self.follow(client, bridge, &id, params, answers, revision, ctx);
+                Box::pin(followed).await?
+            }
+        };
+        task::drop_related_task(&mut outcome);
+        Ok(outcome)
+    }
+
+    /// The `tools/call` that makes the server's task, in its generation's terms. It is made
+    /// even if the task is cancelled meanwhile: then its id is what cancels it.
+    async fn make_task(
+        &self,
+        client: &Arc<Client>,
+        bridge: &Bridge,
+        params: &Value,
+        revision: Revision,
+        ttl: Duration,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let making = RequestContext {
+            cancel: Cancel::new(),
+            outbound: ctx.outbound.clone(),
+            progress_seen: Arc::clone(&ctx.progress_seen),
+            timeout: ctx.timeout,
+        };
+        let mut original = params.clone();
+        let mut forwarded = forwardable(Some(params));
+        forwarded["name"] = json!(bridge.route.name);
+        match bridge.generation {
+            Era::Legacy => {
+                let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+                forwarded["task"] = json!({ "ttl": ttl });
+            }
+            // The server decides whether the call becomes a task.
+            Era::Modern => original["_meta"] = declaring_tasks(params),
+        }
+        let owner = bridge.route.owner;
+        let method = Method::ToolsCall;
+        let call = self.forward(
+            client,
+            owner,
+            method,
+            forwarded,
+            Some(&original),
+            revision,
+            &making,
+        );
+        Box::pin(call).await
+    }
+
+    /// A 2025-11-25 server's `tasks/result` for task `id`, with a round's answers when
+    /// `resuming`: its next question, or the call's outcome.
+    #[allow(clippy::too_many_arguments)]
+    async fn await_result(
+        &self,
+        client: &Arc<Client>,
+        bridge: &Bridge,
+        id: &str,
+        params: &Value,
+        resuming: bool,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
         let mut awaited = json!({"taskId": id});
         // The client's `_meta` says what it can answer; its answers go with a resumed round.
         let carried: &[&str] = match resuming {
@@ -102,20 +173,117 @@ impl Gateway {
             }
         }
         let forwarded = forwardable(Some(&awaited));
+        let owner = bridge.route.owner;
         let method = Method::TasksResult;
-        let mut outcome = self
-            .forward(
+        self.forward(
+            client,
+            owner,
+            method,
+            forwarded,
+            Some(&awaited),
+            revision,
+            ctx,
+        )
+        .await
+    }
+
+    /// An extension server's task `id`, polled until it ends (its inlined result or error) or
+    /// asks something not yet answered (a round of its `inputRequests`); `answers` to the last
+    /// round go first, by `tasks/update`.
+    #[allow(clippy::too_many_arguments)]
+    async fn follow(
+        &self,
+        client: &Arc<Client>,
+        bridge: &Bridge,
+        id: &str,
+        params: &Value,
+        answers: Option<&Value>,
+        revision: Revision,
+        ctx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let owner = bridge.route.owner;
+        // Each request about the task declares what the call did.
+        let about = |extra: Option<(&str, &Value)>| {
+            let mut request = json!({"taskId": id, "_meta": declaring_tasks(params)});
+            if let Some((key, value)) = extra {
+                request[key] = value.clone();
+            }
+            request
+        };
+        let ask = |method: Method, request: Value| async move {
+            let forwarded = forwardable(Some(&request));
+            let asked = self.forward(
                 client,
                 owner,
                 method,
                 forwarded,
-                Some(&awaited),
+                Some(&request),
                 revision,
                 ctx,
-            )
-            .await?;
-        task::drop_related_task(&mut outcome);
-        Ok(outcome)
+            );
+            Box::pin(asked).await
+        };
+        if let Some(answers) = answers {
+            let keys = answers.as_object().into_iter().flat_map(Map::keys);
+            lock(&bridge.answered).extend(keys.cloned());
+            let update = about(Some(("inputResponses", answers)));
+            ask(Method::TasksUpdate, update).await?;
+        }
+        loop {
+            let got = ask(Method::TasksGet, about(None)).await?;
+            let status = got
+                .member("status")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match status {
+                "completed" => {
+                    let result = got.member("result").cloned();
+                    return result.ok_or_else(|| {
+                        ErrorObject::new(
+                            INTERNAL_ERROR,
+                            "the server's task completed without a result",
+                        )
+                    });
+                }
+                "failed" => return Err(failure_of(&got)),
+                "cancelled" => {
+                    return Err(ErrorObject::new(
+                        INTERNAL_ERROR,
+                        "the server cancelled the task",
+                    ))
+                }
+                "input_required" => {
+                    let requests = got.member("inputRequests").and_then(Value::as_object);
+                    let answered = lock(&bridge.answered);
+                    let open: Map<String, Value> = requests
+                        .into_iter()
+                        .flatten()
+                        .filter(|(key, _)| !answered.contains(*key))
+                        .map(|(key, request)| (key.clone(), request.clone()))
+                        .collect();
+                    drop(answered);
+                    if !open.is_empty() {
+                        return Ok(json!({"resultType": "input_required", "inputRequests": open}));
+                    }
+                }
+                // It moved on from the questions answered: keys may be asked again.
+                _ => lock(&bridge.answered).clear(),
+            }
+            let interval = got.member("pollIntervalMs").and_then(Value::as_u64);
+            let interval = Duration::from_millis(interval.unwrap_or(1000));
+            let pause = interval.clamp(POLL_BOUNDS.0, POLL_BOUNDS.1);
+            let paused = async {
+                crate::deadline::sleep(pause).await;
+                false
+            };
+            let cancelled = async {
+                ctx.cancel.cancelled().await;
+                true
+            };
+            if smol::future::or(paused, cancelled).await {
+                return Err(Failure::Cancelled.into());
+            }
+        }
     }
 
     /// A bridged task that ended cancelled: the server's task is cancelled too. Its word that
@@ -128,4 +296,27 @@ impl Gateway {
             tracing::debug!("cancelling a bridged task upstream: {}", error.message);
         }
     }
+}
+
+/// The `_meta` of `params` declaring the Tasks extension besides what they declare.
+fn declaring_tasks(params: &Value) -> Value {
+    let mut meta = params.member("_meta").cloned().unwrap_or_else(|| json!({}));
+    meta[envelope::CLIENT_CAPABILITIES]["extensions"][Extension::Tasks.id()] = json!({});
+    meta
+}
+
+/// The error a failed extension task reports (`error`, else its `statusMessage`).
+fn failure_of(got: &Value) -> ErrorObject {
+    let error = got.member("error");
+    let code = error.and_then(|e| e.member("code")).and_then(Value::as_i64);
+    let message = error
+        .and_then(|e| e.member("message"))
+        .or_else(|| got.member("statusMessage"))
+        .and_then(Value::as_str)
+        .unwrap_or("the server's task failed");
+    let mut failure = ErrorObject::new(code.unwrap_or(INTERNAL_ERROR), message);
+    if let Some(data) = error.and_then(|e| e.member("data")) {
+        failure = failure.with_data(data.clone());
+    }
+    failure
 }

@@ -2,13 +2,14 @@
 //! routed to the upstream that owns the name or URI they carry, with the caller's progress and
 //! the upstream's questions carried between them.
 
+use super::bridged_tasks::Bridge;
 use super::forwarded::forwardable;
 use super::own_tasks::Promotion;
 use super::rounds::{Reach, UpstreamCall};
 use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
 use super::{
-    apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext,
+    apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext, Route,
 };
 use crate::audit::Questions;
 use crate::config::TaskPolicy;
@@ -165,13 +166,13 @@ impl Gateway {
         let tool = upstream.config.tools.get(&route.name);
         let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
         if legacy {
-            return self.promotes_for_legacy(called, params, &upstream, policy);
+            return self.promotes_for_legacy(called, route, params, &upstream, policy);
         }
         let bridged = match upstream.runs_tasks() {
             Some(Era::Modern) => return Ok(None),
             Some(Era::Legacy) => match catalog.task_support(exposed) {
-                "required" => Some((route.clone(), true)),
-                "optional" => Some((route.clone(), false)),
+                "required" => Some((route, true)),
+                "optional" => Some((route, false)),
                 _ => None,
             },
             None => None,
@@ -189,7 +190,7 @@ impl Gateway {
         Ok(after.map(|after| Promotion {
             after,
             server: upstream.name.clone(),
-            bridged: bridged.map(|(route, _)| route),
+            bridged: bridged.map(|(route, _)| Bridge::new(route.clone(), Era::Legacy)),
         }))
     }
 
@@ -199,11 +200,13 @@ impl Gateway {
     fn promotes_for_legacy(
         &self,
         called: &str,
+        route: &Route,
         params: Option<&Value>,
         upstream: &Upstream,
         policy: TaskPolicy,
     ) -> Result<Option<Promotion>, ErrorObject> {
-        if upstream.runs_tasks() == Some(Era::Legacy) {
+        let runs = upstream.runs_tasks();
+        if runs == Some(Era::Legacy) {
             return Ok(None);
         }
         let asked = params
@@ -218,7 +221,8 @@ impl Gateway {
             (true, _) => Ok(Some(Promotion {
                 after: std::time::Duration::ZERO,
                 server: upstream.name.clone(),
-                bridged: None,
+                // An extension server's own task, where it makes one.
+                bridged: runs.map(|era| Bridge::new(route.clone(), era)),
             })),
         }
     }

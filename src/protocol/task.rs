@@ -57,6 +57,16 @@ pub fn is_created(result: &Value, era: Era) -> bool {
     }
 }
 
+/// The id of the task a result of `era` created, if it created one.
+pub fn created_id(result: &Value, era: Era) -> Option<&str> {
+    let task = match era {
+        Era::Modern if is_created(result, era) => result,
+        Era::Modern => return None,
+        Era::Legacy => result.member("task")?,
+    };
+    task.member("taskId")?.as_str()
+}
+
 /// The task a created task's result of `era` describes: the flat result itself in 2026-07-28,
 /// its `task` in 2025-11-25.
 pub fn created_task_mut(result: &mut Value, era: Era) -> Option<&mut Value> {

@@ -844,9 +844,9 @@ mod v2025_11_25 {
         }
 
         /// A 2025-11-25 client in front of a server of the 2026-07-28 Tasks extension (FastMCP):
-        /// its task is mcpx's, running the server's call; the question the tool asks (its
-        /// `InputRequiredResult`) is asked on `tasks/result`, and the retry with the answer
-        /// completes the task.
+        /// its task is mcpx's, following the server's task; the question the task asks (its
+        /// `inputRequests`) is asked on `tasks/result`, the answer goes back by `tasks/update`,
+        /// and the task completes; outcomes and cancellation are 2025-11-25's.
         #[test]
         fn a_legacy_clients_task_of_an_extension_server_asks_on_tasks_result() {
             let mut mcpx = legacy_serve(&tasks_server("t"));
@@ -863,6 +863,22 @@ mod v2025_11_25 {
             assert_eq!(text, "deleted a.txt", "{result}");
             let got = mcpx.call(3, "tasks/get", json!({"taskId": id}));
             assert_eq!(got["result"]["status"], "completed", "{got}");
+            // Tools the server runs only as tasks: its task is followed, and its outcome mapped
+            // (a tool error is `failed` in 2025-11-25; a protocol error is the result's error).
+            let failing = legacy_create(&mut mcpx, 4, "t__failing_job", json!({}));
+            let result = mcpx.call(5, "tasks/result", json!({"taskId": failing}));
+            assert_eq!(result["result"]["isError"], true, "{result}");
+            let got = mcpx.call(6, "tasks/get", json!({"taskId": failing}));
+            assert_eq!(got["result"]["status"], "failed", "{got}");
+            let broken = legacy_create(&mut mcpx, 7, "t__protocol_error_job", json!({}));
+            let result = mcpx.call(8, "tasks/result", json!({"taskId": broken}));
+            assert_eq!(result["error"]["code"], -32603, "{result}");
+            assert_eq!(result["error"]["message"], "the job broke", "{result}");
+            let slow = legacy_create(&mut mcpx, 9, "t__slow_compute", json!({"seconds": 600}));
+            let cancelled = mcpx.call(10, "tasks/cancel", json!({"taskId": slow}));
+            assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+            let got = mcpx.call(11, "tasks/get", json!({"taskId": slow}));
+            assert_eq!(got["result"]["status"], "cancelled", "{got}");
         }
 
         /// A legacy client's task is its own: another session of the same daemon, given its id,

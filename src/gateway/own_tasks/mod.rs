@@ -19,7 +19,7 @@ mod legacy;
 
 use super::bridged_tasks::Bridge;
 use super::observe::TaskOrigin;
-use super::{Client, Gateway, RequestContext, Route};
+use super::{Client, Gateway, RequestContext};
 use crate::cancel::Cancel;
 use crate::config;
 use crate::json::Member;
@@ -114,13 +114,13 @@ impl OwnTasks {
     }
 
     /// A new task of `client`'s calling `tool` of `server` (through the server's own task, when
-    /// `bridged`), if it holds fewer than `maxPerClient`.
+    /// `bridged`), kept `ttl`, if it holds fewer than `maxPerClient`.
     fn admit(
         &self,
         client: &Client,
         tool: &str,
         server: &str,
-        bridged: Option<Route>,
+        bridged: Option<Bridge>,
         ttl: Duration,
     ) -> Result<Admitted, ErrorObject> {
         self.purge();
@@ -155,7 +155,7 @@ impl OwnTasks {
                 rounds: 0,
             }),
             answers,
-            bridge: bridged.map(|route| Arc::new(Bridge::new(route))),
+            bridge: bridged.map(Arc::new),
             changed: event_listener::Event::new(),
             asking: smol::lock::Mutex::new(()),
         });
@@ -340,12 +340,12 @@ impl OwnTask {
     }
 }
 
-/// When a call becomes a task of mcpx's, the server it goes to, and the tool whose server's own
-/// task it runs, if bridged.
+/// When a call becomes a task of mcpx's, the server it goes to, and the server's own task it
+/// runs, if bridged.
 pub(super) struct Promotion {
     pub after: Duration,
     pub server: String,
-    pub bridged: Option<Route>,
+    pub bridged: Option<Bridge>,
 }
 
 /// The tool a `tools/call` names.
