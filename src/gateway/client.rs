@@ -270,6 +270,11 @@ impl Client {
     }
 
     /// Sends a notification of its own, outside any request (a task's status change).
+    /// Where its unsolicited notifications go (over HTTP, the session's GET stream).
+    pub(super) fn session_stream(&self) -> outbox::Sender {
+        self.outbound.clone()
+    }
+
     pub(super) fn notify(&self, notification: Notification) {
         let _ = self.outbound.try_send(notification);
     }

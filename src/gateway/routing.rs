@@ -498,6 +498,8 @@ impl Gateway {
             forwarded["_meta"][envelope::CLIENT_CAPABILITIES] =
                 extension::carried_only(&capabilities);
         }
+        // Only a call to a server that runs 2025-11-25 tasks still carries `task` here.
+        let asks_for_task = revision.era() == Era::Legacy && forwarded.member("task").is_some();
         let progress = original
             .and_then(|p| p.member("_meta"))
             .and_then(|m| m.member("progressToken"))
@@ -506,6 +508,8 @@ impl Gateway {
                 revision,
                 tx: ctx.outbound.clone(),
                 seen: Arc::clone(&ctx.progress_seen),
+                // A 2025-11-25 task the call makes reports progress after the call has ended.
+                after: asks_for_task.then(|| client.session_stream()),
             });
         let call = UpstreamCall {
             reach,

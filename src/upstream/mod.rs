@@ -16,6 +16,7 @@ pub mod sse;
 pub mod start_error;
 pub mod stdio;
 pub mod supervisor;
+pub mod task_progress;
 
 pub use start_error::StartError;
 
@@ -314,6 +315,9 @@ pub struct ProgressSink {
     pub tx: crate::outbox::Sender,
     /// Counts what was passed back.
     pub seen: Arc<AtomicU64>,
+    /// Where its progress goes once the request has made a 2025-11-25 task, which reports
+    /// progress under the request's token until it ends: the client's session stream.
+    pub after: Option<crate::outbox::Sender>,
 }
 
 impl ProgressSink {

@@ -10,6 +10,7 @@
 use super::asks::{self, Answer, Askers};
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, Wire};
+use super::task_progress::KeptProgress;
 use super::{Caller, Event, LogSink, ProgressSink};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
@@ -37,6 +38,8 @@ pub struct Peer {
     outgoing: Sender<String>,
     pending: Mutex<HashMap<i64, Sender<Reply>>>,
     progress: Mutex<HashMap<String, ProgressSink>>,
+    /// The progress of the tasks that report it past the requests that made them.
+    task_progress: KeptProgress,
     /// The calls in flight whose clients can take the server's own requests.
     askers: Askers,
     /// The calls in flight whose clients take the server's log messages, oldest first.
@@ -89,6 +92,7 @@ impl Peer {
             outgoing,
             pending: Mutex::default(),
             progress: Mutex::default(),
+            task_progress: KeptProgress::default(),
             askers: Askers::default(),
             loggers: Mutex::default(),
             next_id: AtomicI64::new(1),
@@ -135,6 +139,10 @@ impl Peer {
             lock(&self.progress).insert(token.clone(), sink);
             token
         });
+        let about_task = method.starts_with("tasks/").then(|| {
+            let id = params.as_ref().and_then(|p| p.member("taskId"));
+            id.and_then(Value::as_str).map(str::to_owned)
+        });
         if let Some(asks) = caller.asks {
             self.askers.enter(id, asks);
         }
@@ -165,9 +173,17 @@ impl Peer {
             None
         })
         .await;
-        if let Some(token) = token {
-            lock(&self.progress).remove(&token);
-        }
+        let answered = match &reply {
+            Some(Ok(Ok(result))) => Some(result),
+            _ => None,
+        };
+        let sink = token.and_then(|token| {
+            let sink = lock(&self.progress).remove(&token);
+            sink.map(|sink| (token, sink))
+        });
+        let about = about_task.flatten();
+        self.task_progress
+            .request_ended(method, about.as_deref(), sink, answered);
         self.askers.leave(id);
         if logs {
             lock(&self.loggers).retain(|(call, _)| *call != id);
@@ -255,14 +271,18 @@ impl Peer {
 
     async fn on_notification(&self, n: Notification) {
         let params = n.params.unwrap_or(Value::Null);
+        self.task_progress.heard(&n.method, &params);
         if n.method == "notifications/progress" {
             let token = params
                 .member("progressToken")
                 .map(token_key)
                 .unwrap_or_default();
             let sink = lock(&self.progress).get(&token).cloned();
-            if let Some(sink) = sink {
-                sink.forward(params);
+            match sink {
+                Some(sink) => sink.forward(params),
+                None => {
+                    self.task_progress.forward(&token, params);
+                }
             }
             return;
         }

@@ -881,6 +881,60 @@ mod v2025_11_25 {
             assert_eq!(got["result"]["status"], "cancelled", "{got}");
         }
 
+        /// A task the server runs reports progress under the token of the request that made it
+        /// after that request was answered; the client hears it under its own token until the
+        /// task ends, and nothing after.
+        #[test]
+        fn a_passed_tasks_progress_reaches_the_client_until_the_task_ends() {
+            let mut mcpx = legacy_serve(&ts_tasks_server("ts"));
+            hears_task_progress_until_it_ends(&mut mcpx, "ts__progress");
+        }
+
+        /// The same across HTTP, both ways: a daemon in front of the server sends the task's
+        /// progress on its client's session stream (GET), and the gateway in front of that
+        /// daemon, a remote server to it, takes it from there.
+        #[test]
+        fn a_passed_tasks_progress_crosses_http_on_the_session_stream() {
+            let remote = Daemon::start(&ts_tasks_server("ts"), "");
+            let config = format!(
+                "[servers.remote]\nurl = \"http://{}/mcp\"\nera = \"legacy\"\n",
+                remote.addr
+            );
+            let mut mcpx = legacy_serve(&config);
+            hears_task_progress_until_it_ends(&mut mcpx, "remote__ts__progress");
+        }
+
+        /// Calls `tool` (the TypeScript server's `progress`) as a task with a progress token,
+        /// and hears its progress after the answer, its result, and no progress after its end.
+        fn hears_task_progress_until_it_ends(mcpx: &mut Serve, tool: &str) {
+            let call = json!({"name": tool, "arguments": {}, "task": {"ttl": 60_000},
+                "_meta": {"progressToken": "p1"}});
+            let created = mcpx.call(1, "tools/call", call);
+            let id = created["result"]["task"]["taskId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let mut heard = Vec::new();
+            while heard.len() < 2 {
+                let message = mcpx.next();
+                if message["method"] == "notifications/progress" {
+                    assert_eq!(message["params"]["progressToken"], "p1", "{message}");
+                    heard.push(message["params"]["progress"].clone());
+                }
+            }
+            assert_eq!(heard, [json!(1), json!(2)]);
+            let result = mcpx.call(2, "tasks/result", json!({"taskId": id}));
+            assert_eq!(
+                result["result"]["content"][0]["text"], "reported",
+                "{result}"
+            );
+            let later = mcpx.drain(Duration::from_millis(500));
+            let progress = later
+                .iter()
+                .filter(|m| m["method"] == "notifications/progress");
+            assert_eq!(progress.count(), 0, "{later:?}");
+        }
+
         /// A legacy client's task is its own: another session of the same daemon, given its id,
         /// finds no task.
         #[test]

@@ -3,7 +3,8 @@
 // Tools: `delay` (a task that completes after `ms`), `fail` (a task that fails), `ask` (a task
 // that asks the user a question on its `tasks/result` stream before it completes), and `statuses`
 // (a plain tool: the status of every task the server holds, so that a test sees what mcpx did to
-// the server's tasks behind its own).
+// the server's tasks behind its own), and `progress` (a task that reports progress under its
+// request's token after that request has been answered, then completes).
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
@@ -94,6 +95,27 @@ server.experimental.tasks.registerToolTask(
         const name = answer?.content?.name ?? "nobody";
         await taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `hello ${name}` }] });
       })().catch((error) => taskStore.storeTaskResult(task.taskId, "failed", { content: [{ type: "text", text: String(error) }], isError: true }));
+      return { task };
+    },
+    ...polled,
+  },
+);
+
+server.experimental.tasks.registerToolTask(
+  "progress",
+  { description: "Reports progress after it was made", inputSchema: {} },
+  {
+    async createTask(_args, { taskStore, taskRequestedTtl, _meta }) {
+      const task = await taskStore.createTask({ ttl: taskRequestedTtl, pollInterval: 100 });
+      const progressToken = _meta?.progressToken;
+      setTimeout(async () => {
+        for (const progress of [1, 2]) {
+          await server.server.notification({ method: "notifications/progress", params: { progressToken, progress, total: 2 } });
+        }
+        await taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: "reported" }] });
+        // Late, after the task ended: nobody should hear it.
+        setTimeout(() => server.server.notification({ method: "notifications/progress", params: { progressToken, progress: 3, total: 2 } }), 50);
+      }, 200);
       return { task };
     },
     ...polled,

@@ -24,6 +24,7 @@ use super::auth::Authorizer;
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
+use super::task_progress::KeptProgress;
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{ServerSettings, UpstreamEra};
@@ -74,6 +75,8 @@ pub struct HttpUpstream {
     askers: Askers,
     /// Caps what the server says besides its answers.
     chatter: Chatter,
+    /// The progress of the tasks that report it past the requests that made them.
+    task_progress: KeptProgress,
     /// The server's tokens, unless the configured headers carry an `Authorization` of their own.
     auth: Option<Authorizer>,
     /// The server's last refusal asked for a login.
@@ -160,6 +163,7 @@ impl HttpUpstream {
             header_params: Mutex::default(),
             askers: Askers::default(),
             chatter: Chatter::new(name),
+            task_progress: KeptProgress::default(),
             auth,
             needs_login: AtomicBool::new(false),
             stream_opened: Cancel::new(),
@@ -253,7 +257,22 @@ impl HttpUpstream {
             .await;
             self.askers.leave(id);
             match answer {
-                Some(Ok(Answer::Reply(reply))) => return reply,
+                Some(Ok(Answer::Reply(reply))) => {
+                    let sink = caller
+                        .progress
+                        .as_ref()
+                        .map(|sink| (client::progress_token(id), sink.clone()));
+                    let about = method.starts_with("tasks/").then(|| {
+                        params
+                            .as_ref()
+                            .and_then(|p| p.member("taskId"))
+                            .and_then(Value::as_str)
+                    });
+                    let answered = reply.as_ref().ok();
+                    self.task_progress
+                        .request_ended(method, about.flatten(), sink, answered);
+                    return reply;
+                }
                 Some(Ok(Answer::Accepted)) => {
                     return Err(Failure::gone(
                         &self.name,
@@ -461,9 +480,16 @@ impl HttpUpstream {
             })) => Some(Err(error)),
             Ok(Message::Notification(n)) => {
                 let params = n.params.unwrap_or(Value::Null);
+                self.task_progress.heard(&n.method, &params);
                 if n.method == "notifications/progress" {
-                    if let Some(sink) = &caller.progress {
-                        sink.forward(params);
+                    match &caller.progress {
+                        Some(sink) => sink.forward(params),
+                        // On the session's GET stream: a task's, made by a request now answered.
+                        None => {
+                            let token = params.member("progressToken").and_then(Value::as_str);
+                            let token = token.unwrap_or_default().to_owned();
+                            self.task_progress.forward(&token, params);
+                        }
                     }
                 } else if self.chatter.admit() != Verdict::Pass {
                     // Said too much: dropped, and counted (a remote server's flood costs the
