@@ -418,7 +418,7 @@ impl Gateway {
         let result = match method {
             Method::Ping => Ok(json!({})),
             Method::ServerDiscover => Ok(self.discover()),
-            Method::SubscriptionsListen => self.listen(client, &request, ctx).await,
+            Method::SubscriptionsListen => self.listen(client, &request, extensions, ctx).await,
             Method::ResourcesUnsubscribe => self.unsubscribe(client, params),
             Method::LoggingSetLevel => self.set_log_level(client, params),
             Method::TasksGet

@@ -7,7 +7,7 @@ use crate::cancel::Cancel;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Request, INVALID_PARAMS};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
-use crate::protocol::Method;
+use crate::protocol::{Extension, Extensions, Method};
 use crate::sync::lock;
 use crate::upstream::{Caller, ListKind};
 use serde_json::{json, Map, Value};
@@ -137,6 +137,7 @@ impl Gateway {
         &self,
         client: &Arc<Client>,
         request: &Request,
+        extensions: Extensions,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         let filter = request
@@ -150,6 +151,9 @@ impl Gateway {
                     "Invalid params: subscriptions/listen needs a notifications object",
                 )
             })?;
+        if filter.contains_key("taskIds") && !extensions.contains(Extension::Tasks) {
+            return Err(super::tasks::undeclared("taskIds on subscriptions/listen"));
+        }
         let mut honoured = Map::new();
         let mut lists = Vec::new();
         for (key, kind) in [
@@ -179,6 +183,15 @@ impl Gateway {
         }
         if !resources.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(resources));
+        }
+        // Watched from before the acknowledgement, so that no change after it is missed.
+        let asked_tasks = filter.member("taskIds").and_then(Value::as_array);
+        let (watched, _watchers) = match asked_tasks {
+            Some(ids) => self.watch_tasks(client, ids, &request.id, extensions, ctx),
+            None => (Vec::new(), Vec::new()),
+        };
+        if !watched.is_empty() {
+            honoured.insert("taskIds".into(), json!(watched));
         }
         let ack = client::tagged(
             "notifications/subscriptions/acknowledged",

@@ -473,16 +473,7 @@ impl Gateway {
         extensions: Extensions,
     ) -> Value {
         match method {
-            Method::TasksGet => {
-                let mut detailed = task.detailed(id);
-                // The call's result, shaped as its own answer would have been.
-                if let Some(result) = detailed.member_mut("result") {
-                    let shaped =
-                        shape::result(Method::ToolsCall, revision, extensions, result.take());
-                    *result = shaped;
-                }
-                detailed
-            }
+            Method::TasksGet => shown_own(task, id, revision, extensions),
             Method::TasksUpdate => {
                 task.update(params.and_then(|p| p.member("inputResponses")));
                 json!({})
@@ -493,6 +484,59 @@ impl Gateway {
             }
         }
     }
+}
+
+impl Gateway {
+    /// A listen's `taskIds`: those of mcpx's own tasks that `client` holds, each watched for a
+    /// change of state, reported as `notifications/tasks` (the task as `tasks/get` shows it) on
+    /// the listen's stream until it ends. A passed task's server reports its own, which mcpx
+    /// does not relay: its id is left out of the acknowledgement, as the extension allows. The
+    /// ids honoured, and the watchers, which end with the listen.
+    pub(super) fn watch_tasks(
+        &self,
+        client: &Client,
+        ids: &[Value],
+        listen: &crate::jsonrpc::Id,
+        extensions: Extensions,
+        ctx: &RequestContext,
+    ) -> (Vec<String>, Vec<smol::Task<()>>) {
+        let mut honoured = Vec::new();
+        let mut watchers = Vec::new();
+        for id in ids.iter().filter_map(Value::as_str) {
+            let opened = self.task_ids.open(id, client, Era::Modern, self);
+            let Some(Opened::Own(number)) = opened else {
+                continue;
+            };
+            let Some(task) = self.own_tasks.get(number, client) else {
+                continue;
+            };
+            honoured.push(id.to_owned());
+            let (tx, listen, id) = (ctx.outbound.clone(), listen.clone(), id.to_owned());
+            let revision = Revision::V2026_07_28;
+            let tell = move |task: &super::own_tasks::OwnTask| {
+                let shown = shown_own(task, &id, revision, extensions);
+                let notification = super::client::tagged("notifications/tasks", shown, &listen);
+                let _ = tx.try_send(notification);
+            };
+            watchers.push(crate::runtime::spawn(task.report_changes(tell)));
+        }
+        (honoured, watchers)
+    }
+}
+
+/// Task `id` of mcpx's as `tasks/get` shows it, its result shaped as the call's own answer
+/// would have been.
+fn shown_own(
+    task: &super::own_tasks::OwnTask,
+    id: &str,
+    revision: Revision,
+    extensions: Extensions,
+) -> Value {
+    let mut detailed = task.detailed(id);
+    if let Some(result) = detailed.member_mut("result") {
+        *result = shape::result(Method::ToolsCall, revision, extensions, result.take());
+    }
+    detailed
 }
 
 /// -32021 for a client that did not declare the Tasks extension, which `what` (a `tasks/*`

@@ -518,6 +518,49 @@ mod v2026_07_28 {
             assert_eq!(result["resultType"], "complete", "{done}");
         }
 
+        /// A listen that asks for mcpx's task by id is told of its changes as
+        /// `notifications/tasks` (the task as `tasks/get` shows it), tagged with the listen; an
+        /// id mcpx does not hold is left out of the acknowledgement, and a client that did not
+        /// declare Tasks is refused (-32021).
+        #[test]
+        fn a_listen_with_task_ids_hears_each_change_of_mcpxs_task() {
+            let mut mcpx = Serve::start(&fixture_with("tasks = \"always\"", ""));
+            let id = create(&mut mcpx, 1, "fixture__sleep", json!({}));
+            let unknown = "mcpxt1.not-a-task";
+            let listen = with_tasks(json!({"notifications": {"taskIds": [id, unknown]}}));
+            mcpx.request(50, "subscriptions/listen", listen);
+            let ack = mcpx.next();
+            assert_eq!(
+                ack["method"], "notifications/subscriptions/acknowledged",
+                "{ack}"
+            );
+            assert_eq!(
+                ack["params"]["notifications"],
+                json!({"taskIds": [id]}),
+                "{ack}"
+            );
+            let ack = mcpx.call(2, "tasks/cancel", with_tasks(json!({"taskId": id})));
+            assert!(ack.get("result").is_some(), "{ack}");
+            let heard = loop {
+                let message = mcpx.next();
+                if message["method"] == "notifications/tasks" {
+                    break message;
+                }
+            };
+            let params = &heard["params"];
+            assert_eq!(
+                (&params["taskId"], &params["status"]),
+                (&json!(id), &json!("cancelled"))
+            );
+            assert_eq!(
+                params["_meta"]["io.modelcontextprotocol/subscriptionId"], 50,
+                "{heard}"
+            );
+            let undeclared = modern(json!({"notifications": {"taskIds": [id]}}));
+            let refused = mcpx.call(3, "subscriptions/listen", undeclared);
+            assert_eq!(refused["error"]["code"], -32021, "{refused}");
+        }
+
         #[test]
         fn a_server_whose_tasks_key_says_never_is_answered_when_the_call_ends() {
             let config = fixture_with("tasks = \"never\"", "promoteAfter = \"100ms\"");

@@ -25,7 +25,7 @@ use crate::config;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::outbox;
-use crate::protocol::{Era, Method, Revision};
+use crate::protocol::{task, Era, Method, Revision};
 use crate::sync::lock;
 use crate::view::TaskView;
 use serde_json::{json, Map, Value};
@@ -80,6 +80,16 @@ struct State {
     bytes: usize,
     round: Option<Round>,
     rounds: u32,
+    /// How many times it changed, for those reporting its changes.
+    changes: u64,
+}
+
+impl State {
+    /// Marks a change, made now.
+    fn touch(&mut self) {
+        self.updated_at = now();
+        self.changes += 1;
+    }
 }
 
 /// A task just made: its number, itself, and where its rounds' answers arrive.
@@ -153,6 +163,7 @@ impl OwnTasks {
                 bytes: 0,
                 round: None,
                 rounds: 0,
+                changes: 0,
             }),
             answers,
             bridge: bridged.map(Arc::new),
@@ -240,7 +251,7 @@ impl OwnTasks {
         };
         state.outcome = Some(outcome);
         state.round = None;
-        state.updated_at = now();
+        state.touch();
         drop(state);
         task.changed.notify(usize::MAX);
     }
@@ -294,7 +305,7 @@ impl OwnTask {
             answered: Map::new(),
         });
         state.status = "input_required";
-        state.updated_at = now();
+        state.touch();
         drop(state);
         self.changed.notify(usize::MAX);
     }
@@ -319,10 +330,36 @@ impl OwnTask {
         let answered = std::mem::take(&mut round.answered);
         state.round = None;
         state.status = "working";
-        state.updated_at = now();
+        state.touch();
         drop(state);
         let _ = self.answers.try_send(answered);
         self.changed.notify(usize::MAX);
+    }
+
+    /// Tells `tell` of each change of its state from now on (from this call, not from the
+    /// future's first poll), until it has ended.
+    pub(super) fn report_changes(
+        self: Arc<Self>,
+        tell: impl Fn(&OwnTask) + Send + 'static,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut seen = lock(&self.state).changes;
+        async move {
+            loop {
+                let changed = self.changed.listen();
+                let (changes, status) = {
+                    let state = lock(&self.state);
+                    (state.changes, state.status)
+                };
+                if changes != seen {
+                    seen = changes;
+                    tell(&self);
+                }
+                if task::is_terminal(status) {
+                    return;
+                }
+                changed.await;
+            }
+        }
     }
 
     /// `tasks/cancel`: the call is cancelled upstream and the task ends cancelled, unless it
@@ -332,7 +369,7 @@ impl OwnTask {
         if state.outcome.is_none() {
             state.status = "cancelled";
             state.round = None;
-            state.updated_at = now();
+            state.touch();
         }
         drop(state);
         self.cancel.cancel();
