@@ -136,8 +136,9 @@ impl Client {
         }
     }
 
-    /// Records what the client declared at `initialize`.
+    /// Records what the client declared at `initialize`, for its legacy session.
     pub fn set_capabilities(&self, capabilities: Value) {
+        let capabilities = crate::protocol::extension::for_legacy_session(capabilities);
         let mut state = self.lock();
         state.extensions = Extensions::declared_in(Some(&capabilities));
         state.capabilities = capabilities;

@@ -287,7 +287,7 @@ impl Gateway {
         if task::has_tasks(revision) {
             capabilities["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
         }
-        capabilities["extensions"] = extension::advertised_by_mcpx();
+        capabilities["extensions"] = extension::advertised_by_mcpx(Era::Legacy);
         let result = json!({
             "protocolVersion": revision.as_str(),
             "capabilities": capabilities,
@@ -452,7 +452,7 @@ impl Gateway {
                 "prompts": {"listChanged": true},
                 "resources": {"subscribe": true, "listChanged": true},
                 "completions": {},
-                "extensions": extension::advertised_by_mcpx(),
+                "extensions": extension::advertised_by_mcpx(Era::Modern),
             },
             "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
         })

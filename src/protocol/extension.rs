@@ -6,6 +6,7 @@
 //! to the base protocol's fields on the way back, and the client would get a broken one.
 
 use super::definition::Definition;
+use super::Era;
 use crate::json::Member;
 use serde_json::{json, Map, Value};
 
@@ -51,6 +52,12 @@ impl Extension {
             Extension::Apps => json!({ "mimeTypes": [APP_MIME_TYPE] }),
             Extension::Skills | Extension::Tasks => json!({}),
         }
+    }
+
+    /// Whether it exists in `era`. Tasks does not in the legacy one, where 2025-11-25's own tasks
+    /// stand in its place: a legacy session never negotiates it, either way.
+    pub const fn in_era(self, era: Era) -> bool {
+        !matches!((self, era), (Extension::Tasks, Era::Legacy))
     }
 
     /// Whether mcpx declares it upstream on its own requests (the handshake, the catalog's
@@ -149,8 +156,19 @@ impl Extensions {
 /// A session's capabilities hold for its life, whichever upstreams start, stop or reload
 /// meanwhile, and what mcpx does for each (Apps: renamed `ui://` URIs, App-only tools, bare tool
 /// names) it does itself.
-pub fn advertised_by_mcpx() -> Value {
-    Value::Object(Extensions::all().declared(|_| json!({})))
+pub fn advertised_by_mcpx(era: Era) -> Value {
+    let carried = Extension::ALL.into_iter().filter(|e| e.in_era(era));
+    let carried = carried.fold(Extensions::NONE, Extensions::with);
+    Value::Object(carried.declared(|_| json!({})))
+}
+
+/// What a legacy client declared at `initialize`, without the extensions of the modern era
+/// (Tasks): mcpx neither honours nor passes them on in a legacy session.
+pub fn for_legacy_session(mut capabilities: Value) -> Value {
+    if let Some(Value::Object(map)) = capabilities.member_mut("extensions") {
+        map.retain(|id, _| Extension::parse(id).is_none_or(|e| e.in_era(Era::Legacy)));
+    }
+    capabilities
 }
 
 /// `capabilities.extensions` as mcpx declares them to its upstreams for requests of its own (the
@@ -187,6 +205,25 @@ mod every_revision {
         use serde_json::{json, Value};
 
         const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+        /// Tasks is of the modern era only: a legacy session neither declares it back nor keeps
+        /// it among what its client declared; other extensions, known or not, are kept.
+        #[test]
+        fn a_legacy_session_has_no_tasks_extension() {
+            use crate::protocol::extension::{advertised_by_mcpx, for_legacy_session};
+            use crate::protocol::Era;
+            assert!(advertised_by_mcpx(Era::Modern).get(TASKS).is_some());
+            let legacy = advertised_by_mcpx(Era::Legacy);
+            assert!(
+                legacy.get(TASKS).is_none() && legacy.get("io.modelcontextprotocol/ui").is_some()
+            );
+            let declared = json!({"roots": {}, "extensions": {TASKS: {}, "com.example/x": {}}});
+            let kept = for_legacy_session(declared);
+            assert_eq!(
+                kept,
+                json!({"roots": {}, "extensions": {"com.example/x": {}}})
+            );
+        }
 
         #[test]
         fn a_declaration_names_only_what_mcpx_carries() {

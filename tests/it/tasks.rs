@@ -1,6 +1,7 @@
-//! Tasks through mcpx, end to end: FastMCP 4 with `fastmcp-tasks` (the 2026-07-28 Tasks
-//! extension, `tests/sdk/fastmcp_tasks_server.py`) behind `mcpx serve` and `mcpx daemon`, and
-//! the TypeScript SDK v1's 2025-11-25 tasks on both sides of mcpx (`tests/sdk/ts_tasks_*.mjs`).
+//! Tasks through mcpx, end to end: FastMCP 4 with `fastmcp-tasks` and rmcp 3.11 (the 2026-07-28
+//! Tasks extension, `tests/sdk/fastmcp_tasks_server.py`, `tests/rmcp-tasks`) behind `mcpx serve`
+//! and `mcpx daemon`, rmcp's client in front, the TypeScript SDK v1's 2025-11-25 tasks on both
+//! sides of mcpx (`tests/sdk/ts_tasks_*.mjs`), and each generation bridged to the other.
 
 use crate::common::http::*;
 use crate::common::*;
@@ -309,6 +310,50 @@ mod v2026_07_28 {
                 done["result"]["result"]["content"][0]["text"],
                 "http done after 1.0s"
             );
+        }
+    }
+
+    mod rmcp {
+        use super::super::*;
+
+        /// rmcp 3.11 on both sides of `mcpx serve`: its client (2026-07-28 by `server/discover`,
+        /// declaring the extension) drives its server's tasks through mcpx, under mcpx's ids:
+        /// polled to the end, a tool error `completed` with `isError`, a protocol error `failed`,
+        /// a question answered by `tasks/update`, a cancel, and a forged id unknown.
+        #[test]
+        fn rmcps_client_drives_rmcps_tasks_through_mcpx() {
+            let mut config = tempfile::NamedTempFile::new().unwrap();
+            std::io::Write::write_all(&mut config, rmcp_tasks_server("rt").as_bytes()).unwrap();
+            let out = std::process::Command::new(deps::rmcp_tasks())
+                .arg("client")
+                .arg(mcpx_bin())
+                .arg(config.path())
+                .arg("rt__")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stdout}\n{stderr}");
+            let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            let slow = &report["slow"];
+            assert!(
+                slow["id"].as_str().unwrap().starts_with("mcpxt1."),
+                "{report}"
+            );
+            assert_eq!(slow["task"]["status"], "completed", "{report}");
+            let said = &slow["task"]["result"]["content"][0]["text"];
+            assert_eq!(said, "slept 200ms", "{report}");
+            assert_eq!(report["failing"]["status"], "completed", "{report}");
+            assert_eq!(report["failing"]["result"]["isError"], true, "{report}");
+            assert_eq!(report["broken"]["status"], "failed", "{report}");
+            assert_eq!(report["broken"]["error"]["message"], "it broke", "{report}");
+            let asked = &report["asked"]["inputRequests"]["name"];
+            assert_eq!(asked["method"], "elicitation/create", "{report}");
+            let answered = &report["answered"]["result"]["content"][0]["text"];
+            assert_eq!(answered, "hello Ada", "{report}");
+            assert_eq!(report["cancelled"]["status"], "cancelled", "{report}");
+            let forged = report["forged"].as_str().unwrap_or_default();
+            assert!(forged.contains("-32602"), "{report}");
         }
     }
 
@@ -690,6 +735,14 @@ mod v2026_07_28 {
     }
 }
 
+/// `[servers.NAME]` running rmcp 3.11's server of the Tasks extension (`tests/rmcp-tasks`).
+fn rmcp_tasks_server(name: &str) -> String {
+    format!(
+        "[servers.{name}]\ncommand = {:?}\nargs = [\"server\"]\n",
+        deps::rmcp_tasks()
+    )
+}
+
 /// `[servers.NAME]` running the TypeScript SDK v1's 2025-11-25 tasks server.
 fn ts_tasks_server(name: &str) -> String {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ts_tasks_server.mjs");
@@ -976,6 +1029,43 @@ mod v2025_11_25 {
                 .iter()
                 .filter(|m| m["method"] == "notifications/progress");
             assert_eq!(progress.count(), 0, "{later:?}");
+        }
+
+        /// A legacy session never negotiates the 2026-07-28 Tasks extension, even from a client
+        /// that declares it at `initialize` (as rmcp's does): mcpx does not declare it back, and
+        /// an extension server (rmcp's) answers the call plainly. Asked for a 2025-11-25 task, mcpx
+        /// bridges to the server's: its question is asked on `tasks/result`.
+        #[test]
+        fn a_legacy_session_never_negotiates_the_tasks_extension() {
+            let mut mcpx = Serve::start(&rmcp_tasks_server("rt"));
+            let capabilities = json!({"elicitation": {"form": {}}, "extensions": {TASKS: {}}});
+            let hello = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": {"name": "test", "version": "1"}});
+            let welcome = mcpx.call(0, "initialize", hello);
+            mcpx.notify("notifications/initialized", json!({}));
+            let declared = &welcome["result"]["capabilities"]["extensions"];
+            assert!(declared.get(TASKS).is_none(), "{welcome}");
+            assert!(
+                declared.get("io.modelcontextprotocol/ui").is_some(),
+                "{welcome}"
+            );
+            let call = json!({"name": "rt__slow", "arguments": {"ms": 10}});
+            let plain = mcpx.call(1, "tools/call", call);
+            assert_eq!(
+                plain["result"]["content"][0]["text"], "slept 10ms",
+                "{plain}"
+            );
+            let id = legacy_create(&mut mcpx, 2, "rt__ask", json!({}));
+            mcpx.request(3, "tasks/result", json!({"taskId": id}));
+            let asked = mcpx.next();
+            assert_eq!(asked["method"], "elicitation/create", "{asked}");
+            let answer = json!({"action": "accept", "content": {"name": "Ann"}});
+            mcpx.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}));
+            let result = mcpx.response(3);
+            assert_eq!(
+                result["result"]["content"][0]["text"], "hello Ann",
+                "{result}"
+            );
         }
 
         /// A legacy client's task is its own: another session of the same daemon, given its id,

@@ -2,8 +2,8 @@
 //! need so that `cargo test --workspace` alone passes on a fresh clone: a virtual environment
 //! with the published `mcp-server-time` and the Python SDK (`tests/sdk/requirements.txt`), and
 //! the npm packages of `tests/sdk` (Node 24 and the TypeScript SDKs) and `tests/conformance` (the
-//! official suite), and programs unpacked from Debian packages (`promtool`, `nginx`, headless
-//! Chromium).
+//! official suite), programs unpacked from Debian packages (`promtool`, `nginx`, headless
+//! Chromium), and the rmcp 3.11 tasks server and client of `tests/rmcp-tasks`, built with cargo.
 //!
 //! Test binaries run one after another but their tests run in parallel, and a developer may run
 //! two `cargo test`s at once, so each install happens under an exclusive file lock and leaves a
@@ -127,6 +127,33 @@ pub fn conformance_suite() -> String {
         .join("@modelcontextprotocol/conformance/dist/index.js")
         .display()
         .to_string()
+}
+
+/// The rmcp 3.11 tasks server and client (`tests/rmcp-tasks`), built once per change of its
+/// sources. It is a workspace of its own, built apart, so that tokio stays out of mcpx's.
+pub fn rmcp_tasks() -> String {
+    let dir = repo().join("tests/rmcp-tasks");
+    let target = deps_dir().join("rmcp-tasks");
+    let fingerprint: String = ["Cargo.toml", "Cargo.lock", "src/main.rs"]
+        .iter()
+        .map(|file| fs::read_to_string(dir.join(file)).unwrap())
+        .collect();
+    ensure(
+        &deps_dir().join("rmcp-tasks.lock"),
+        &target.join("mcpx-stamp"),
+        &fingerprint,
+        || {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            run(
+                "rmcp 3.11's tasks server and client (tests/rmcp-tasks)",
+                Command::new(cargo)
+                    .args(["build", "--quiet", "--locked", "--manifest-path"])
+                    .arg(dir.join("Cargo.toml"))
+                    .env("CARGO_TARGET_DIR", &target),
+            )
+        },
+    );
+    target.join("debug/rmcp-tasks").display().to_string()
 }
 
 /// `promtool`, from Debian's `prometheus` package.
