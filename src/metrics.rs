@@ -247,7 +247,7 @@ pub struct Live {
     pub listen_streams: i64,
     /// Requests in flight.
     pub in_flight: i64,
-    /// The tasks mcpx holds an id for, by kind (`own`, `passed`) and state as last seen.
+    /// The tasks mcpx holds an id for, by kind (`own`, `bridged`, `passed`) and state as last seen.
     pub tasks: Vec<((String, String), i64)>,
 }
 
@@ -343,7 +343,7 @@ impl Metrics {
         );
         registry.register(
             "mcpx_tasks",
-            "Tasks mcpx holds an id for, by kind (own: mcpx runs it; passed: its server does) and state as last seen",
+            "Tasks mcpx holds an id for, by kind (own: mcpx runs it; bridged: mcpx runs it through its server's task of the other generation; passed: its server does) and state as last seen",
             metrics.tasks.clone(),
         );
         registry.register(
