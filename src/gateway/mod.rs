@@ -7,6 +7,7 @@
 //! upstream or the built-in server, and shapes the result for the client's revision.
 
 mod apps;
+mod asking;
 mod bridged_tasks;
 mod builtin;
 mod catalog;

@@ -7,7 +7,7 @@
 
 use super::{OwnTask, POLL_INTERVAL_MS};
 use crate::failure::Failure;
-use crate::gateway::{relay, Client, Gateway, RequestContext};
+use crate::gateway::{asking, Client, Gateway, RequestContext};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS};
 use crate::protocol::{envelope, shape, task, Extensions, Method, Revision};
@@ -162,6 +162,6 @@ impl Gateway {
             .observer
             .audit()
             .map(|log| crate::audit::Questions::new(log, client.session, &task.origin.server));
-        relay::ask_each(client, &round, ctx, recorded.as_ref()).await
+        asking::ask_each(client, &round, ctx, recorded.as_ref()).await
     }
 }
