@@ -58,6 +58,16 @@ impl Bridge {
     }
 }
 
+/// One round of a bridged task, as the steps of it see it: whose, which, the client's call (with
+/// the round's answers), in which revision, under which request.
+struct Turn<'a> {
+    client: &'a Arc<Client>,
+    bridge: &'a Bridge,
+    params: &'a Value,
+    revision: Revision,
+    ctx: &'a RequestContext,
+}
+
 impl Gateway {
     /// One round of a bridged task's call, `params` as mcpx's `tools/call` for the client (with
     /// a round's answers, on a retry), until `ctx` is cancelled: the server's task is made on
@@ -75,91 +85,91 @@ impl Gateway {
         // A round's answers are the server's task's once it has one; before, they answer
         // questions it asked while making one.
         let resuming = bridge.upstream_task.get().is_some();
+        let turn = Turn {
+            client,
+            bridge,
+            params,
+            revision,
+            ctx,
+        };
         if !resuming {
-            let created = self
-                .make_task(client, bridge, params, revision, ttl, ctx)
-                .await?;
+            let created = self.make_task(&turn, ttl).await?;
             // A round of questions before the task was made, or the server's answer without one.
             let Some(id) = task::created_id(&created, bridge.generation) else {
                 return Ok(created);
             };
-            let id = id.to_owned();
-            let _ = bridge.upstream_task.set(id);
+            let _ = bridge.upstream_task.set(id.to_owned());
             if ctx.cancel.is_cancelled() {
                 return Err(Failure::Cancelled.into());
             }
         }
         let id = bridge.upstream_task.get().cloned().unwrap_or_default();
         let mut outcome = match bridge.generation {
-            Era::Legacy => {
-                let awaited =
-                    self.await_result(client, bridge, &id, params, resuming, revision, ctx);
-                Box::pin(awaited).await?
-            }
+            Era::Legacy => Box::pin(self.await_result(&turn, &id, resuming)).await?,
             Era::Modern => {
                 let answers = params.member("inputResponses").filter(|_| resuming);
-                let followed = self.follow(client, bridge, &id, params, answers, revision, ctx);
-                Box::pin(followed).await?
+                Box::pin(self.follow(&turn, &id, answers)).await?
             }
         };
         task::drop_related_task(&mut outcome);
         Ok(outcome)
     }
 
-    /// The `tools/call` that makes the server's task, in its generation's terms. It is made
-    /// even if the task is cancelled meanwhile: then its id is what cancels it.
-    async fn make_task(
+    /// `method` sent to the bridged tool's server: `forwarded` as the server sees it, `original`
+    /// as what the client asked and declared, under `ctx`.
+    async fn send(
         &self,
-        client: &Arc<Client>,
-        bridge: &Bridge,
-        params: &Value,
-        revision: Revision,
-        ttl: Duration,
+        turn: &Turn<'_>,
+        method: Method,
+        forwarded: Value,
+        original: &Value,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let owner = turn.bridge.route.owner;
+        let (client, revision) = (turn.client, turn.revision);
+        let sent = self.forward(
+            client,
+            owner,
+            method,
+            forwarded,
+            Some(original),
+            revision,
+            ctx,
+        );
+        Box::pin(sent).await
+    }
+
+    /// The `tools/call` that makes the server's task, in its generation's terms. It is made
+    /// even if the task is cancelled meanwhile: then its id is what cancels it.
+    async fn make_task(&self, turn: &Turn<'_>, ttl: Duration) -> Result<Value, ErrorObject> {
         let making = RequestContext {
             cancel: Cancel::new(),
-            outbound: ctx.outbound.clone(),
-            progress_seen: Arc::clone(&ctx.progress_seen),
-            timeout: ctx.timeout,
+            outbound: turn.ctx.outbound.clone(),
+            progress_seen: Arc::clone(&turn.ctx.progress_seen),
+            timeout: turn.ctx.timeout,
         };
-        let mut original = params.clone();
-        let mut forwarded = forwardable(Some(params));
-        forwarded["name"] = json!(bridge.route.name);
-        match bridge.generation {
+        let mut original = turn.params.clone();
+        let mut forwarded = forwardable(Some(turn.params));
+        forwarded["name"] = json!(turn.bridge.route.name);
+        match turn.bridge.generation {
             Era::Legacy => {
                 let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
                 forwarded["task"] = json!({ "ttl": ttl });
             }
             // The server decides whether the call becomes a task.
-            Era::Modern => original["_meta"] = declaring_tasks(params),
+            Era::Modern => original["_meta"] = declaring_tasks(turn.params),
         }
-        let owner = bridge.route.owner;
         let method = Method::ToolsCall;
-        let call = self.forward(
-            client,
-            owner,
-            method,
-            forwarded,
-            Some(&original),
-            revision,
-            &making,
-        );
-        Box::pin(call).await
+        self.send(turn, method, forwarded, &original, &making).await
     }
 
     /// A 2025-11-25 server's `tasks/result` for task `id`, with a round's answers when
     /// `resuming`: its next question, or the call's outcome.
-    #[allow(clippy::too_many_arguments)]
     async fn await_result(
         &self,
-        client: &Arc<Client>,
-        bridge: &Bridge,
+        turn: &Turn<'_>,
         id: &str,
-        params: &Value,
         resuming: bool,
-        revision: Revision,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         let mut awaited = json!({"taskId": id});
         // The client's `_meta` says what it can answer; its answers go with a resumed round.
@@ -168,43 +178,28 @@ impl Gateway {
             false => &["_meta"],
         };
         for key in carried {
-            if let Some(value) = params.member(key) {
+            if let Some(value) = turn.params.member(key) {
                 awaited[*key] = value.clone();
             }
         }
         let forwarded = forwardable(Some(&awaited));
-        let owner = bridge.route.owner;
         let method = Method::TasksResult;
-        self.forward(
-            client,
-            owner,
-            method,
-            forwarded,
-            Some(&awaited),
-            revision,
-            ctx,
-        )
-        .await
+        self.send(turn, method, forwarded, &awaited, turn.ctx).await
     }
 
     /// An extension server's task `id`, polled until it ends (its inlined result or error) or
     /// asks something not yet answered (a round of its `inputRequests`); `answers` to the last
     /// round go first, by `tasks/update`.
-    #[allow(clippy::too_many_arguments)]
     async fn follow(
         &self,
-        client: &Arc<Client>,
-        bridge: &Bridge,
+        turn: &Turn<'_>,
         id: &str,
-        params: &Value,
         answers: Option<&Value>,
-        revision: Revision,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let owner = bridge.route.owner;
+        let (bridge, ctx) = (turn.bridge, turn.ctx);
         // Each request about the task declares what the call did.
         let about = |extra: Option<(&str, &Value)>| {
-            let mut request = json!({"taskId": id, "_meta": declaring_tasks(params)});
+            let mut request = json!({"taskId": id, "_meta": declaring_tasks(turn.params)});
             if let Some((key, value)) = extra {
                 request[key] = value.clone();
             }
@@ -212,16 +207,7 @@ impl Gateway {
         };
         let ask = |method: Method, request: Value| async move {
             let forwarded = forwardable(Some(&request));
-            let asked = self.forward(
-                client,
-                owner,
-                method,
-                forwarded,
-                Some(&request),
-                revision,
-                ctx,
-            );
-            Box::pin(asked).await
+            self.send(turn, method, forwarded, &request, ctx).await
         };
         if let Some(answers) = answers {
             let keys = answers.as_object().into_iter().flat_map(Map::keys);
