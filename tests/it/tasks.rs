@@ -838,6 +838,16 @@ mod v2025_11_25 {
             mcpx
         }
 
+        /// The next request mcpx sends the client (its task's status notifications pass by).
+        fn next_question(mcpx: &mut Serve) -> Value {
+            loop {
+                let message = mcpx.next();
+                if message.get("id").is_some() && message.get("method").is_some() {
+                    return message;
+                }
+            }
+        }
+
         /// `tools/call` asking for a task; the id of the task it made.
         fn legacy_create(mcpx: &mut Serve, id: i64, tool: &str, arguments: Value) -> String {
             let call = json!({"name": tool, "arguments": arguments, "task": {"ttl": 60_000}});
@@ -877,7 +887,7 @@ mod v2025_11_25 {
             let mut mcpx = legacy_serve(&fixture_with("", ""));
             let id = legacy_create(&mut mcpx, 1, "fixture__ask", json!({}));
             mcpx.request(2, "tasks/result", json!({"taskId": id}));
-            let asked = mcpx.next();
+            let asked = next_question(&mut mcpx);
             assert_eq!(asked["method"], "elicitation/create", "{asked}");
             let related = &asked["params"]["_meta"]["io.modelcontextprotocol/related-task"];
             assert_eq!(related["taskId"], id.as_str(), "{asked}");
@@ -892,6 +902,7 @@ mod v2025_11_25 {
 
         /// `tasks/cancel` cancels the call upstream and answers with the cancelled task; the task
         /// stays cancelled, and cancelling it again is refused (-32602), as for any ended task.
+        /// The client is told of the change.
         #[test]
         fn tasks_cancel_answers_the_cancelled_task_and_refuses_an_ended_one() {
             let mut mcpx = legacy_serve(&fixture_with("", ""));
@@ -903,6 +914,15 @@ mod v2025_11_25 {
             assert_eq!(got["result"]["status"], "cancelled", "{got}");
             let again = mcpx.call(4, "tasks/cancel", json!({"taskId": id}));
             assert_eq!(again["error"]["code"], -32602, "{again}");
+            // Each change was told (2025-11-25's `notifications/tasks/status`), under mcpx's id.
+            let told = loop {
+                let message = mcpx.next();
+                if message["method"] == "notifications/tasks/status" {
+                    break message;
+                }
+            };
+            assert_eq!(told["params"]["taskId"], id.as_str(), "{told}");
+            assert_eq!(told["params"]["status"], "cancelled", "{told}");
             let result = mcpx.call(5, "tasks/result", json!({"taskId": id}));
             assert!(result.get("error").is_some(), "{result}");
         }
@@ -949,7 +969,7 @@ mod v2025_11_25 {
             let arguments = json!({"filename": "a.txt"});
             let id = legacy_create(&mut mcpx, 1, "t__confirm_delete", arguments);
             mcpx.request(2, "tasks/result", json!({"taskId": id}));
-            let asked = mcpx.next();
+            let asked = next_question(&mut mcpx);
             assert_eq!(asked["method"], "elicitation/create", "{asked}");
             assert_eq!(asked["params"]["message"], "Delete a.txt?", "{asked}");
             let answer = json!({"action": "accept", "content": {"confirm": true}});
@@ -1057,7 +1077,7 @@ mod v2025_11_25 {
             );
             let id = legacy_create(&mut mcpx, 2, "rt__ask", json!({}));
             mcpx.request(3, "tasks/result", json!({"taskId": id}));
-            let asked = mcpx.next();
+            let asked = next_question(&mut mcpx);
             assert_eq!(asked["method"], "elicitation/create", "{asked}");
             let answer = json!({"action": "accept", "content": {"name": "Ann"}});
             mcpx.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}));

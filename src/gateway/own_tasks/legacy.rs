@@ -2,14 +2,14 @@
 //! generation's terms: its `Task` (a tool error is `failed`, as 2025-11-25 has it), `tasks/result`,
 //! which waits for the task's end and meanwhile asks the client the task's questions on its own
 //! stream, tied to the task by `related-task` `_meta` (2025-11-25 sends them where the client
-//! waits for the result), and `tasks/cancel`, which answers with the cancelled task and refuses
-//! one that ended already.
+//! waits for the result), `tasks/cancel`, which answers with the cancelled task and refuses one
+//! that ended already, and `notifications/tasks/status` on each change.
 
 use super::{OwnTask, POLL_INTERVAL_MS};
 use crate::failure::Failure;
 use crate::gateway::{asking, Client, Gateway, RequestContext};
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS};
+use crate::jsonrpc::{ErrorObject, Notification, INTERNAL_ERROR, INVALID_PARAMS};
 use crate::protocol::{envelope, shape, task, Extensions, Method, Revision};
 use crate::sync::lock;
 use serde_json::{json, Map, Value};
@@ -32,6 +32,19 @@ pub(super) fn as_modern_call(client: &Client, params: Option<&Value>) -> Value {
     }
     call["_meta"][envelope::CLIENT_CAPABILITIES] = client.capabilities();
     call
+}
+
+/// Tells `client` of each change of its task `id` (`notifications/tasks/status`, which 2025-11-25
+/// lets a receiver send), on its session stream, until the task ends or the client goes.
+pub(super) fn tell_changes(client: &Arc<Client>, task: &Arc<OwnTask>, id: &str) {
+    let (client, id) = (Arc::downgrade(client), id.to_owned());
+    let tell = move |task: &OwnTask| {
+        if let Some(client) = client.upgrade() {
+            let status = Notification::new("notifications/tasks/status", task.legacy(&id));
+            client.notify(status);
+        }
+    };
+    crate::runtime::spawn(Arc::clone(task).report_changes(tell)).detach();
 }
 
 impl OwnTask {

@@ -476,6 +476,9 @@ impl Gateway {
         let id = self.task_ids.seal_own(number, client, ttl)?;
         let _ = task.id.set(id.clone());
         self.observer.task(&task.origin, "created");
+        if legacy {
+            legacy::tell_changes(client, &task, &id);
+        }
         let created = match legacy {
             true => json!({"task": task.legacy(&id)}),
             false => {
