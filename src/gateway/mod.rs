@@ -207,8 +207,8 @@ impl Gateway {
         self.rounds.reached_at(address);
     }
 
-    /// The replica to forward a modern request to, when that is not this one: the one holding
-    /// the call a retry's `requestState` resumes, or the task a `tasks/*` request names.
+    /// The replica to forward a request to, when that is not this one: the one holding the call
+    /// a modern retry's `requestState` resumes, or the task a `tasks/*` request names.
     pub fn resumed_elsewhere(&self, params: Option<&Value>) -> Option<String> {
         let task = || self.task_ids.held_elsewhere(params);
         self.rounds.held_elsewhere(params).or_else(task)

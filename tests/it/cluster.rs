@@ -429,6 +429,43 @@ mod v2026_07_28 {
             assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
         }
 
+        /// A 2025-11-25 session's task of mcpx's, made on one replica, is reached from another
+        /// that serves the same (sealed) session: `tasks/get` and `tasks/result` are forwarded to
+        /// the replica holding the task; another session knows no such task, and with the
+        /// holder gone the task is said to be lost.
+        #[test]
+        fn a_legacy_sessions_task_of_mcpxs_is_reached_from_another_replica() {
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let (mut holder, other) = (replica(&key, None), replica(&key, None));
+            let session = initialize_session(&holder, "2025-11-25", json!({}));
+            let legacy = |d: &Daemon, session: &str, body: Value| {
+                post(d, Some(session), Some("2025-11-25"), &body)
+            };
+            let call = json!({"name": "fixture__sleep", "arguments": {"ms": 200},
+                "task": {"ttl": 60000}});
+            let created = legacy(&holder, &session, request(1, "tools/call", call)).json();
+            let id = created["result"]["task"]["taskId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let about = |n, method| request(n, method, json!({"taskId": id}));
+            let result = legacy(&other, &session, about(2, "tasks/result")).json();
+            assert_eq!(result["result"]["content"][0]["text"], "slept", "{result}");
+            let got = legacy(&other, &session, about(3, "tasks/get")).json();
+            assert_eq!(got["result"]["status"], "completed", "{got}");
+            let stranger = initialize_session(&other, "2025-11-25", json!({}));
+            let foreign = legacy(&other, &stranger, about(4, "tasks/get")).json();
+            assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+            holder.signal("KILL");
+            let lost = legacy(&other, &session, about(5, "tasks/get"));
+            assert_eq!(lost.status, 200);
+            let lost = lost.json();
+            assert_eq!(lost["error"]["code"], -32602, "{lost}");
+            let said = lost["error"]["message"].as_str().unwrap_or_default();
+            assert!(said.contains("the task is lost"), "{lost}");
+        }
+
         /// A retry for a call whose replica died is refused with -32602, telling the client to
         /// call again without the state; it does not hang.
         #[test]

@@ -2,7 +2,8 @@
 //!
 //! A 2026-07-28 retry that lands on a replica other than the one holding the call it resumes
 //! (its `requestState` names the holder and where it is reached, signed under the cluster key,
-//! so the address is trusted) goes to the holder: the request as the client sent it, the answer
+//! so the address is trusted), and a `tasks/*` request of either era for a task another replica
+//! holds (its sealed id says so), go to the holder: the request as the client sent it, the answer
 //! streamed back as the holder writes it, progress events included. The client closing its
 //! stream closes the forwarded one, which cancels the call there as it would anywhere.
 //!
@@ -10,9 +11,11 @@
 //! id from then on, not only the replica that took it.
 
 use super::{json_response, status, Body};
+use crate::json::Member;
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
 use crate::metrics::{self, PassedOn};
 use crate::net::client::Pool;
+use crate::protocol::Era;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, Method, Response};
 use http_body_util::BodyExt;
@@ -111,21 +114,31 @@ pub(super) async fn to_holder(
     path: &str,
     headers: &HeaderMap,
     request: &jsonrpc::Request,
+    era: Era,
 ) -> Response<Body> {
     let relayed = relay(at, path, headers, request).await;
     metrics::passed_on(PassedOn::retry, relayed.is_ok());
     match relayed {
         Ok(response) => response,
         Err(why) => {
-            tracing::warn!("a retry for the call held at {at} could not be forwarded: {why}");
-            let error = ErrorObject::new(
-                INVALID_PARAMS,
-                format!(
-                    "Invalid params: the replica holding this call ({at}) cannot be reached; call again without requestState"
-                ),
-            );
+            tracing::warn!("a request for what {at} holds could not be forwarded: {why}");
+            let retry = request
+                .params
+                .as_ref()
+                .and_then(|p| p.member("requestState"));
+            let message = match retry {
+                Some(_) => format!("Invalid params: the replica holding this call ({at}) cannot be reached; call again without requestState"),
+                None => format!("Invalid params: the replica holding this task ({at}) cannot be reached; the task is lost with it, so call the tool again"),
+            };
+            let error = ErrorObject::new(INVALID_PARAMS, message);
             let refusal = jsonrpc::Response::error(Some(request.id.clone()), error);
-            json_response(status::modern_status(&refusal), &refusal)
+            // A legacy session's errors are answers like any other; the modern era's have a
+            // status of their own.
+            let status = match era {
+                Era::Legacy => http::StatusCode::OK,
+                Era::Modern => status::modern_status(&refusal),
+            };
+            json_response(status, &refusal)
         }
     }
 }

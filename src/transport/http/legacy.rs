@@ -81,6 +81,7 @@ fn revision_of(
 pub(super) async fn post(
     door: &FrontDoor,
     view: ViewId,
+    path: &str,
     headers: &HeaderMap,
     body: Parsed,
 ) -> Response<Body> {
@@ -108,6 +109,14 @@ pub(super) async fn post(
     match inbound {
         Inbound::Initialize(request) => initialize(door, view, session.is_some(), request),
         Inbound::Run(request) => {
+            // A task of this session that another replica holds (its id says which) is served
+            // there: any replica serves the session.
+            let holder = (session.is_some() && !headers.contains_key(forward::FORWARDED))
+                .then(|| door.gateway.resumed_elsewhere(request.params.as_ref()))
+                .flatten();
+            if let Some(at) = holder {
+                return forward::to_holder(&at, path, headers, &request, Era::Legacy).await;
+            }
             let mut exchange = Exchange::new();
             let client = serving_client(door, view, session.as_ref(), revision, &mut exchange);
             let cancel = exchange.start(&door.gateway, &client, request);

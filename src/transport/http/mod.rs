@@ -509,7 +509,7 @@ impl FrontDoor {
         if is_modern(&parts.headers, &body) {
             modern::post(self, view, parts.uri.path(), &parts.headers, body).await
         } else {
-            legacy::post(self, view, &parts.headers, body).await
+            legacy::post(self, view, parts.uri.path(), &parts.headers, body).await
         }
     }
 }

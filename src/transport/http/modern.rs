@@ -72,7 +72,7 @@ pub(super) async fn post(
                 .then(|| door.gateway.resumed_elsewhere(request.params.as_ref()))
                 .flatten();
             match holder {
-                Some(at) => forward::to_holder(&at, path, headers, &request).await,
+                Some(at) => forward::to_holder(&at, path, headers, &request, Era::Modern).await,
                 None => run(door, client, request).await,
             }
         }
