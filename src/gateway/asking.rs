@@ -10,15 +10,18 @@ use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::outbox;
 use crate::protocol::method::{Method, Side};
 use crate::upstream::asks::Ask;
+use crate::upstream::ShowsTasks;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// Asks the client one question and hands its answer to the upstream; `questions` records it.
+/// A question `tied` to a server's task has its answer tied to it by the server's own id.
 pub(super) async fn carry(
     client: Arc<Client>,
     ask: Ask,
     outbound: outbox::Sender,
     questions: Option<Questions>,
+    tied: Option<(Arc<dyn ShowsTasks>, String)>,
 ) {
     let started = std::time::Instant::now();
     let outcome = if ask.allowed_by(&client.capabilities()) {
@@ -38,6 +41,10 @@ pub(super) async fn carry(
     if let Some(questions) = questions {
         let ended = crate::failure::Outcome::of(Some(&outcome));
         questions.record(ask.method.as_str(), &ended.to_string(), started.elapsed());
+    }
+    let mut outcome = outcome;
+    if let (Ok(answer), Some((tasks, own))) = (&mut outcome, &tied) {
+        tasks.to_server(answer, own);
     }
     ask.answer(outcome);
 }
@@ -74,6 +81,7 @@ pub(super) async fn ask_each(
             ask,
             ctx.outbound.clone(),
             questions.cloned(),
+            None,
         ));
         waiting.push((key, answer, task));
     }

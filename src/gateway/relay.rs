@@ -12,6 +12,7 @@ use super::rounds::UpstreamCall;
 use super::{Client, RequestContext};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::protocol::task;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -65,14 +66,20 @@ async fn run_carrying_asks(
         match next {
             Ok(reply) => return reply,
             Err(Ok(mut ask)) => {
-                if let Some(tasks) = &call.tasks {
-                    tasks.in_related(&mut ask.params);
+                // A question tied to a task names it by the client's id, and its answer by the
+                // server's again.
+                let tied = task::related_task_id_mut(&mut ask.params)
+                    .and_then(|id| id.as_str().map(str::to_owned));
+                let tasks = call.tasks.clone().zip(tied);
+                if let Some((tasks, _)) = &tasks {
+                    tasks.to_client(&mut ask.params);
                 }
                 carried.push(crate::runtime::spawn(carry(
                     Arc::clone(client),
                     ask,
                     ctx.outbound.clone(),
                     call.questions.clone(),
+                    tasks,
                 )))
             }
             // Only the finished call closes the channel.

@@ -60,7 +60,7 @@ pub(super) struct UpstreamCall {
     /// How long the upstream may take to answer, when not its `timeout`.
     pub timeout: Option<std::time::Duration>,
     /// How the upstream's task ids are shown to a 2025-11-25 client, in its questions.
-    pub tasks: Option<super::tasks::ShownTasks>,
+    pub tasks: Option<Arc<dyn crate::upstream::ShowsTasks>>,
 }
 
 impl UpstreamCall {

@@ -20,7 +20,7 @@ use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Method, Revision};
 use crate::telemetry;
-use crate::upstream::ProgressSink;
+use crate::upstream::{ProgressSink, ShowsTasks};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -500,6 +500,13 @@ impl Gateway {
         }
         // Only a call to a server that runs 2025-11-25 tasks still carries `task` here.
         let asks_for_task = revision.era() == Era::Legacy && forwarded.member("task").is_some();
+        let tasks = (revision.era() == Era::Legacy && task::has_tasks(revision)).then(|| {
+            let shown: Arc<dyn ShowsTasks> = Arc::new(ShownTasks {
+                upstream: upstream.id,
+                ids: Arc::clone(&self.task_ids),
+            });
+            shown
+        });
         let progress = original
             .and_then(|p| p.member("_meta"))
             .and_then(|m| m.member("progressToken"))
@@ -510,6 +517,7 @@ impl Gateway {
                 seen: Arc::clone(&ctx.progress_seen),
                 // A 2025-11-25 task the call makes reports progress after the call has ended.
                 after: asks_for_task.then(|| client.session_stream()),
+                tasks: tasks.clone(),
             });
         let call = UpstreamCall {
             reach,
@@ -523,12 +531,7 @@ impl Gateway {
                 .audit()
                 .map(|log| Questions::new(log, client.session, &upstream.name)),
             timeout: ctx.timeout,
-            tasks: (revision.era() == Era::Legacy && task::has_tasks(revision)).then(|| {
-                ShownTasks {
-                    upstream: upstream.id,
-                    ids: Arc::clone(&self.task_ids),
-                }
-            }),
+            tasks,
         };
         match revision.era() {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,

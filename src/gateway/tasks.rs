@@ -562,10 +562,9 @@ pub(super) struct ShownTasks {
     pub ids: Arc<TaskIds>,
 }
 
-impl ShownTasks {
-    /// Shows the client's id in the `related-task` `_meta` of a message's params.
-    pub(super) fn in_related(&self, params: &mut Value) {
-        let Some(related) = task::related_task_id_mut(params) else {
+impl crate::upstream::ShowsTasks for ShownTasks {
+    fn to_client(&self, message: &mut Value) {
+        let Some(related) = task::related_task_id_mut(message) else {
             return;
         };
         let shown = related
@@ -573,6 +572,12 @@ impl ShownTasks {
             .and_then(|own| self.ids.shown(self.upstream, own));
         if let Some(shown) = shown {
             *related = json!(shown);
+        }
+    }
+
+    fn to_server(&self, message: &mut Value, own: &str) {
+        if let Some(related) = task::related_task_id_mut(message) {
+            *related = json!(own);
         }
     }
 }

@@ -303,6 +303,16 @@ impl LogSink {
     }
 }
 
+/// How a server's 2025-11-25 task ids are shown to the client: the `related-task` `_meta` of
+/// what the server sends about a task names it by the client's id, and what the client sends
+/// back by the server's.
+pub trait ShowsTasks: std::fmt::Debug + Send + Sync {
+    /// Shows the client's id in the `related-task` of `message` (from the server).
+    fn to_client(&self, message: &mut Value);
+    /// Shows the server's id `own` in the `related-task` of `message` (from the client).
+    fn to_server(&self, message: &mut Value, own: &str);
+}
+
 /// Where one request's `notifications/progress` go: the caller's token, its revision (to shape
 /// them) and its notification channel.
 #[derive(Debug, Clone)]
@@ -318,6 +328,8 @@ pub struct ProgressSink {
     /// Where its progress goes once the request has made a 2025-11-25 task, which reports
     /// progress under the request's token until it ends: the client's session stream.
     pub after: Option<crate::outbox::Sender>,
+    /// How the server's task ids are shown in it (a legacy client's).
+    pub tasks: Option<Arc<dyn ShowsTasks>>,
 }
 
 impl ProgressSink {
@@ -325,6 +337,9 @@ impl ProgressSink {
     pub fn forward(&self, mut params: Value) {
         if let Some(map) = params.as_object_mut() {
             map.insert("progressToken".into(), self.token.clone());
+        }
+        if let Some(tasks) = &self.tasks {
+            tasks.to_client(&mut params);
         }
         shape::notification_params("notifications/progress", self.revision, &mut params);
         // A closed channel means the request already ended; late progress has nowhere to go.

@@ -125,6 +125,7 @@ mod v2025_11_25 {
                 tx: request.clone(),
                 seen: Default::default(),
                 after,
+                tasks: None,
             };
             let kept = KeptProgress::default();
             let made = json!({"task": {"taskId": "t1", "status": "working", "ttl": 60000}});

@@ -853,7 +853,8 @@ mod v2025_11_25 {
             let call = json!({"name": tool, "arguments": arguments, "task": {"ttl": 60_000}});
             let created = mcpx.call(id, "tools/call", call);
             let task = &created["result"]["task"];
-            assert_eq!(task["status"], "working", "{created}");
+            let status = task["status"].as_str().unwrap_or_default();
+            assert!(["working", "input_required"].contains(&status), "{created}");
             assert_eq!(task["ttl"], 60_000, "{created}");
             task["taskId"].as_str().unwrap().to_owned()
         }
@@ -997,6 +998,26 @@ mod v2025_11_25 {
             assert_eq!(got["result"]["status"], "cancelled", "{got}");
         }
 
+        /// A question the server's task asks names the task by mcpx's id, and the client's answer,
+        /// tied to that id, reaches the server tied to the server's own.
+        #[test]
+        fn an_answer_tied_to_a_passed_task_reaches_the_server_under_its_own_id() {
+            let mut mcpx = legacy_serve(&ts_tasks_server("ts"));
+            let id = legacy_create(&mut mcpx, 1, "ts__ask", json!({}));
+            mcpx.request(2, "tasks/result", json!({"taskId": id}));
+            let asked = next_question(&mut mcpx);
+            let related = &asked["params"]["_meta"]["io.modelcontextprotocol/related-task"];
+            assert_eq!(related["taskId"], id.as_str(), "{asked}");
+            let tied = json!({"io.modelcontextprotocol/related-task": {"taskId": id}});
+            let answer = json!({"action": "accept", "content": {"name": "Ann"}, "_meta": tied});
+            mcpx.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}));
+            let result = mcpx.response(2);
+            assert_eq!(
+                result["result"]["content"][0]["text"], "hello Ann",
+                "{result}"
+            );
+        }
+
         /// A task the server runs reports progress under the token of the request that made it
         /// after that request was answered; the client hears it under its own token until the
         /// task ends, and nothing after.
@@ -1034,8 +1055,12 @@ mod v2025_11_25 {
             while heard.len() < 2 {
                 let message = mcpx.next();
                 if message["method"] == "notifications/progress" {
-                    assert_eq!(message["params"]["progressToken"], "p1", "{message}");
-                    heard.push(message["params"]["progress"].clone());
+                    let params = &message["params"];
+                    assert_eq!(params["progressToken"], "p1", "{message}");
+                    // Tied to the task by the id the client knows.
+                    let related = &params["_meta"]["io.modelcontextprotocol/related-task"];
+                    assert_eq!(related["taskId"], id.as_str(), "{message}");
+                    heard.push(params["progress"].clone());
                 }
             }
             assert_eq!(heard, [json!(1), json!(2)]);

@@ -93,7 +93,10 @@ server.experimental.tasks.registerToolTask(
         }
         await taskStore.updateTaskStatus(task.taskId, "working");
         const name = answer?.content?.name ?? "nobody";
-        await taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `hello ${name}` }] });
+        // An answer tied to a task must name it by this server's id.
+        const tied = answer?._meta?.["io.modelcontextprotocol/related-task"]?.taskId;
+        const said = tied === undefined || tied === task.taskId ? `hello ${name}` : `hello ${name} (tied to ${tied})`;
+        await taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: said }] });
       })().catch((error) => taskStore.storeTaskResult(task.taskId, "failed", { content: [{ type: "text", text: String(error) }], isError: true }));
       return { task };
     },
@@ -110,7 +113,8 @@ server.experimental.tasks.registerToolTask(
       const progressToken = _meta?.progressToken;
       setTimeout(async () => {
         for (const progress of [1, 2]) {
-          await server.server.notification({ method: "notifications/progress", params: { progressToken, progress, total: 2 } });
+          const _meta = { "io.modelcontextprotocol/related-task": { taskId: task.taskId } };
+          await server.server.notification({ method: "notifications/progress", params: { progressToken, progress, total: 2, _meta } });
         }
         await taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: "reported" }] });
         // Late, after the task ended: nobody should hear it.

@@ -175,6 +175,13 @@ impl Gateway {
             .observer
             .audit()
             .map(|log| crate::audit::Questions::new(log, client.session, &task.origin.server));
-        asking::ask_each(client, &round, ctx, recorded.as_ref()).await
+        let mut answers = asking::ask_each(client, &round, ctx, recorded.as_ref()).await?;
+        // Tied to mcpx's task, which the server does not know.
+        let each = answers
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|a| a.values_mut());
+        each.for_each(task::drop_related_task);
+        Ok(answers)
     }
 }
