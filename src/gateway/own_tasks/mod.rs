@@ -13,7 +13,8 @@
 //!
 //! A 2025-11-25 client that asks for a task (`params.task`) of such a server gets one at once
 //! ([`legacy`]); its call runs as a 2026-07-28 client's would, so that its questions are rounds
-//! too, which that client answers on `tasks/result`.
+//! too, which that client answers on `tasks/result`. Where the server runs tasks of the other
+//! generation, the task's call runs the server's task ([`super::bridged_tasks`]).
 
 mod legacy;
 
@@ -63,9 +64,10 @@ pub(super) struct OwnTask {
     state: Mutex<State>,
     /// Where a round's answers go to the call waiting for them.
     answers: async_channel::Sender<Map<String, Value>>,
-    /// The 2025-11-25 server's task it runs, when its tool runs as one ([`super::bridged_tasks`]).
+    /// The server's task of the other generation it runs, if bridged ([`super::bridged_tasks`]).
     bridge: Option<Arc<Bridge>>,
-    /// Told of every change of its state, for a 2025-11-25 `tasks/result` waiting on it.
+    /// Told of every change of its state: a 2025-11-25 `tasks/result` waits on it, and what
+    /// reports changes (status notifications, a listen's `notifications/tasks`) listens.
     changed: event_listener::Event,
     /// Held by the `tasks/result` asking its questions, so that no two ask them.
     asking: smol::lock::Mutex<()>,
