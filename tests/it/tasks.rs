@@ -563,6 +563,34 @@ mod v2026_07_28 {
             assert_eq!(result["resultType"], "complete", "{done}");
         }
 
+        /// A call cancelled before it was promoted leaves no task behind: the client's one
+        /// place (`maxPerClient = 1`) is free for the next.
+        #[test]
+        fn a_call_cancelled_before_its_promotion_leaves_no_task() {
+            let config = fixture_with("", "promoteAfter = \"1h\"\nmaxPerClient = 1");
+            let mut mcpx = Serve::start(&config);
+            let sleep = with_tasks(json!({"name": "fixture__sleep", "arguments": {}}));
+            mcpx.request(1, "tools/call", sleep);
+            assert!(mcpx.log_shows("fixture: sleeping request"));
+            mcpx.notify("notifications/cancelled", modern(json!({"requestId": 1})));
+            let echo = with_tasks(json!({"name": "fixture__echo", "arguments": {"text": "next"}}));
+            let deadline = Instant::now() + PATIENCE;
+            let answered = loop {
+                let answered = mcpx.call(2, "tools/call", echo.clone());
+                let refused = answered["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("maxPerClient"));
+                if !refused || Instant::now() > deadline {
+                    break answered;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            assert_eq!(
+                answered["result"]["content"][0]["text"], "next",
+                "{answered}"
+            );
+        }
+
         /// A listen that asks for mcpx's task by id is told of its changes as
         /// `notifications/tasks` (the task as `tasks/get` shows it), tagged with the listen; an
         /// id mcpx does not hold is left out of the acknowledgement, and a client that did not
@@ -679,6 +707,25 @@ mod v2026_07_28 {
             let text = &answered["result"]["content"][0]["text"];
             assert_eq!(text, "waited 10ms", "{answered}");
             assert!(answered["result"].get("taskId").is_none(), "{answered}");
+        }
+
+        /// Under `auto`, a bridged call whose server asks within `promoteAfter` becomes a task at
+        /// once, the question its `input_required`: a question answered by a retry could not
+        /// reach the server's task again.
+        #[test]
+        fn a_bridged_call_that_asks_at_once_is_a_task_at_once() {
+            let config = format!("{}[tasks]\npromoteAfter = \"1h\"\n", ts("auto"));
+            let mut mcpx = Serve::start(&config);
+            let id = create(&mut mcpx, 1, "ts__ask", json!({}));
+            let asked = poll_until(&mut mcpx, &id, "input_required");
+            let requests = asked["result"]["inputRequests"].as_object().unwrap();
+            let (key, _) = requests.iter().next().unwrap();
+            let answers = json!({key: {"action": "accept", "content": {"name": "Bo"}}});
+            let update = with_tasks(json!({"taskId": id, "inputResponses": answers}));
+            let _ = mcpx.call(2, "tasks/update", update);
+            let done = poll_until(&mut mcpx, &id, "completed");
+            let text = &done["result"]["result"]["content"][0]["text"];
+            assert_eq!(text, "hello Bo", "{done}");
         }
 
         /// The server's question inside its task (on `tasks/result`, tied to the task) is the

@@ -31,6 +31,8 @@ use crate::sync::lock;
 use crate::view::TaskView;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -379,6 +381,65 @@ impl OwnTask {
     }
 }
 
+/// The first round of a task's call, run before anything else.
+type FirstRound = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>> + Send>>;
+
+/// A task's first round before the call is promoted, when no client knows the task: should the
+/// request end first (cancelled, or its id not sealed), the task is forgotten and its call
+/// cancelled, and a bridged server's task, made all the same, is cancelled once it is.
+struct Unpromoted {
+    gateway: Arc<Gateway>,
+    number: u64,
+    task: Arc<OwnTask>,
+    /// The round; `None` once it ended or the call was promoted.
+    round: Option<smol::Task<Result<Value, ErrorObject>>>,
+    promoted: bool,
+}
+
+impl Unpromoted {
+    /// The round's outcome, if it ends first: the task is then nobody's.
+    async fn ended(&mut self) -> Result<Value, ErrorObject> {
+        let outcome = match self.round.as_mut() {
+            Some(round) => round.await,
+            None => Err(ErrorObject::new(INTERNAL_ERROR, "the task's call ended")),
+        };
+        self.round = None;
+        outcome
+    }
+
+    /// The call is a task now, its first round going on, or ended with `outcome`.
+    fn promote(mut self, outcome: Option<Result<Value, ErrorObject>>) -> FirstRound {
+        self.promoted = true;
+        match (self.round.take(), outcome) {
+            (_, Some(outcome)) => Box::pin(async move { outcome }),
+            (Some(round), None) => Box::pin(round),
+            (None, None) => {
+                Box::pin(async { Err(ErrorObject::new(INTERNAL_ERROR, "the task's call ended")) })
+            }
+        }
+    }
+}
+
+impl Drop for Unpromoted {
+    fn drop(&mut self) {
+        if self.promoted {
+            return;
+        }
+        lock(&self.gateway.own_tasks.held).remove(&self.number);
+        self.task.cancel.cancel();
+        let (Some(round), Some(bridge)) = (self.round.take(), self.task.bridge.clone()) else {
+            return;
+        };
+        // The server's task is made whatever the round's cancellation; then it is cancelled.
+        let gateway = Arc::clone(&self.gateway);
+        crate::runtime::spawn(async move {
+            let _ = round.await;
+            gateway.cancel_bridged(&bridge).await;
+        })
+        .detach();
+    }
+}
+
 /// When a call becomes a task of mcpx's, the server it goes to, and the server's own task it
 /// runs, if bridged.
 pub(super) struct Promotion {
@@ -458,24 +519,33 @@ impl Gateway {
             false => (params.cloned().unwrap_or_else(|| json!({})), revision),
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
-        // request's end (a cancellation) drops it, and its progress goes to this request.
+        // request's end (a cancellation) ends it, and its progress goes to this request.
         let round = Arc::clone(&gateway).round(client, &task, params.clone(), revision, ctx);
-        let mut first = crate::runtime::spawn(round);
-        let promoted = async {
-            crate::deadline::sleep(promote_after).await;
-            None
+        let mut first = Unpromoted {
+            gateway: Arc::clone(&gateway),
+            number,
+            task: Arc::clone(&task),
+            round: Some(crate::runtime::spawn(round)),
+            promoted: false,
         };
         // A 2025-11-25 client that asked for a task gets one, however soon the call ends.
-        let finished = async { Some((&mut first).await) };
-        if let Some(outcome) = smol::future::or(finished, promoted)
-            .await
-            .filter(|_| !legacy)
-        {
-            // Never shown: the client gets the call's own answer.
-            lock(&self.own_tasks.held).remove(&number);
-            return outcome;
+        let mut asked = None;
+        if !legacy {
+            let promoted = async {
+                crate::deadline::sleep(promote_after).await;
+                None
+            };
+            let finished = async { Some(first.ended().await) };
+            match smol::future::or(finished, promoted).await {
+                // A bridged server's question is its task's already: a retry could not resume it.
+                Some(outcome) if task.bridge.is_some() && asks(&outcome) => asked = Some(outcome),
+                // Never shown: the client gets the call's own answer.
+                Some(outcome) => return outcome,
+                None => {}
+            }
         }
         let id = self.task_ids.seal_own(number, client, ttl)?;
+        let first = first.promote(asked);
         let _ = task.id.set(id.clone());
         self.observer.task(&task.origin, "created");
         if legacy {
@@ -560,7 +630,7 @@ impl Gateway {
         self: &Arc<Self>,
         client: &Arc<Client>,
         task: &Arc<OwnTask>,
-        first: smol::Task<Result<Value, ErrorObject>>,
+        first: FirstRound,
         answers: async_channel::Receiver<Map<String, Value>>,
         params: Value,
         revision: Revision,
