@@ -563,6 +563,34 @@ mod v2026_07_28 {
             assert_eq!(result["resultType"], "complete", "{done}");
         }
 
+        /// A 2026-07-28 task has no progress of its own: what its call reports after it became
+        /// a task is its `statusMessage`.
+        #[test]
+        fn a_tasks_progress_is_its_status_message() {
+            let mut mcpx = Serve::start(&fixture_with("tasks = \"always\"", ""));
+            let mut call = with_tasks(json!({"name": "fixture__progress",
+                "arguments": {"steps": 40, "delayMs": 100}}));
+            call["_meta"]["progressToken"] = json!("p");
+            let created = mcpx.call(1, "tools/call", call);
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let deadline = Instant::now() + PATIENCE;
+            let said = loop {
+                let got = mcpx.call(2, "tasks/get", with_tasks(json!({"taskId": id})));
+                let said = got["result"]["statusMessage"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if said.starts_with("step") || Instant::now() > deadline {
+                    break said;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            assert!(said.starts_with("step "), "{said}");
+            let done = poll_until(&mut mcpx, &id, "completed");
+            let text = &done["result"]["result"]["content"][0]["text"];
+            assert_eq!(text, "40 steps", "{done}");
+        }
+
         /// A call cancelled before it was promoted leaves no task behind: the client's one
         /// place (`maxPerClient = 1`) is free for the next.
         #[test]
@@ -926,6 +954,54 @@ mod v2025_11_25 {
             assert_eq!(result["result"]["isError"], true, "{result}");
             let got = mcpx.call(6, "tasks/get", json!({"taskId": failing}));
             assert_eq!(got["result"]["status"], "failed", "{got}");
+        }
+
+        /// The progress token of the call that asked for mcpx's task holds for the task's life:
+        /// over HTTP, where the call's own stream ended with the created task, its progress
+        /// keeps coming on the session's GET stream.
+        #[test]
+        fn mcpxs_task_reports_progress_under_the_callers_token_on_the_session_stream() {
+            // No keep-alive within the read timeout: a stream that says nothing more fails the
+            // test instead of holding it.
+            let quiet = format!(
+                "{}[transport]\nsseKeepAlive = \"1h\"\n",
+                fixture_with("", "")
+            );
+            let d = Daemon::start(&quiet, "");
+            let session = initialize_session(&d, "2025-11-25", json!({}));
+            let mut stream = std::net::TcpStream::connect(d.addr).unwrap();
+            stream.set_read_timeout(Some(PATIENCE)).unwrap();
+            let get = format!("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n");
+            std::io::Write::write_all(&mut stream, get.as_bytes()).unwrap();
+            let (mut events, head) = EventReader::open(stream);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            let call = json!({"name": "fixture__progress", "arguments": {"steps": 5, "delayMs": 100},
+                "task": {"ttl": 60_000}, "_meta": {"progressToken": "p2"}});
+            let created = post(
+                &d,
+                Some(&session),
+                Some("2025-11-25"),
+                &request(1, "tools/call", call),
+            );
+            assert!(
+                created.json()["result"]["task"]["taskId"].is_string(),
+                "{}",
+                created.json()
+            );
+            let deadline = Instant::now() + PATIENCE;
+            let last = loop {
+                let event = events.next_event().expect("the session stream ended");
+                let last =
+                    event["method"] == "notifications/progress" && event["params"]["progress"] == 5;
+                assert!(
+                    Instant::now() < deadline,
+                    "no last step on the session stream"
+                );
+                if last {
+                    break event;
+                }
+            };
+            assert_eq!(last["params"]["progressToken"], "p2", "{last}");
         }
 
         /// A question the server asks during the task goes to the client on its `tasks/result`,

@@ -61,6 +61,9 @@ impl OwnTask {
             "ttl": self.ttl_ms,
             "pollInterval": POLL_INTERVAL_MS,
         });
+        if let Some(progress) = &state.progress {
+            shown["statusMessage"] = json!(progress);
+        }
         if let Some(Err(error)) = &state.outcome {
             shown["statusMessage"] = json!(error.message);
         }

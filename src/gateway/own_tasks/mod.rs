@@ -86,6 +86,8 @@ struct State {
     rounds: u32,
     /// How many times it changed, for those reporting its changes.
     changes: u64,
+    /// What its call last reported of its progress.
+    progress: Option<String>,
 }
 
 impl State {
@@ -168,6 +170,7 @@ impl OwnTasks {
                 round: None,
                 rounds: 0,
                 changes: 0,
+                progress: None,
             }),
             answers,
             bridge: bridged.map(Arc::new),
@@ -281,6 +284,9 @@ impl OwnTask {
             "ttlMs": self.ttl_ms,
             "pollIntervalMs": POLL_INTERVAL_MS,
         });
+        if let Some(progress) = &state.progress {
+            task["statusMessage"] = json!(progress);
+        }
         match (&state.outcome, &state.round) {
             (Some(Ok(result)), _) => task["result"] = result.clone(),
             (Some(Err(error)), _) => {
@@ -291,6 +297,30 @@ impl OwnTask {
             (None, None) => {}
         }
         task
+    }
+
+    /// What its call reported, kept when it is progress (its message, else how far it is).
+    fn note_progress(&self, message: &crate::jsonrpc::Outbound) {
+        let crate::jsonrpc::Outbound::Notification(progress) = message else {
+            return;
+        };
+        if progress.method != "notifications/progress" {
+            return;
+        }
+        let params = progress.params.as_ref();
+        let said = params
+            .and_then(|p| p.member("message"))
+            .and_then(Value::as_str);
+        let done = params.and_then(|p| p.member("progress"));
+        let of = params.and_then(|p| p.member("total"));
+        let noted = match (said, done, of) {
+            (Some(said), _, _) => said.to_owned(),
+            (None, Some(done), Some(of)) => format!("{done} of {of}"),
+            (None, Some(done), None) => format!("{done}"),
+            (None, None, _) => return,
+        };
+        // Not a change of state: nobody is told, a poll sees it.
+        lock(&self.state).progress = Some(noted);
     }
 
     /// The call asks a round of questions: the task waits for their answers.
@@ -378,6 +408,33 @@ impl OwnTask {
         drop(state);
         self.cancel.cancel();
         self.changed.notify(usize::MAX);
+    }
+}
+
+/// Carries what a task's call reports (its progress, the server's log messages): to the request
+/// that started it until the call is a task; then to a 2025-11-25 client's `session` stream
+/// (its progress token holds for the task's life), or, for a 2026-07-28 client, whose tasks have
+/// no progress of their own, into the task's `statusMessage`. Ends with the call.
+async fn report(
+    reported: outbox::Receiver,
+    task: std::sync::Weak<OwnTask>,
+    request: outbox::Sender,
+    session: Option<outbox::Sender>,
+) {
+    let mut request = Some(request);
+    while let Ok(message) = reported.recv().await {
+        let Some(task) = task.upgrade() else {
+            return;
+        };
+        if task.id.get().is_some() {
+            // The request was answered: its stream is let go.
+            request = None;
+        }
+        match (&request, &session) {
+            (Some(request), _) => drop(request.try_send(message)),
+            (None, Some(session)) => drop(session.try_send(message)),
+            (None, None) => task.note_progress(&message),
+        }
     }
 }
 
@@ -518,6 +575,22 @@ impl Gateway {
             ),
             false => (params.cloned().unwrap_or_else(|| json!({})), revision),
         };
+        // Its call reports to this request until it is a task, then where the task's reports go.
+        let (reports, reported) = outbox::bounded(outbox::CAPACITY);
+        let session = legacy.then(|| client.session_stream());
+        let relayed = report(
+            reported,
+            Arc::downgrade(&task),
+            ctx.outbound.clone(),
+            session,
+        );
+        crate::runtime::spawn(relayed).detach();
+        let ctx = &RequestContext {
+            cancel: ctx.cancel.clone(),
+            outbound: reports.clone(),
+            progress_seen: Arc::clone(&ctx.progress_seen),
+            timeout: ctx.timeout,
+        };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
         let round = Arc::clone(&gateway).round(client, &task, params.clone(), revision, ctx);
@@ -568,7 +641,7 @@ impl Gateway {
                     "the task outlived its TTL (tasks.ttl)",
                 ))
             };
-            let drive = driven.drive(&client, &task, first, answers, params, revision);
+            let drive = driven.drive(&client, &task, first, answers, (params, reports), revision);
             let outcome = smol::future::or(drive, expiry).await;
             task.cancel.cancel();
             gateway.own_tasks.finish(&task, outcome);
@@ -632,13 +705,13 @@ impl Gateway {
         task: &Arc<OwnTask>,
         first: FirstRound,
         answers: async_channel::Receiver<Map<String, Value>>,
-        params: Value,
+        (params, reports): (Value, outbox::Sender),
         revision: Revision,
     ) -> Result<Value, ErrorObject> {
         let mut outcome = first.await;
         let background = RequestContext {
             cancel: task.cancel.clone(),
-            outbound: outbox::Sender::nowhere(),
+            outbound: reports,
             progress_seen: Arc::default(),
             timeout: None,
         };
