@@ -10,7 +10,7 @@
 use super::asks::{self, Answer, Askers};
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, Wire};
-use super::task_progress::KeptProgress;
+use super::task_progress::{self, KeptProgress};
 use super::{Caller, Event, LogSink, ProgressSink};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
@@ -139,10 +139,7 @@ impl Peer {
             lock(&self.progress).insert(token.clone(), sink);
             token
         });
-        let about_task = method.starts_with("tasks/").then(|| {
-            let id = params.as_ref().and_then(|p| p.member("taskId"));
-            id.and_then(Value::as_str).map(str::to_owned)
-        });
+        let about_task = task_progress::named_by(method, params.as_ref()).map(str::to_owned);
         if let Some(asks) = caller.asks {
             self.askers.enter(id, asks);
         }
@@ -181,9 +178,8 @@ impl Peer {
             let sink = lock(&self.progress).remove(&token);
             sink.map(|sink| (token, sink))
         });
-        let about = about_task.flatten();
         self.task_progress
-            .request_ended(method, about.as_deref(), sink, answered);
+            .request_ended(method, about_task.as_deref(), sink, answered);
         self.askers.leave(id);
         if logs {
             lock(&self.loggers).retain(|(call, _)| *call != id);

@@ -88,6 +88,12 @@ impl KeptProgress {
     }
 }
 
+/// The task a `tasks/*` request names (its `taskId`), for [`KeptProgress::request_ended`].
+pub fn named_by<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
+    method.strip_prefix("tasks/")?;
+    params?.member("taskId")?.as_str()
+}
+
 /// The task a 2025-11-25 `tools/call` made, and how long it lives.
 fn created(result: &Value) -> Option<(&str, Duration)> {
     let made = result.member("task")?;

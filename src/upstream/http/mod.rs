@@ -24,7 +24,7 @@ use super::auth::Authorizer;
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
-use super::task_progress::KeptProgress;
+use super::task_progress::{self, KeptProgress};
 use super::{Caller, Event, Handshake};
 use crate::cancel::Cancel;
 use crate::config::{ServerSettings, UpstreamEra};
@@ -258,19 +258,13 @@ impl HttpUpstream {
             self.askers.leave(id);
             match answer {
                 Some(Ok(Answer::Reply(reply))) => {
-                    let sink = caller
-                        .progress
-                        .as_ref()
-                        .map(|sink| (client::progress_token(id), sink.clone()));
-                    let about = method.starts_with("tasks/").then(|| {
-                        params
-                            .as_ref()
-                            .and_then(|p| p.member("taskId"))
-                            .and_then(Value::as_str)
-                    });
+                    // Only a sink that outlives its request is kept, so only that one is copied.
+                    let sink = caller.progress.as_ref().filter(|sink| sink.after.is_some());
+                    let sink = sink.map(|sink| (client::progress_token(id), sink.clone()));
+                    let about = task_progress::named_by(method, params.as_ref());
                     let answered = reply.as_ref().ok();
                     self.task_progress
-                        .request_ended(method, about.flatten(), sink, answered);
+                        .request_ended(method, about, sink, answered);
                     return reply;
                 }
                 Some(Ok(Answer::Accepted)) => {
