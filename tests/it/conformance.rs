@@ -53,7 +53,11 @@ fn server_scenarios(daemon: &crate::common::http::Daemon, scenarios: &[&str], ba
             + &String::from_utf8_lossy(&out.stderr);
         let totals: Vec<&str> = report.lines().filter(|l| l.contains("Passed")).collect();
         println!("{scenario}: {}", totals.join(" "));
-        assert!(out.status.success(), "{scenario}: {report}");
+        assert!(
+            out.status.success(),
+            "{scenario}: {report}\nmcpx's log:\n{}",
+            daemon.stderr()
+        );
     }
 }
 

@@ -18,6 +18,11 @@ use std::time::{Duration, Instant};
 /// How long any single expected message may take.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// How long a `mcpx serve`'s first answer may take: it waits on mcpx's start and on its
+/// upstreams' handshakes, which mcpx itself gives 30 s each (a Python server's imports alone
+/// take that long on a saturated machine).
+const FIRST_ANSWER_PATIENCE: Duration = Duration::from_secs(90);
+
 pub fn mcpx_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpx"))
 }
@@ -145,6 +150,8 @@ pub struct Serve {
     _config: Option<tempfile::NamedTempFile>,
     /// The daemon an attached `mcpx serve` is served by, when the test started it.
     daemon: Option<http::Daemon>,
+    /// Whether mcpx has answered anything yet (see [`FIRST_ANSWER_PATIENCE`]).
+    answered: bool,
 }
 
 /// Whether this test runs its `mcpx serve` through a daemon (`mcpx serve --attach`):
@@ -220,6 +227,7 @@ impl Serve {
             log,
             _config: None,
             daemon: None,
+            answered: false,
         }
     }
 
@@ -263,7 +271,11 @@ impl Serve {
 
     /// Waits for the response with this id; other messages are kept for later reads.
     pub fn response(&mut self, id: i64) -> Value {
-        let deadline = Instant::now() + PATIENCE;
+        let patience = match std::mem::replace(&mut self.answered, true) {
+            true => PATIENCE,
+            false => FIRST_ANSWER_PATIENCE,
+        };
+        let deadline = Instant::now() + patience;
         let mut skipped = Vec::new();
         // One that arrived while another was awaited is answered from what was kept.
         if let Some(found) = self
