@@ -61,6 +61,8 @@ pub struct Entry<'a> {
     pub took: Duration,
     /// The arguments the client sent.
     pub arguments: Option<&'a Value>,
+    /// Who sent it (never its token).
+    pub caller: Option<&'a crate::access::Identity>,
 }
 
 impl AuditLog {
@@ -99,6 +101,9 @@ impl AuditLog {
             if let Some(line) = line.as_object_mut() {
                 line.extend(who);
             }
+        }
+        if let Some(caller) = entry.caller {
+            line["caller"] = caller.audited();
         }
         line["method"] = json!(entry.method);
         if let Some(name) = entry.name {
@@ -170,6 +175,7 @@ impl Questions {
             outcome,
             took,
             arguments: None,
+            caller: None,
         });
     }
 }
@@ -319,6 +325,7 @@ mod every_revision {
                     outcome: "ok",
                     took: Duration::from_millis(3),
                     arguments: Some(&secret),
+                    caller: None,
                 });
             }
             let all = || {

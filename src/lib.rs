@@ -14,7 +14,8 @@
 //! - sockets and HTTP, knowing no MCP: [`net`] (TCP, hyper on smol, the HTTP client, mcpx's
 //!   private Unix sockets, who is on the other end of a loopback connection);
 //! - how a call ended: [`failure`] (an upstream's failures and every request's outcome);
-//! - who may come in: [`cluster`] (sealed session ids), and [`net`]'s checks of the peer;
+//! - who may come in: [`access`] (tokens, identities, `[[auth.rules]]`), [`cluster`] (sealed
+//!   session ids), and [`net`]'s checks of the peer;
 //! - watching it run: [`admin`] (the console's socket), [`metrics`], [`telemetry`], [`audit`];
 //! - small tools every part uses: [`runtime`] (the executor), [`cancel`], [`deadline`],
 //!   [`limit`], [`lines`], [`json`], [`sync`].
@@ -22,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod admin;
 pub mod attach;
 pub mod audit;

@@ -181,6 +181,11 @@ struct DoorLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AuthFailureLabel {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PassedOnLabel {
     kind: PassedOn,
     outcome: &'static str,
@@ -266,6 +271,7 @@ struct Metrics {
     received: [Counter; 2],
     sent: [Counter; 2],
     passed_on: Family<PassedOnLabel, Counter>,
+    auth_failures: Family<AuthFailureLabel, Counter>,
 }
 
 /// Operation latencies: half a millisecond (a built-in tool) to five minutes (an upstream's
@@ -329,6 +335,7 @@ impl Metrics {
             received,
             sent,
             passed_on: Family::default(),
+            auth_failures: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -377,6 +384,11 @@ impl Metrics {
             "mcpx_cluster_passed_on",
             "Requests passed to another replica, by kind (retry, end) and outcome (ok, unreachable)",
             metrics.passed_on.clone(),
+        );
+        registry.register(
+            "mcpx_auth_failures",
+            "Requests the HTTP door refused for their credentials, by reason (missing, expired, audience, scope, policy, ...)",
+            metrics.auth_failures.clone(),
         );
         Metrics {
             registry,
@@ -437,6 +449,15 @@ pub fn session_ended(transport: &str, lasted: Duration) {
 pub fn refused(reason: Refusal) {
     if let Some(m) = METRICS.get() {
         m.refused.get_or_create(&RefusalLabel { reason }).inc();
+    }
+}
+
+/// Counts a request refused for its credentials, by the gate's `reason`.
+pub fn auth_failed(reason: &'static str) {
+    if let Some(m) = METRICS.get() {
+        m.auth_failures
+            .get_or_create(&AuthFailureLabel { reason })
+            .inc();
     }
 }
 

@@ -6,6 +6,7 @@
 //! request can vanish uncounted. Every change wakes [`Registry::changed`] listeners, which is how
 //! the admin socket's `watch` stays live without polling.
 
+use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::jsonrpc::Id;
 use crate::protocol::Revision;
@@ -40,6 +41,8 @@ struct Session {
     profile: Option<String>,
     client: Option<Value>,
     revision: Option<Revision>,
+    /// Who opened it (stdio's local owner, an attached editor, a legacy session's caller).
+    caller: Option<Arc<Identity>>,
     opened: Instant,
     last_seen: Instant,
     ended: Cancel,
@@ -54,6 +57,7 @@ struct InFlight {
     started: Instant,
     cancel: Cancel,
     progress: Arc<AtomicU64>,
+    caller: Arc<Identity>,
 }
 
 #[derive(Debug)]
@@ -125,6 +129,7 @@ impl Registry {
                 transport,
                 id: None,
                 editor_pid: None,
+                caller: None,
                 profile: profile.map(str::to_owned),
                 client: None,
                 revision: None,
@@ -155,6 +160,15 @@ impl Registry {
                 s.ended.clone()
             }
             None => Cancel::new(),
+        })
+    }
+
+    /// Notes who a session is for: the caller that opened it.
+    pub fn note_caller(&self, session: SessionKey, caller: &Arc<Identity>) {
+        self.update(|state| {
+            if let Some(s) = state.sessions.get_mut(&session) {
+                s.caller = Some(Arc::clone(caller));
+            }
         })
     }
 
@@ -246,6 +260,7 @@ impl Registry {
         method: &str,
         target: Option<String>,
         cancel: Cancel,
+        caller: Arc<Identity>,
     ) -> InFlightGuard {
         let progress = Arc::new(AtomicU64::new(0));
         let key = self.update(|state| {
@@ -261,6 +276,7 @@ impl Registry {
                 started: Instant::now(),
                 cancel,
                 progress: Arc::clone(&progress),
+                caller,
             };
             state.in_flight.insert(key, request);
             key
@@ -362,6 +378,7 @@ impl Registry {
                 profile: s.profile.clone(),
                 client: s.client.clone(),
                 revision: s.revision.map(|r| r.as_str().to_owned()),
+                caller: s.caller.as_ref().map(|c| c.summary()),
                 age_ms: ms(s.opened),
                 idle_ms: ms(s.last_seen),
                 subscriptions: subscriptions(*key),
@@ -396,6 +413,7 @@ impl Registry {
                 upstream: r.target.as_deref().and_then(|t| upstream(&r.method, t)),
                 age_ms: ms(r.started),
                 progress: r.progress.load(Ordering::Relaxed),
+                caller: r.caller.summary(),
             })
             .collect();
         (sessions, streams, requests, state.totals)
@@ -483,16 +501,21 @@ mod every_revision {
             registry.views(|_| vec![], |_, _| None).2.len()
         }
 
+        fn owner() -> std::sync::Arc<crate::access::Identity> {
+            let owner = crate::access::Identity::of_kind(crate::access::Kind::LocalOwner);
+            std::sync::Arc::new(owner)
+        }
+
         #[test]
         fn every_request_ends_in_exactly_one_outcome() {
             let registry = Registry::new();
             let session = registry.open_session("stdio", None);
             let cancel = Cancel::new();
-            let guard = registry.begin(session, Id::Number(1), "tools/call", None, cancel.clone());
+            let guard = registry.begin(session, Id::Number(1), "tools/call", None, cancel.clone(), owner());
             assert!(registry.cancel(session, &Id::Number(1)));
             assert!(cancel.is_cancelled());
             guard.finish(Outcome::Cancelled);
-            let dropped = registry.begin(session, Id::Number(2), "tools/list", None, Cancel::new());
+            let dropped = registry.begin(session, Id::Number(2), "tools/list", None, Cancel::new(), owner());
             drop(dropped);
             let (_, _, requests, totals) = registry.views(|_| vec![], |_, _| None);
             assert!(requests.is_empty());
@@ -521,6 +544,7 @@ mod every_revision {
                                 "tools/call",
                                 None,
                                 cancel.clone(),
+                                owner(),
                             );
                             match i % 5 {
                                 0 => {

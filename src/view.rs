@@ -127,6 +127,9 @@ pub struct SessionView {
     pub idle_ms: u64,
     /// Resource URIs it is subscribed to.
     pub subscriptions: Vec<String>,
+    /// Who opened it: `local owner`, `attached editor`, a token's subject and client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// One open event stream.
@@ -169,6 +172,9 @@ pub struct RequestView {
     pub age_ms: u64,
     /// Progress notifications passed back so far.
     pub progress: u64,
+    /// Who sent it.
+    #[serde(default)]
+    pub caller: String,
 }
 
 /// How requests ended since start.

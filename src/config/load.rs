@@ -1,6 +1,6 @@
 //! Reading the file and refusing what cannot work: every error names the line and the key.
 
-use super::{default_path, Config, ConfigError, Start, BUILTIN_SERVER};
+use super::{default_path, AuthMode, Config, ConfigError, Start, BUILTIN_SERVER};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::de::{DeTable, DeValue};
@@ -35,11 +35,15 @@ impl Config {
             (line, e.message().to_owned())
         })?;
         let lines = Lines::of(text);
-        if config.daemon.exposed() && config.daemon.token.as_deref().is_none_or(str::is_empty) {
+        let by_token = config.auth.mode == AuthMode::Token;
+        if config.daemon.exposed()
+            && by_token
+            && config.daemon.token.as_deref().is_none_or(str::is_empty)
+        {
             return Err((
                 lines.at(&["daemon", "address"]),
                 format!(
-                    "daemon.address {} is reachable from other machines: set daemon.token (clients then send `Authorization: Bearer TOKEN`), or listen on a loopback address",
+                    "daemon.address {} is reachable from other machines: set daemon.token (clients then send `Authorization: Bearer TOKEN`) or auth.mode = \"external\", or listen on a loopback address",
                     config.daemon.address
                 ),
             ));
@@ -114,7 +118,63 @@ impl Config {
             }
         }
         config.check_profiles(&lines)?;
+        config.check_auth(&lines)?;
         Ok(config)
+    }
+
+    /// `external` names its provider and the public URL its doors are known by; algorithms are
+    /// ones mcpx verifies; rules name profiles that exist and globs that compile.
+    fn check_auth(&self, lines: &Lines) -> Result<(), (usize, String)> {
+        let auth = &self.auth;
+        let at = |path: &[&str]| lines.at(path);
+        if let Some(url) = &auth.public_url {
+            let parsed = url::Url::parse(url).ok();
+            let origin_only = parsed.as_ref().is_some_and(|u| {
+                matches!(u.scheme(), "https" | "http")
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.fragment().is_none()
+                    && !url.ends_with('/')
+            });
+            if !origin_only {
+                return Err((
+                    at(&["auth", "publicUrl"]),
+                    format!("auth.publicUrl {url:?} must be an origin, like \"https://mcp.example.com\" (no path, no trailing slash)"),
+                ));
+            }
+        }
+        if auth.mode == AuthMode::External {
+            if auth.public_url.is_none() {
+                return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.publicUrl: the URL clients reach the daemon by, which tokens must name".into()));
+            }
+            if auth.external.issuer.as_deref().is_none_or(str::is_empty) {
+                return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.external.issuer: the identity provider whose tokens are accepted".into()));
+            }
+        }
+        for name in &auth.external.algorithms {
+            if crate::access::jose::Alg::named(name).is_none() {
+                let known: Vec<&str> = crate::access::jose::Alg::ALL.iter().map(|(n, _)| *n).collect();
+                return Err((
+                    at(&["auth", "external", "algorithms"]),
+                    format!("auth.external.algorithms: {name:?} is not one mcpx verifies ({}); `none` and HMAC never are", known.join(", ")),
+                ));
+            }
+        }
+        for (n, rule) in auth.rules.iter().enumerate() {
+            let line = at(&["auth", "rules"]);
+            let fail = |message: String| Err((line, format!("auth.rules[{n}]: {message}")));
+            for profile in &rule.profiles {
+                if profile != "*" && !self.profiles.contains_key(profile) {
+                    return fail(format!("names profile {profile:?}, which is not configured (\"*\" is every door)"));
+                }
+            }
+            for pattern in rule.deny_tools.iter().chain(rule.step_up.keys()) {
+                if let Err(e) = globset::Glob::new(pattern) {
+                    return fail(format!("{pattern:?} is not a glob pattern: {e}"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Each profile's name is a URL path segment (`/mcp/NAME`), names servers that exist, and

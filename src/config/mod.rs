@@ -15,7 +15,7 @@ mod server;
 mod settings;
 mod tasks;
 
-pub use auth::Auth;
+pub use auth::{Auth, AuthMode, External, Introspection, Rule};
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use observe::{Audit, Telemetry};
@@ -207,6 +207,12 @@ headers = { Authorization = "Bearer x" }
                 "[telemetry]\notlpEndpoint = \"http://c:4318\"\n",
                 "[cluster]\nkeyFile = \"/k\"\npreviousKeyFile = \"/p\"\n",
                 "[tasks]\npromoteAfter = \"2s\"\nttl = \"1h\"\nmaxPerClient = 9\nmaxResultBytes = 99\n",
+                "[auth]\nmode = \"external\"\npublicUrl = \"https://m.example\"\n",
+                "[auth.external]\nissuer = \"https://idp\"\njwksUri = \"https://idp/k\"\n",
+                "[auth.external.introspection]\nendpoint = \"https://idp/i\"\nclientId = \"c\"\n",
+                "clientSecret = \"s\"\n",
+                "[[auth.rules]]\nsubject = \"s\"\nclientId = \"c\"\nissuer = \"i\"\nscopes = [\"x\"]\n",
+                "claims = { g = \"v\" }\nprofiles = [\"p\"]\ndenyTools = [\"t\"]\nstepUp = { t = \"w\" }\n",
             ))
             .unwrap();
             config.admin.socket = "/s".into();
@@ -229,6 +235,22 @@ headers = { Authorization = "Bearer x" }
                                         keys.extend(tool.as_table().unwrap().keys().cloned());
                                     }
                                 }
+                            }
+                        }
+                        // `[auth.external]`, its introspection table and each `[[auth.rules]]`.
+                        "auth" => {
+                            let nested = match value {
+                                toml::Value::Array(rules) => rules.iter().collect(),
+                                table @ toml::Value::Table(_) => vec![table],
+                                _ => {
+                                    keys.push(key.clone());
+                                    Vec::new()
+                                }
+                            };
+                            for (key, value) in nested.iter().filter_map(|v| v.as_table()).flatten() {
+                                keys.push(key.clone());
+                                let inner = value.as_table().filter(|_| key == "introspection");
+                                keys.extend(inner.into_iter().flatten().map(|(k, _)| k.clone()));
                             }
                         }
                         _ => keys.push(key.clone()),

@@ -22,6 +22,8 @@ pub struct Settings {
     pub servers: BTreeMap<String, Result<Expanded, String>>,
     /// `daemon.token`.
     pub daemon_token: Result<Option<String>, String>,
+    /// `auth.external.introspection.clientSecret`.
+    pub introspection_secret: Result<Option<String>, String>,
     /// `cluster.advertise`.
     pub cluster_advertise: Result<Option<String>, String>,
     /// `cluster.peers`.
@@ -93,9 +95,15 @@ impl Settings {
                 Some(token) if token.is_empty() => Err("daemon.token is empty".to_owned()),
                 token => Ok(token),
             });
+        let introspection = config.auth.external.introspection.as_ref();
+        let introspection_secret = optional(
+            "auth.external.introspection.clientSecret",
+            &introspection.and_then(|i| i.client_secret.clone()),
+        );
         Settings {
             servers,
             daemon_token,
+            introspection_secret,
             cluster_advertise: optional("cluster.advertise", &config.cluster.advertise),
             cluster_peers: config
                 .cluster

@@ -41,6 +41,11 @@ impl Live {
         self.registry.note_editor(client.session, pid)
     }
 
+    /// Notes who `client`'s session is for.
+    pub fn note_caller(&self, client: &Client, caller: &Arc<crate::access::Identity>) {
+        self.registry.note_caller(client.session, caller)
+    }
+
     /// Names `client`'s legacy HTTP session `id`; returns the signal that ends it, which the
     /// admin socket can fire too.
     pub fn name_session(&self, client: &Client, id: &str) -> Cancel {

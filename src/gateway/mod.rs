@@ -123,7 +123,8 @@ impl Gateway {
         cluster: Option<&crate::cluster::ClusterKeys>,
     ) -> Arc<Gateway> {
         let (config, registry) = (&settings.config, Registry::new());
-        let catalogs = Arc::new(Catalogs::new(Profiles::new(&config.profiles)));
+        let profiles = Profiles::new(&config.profiles, &config.auth.rules);
+        let catalogs = Arc::new(Catalogs::new(profiles));
         let clients = Arc::new(Clients::new(config.transport.max_in_flight_per_client));
         let subscriptions = Arc::new(HeldSubscriptions::default());
         let supervisor = Supervisor::new(
@@ -230,6 +231,16 @@ impl Gateway {
         self.catalogs.profiles().find(name)
     }
 
+    /// What the callers `rule` (of `[[auth.rules]]`) decides for see at `view`'s door.
+    pub fn narrowed(&self, view: ViewId, rule: Option<usize>) -> ViewId {
+        self.catalogs.profiles().narrowed(view, rule)
+    }
+
+    /// Every view: each door's, and those `[[auth.rules]]` narrow them to.
+    pub fn views(&self) -> Vec<ViewId> {
+        self.catalogs.profiles().all().collect()
+    }
+
     /// The configured profiles' names.
     pub fn profile_names(&self) -> Vec<String> {
         self.catalogs.profiles().names()
@@ -307,6 +318,7 @@ impl Gateway {
         client: &Arc<Client>,
         request: Request,
         outbound: outbox::Sender,
+        caller: Arc<crate::access::Identity>,
     ) -> (
         Cancel,
         impl Future<Output = Option<Response>> + Send + 'static,
@@ -322,12 +334,13 @@ impl Gateway {
                 &request.method,
                 target,
                 cancel.clone(),
+                Arc::clone(&caller),
             );
             (place, guard)
         });
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
         let context_cancel = cancel.clone();
-        let observation = self.observer.observation(&request);
+        let observation = self.observer.observation(&request, caller);
         let run = async move {
             let (_place, guard) = match admitted {
                 Ok(admitted) => admitted,

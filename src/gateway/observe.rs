@@ -43,6 +43,8 @@ pub(super) struct Observation {
     era: Era,
     /// The arguments, when the audit log records this request.
     arguments: Option<Value>,
+    /// Who sent it.
+    caller: Arc<crate::access::Identity>,
 }
 
 impl Observer {
@@ -93,7 +95,11 @@ impl Observer {
     }
 
     /// What to keep of `request` to observe it when it finishes; `None` when nothing would.
-    pub(super) fn observation(&self, request: &Request) -> Option<Observation> {
+    pub(super) fn observation(
+        &self,
+        request: &Request,
+        caller: Arc<crate::access::Identity>,
+    ) -> Option<Observation> {
         let method = Method::parse(&request.method);
         let audited = self.audit.get().is_some() && method.is_some_and(Method::is_audited);
         if !audited && !metrics::enabled() {
@@ -112,6 +118,7 @@ impl Observer {
             name: name.map(str::to_owned),
             era: envelope::era_of(params),
             arguments: arguments.filter(|_| audited).cloned(),
+            caller,
         })
     }
 
@@ -161,6 +168,7 @@ impl Observer {
             outcome: &outcome.to_string(),
             took,
             arguments: seen.arguments.as_ref(),
+            caller: Some(&seen.caller),
         });
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer
@@ -177,6 +185,7 @@ impl Observer {
                 outcome: "asked",
                 took: Duration::ZERO,
                 arguments: None,
+                caller: Some(&seen.caller),
             });
         }
     }
@@ -260,6 +269,7 @@ impl Observer {
                 outcome,
                 took: origin.created.elapsed(),
                 arguments: None,
+                caller: None,
             });
         }
     }

@@ -5,13 +5,17 @@
 //! it is unknown to its clients on every method (list, call, get, read, complete, subscribe),
 //! exactly as a name no server lists, and its clients hear `list_changed` only when their own
 //! view changed. Profiles are read at start; a reload applies `[servers]` only.
+//!
+//! An `[[auth.rules]]` rule that denies tools narrows each door it opens: a view of its own, the
+//! door's with the denied names cut, which no door names; its callers are served from it, so a
+//! denied tool is unknown to them by the same road.
 
 use super::catalog::Catalog;
 use super::route::Owner;
 use super::search;
-use crate::config::Profile;
+use crate::config::{Profile, Rule};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Which view of the catalog a client sees: everything, or one profile's.
@@ -27,11 +31,17 @@ impl ViewId {
 #[derive(Debug, Default)]
 pub struct Profiles {
     list: Vec<Compiled>,
+    /// The view a rule's callers at a door see, by the door's view and the rule's index, for
+    /// the rules that deny tools.
+    narrowed: HashMap<(ViewId, usize), ViewId>,
 }
 
 #[derive(Debug)]
 struct Compiled {
+    /// The profile's name; for a narrowed view, its door's (empty for `/mcp`).
     name: String,
+    /// Whether a door names it (a narrowed view is reached only through its rule).
+    door: bool,
     servers: Option<Vec<String>>,
     include: Option<GlobSet>,
     exclude: GlobSet,
@@ -39,33 +49,53 @@ struct Compiled {
 }
 
 impl Profiles {
-    /// Compiles `[profiles]` (validated by [`crate::config::Config::parse`]).
-    pub fn new(config: &BTreeMap<String, Profile>) -> Profiles {
-        let set = |patterns: &[String]| {
-            let mut builder = GlobSetBuilder::new();
-            for pattern in patterns {
-                if let Ok(glob) = Glob::new(pattern) {
-                    builder.add(glob);
+    /// Compiles `[profiles]` and the views `rules` narrow them to (validated by
+    /// [`crate::config::Config::parse`]).
+    pub fn new(config: &BTreeMap<String, Profile>, rules: &[Rule]) -> Profiles {
+        let compile = |name: &str, profile: &Profile, denied: &[String]| Compiled {
+            name: name.to_owned(),
+            door: denied.is_empty(),
+            servers: profile.servers.clone(),
+            include: (!profile.include.is_empty()).then(|| set(&profile.include)),
+            exclude: set(&[&profile.exclude[..], denied].concat()),
+            search: profile.search,
+        };
+        let mut list: Vec<Compiled> = config
+            .iter()
+            .map(|(name, profile)| compile(name, profile, &[]))
+            .collect();
+        let mut narrowed = HashMap::new();
+        let everything = Profile::default();
+        for (index, rule) in rules.iter().enumerate() {
+            if rule.deny_tools.is_empty() {
+                continue;
+            }
+            let doors = std::iter::once(("", &everything)).chain(config.iter().map(|(n, p)| (n.as_str(), p)));
+            for (view, (name, profile)) in doors.enumerate() {
+                let opens = rule.profiles.iter().any(|p| p == "*" || p == name);
+                if opens {
+                    list.push(compile(name, profile, &rule.deny_tools));
+                    narrowed.insert((ViewId(view), index), ViewId(list.len()));
                 }
             }
-            builder.build().unwrap_or_else(|_| GlobSet::empty())
-        };
-        let list = config
-            .iter()
-            .map(|(name, profile)| Compiled {
-                name: name.clone(),
-                servers: profile.servers.clone(),
-                include: (!profile.include.is_empty()).then(|| set(&profile.include)),
-                exclude: set(&profile.exclude),
-                search: profile.search,
-            })
-            .collect();
-        Profiles { list }
+        }
+        Profiles { list, narrowed }
+    }
+
+    /// What the callers `rule` decides for see at the door of `view`.
+    pub fn narrowed(&self, view: ViewId, rule: Option<usize>) -> ViewId {
+        rule.and_then(|rule| self.narrowed.get(&(view, rule)).copied())
+            .unwrap_or(view)
+    }
+
+    /// Every view: each door's, then the narrowed ones.
+    pub fn all(&self) -> impl Iterator<Item = ViewId> {
+        (0..=self.list.len()).map(ViewId)
     }
 
     /// The view a door names; an unknown name is an error that lists the known ones.
     pub fn find(&self, name: &str) -> Result<ViewId, String> {
-        match self.list.iter().position(|p| p.name == name) {
+        match self.list.iter().position(|p| p.door && p.name == name) {
             Some(i) => Ok(ViewId(i + 1)),
             None => Err(format!(
                 "no profile is named {name:?}; the profiles are: {}",
@@ -79,7 +109,8 @@ impl Profiles {
 
     /// The configured profiles' names.
     pub fn names(&self) -> Vec<String> {
-        self.list.iter().map(|p| p.name.clone()).collect()
+        let doors = self.list.iter().filter(|p| p.door);
+        doors.map(|p| p.name.clone()).collect()
     }
 
     /// A view's profile name; `None` for everything.
@@ -88,6 +119,7 @@ impl Profiles {
             .checked_sub(1)
             .and_then(|i| self.list.get(i))
             .map(|p| p.name.as_str())
+            .filter(|name| !name.is_empty())
     }
 
     /// Whether `view` sees the server named `server` at all: what a profile leaves out is, to
@@ -130,6 +162,17 @@ impl Profiles {
         views.insert(0, Arc::new(all));
         Views(views)
     }
+}
+
+/// The glob set of `patterns` (each checked by the configuration's loading).
+fn set(patterns: &[String]) -> GlobSet {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        if let Ok(glob) = Glob::new(pattern) {
+            builder.add(glob);
+        }
+    }
+    builder.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
 /// The catalog as each view sees it.

@@ -477,6 +477,22 @@ impl Parsed {
             _ => None,
         }
     }
+
+    /// The tools its `tools/call` requests name, a batch's included.
+    pub fn called_tools(&self) -> Vec<&str> {
+        fn name<'v>(method: Option<&Value>, params: Option<&'v Value>) -> Option<&'v str> {
+            let params = params.filter(|_| method.and_then(Value::as_str) == Some("tools/call"));
+            params.and_then(|p| p.get("name")).and_then(Value::as_str)
+        }
+        match self {
+            Parsed::One(m) => name(m.method.as_ref(), m.params.as_ref()).into_iter().collect(),
+            Parsed::Batch(items) => items
+                .iter()
+                .filter_map(|item| name(item.get("method"), item.get("params")))
+                .collect(),
+            Parsed::Neither(_) => Vec::new(),
+        }
+    }
 }
 
 /// Reads one message from JSON. An error is the -32600 response to send back.

@@ -25,6 +25,7 @@ use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use smol::Task;
 use std::future::Future;
 use std::sync::Arc;
+use crate::access::{Identity, Kind};
 use std::time::Duration;
 
 /// How `serve` behaves at its edges.
@@ -73,6 +74,12 @@ pub async fn serve(
     if let Some(pid) = options.editor_pid {
         gateway.live().note_editor(&client, pid);
     }
+    let caller = match options.editor_pid {
+        Some(_) => Kind::AttachedEditor,
+        None => Kind::LocalOwner,
+    };
+    let caller = Arc::new(Identity::of_kind(caller));
+    gateway.live().note_caller(&client, &caller);
     // Every request task holds a clone of `alive`; when the last clone is gone, `all_done` wakes.
     let (alive, all_done) = async_channel::bounded::<()>(1);
     let connection = Connection {
@@ -83,6 +90,7 @@ pub async fn serve(
         stalled: stalled.clone(),
         shutdown: shutdown.clone(),
         alive,
+        caller,
     };
     // What ends the session early: mcpx stopping, or a client that stopped reading.
     let cut_short = || smol::future::or(stalled.cancelled(), shutdown.cancelled());
@@ -173,6 +181,8 @@ struct Connection {
     /// Fired when mcpx stops: a request it cancels then is answered, not dropped.
     shutdown: Cancel,
     alive: Sender<()>,
+    /// Who is on the other end: whoever can reach these pipes or the daemon's private socket.
+    caller: Arc<Identity>,
 }
 
 impl Connection {
@@ -223,7 +233,12 @@ impl Connection {
         let id = request.id.clone();
         let (_, run) = self
             .gateway
-            .begin_request(&self.client, request, self.outbound.clone());
+            .begin_request(
+                &self.client,
+                request,
+                self.outbound.clone(),
+                Arc::clone(&self.caller),
+            );
         let (alive, shutdown) = (self.alive.clone(), self.shutdown.clone());
         async move {
             let _alive = alive;

@@ -7,6 +7,7 @@
 //! going away cancels; in a legacy session it does not).
 
 use super::{json_response, sse, Body};
+use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway};
 use crate::jsonrpc::{Outbound, Request, Response};
@@ -43,10 +44,12 @@ pub(super) struct Exchange {
     closing: Option<Cancel>,
     /// Whether such an error was given: before the head is sent, it is a 503.
     shut_down: Arc<AtomicBool>,
+    /// Who sent the POST: its requests go through the core as this caller's.
+    caller: Arc<Identity>,
 }
 
 impl Exchange {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(caller: Arc<Identity>) -> Self {
         let (outbound_tx, outbound) = outbox::bounded(outbox::CAPACITY);
         Exchange {
             outbound_tx,
@@ -57,6 +60,7 @@ impl Exchange {
             lifetime: Vec::new(),
             closing: None,
             shut_down: Arc::default(),
+            caller,
         }
     }
 
@@ -76,7 +80,8 @@ impl Exchange {
     ) -> Cancel {
         let place = self.next_place();
         let id = request.id.clone();
-        let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone());
+        let caller = Arc::clone(&self.caller);
+        let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone(), caller);
         let run: Run = match self.closing.clone() {
             None => Box::pin(run),
             Some(closing) => {
@@ -161,6 +166,7 @@ impl Exchange {
             lifetime,
             closing: _,
             shut_down,
+            caller: _,
         } = self;
         // Only the running requests may keep these channels open now.
         drop(outbound_tx);

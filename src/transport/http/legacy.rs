@@ -10,6 +10,7 @@ use super::exchange::Exchange;
 use super::forward;
 use super::sessions::{Refused, Session};
 use super::{accepted, json_response, rpc_error, sse, Body, FrontDoor};
+use crate::access::Identity;
 use crate::cluster::SealedSession;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::json::Member;
@@ -41,14 +42,19 @@ fn named_session(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Named {
         .and_then(|id| door.sessions.get(id.trim(), view));
     match live {
         Some(session) => Named::Live(session),
-        None => Named::Refusal(rpc_error(
-            StatusCode::NOT_FOUND,
-            ErrorObject::new(
-                INVALID_REQUEST,
-                "Session not found: it ended or expired; send initialize again",
-            ),
-        )),
+        None => Named::Refusal(session_not_found()),
     }
+}
+
+/// The answer to a session id that names no session of this caller's at this door.
+fn session_not_found() -> Response<Body> {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        ErrorObject::new(
+            INVALID_REQUEST,
+            "Session not found: it ended or expired; send initialize again",
+        ),
+    )
 }
 
 /// The revision a legacy request is served under: the session's, else the header's, else
@@ -84,9 +90,11 @@ pub(super) async fn post(
     path: &str,
     headers: &HeaderMap,
     body: Parsed,
+    caller: Arc<Identity>,
 ) -> Response<Body> {
     let session = match named_session(door, view, headers) {
         Named::Refusal(response) => return response,
+        Named::Live(session) if !session.belongs_to(&caller) => return session_not_found(),
         Named::Live(session) => Some(session),
         Named::Nothing => None,
     };
@@ -102,12 +110,14 @@ pub(super) async fn post(
     let inbound = match door.gateway.receive(client, Some(revision), frame) {
         Ok(Received::One(inbound)) => inbound,
         Ok(Received::Batch(elements)) => {
-            return batch(door, view, session, revision, elements).await
+            return batch(door, view, session, revision, elements, caller).await
         }
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal),
     };
     match inbound {
-        Inbound::Initialize(request) => initialize(door, view, session.is_some(), request),
+        Inbound::Initialize(request) => {
+            initialize(door, view, session.is_some(), request, &caller)
+        }
         Inbound::Run(request) => {
             // A task of this session that another replica holds (its id says which) is served
             // there: any replica serves the session.
@@ -117,7 +127,7 @@ pub(super) async fn post(
             if let Some(at) = holder {
                 return forward::to_holder(&at, path, headers, &request, Era::Legacy).await;
             }
-            let mut exchange = Exchange::new();
+            let mut exchange = Exchange::new(caller);
             let client = serving_client(door, view, session.as_ref(), revision, &mut exchange);
             let cancel = exchange.start(&door.gateway, &client, request);
             if session.is_none() {
@@ -180,6 +190,7 @@ fn initialize(
     view: ViewId,
     in_session: bool,
     request: Request,
+    caller: &Arc<Identity>,
 ) -> Response<Body> {
     if in_session {
         let error = ErrorObject::new(
@@ -217,6 +228,8 @@ fn initialize(
         Ok(session) => session,
         Err(refused) => return refused_session(refused),
     };
+    session.belongs_to(caller);
+    door.gateway.live().note_caller(&session.client, caller);
     let mut response = json_response(StatusCode::OK, &answer);
     if let Ok(id) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, id);
@@ -246,8 +259,9 @@ async fn batch(
     session: Option<Arc<Session>>,
     revision: Revision,
     elements: Vec<Inbound>,
+    caller: Arc<Identity>,
 ) -> Response<Body> {
-    let mut exchange = Exchange::new();
+    let mut exchange = Exchange::new(caller);
     let client = serving_client(door, view, session.as_ref(), revision, &mut exchange);
     for element in elements {
         match element {
@@ -271,7 +285,12 @@ async fn batch(
 }
 
 /// GET opens a session's notification stream: one per session, closed by DELETE.
-pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> Response<Body> {
+pub(super) async fn get(
+    door: &FrontDoor,
+    view: ViewId,
+    headers: &HeaderMap,
+    caller: &Arc<Identity>,
+) -> Response<Body> {
     let modern_header = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -280,6 +299,7 @@ pub(super) async fn get(door: &FrontDoor, view: ViewId, headers: &HeaderMap) -> 
         return method_not_allowed("GET opens a legacy session's notification stream; 2026-07-28 uses subscriptions/listen");
     }
     let session = match named_session(door, view, headers) {
+        Named::Live(session) if !session.belongs_to(caller) => return session_not_found(),
         Named::Live(session) => session,
         Named::Refusal(response) => return response,
         Named::Nothing => unreachable!("the header was checked above"),
@@ -339,6 +359,7 @@ pub(super) fn delete(
     view: ViewId,
     path: &str,
     headers: &HeaderMap,
+    caller: &Arc<Identity>,
 ) -> Response<Body> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return rpc_error(
@@ -354,7 +375,8 @@ pub(super) fn delete(
         // A peer ended it: refused here too, whether or not this replica holds it.
         door.sessions.end_sealed(id)
     } else {
-        let ended = door.sessions.get(id, view).is_some() && door.sessions.end(id).is_some();
+        let owned = door.sessions.get(id, view).is_some_and(|s| s.belongs_to(caller));
+        let ended = owned && door.sessions.end(id).is_some();
         if ended && door.sessions.sealed() {
             forward::tell_peers(&door.options.peers, path, headers);
         }

@@ -20,6 +20,7 @@ mod sessions;
 mod sse;
 pub mod status;
 
+use crate::access::{self, Admitted, Knock};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Parsed, INTERNAL_ERROR, INVALID_REQUEST};
@@ -91,13 +92,7 @@ pub async fn serve(
             &options.allowed_hosts,
             options.address,
         ),
-        modern: std::iter::once(ViewId::EVERYTHING)
-            .chain(
-                gateway
-                    .profile_names()
-                    .iter()
-                    .filter_map(|n| gateway.profile(n).ok()),
-            )
+        modern: (gateway.views().into_iter())
             .map(|view| gateway.open_shared_client("http", view, unsolicited.clone()))
             .collect(),
         sessions: sessions::Sessions::new(
@@ -247,7 +242,7 @@ impl FrontDoor {
     /// Whether the connection from `peer` may be served without a token: with no token, only
     /// the daemon's own user's may (loopback is shared by every user of the machine).
     fn caller(&self, stream: &TcpStream, peer: SocketAddr) -> Caller {
-        if self.options.token.is_some() {
+        if self.options.gate.authenticates() {
             return Caller::Trusted;
         }
         let uid = stream
@@ -313,12 +308,8 @@ impl FrontDoor {
     /// `GET /healthz`, for load balancers and probes: 200 while the daemon serves. Without
     /// the daemon's token (where it has one) it says only that; with it, each upstream's state.
     fn health(&self, caller: Caller, headers: &HeaderMap) -> Response<Body> {
-        let trusted = caller == Caller::Trusted
-            && self
-                .options
-                .token
-                .as_ref()
-                .is_none_or(|token| authorized(headers, token));
+        let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+        let trusted = caller == Caller::Trusted && self.options.gate.trusts_probe(authorization);
         let mut health = serde_json::json!({ "status": "ok" });
         if trusted {
             let upstreams: serde_json::Map<String, Value> = self
@@ -334,6 +325,28 @@ impl FrontDoor {
             header::CACHE_CONTROL,
             http::HeaderValue::from_static("no-store"),
         );
+        response
+    }
+
+    /// `GET /.well-known/oauth-protected-resource[/mcp[/NAME]]` (RFC 9728): public, so any
+    /// origin may read it.
+    fn resource_metadata(&self, path: &str, method: &Method) -> Response<Body> {
+        let door_exists = |door: &str| self.door(door).is_ok();
+        let mut response = match self.options.gate.metadata(path, door_exists) {
+            None => plain(StatusCode::NOT_FOUND, "no protected resource is described here\n"),
+            Some(_) if method == Method::OPTIONS => {
+                let mut answer = Response::new(empty());
+                *answer.status_mut() = StatusCode::NO_CONTENT;
+                let allow = http::HeaderValue::from_static("GET, OPTIONS");
+                answer.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_METHODS, allow);
+                answer
+            }
+            Some(document) if method == Method::GET => json_response(StatusCode::OK, &document),
+            Some(_) => plain(StatusCode::METHOD_NOT_ALLOWED, "this metadata takes GET\n"),
+        };
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, http::HeaderValue::from_static("*"));
+        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, http::HeaderValue::from_static("mcp-protocol-version"));
         response
     }
 
@@ -355,18 +368,21 @@ impl FrontDoor {
         response
     }
 
-    /// The view a request's path enters: `/mcp` sees everything, `/mcp/NAME` profile NAME;
-    /// any other path is not MCP's.
-    fn door(&self, path: &str) -> Result<ViewId, Box<Response<Body>>> {
+    /// The view a request's path enters, and its profile's name: `/mcp` sees everything,
+    /// `/mcp/NAME` profile NAME; any other path is not MCP's.
+    #[allow(clippy::type_complexity)]
+    fn door(&self, path: &str) -> Result<(ViewId, Option<String>), Box<Response<Body>>> {
         match path.strip_prefix("/mcp") {
-            Some("") => Ok(ViewId::EVERYTHING),
+            Some("") => Ok((ViewId::EVERYTHING, None)),
             Some(profile) if profile.starts_with('/') => {
-                self.gateway.profile(&profile[1..]).map_err(|why| {
+                let name = &profile[1..];
+                let view = self.gateway.profile(name).map_err(|why| {
                     Box::new(rpc_error(
                         StatusCode::NOT_FOUND,
                         ErrorObject::new(INVALID_REQUEST, format!("Not Found: {why}")),
                     ))
-                })
+                })?;
+                Ok((view, Some(name.to_owned())))
             }
             _ => Err(Box::new(plain(StatusCode::NOT_FOUND, NOT_MCP))),
         }
@@ -408,6 +424,9 @@ impl FrontDoor {
         if path == "/healthz" {
             return self.health(caller, request.headers());
         }
+        if path.starts_with(access::METADATA_PREFIX) {
+            return self.resource_metadata(path, request.method());
+        }
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
@@ -421,23 +440,6 @@ impl FrontDoor {
                 .filter(|origin| self.origins.allows(Some(origin.as_bytes())));
             return cors::preflight(origin, request.headers());
         }
-        if let Some(token) = &self.options.token {
-            if !authorized(request.headers(), token) {
-                metrics::refused(Refusal::token);
-                let mut refusal = rpc_error(
-                    StatusCode::UNAUTHORIZED,
-                    ErrorObject::new(
-                        INVALID_REQUEST,
-                        "Unauthorized: send Authorization: Bearer with the daemon's token",
-                    ),
-                );
-                refusal.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    http::HeaderValue::from_static("Bearer realm=\"mcpx\""),
-                );
-                return refusal;
-            }
-        }
         let origin = request.headers().get(header::ORIGIN).map(|v| v.as_bytes());
         if !self.origins.allows(origin) {
             metrics::refused(Refusal::origin);
@@ -446,25 +448,45 @@ impl FrontDoor {
                 ErrorObject::new(INVALID_REQUEST, "Forbidden: this Origin is not allowed"),
             );
         }
+        // Known profiles are named only to who passed the credentials and Origin checks.
+        let (view, profile) = match self.door(path) {
+            Ok(door) => door,
+            Err(_) if metrics => (ViewId::EVERYTHING, None),
+            Err(not_found) => return *not_found,
+        };
+        let knock = Knock {
+            door: if metrics { "/mcp" } else { path },
+            profile: profile.as_deref(),
+            authorization: request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+            query: request.uri().query(),
+        };
+        let admitted = match self.options.gate.admit(knock).await {
+            Ok(admitted) => admitted,
+            Err(refusal) => return refused(refusal),
+        };
         if metrics {
             return self.metrics(request.method());
         }
-        // Known profiles are named only to who passed the token and Origin checks.
-        let view = match self.door(request.uri().path()) {
-            Ok(view) => view,
-            Err(not_found) => return *not_found,
-        };
+        let view = self.gateway.narrowed(view, admitted.rule);
         match *request.method() {
-            Method::POST => self.post(view, request).await,
-            Method::GET => legacy::get(self, view, request.headers()).await,
-            Method::DELETE => legacy::delete(self, view, request.uri().path(), request.headers()),
+            Method::POST => self.post(view, request, &admitted).await,
+            Method::GET => legacy::get(self, view, request.headers(), &admitted.identity).await,
+            Method::DELETE => {
+                let (path, headers) = (request.uri().path(), request.headers());
+                legacy::delete(self, view, path, headers, &admitted.identity)
+            }
             _ => legacy::method_not_allowed(
                 "/mcp takes POST, and GET and DELETE for legacy sessions",
             ),
         }
     }
 
-    async fn post(&self, view: ViewId, request: Request<Incoming>) -> Response<Body> {
+    async fn post(
+        &self,
+        view: ViewId,
+        request: Request<Incoming>,
+        admitted: &Admitted,
+    ) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let limit = self.options.max_message_bytes;
         let declared = parts
@@ -506,25 +528,42 @@ impl FrontDoor {
             Err(e) => return json_response(StatusCode::BAD_REQUEST, &jsonrpc::parse_error(e)),
         };
         crate::telemetry::adopt_headers(&parts.headers, &mut body);
+        let knock = Knock {
+            door: parts.uri.path(),
+            profile: None,
+            authorization: None,
+            query: None,
+        };
+        let step_up = self.options.gate.has_step_up();
+        for tool in step_up.then(|| body.called_tools()).into_iter().flatten() {
+            if let Some(refusal) = self.options.gate.step_up(admitted, &knock, tool) {
+                return refused(refusal);
+            }
+        }
+        let caller = Arc::clone(&admitted.identity);
         if is_modern(&parts.headers, &body) {
-            modern::post(self, view, parts.uri.path(), &parts.headers, body).await
+            modern::post(self, view, parts.uri.path(), &parts.headers, body, caller).await
         } else {
-            legacy::post(self, view, parts.uri.path(), &parts.headers, body).await
+            legacy::post(self, view, parts.uri.path(), &parts.headers, body, caller).await
         }
     }
 }
 
-/// Whether the request carries the daemon's bearer token, compared in constant time so that
-/// response timing tells an attacker nothing about how much of a guess was right.
-fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    // The scheme is case-insensitive (RFC 9110); the token is compared exactly.
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .map(|v| v.as_bytes())
-        .filter(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case(b"bearer "))
-        .map_or(&[][..], |v| &v[7..]);
-    presented.ct_eq(token.as_bytes()).into()
+/// The answer to a request the gate refused, counted by its reason.
+fn refused(refusal: access::Refusal) -> Response<Body> {
+    metrics::refused(Refusal::token);
+    metrics::auth_failed(refusal.reason);
+    let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut response = rpc_error(status, ErrorObject::new(INVALID_REQUEST, refusal.message));
+    let challenge = refusal.challenge.and_then(|c| http::HeaderValue::try_from(c).ok());
+    if let Some(challenge) = challenge {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        let retry = http::HeaderValue::from_static("5");
+        response.headers_mut().insert(header::RETRY_AFTER, retry);
+    }
+    response
 }
 
 /// A POST is modern if its body names a protocol version in `_meta`, or its header names a

@@ -16,6 +16,7 @@ use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Extensions, Method, Revision};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use serde_json::Value;
+use crate::access::Identity;
 use std::sync::Arc;
 
 pub(super) async fn post(
@@ -24,6 +25,7 @@ pub(super) async fn post(
     path: &str,
     headers: &HeaderMap,
     body: Parsed,
+    caller: Arc<Identity>,
 ) -> Response<Body> {
     let client = door.modern(view);
     if matches!(body, Parsed::Batch(_)) {
@@ -73,7 +75,7 @@ pub(super) async fn post(
                 .flatten();
             match holder {
                 Some(at) => forward::to_holder(&at, path, headers, &request, Era::Modern).await,
-                None => run(door, client, request).await,
+                None => run(door, client, request, caller).await,
             }
         }
         // No header is required on a notification, but any it sends must agree with it.
@@ -220,8 +222,13 @@ fn check_notification_headers(
 }
 
 /// Runs a request under the lifetime of its HTTP exchange: closing the stream cancels it.
-async fn run(door: &FrontDoor, client: &Arc<Client>, request: Request) -> Response<Body> {
-    let mut exchange = Exchange::new();
+async fn run(
+    door: &FrontDoor,
+    client: &Arc<Client>,
+    request: Request,
+    caller: Arc<Identity>,
+) -> Response<Body> {
+    let mut exchange = Exchange::new(caller);
     exchange.answer_cancelled_at(client.closing.clone());
     let cancel = exchange.start(&door.gateway, client, request);
     exchange.cancel_on_disconnect(cancel);

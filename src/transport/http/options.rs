@@ -26,8 +26,8 @@ pub struct HttpOptions {
     pub session_idle_timeout: Duration,
     /// The most legacy sessions held at once.
     pub max_sessions: usize,
-    /// The bearer token every request must carry, if any.
-    pub token: Option<String>,
+    /// Who may come in, as whom (`[auth]`, `daemon.token`).
+    pub gate: Arc<crate::access::Gate>,
     /// The most connections open at once; more are answered 503.
     pub max_connections: usize,
     /// The most header fields in a request; more are answered 431.
@@ -51,18 +51,25 @@ impl HttpOptions {
     ) -> Result<HttpOptions, String> {
         let (daemon, transport) = (&settings.config.daemon, &settings.config.transport);
         let peers = settings.cluster_peers.clone()?;
-        let token = settings.daemon_token.clone()?;
+        let gate = crate::access::Gate::from_settings(settings)?;
+        // The public URL is the daemon's own: its host and origin are answered like loopback's.
+        let mut allowed_origins = transport.allowed_origins.clone();
+        let mut allowed_hosts = transport.allowed_hosts.clone();
+        if let Some(public) = gate.public_url().and_then(|u| url::Url::parse(u).ok()) {
+            allowed_origins.push(public.origin().ascii_serialization());
+            allowed_hosts.extend(public.host_str().map(str::to_owned));
+        }
         Ok(HttpOptions {
             address: daemon.address,
-            allowed_origins: transport.allowed_origins.clone(),
-            allowed_hosts: transport.allowed_hosts.clone(),
+            allowed_origins,
+            allowed_hosts,
             sse_keep_alive: transport.sse_keep_alive,
             max_message_bytes: transport.max_message_bytes,
             grace: daemon.shutdown_grace,
             read_timeout: daemon.read_timeout,
             session_idle_timeout: transport.session_idle_timeout,
             max_sessions: transport.max_sessions,
-            token,
+            gate: Arc::new(gate),
             max_connections: daemon.max_connections,
             max_headers: daemon.max_headers,
             max_header_bytes: daemon.max_header_bytes,

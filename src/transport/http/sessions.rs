@@ -13,6 +13,7 @@ use crate::gateway::{Client, Gateway, ViewId};
 use crate::outbox;
 use crate::sync::lock;
 use std::collections::HashMap;
+use crate::access::Identity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -35,9 +36,19 @@ pub struct Session {
     last_used: Mutex<Instant>,
     /// When a sealed id's `sessionLifetime` ends: the session with it, on every replica.
     expires: Option<Instant>,
+    /// Who it belongs to: the caller that initialized it (or, for a session rebuilt from its
+    /// sealed id on this replica, its first caller here).
+    owner: std::sync::OnceLock<Arc<Identity>>,
 }
 
 impl Session {
+    /// Whether `caller` may use it: the same subject of the same issuer, let in the same way as
+    /// its owner. Another caller holding the id is told the session does not exist.
+    pub fn belongs_to(&self, caller: &Arc<Identity>) -> bool {
+        let owner = self.owner.get_or_init(|| Arc::clone(caller));
+        (owner.kind, &owner.issuer, &owner.subject) == (caller.kind, &caller.issuer, &caller.subject)
+    }
+
     /// Claims the session's one GET stream; false if one is already open.
     pub fn open_stream(&self) -> bool {
         !self.stream_open.swap(true, Ordering::AcqRel)
@@ -167,6 +178,7 @@ impl Sessions {
             stream_open: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             expires,
+            owner: std::sync::OnceLock::new(),
         });
         let mut table = self.lock();
         if table.len() >= self.max {

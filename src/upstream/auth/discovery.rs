@@ -95,6 +95,10 @@ pub struct AuthServer {
     pub client_id_metadata_documents: bool,
     /// It sends `iss` in authorization responses (RFC 9207).
     pub iss_parameter: bool,
+    /// Where its signing keys are (a JWK Set), for verifying the access tokens it issues.
+    pub jwks_uri: Option<String>,
+    /// Where its tokens are introspected (RFC 7662).
+    pub introspection_endpoint: Option<String>,
 }
 
 impl AuthServer {
@@ -121,6 +125,8 @@ impl AuthServer {
             token_auth_methods: list("token_endpoint_auth_methods_supported").unwrap_or_default(),
             client_id_metadata_documents: flag("client_id_metadata_document_supported"),
             iss_parameter: flag("authorization_response_iss_parameter_supported"),
+            jwks_uri: text("jwks_uri"),
+            introspection_endpoint: text("introspection_endpoint"),
         })
     }
 }
@@ -232,7 +238,7 @@ fn resource_covers(resource: &str, server: &Url) -> bool {
 }
 
 /// The metadata of the authorization server `issuer`, whose `issuer` must be that very string.
-async fn auth_server(issuer: &str) -> Result<AuthServer, String> {
+pub async fn auth_server(issuer: &str) -> Result<AuthServer, String> {
     let base = Url::parse(issuer).map_err(|e| format!("issuer {issuer:?}: {e}"))?;
     let mut candidates = well_known(&base, "oauth-authorization-server", false);
     candidates.extend(well_known(&base, "openid-configuration", true));

@@ -1,0 +1,222 @@
+//! Tokens from an identity provider mcpx trusts (`auth.mode = "external"`): a JWT access token
+//! is verified against the provider's keys (signature, `iss`, `aud`, `exp`, `nbf`, with an
+//! algorithm allowlist); an opaque one is introspected (RFC 7662), its answer kept a short while.
+//! What cannot be verified is refused: mcpx fails closed.
+
+use super::identity::Identity;
+use super::issuer::{timed, Issuer, KeyError};
+use super::jose::{self, Alg};
+use super::Rejection;
+use crate::config::{External, Introspection};
+use crate::net::client::fetch;
+use crate::sync::lock;
+use base64::Engine;
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The most introspection answers kept at once.
+const MAX_INTROSPECTED: usize = 4096;
+
+/// Verifies the provider's tokens.
+#[derive(Debug)]
+pub struct Verifier {
+    issuer: Issuer,
+    audiences: Vec<String>,
+    algorithms: Vec<Alg>,
+    leeway: Duration,
+    introspection: Option<(Introspection, Option<String>)>,
+    /// Introspection answers by the token's SHA-256, until they expire.
+    introspected: Mutex<HashMap<[u8; 32], (Instant, Result<Identity, Rejection>)>>,
+}
+
+impl Verifier {
+    /// The verifier `[auth.external]` describes; `secret` is the introspection client's
+    /// expanded secret.
+    pub fn new(external: &External, secret: Option<String>) -> Verifier {
+        let issuer = external.issuer.clone().unwrap_or_default();
+        let endpoint = external
+            .introspection
+            .as_ref()
+            .and_then(|i| i.endpoint.clone());
+        Verifier {
+            issuer: Issuer::new(issuer, external.jwks_uri.clone(), endpoint),
+            audiences: external.audiences.clone(),
+            algorithms: external
+                .algorithms
+                .iter()
+                .filter_map(|name| Alg::named(name))
+                .collect(),
+            leeway: external.leeway,
+            introspection: external.introspection.clone().map(|i| (i, secret)),
+            introspected: Mutex::default(),
+        }
+    }
+
+    /// The issuer identifier tokens must name.
+    pub fn issuer(&self) -> &str {
+        &self.issuer.id
+    }
+
+    /// The caller `token` stands for at the door `door_url`, or why it does not.
+    pub async fn verify(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
+        if jose::looks_like_jws(token) {
+            return self.verify_jwt(token, door_url).await;
+        }
+        match &self.introspection {
+            Some(_) => self.introspect(token, door_url).await,
+            None => Err(Rejection::invalid(
+                "malformed",
+                "the token is not a JWT, and auth.external.introspection is not configured",
+            )),
+        }
+    }
+
+    async fn verify_jwt(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
+        let jws = jose::parse(token).map_err(|why| Rejection::invalid("malformed", why))?;
+        let alg = jws
+            .alg(&self.algorithms)
+            .map_err(|why| Rejection::invalid("algorithm", why))?;
+        let keys = match self.issuer.keys_for(jws.kid()).await {
+            Ok(keys) => keys,
+            Err(KeyError::Unknown) => {
+                return Err(Rejection::invalid(
+                    "unknown_key",
+                    "no key of the issuer has the token's kid",
+                ))
+            }
+            Err(KeyError::Unavailable(why)) => return Err(Rejection::unavailable(why)),
+        };
+        if !jws.signed_by(alg, &keys) {
+            return Err(Rejection::invalid(
+                "signature",
+                "the token's signature does not verify",
+            ));
+        }
+        self.check_claims(&jws.claims, door_url, true)?;
+        Ok(Identity::from_claims(jws.claims))
+    }
+
+    /// `iss`, `aud`, `exp` and `nbf`. `exp` is required of a JWT, and checked where an
+    /// introspection answer gives it; a missing `iss` or `aud` in an introspection answer is the
+    /// provider's to vouch for.
+    fn check_claims(
+        &self,
+        claims: &Map<String, Value>,
+        door_url: &str,
+        jwt: bool,
+    ) -> Result<(), Rejection> {
+        let now = unix_now();
+        let leeway = self.leeway.as_secs();
+        let number = |name: &str| claims.get(name).and_then(Value::as_u64);
+        match claims.get("iss").and_then(Value::as_str) {
+            Some(iss) if iss == self.issuer.id => {}
+            None if !jwt => {}
+            _ => {
+                return Err(Rejection::invalid(
+                    "issuer",
+                    "the token was not issued by auth.external.issuer",
+                ))
+            }
+        }
+        let audiences: Vec<&str> = match claims.get("aud") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let accepted = |aud: &&str| *aud == door_url || self.audiences.iter().any(|a| a == aud);
+        let aud_ok = match audiences.is_empty() {
+            true => !jwt && claims.get("aud").is_none(),
+            false => audiences.iter().any(accepted),
+        };
+        if !aud_ok {
+            return Err(Rejection::invalid(
+                "audience",
+                "the token is not for this resource (its aud names neither the door nor auth.external.audiences)",
+            ));
+        }
+        match number("exp") {
+            Some(exp) if exp + leeway < now => {
+                return Err(Rejection::invalid("expired", "the token has expired"))
+            }
+            None if jwt => return Err(Rejection::invalid("malformed", "the token has no exp")),
+            _ => {}
+        }
+        if number("nbf").is_some_and(|nbf| nbf > now + leeway) {
+            return Err(Rejection::invalid(
+                "not_yet_valid",
+                "the token is not valid yet (nbf)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// RFC 7662: the provider says whether the token is active, and for whom.
+    async fn introspect(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some((until, answer)) = lock(&self.introspected).get(&key) {
+            if *until > Instant::now() {
+                return answer.clone();
+            }
+        }
+        let Some((settings, secret)) = &self.introspection else {
+            return Err(Rejection::invalid("malformed", "the token is not a JWT"));
+        };
+        let endpoint = timed(self.issuer.introspection_endpoint())
+            .await
+            .map_err(Rejection::unavailable)?;
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .append_pair("token_type_hint", "access_token")
+            .finish();
+        let mut headers = HeaderMap::new();
+        let pair = format!("{}:{}", settings.client_id, secret.as_deref().unwrap_or(""));
+        let basic = base64::engine::general_purpose::STANDARD.encode(pair);
+        if let Ok(value) = HeaderValue::try_from(format!("Basic {basic}")) {
+            headers.insert(http::header::AUTHORIZATION, value);
+        }
+        let body = Some(("application/x-www-form-urlencoded", form));
+        let fetched = timed(fetch(Method::POST, &endpoint, headers, body))
+            .await
+            .map_err(Rejection::unavailable)?;
+        if fetched.status != StatusCode::OK {
+            return Err(Rejection::unavailable(format!(
+                "{endpoint} answered {}",
+                fetched.status
+            )));
+        }
+        let answer: Map<String, Value> = serde_json::from_slice(&fetched.body)
+            .map_err(|e| Rejection::unavailable(format!("{endpoint}: not JSON: {e}")))?;
+        let verdict = match answer.get("active").and_then(Value::as_bool) {
+            Some(true) => self
+                .check_claims(&answer, door_url, false)
+                .map(|()| Identity::from_claims(answer.clone())),
+            _ => Err(Rejection::invalid("inactive", "the token is not active")),
+        };
+        // Kept no longer than the token lives.
+        let lives = answer
+            .get("exp")
+            .and_then(Value::as_u64)
+            .map(|exp| Duration::from_secs(exp.saturating_sub(unix_now())));
+        let keep = lives.map_or(settings.cache, |lives| lives.min(settings.cache));
+        let mut kept = lock(&self.introspected);
+        if kept.len() >= MAX_INTROSPECTED {
+            let now = Instant::now();
+            kept.retain(|_, (until, _)| *until > now);
+            if kept.len() >= MAX_INTROSPECTED {
+                kept.clear();
+            }
+        }
+        kept.insert(key, (Instant::now() + keep, verdict.clone()));
+        verdict
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

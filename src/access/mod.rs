@@ -1,0 +1,308 @@
+//! Who may come in through the HTTP door, as whom: each door (`/mcp`, `/mcp/NAME`) is an OAuth
+//! 2.1 protected resource (RFC 9728 metadata at `/.well-known/oauth-protected-resource/mcp[/NAME]`)
+//! whose callers show a bearer token ([`external`]: a provider's), or the static
+//! `daemon.token`, or nothing on a daemon only its own user may reach. A caller let in becomes an
+//! [`Identity`] that goes with each of its requests; [`policy`] decides which doors and tools
+//! it has. Refusals carry what RFC 6750 and the MCP authorization specification ask for:
+//! 401 with `WWW-Authenticate: Bearer resource_metadata=…, scope=…` (and `error="invalid_token"`
+//! for a bad token), 403 `insufficient_scope` naming every scope the operation needs.
+
+pub mod external;
+pub mod identity;
+pub mod issuer;
+pub mod jose;
+pub mod policy;
+
+use crate::config::{AuthMode, Settings};
+pub use identity::{Identity, Kind};
+use policy::{Denial, Policy};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Where each door's protected-resource metadata is, before the door's path.
+pub const METADATA_PREFIX: &str = "/.well-known/oauth-protected-resource";
+
+/// Why a token was not accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// The `reason` label of `mcpx_auth_failures_total`.
+    pub reason: &'static str,
+    /// What the client is told (`error_description`).
+    pub description: String,
+    /// The token could not be checked at all (the provider is unreachable): 503, not 401.
+    pub unavailable: bool,
+}
+
+impl Rejection {
+    /// A token that is not good.
+    pub fn invalid(reason: &'static str, description: impl Into<String>) -> Rejection {
+        Rejection {
+            reason,
+            description: description.into(),
+            unavailable: false,
+        }
+    }
+
+    /// A token mcpx cannot check now.
+    pub fn unavailable(description: String) -> Rejection {
+        tracing::warn!("cannot verify access tokens: {description}");
+        Rejection {
+            reason: "keys_unavailable",
+            description: "the identity provider could not be reached to verify the token".into(),
+            unavailable: true,
+        }
+    }
+}
+
+/// A refused request, as the HTTP door answers it.
+#[derive(Debug)]
+pub struct Refusal {
+    /// 400, 401, 403 or 503.
+    pub status: u16,
+    /// The `WWW-Authenticate` value, if any.
+    pub challenge: Option<String>,
+    /// The JSON-RPC error's message.
+    pub message: String,
+    /// The `reason` label of `mcpx_auth_failures_total`.
+    pub reason: &'static str,
+}
+
+/// A caller let in: who it is, and the rule that decides for it (`None`: no rules).
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    /// The caller.
+    pub identity: Arc<Identity>,
+    /// The index of its `[[auth.rules]]` rule.
+    pub rule: Option<usize>,
+}
+
+/// A request's door and credentials, as far as the gate reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct Knock<'a> {
+    /// The door's path: `/mcp` or `/mcp/NAME`.
+    pub door: &'a str,
+    /// The door's profile, `None` for `/mcp`.
+    pub profile: Option<&'a str>,
+    /// The `Authorization` header.
+    pub authorization: Option<&'a [u8]>,
+    /// The request's query string.
+    pub query: Option<&'a str>,
+}
+
+/// The resource server.
+#[derive(Debug)]
+pub struct Gate {
+    mode: AuthMode,
+    token: Option<String>,
+    public_url: Option<String>,
+    scopes: Vec<String>,
+    verifier: Option<external::Verifier>,
+    policy: Policy,
+}
+
+impl Gate {
+    /// The gate `[auth]` and `daemon.token` describe; an error names a `${VAR}` not set.
+    pub fn from_settings(settings: &Settings) -> Result<Gate, String> {
+        let auth = &settings.config.auth;
+        let verifier = match auth.mode {
+            AuthMode::External => {
+                let secret = settings.introspection_secret.clone()?;
+                Some(external::Verifier::new(&auth.external, secret))
+            }
+            AuthMode::Token => None,
+        };
+        Ok(Gate {
+            mode: auth.mode,
+            token: settings.daemon_token.clone()?,
+            public_url: auth.public_url.clone(),
+            scopes: auth.scopes.clone(),
+            verifier,
+            policy: Policy::new(&auth.rules),
+        })
+    }
+
+    /// Whether callers prove who they are (a token of some kind); otherwise only the daemon's
+    /// own user may come in.
+    pub fn authenticates(&self) -> bool {
+        self.token.is_some() || self.mode == AuthMode::External
+    }
+
+    /// The public origin, when configured: a host the door answers to.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref()
+    }
+
+    /// The protected-resource metadata served at `path` (`/.well-known/oauth-protected-
+    /// resource` + a door's path, or alone for `/mcp`), if the gate takes tokens of a provider
+    /// and `door_exists` knows that door.
+    pub fn metadata(&self, path: &str, door_exists: impl Fn(&str) -> bool) -> Option<Value> {
+        let verifier = self.verifier.as_ref()?;
+        let door = match path.strip_prefix(METADATA_PREFIX)? {
+            "" | "/" => "/mcp",
+            door => door,
+        };
+        if !door_exists(door) {
+            return None;
+        }
+        let mut document = json!({
+            "resource": self.door_url(door)?,
+            "authorization_servers": [verifier.issuer()],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "mcpx",
+        });
+        if !self.scopes.is_empty() {
+            document["scopes_supported"] = json!(self.scopes);
+        }
+        Some(document)
+    }
+
+    /// Lets a request in, or says why not.
+    pub async fn admit(&self, knock: Knock<'_>) -> Result<Admitted, Refusal> {
+        if knock.query.is_some_and(carries_token) {
+            return Err(self.refuse(400, &knock, Some("invalid_request"), "access tokens are taken only in the Authorization header, never in the URL", "query_token"));
+        }
+        let presented = bearer(knock.authorization);
+        let identity = match (&self.verifier, &self.token) {
+            (Some(verifier), _) => {
+                let Some(token) = presented else {
+                    return Err(self.refuse(401, &knock, None, "Unauthorized: send an access token (Authorization: Bearer)", "missing"));
+                };
+                let door_url = self.door_url(knock.door).unwrap_or_default();
+                match verifier.verify(token, &door_url).await {
+                    Ok(identity) => identity,
+                    Err(rejection) if rejection.unavailable => {
+                        return Err(Refusal {
+                            status: 503,
+                            challenge: None,
+                            message: format!("Service Unavailable: {}", rejection.description),
+                            reason: rejection.reason,
+                        })
+                    }
+                    Err(rejection) => {
+                        let message = format!("Unauthorized: {}", rejection.description);
+                        return Err(self.refuse(401, &knock, Some("invalid_token"), &message, rejection.reason));
+                    }
+                }
+            }
+            (None, Some(token)) => {
+                if !presented.is_some_and(|p| same_secret(p, token)) {
+                    return Err(Refusal {
+                        status: 401,
+                        challenge: Some("Bearer realm=\"mcpx\"".into()),
+                        message: "Unauthorized: send Authorization: Bearer with the daemon's token".into(),
+                        reason: "daemon_token",
+                    });
+                }
+                Identity::of_kind(Kind::DaemonToken)
+            }
+            (None, None) => Identity::of_kind(Kind::LocalOwner),
+        };
+        if identity.kind == Kind::Bearer {
+            if let Some(missing) = self.scopes.iter().find(|s| !identity.has_scope(s)) {
+                let message = format!("Forbidden: the token does not grant the scope {missing:?}");
+                return Err(self.refuse(403, &knock, Some("insufficient_scope"), &message, "scope"));
+            }
+        }
+        let rule = self.policy.decide(&identity, knock.profile).map_err(|denial| {
+            let message = match denial {
+                Denial::NoRule => "Forbidden: no auth.rules rule admits this caller",
+                Denial::Door => "Forbidden: this caller's rule does not open this door",
+            };
+            Refusal {
+                status: 403,
+                challenge: None,
+                message: message.into(),
+                reason: "policy",
+            }
+        })?;
+        Ok(Admitted {
+            identity: Arc::new(identity),
+            rule,
+        })
+    }
+
+    /// Whether some calls need a scope more than the door's ([`Gate::step_up`]).
+    pub fn has_step_up(&self) -> bool {
+        self.policy.has_step_up()
+    }
+
+    /// The 403 a call of `tool` gets when `admitted`'s rule asks a scope its token lacks.
+    pub fn step_up(&self, admitted: &Admitted, knock: &Knock<'_>, tool: &str) -> Option<Refusal> {
+        let needed = self.policy.step_up(admitted.rule?, tool)?;
+        if admitted.identity.has_scope(needed) {
+            return None;
+        }
+        let mut scopes = self.scopes.clone();
+        scopes.push(needed.to_owned());
+        let message = format!("Forbidden: {tool} needs the scope {needed:?}");
+        Some(self.challenge(403, knock, Some("insufficient_scope"), &message, "step_up", &scopes))
+    }
+
+    /// Whether `/healthz` may tell this caller each upstream's state: with no token to show,
+    /// or with the daemon's own (a provider's token is not checked for a probe).
+    pub fn trusts_probe(&self, authorization: Option<&[u8]>) -> bool {
+        match (&self.verifier, &self.token) {
+            (Some(_), _) => false,
+            (None, Some(token)) => bearer(authorization).is_some_and(|p| same_secret(p, token)),
+            (None, None) => true,
+        }
+    }
+
+    /// The door's public URL: `publicUrl` + `/mcp[/NAME]`.
+    fn door_url(&self, door: &str) -> Option<String> {
+        self.public_url.as_ref().map(|url| format!("{url}{door}"))
+    }
+
+    fn refuse(&self, status: u16, knock: &Knock<'_>, error: Option<&str>, message: &str, reason: &'static str) -> Refusal {
+        self.challenge(status, knock, error, message, reason, &self.scopes)
+    }
+
+    /// A refusal with the challenge RFC 6750 and RFC 9728 describe: where the door's metadata
+    /// is, the scopes the operation needs, and the error with its description.
+    fn challenge(&self, status: u16, knock: &Knock<'_>, error: Option<&str>, message: &str, reason: &'static str, scopes: &[String]) -> Refusal {
+        let mut params = Vec::new();
+        if let Some(error) = error {
+            params.push(format!("error=\"{error}\""));
+            let description = message.split_once(": ").map_or(message, |(_, d)| d);
+            params.push(format!("error_description=\"{}\"", quoted(description)));
+        }
+        if let Some(url) = &self.public_url {
+            params.push(format!("resource_metadata=\"{url}{METADATA_PREFIX}{}\"", knock.door));
+        }
+        if !scopes.is_empty() {
+            params.push(format!("scope=\"{}\"", scopes.join(" ")));
+        }
+        Refusal {
+            status,
+            challenge: Some(format!("Bearer {}", params.join(", "))),
+            message: message.to_owned(),
+            reason,
+        }
+    }
+}
+
+/// A quoted-string's content: no `"` or `\` (RFC 6750 §3 allows neither in its values).
+fn quoted(text: &str) -> String {
+    text.chars().filter(|c| *c != '"' && *c != '\\').collect()
+}
+
+/// The token of an `Authorization: Bearer` header (the scheme is case-insensitive).
+fn bearer(header: Option<&[u8]>) -> Option<&str> {
+    let header = header?;
+    let token = header
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
+        .map(|_| &header[7..])?;
+    std::str::from_utf8(token).ok().map(str::trim).filter(|t| !t.is_empty())
+}
+
+/// Whether a query string carries an access token (RFC 6750 §2.3's `access_token`).
+fn carries_token(query: &str) -> bool {
+    url::form_urlencoded::parse(query.as_bytes()).any(|(key, _)| key == "access_token")
+}
+
+/// Compared in constant time, so that timing tells nothing of how much of a guess was right.
+fn same_secret(presented: &str, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    presented.as_bytes().ct_eq(token.as_bytes()).into()
+}
