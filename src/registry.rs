@@ -511,11 +511,25 @@ mod every_revision {
             let registry = Registry::new();
             let session = registry.open_session("stdio", None);
             let cancel = Cancel::new();
-            let guard = registry.begin(session, Id::Number(1), "tools/call", None, cancel.clone(), owner());
+            let guard = registry.begin(
+                session,
+                Id::Number(1),
+                "tools/call",
+                None,
+                cancel.clone(),
+                owner(),
+            );
             assert!(registry.cancel(session, &Id::Number(1)));
             assert!(cancel.is_cancelled());
             guard.finish(Outcome::Cancelled);
-            let dropped = registry.begin(session, Id::Number(2), "tools/list", None, Cancel::new(), owner());
+            let dropped = registry.begin(
+                session,
+                Id::Number(2),
+                "tools/list",
+                None,
+                Cancel::new(),
+                owner(),
+            );
             drop(dropped);
             let (_, _, requests, totals) = registry.views(|_| vec![], |_, _| None);
             assert!(requests.is_empty());

@@ -29,9 +29,12 @@ pub struct Verifier {
     algorithms: Vec<Alg>,
     leeway: Duration,
     introspection: Option<(Introspection, Option<String>)>,
-    /// Introspection answers by the token's SHA-256, until they expire.
-    introspected: Mutex<HashMap<[u8; 32], (Instant, Result<Identity, Rejection>)>>,
+    /// Introspection answers by the token's SHA-256.
+    introspected: Mutex<HashMap<[u8; 32], Kept>>,
 }
+
+/// An introspection answer, and until when it is kept.
+type Kept = (Instant, Result<Identity, Rejection>);
 
 impl Verifier {
     /// The verifier `[auth.external]` describes; `secret` is the introspection client's
@@ -45,11 +48,7 @@ impl Verifier {
         Verifier {
             issuer: Issuer::new(issuer, external.jwks_uri.clone(), endpoint),
             audiences: external.audiences.clone(),
-            algorithms: external
-                .algorithms
-                .iter()
-                .filter_map(|name| Alg::named(name))
-                .collect(),
+            algorithms: external.algorithms.clone(),
             leeway: external.leeway,
             introspection: external.introspection.clone().map(|i| (i, secret)),
             introspected: Mutex::default(),

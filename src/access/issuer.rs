@@ -1,8 +1,9 @@
 //! An identity provider mcpx trusts (`[auth.external]`): its metadata, found by RFC 8414 or
 //! OpenID discovery on first use (a daemon starts whether or not the provider answers), and its
 //! signing keys, cached by `kid`. A token naming a `kid` not in the cache makes mcpx fetch the
-//! set again, at most once a minute, so that rotated keys are picked up and a flood of made-up
-//! `kid`s does not become a flood of requests to the provider. Nothing fetched: nothing passes.
+//! set again, at most once a minute, so that rotated keys are picked up at once and a flood of
+//! made-up `kid`s does not become a flood of requests to the provider. Nothing fetched: nothing
+//! passes.
 
 use super::jose::{self, Jwk};
 use crate::net::client::{fetch, Fetched};
@@ -12,7 +13,7 @@ use http::{HeaderMap, Method, StatusCode};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The least time between two fetches of the key set for an unknown `kid`.
+/// The least time between two fetches of the key set again for an unknown `kid`.
 const REFETCH_EVERY: Duration = Duration::from_secs(60);
 
 /// The least time between two tries when nothing was ever fetched (the provider is down).
@@ -41,6 +42,8 @@ struct Known {
     keys: Vec<Jwk>,
     /// When the keys were last fetched (or tried).
     fetched: Option<Instant>,
+    /// When they were last fetched again for an unknown `kid`.
+    refetched: Option<Instant>,
     /// Whether any fetch succeeded.
     ever: bool,
 }
@@ -79,13 +82,20 @@ impl Issuer {
         }
         let due = {
             let known = lock(&self.known);
-            let wait = if known.ever { REFETCH_EVERY } else { RETRY_EVERY };
-            known.fetched.is_none_or(|at| at.elapsed() >= wait)
+            let (last, wait) = match known.ever {
+                true => (known.refetched, REFETCH_EVERY),
+                false => (known.fetched, RETRY_EVERY),
+            };
+            last.is_none_or(|at| at.elapsed() >= wait)
         };
         if due {
             let fetched = self.fetch_keys().await;
             let mut known = lock(&self.known);
-            known.fetched = Some(Instant::now());
+            let now = Some(Instant::now());
+            if known.ever {
+                known.refetched = now;
+            }
+            known.fetched = now;
             match fetched {
                 Ok(keys) => {
                     known.keys = keys;
@@ -133,14 +143,11 @@ impl Issuer {
         let uri = match &self.configured_jwks {
             Some(uri) => uri.clone(),
             None => self.metadata().await?.jwks_uri.ok_or_else(|| {
-                format!(
-                    "{} names no jwks_uri: set auth.external.jwksUri",
-                    self.id
-                )
+                format!("{} names no jwks_uri: set auth.external.jwksUri", self.id)
             })?,
         };
-        let Fetched { status, body, .. } = timed(fetch(Method::GET, &uri, HeaderMap::new(), None))
-            .await?;
+        let Fetched { status, body, .. } =
+            timed(fetch(Method::GET, &uri, HeaderMap::new(), None)).await?;
         if status != StatusCode::OK {
             return Err(format!("{uri} answered {status}"));
         }

@@ -159,13 +159,26 @@ impl Gate {
     /// Lets a request in, or says why not.
     pub async fn admit(&self, knock: Knock<'_>) -> Result<Admitted, Refusal> {
         if knock.query.is_some_and(carries_token) {
-            return Err(self.refuse(400, &knock, Some("invalid_request"), "access tokens are taken only in the Authorization header, never in the URL", "query_token"));
+            return Err(self.challenge(
+&knock,
+Why { status: 400, error: Some("invalid_request"), message: "access tokens are taken only in the Authorization header, never in the URL", reason: "query_token" },
+&self.scopes,
+));
         }
         let presented = bearer(knock.authorization);
         let identity = match (&self.verifier, &self.token) {
             (Some(verifier), _) => {
                 let Some(token) = presented else {
-                    return Err(self.refuse(401, &knock, None, "Unauthorized: send an access token (Authorization: Bearer)", "missing"));
+                    return Err(self.challenge(
+                        &knock,
+                        Why {
+                            status: 401,
+                            error: None,
+                            message: "Unauthorized: send an access token (Authorization: Bearer)",
+                            reason: "missing",
+                        },
+                        &self.scopes,
+                    ));
                 };
                 let door_url = self.door_url(knock.door).unwrap_or_default();
                 match verifier.verify(token, &door_url).await {
@@ -180,7 +193,16 @@ impl Gate {
                     }
                     Err(rejection) => {
                         let message = format!("Unauthorized: {}", rejection.description);
-                        return Err(self.refuse(401, &knock, Some("invalid_token"), &message, rejection.reason));
+                        return Err(self.challenge(
+                            &knock,
+                            Why {
+                                status: 401,
+                                error: Some("invalid_token"),
+                                message: &message,
+                                reason: rejection.reason,
+                            },
+                            &self.scopes,
+                        ));
                     }
                 }
             }
@@ -189,7 +211,8 @@ impl Gate {
                     return Err(Refusal {
                         status: 401,
                         challenge: Some("Bearer realm=\"mcpx\"".into()),
-                        message: "Unauthorized: send Authorization: Bearer with the daemon's token".into(),
+                        message: "Unauthorized: send Authorization: Bearer with the daemon's token"
+                            .into(),
                         reason: "daemon_token",
                     });
                 }
@@ -200,21 +223,33 @@ impl Gate {
         if identity.kind == Kind::Bearer {
             if let Some(missing) = self.scopes.iter().find(|s| !identity.has_scope(s)) {
                 let message = format!("Forbidden: the token does not grant the scope {missing:?}");
-                return Err(self.refuse(403, &knock, Some("insufficient_scope"), &message, "scope"));
+                return Err(self.challenge(
+                    &knock,
+                    Why {
+                        status: 403,
+                        error: Some("insufficient_scope"),
+                        message: &message,
+                        reason: "scope",
+                    },
+                    &self.scopes,
+                ));
             }
         }
-        let rule = self.policy.decide(&identity, knock.profile).map_err(|denial| {
-            let message = match denial {
-                Denial::NoRule => "Forbidden: no auth.rules rule admits this caller",
-                Denial::Door => "Forbidden: this caller's rule does not open this door",
-            };
-            Refusal {
-                status: 403,
-                challenge: None,
-                message: message.into(),
-                reason: "policy",
-            }
-        })?;
+        let rule = self
+            .policy
+            .decide(&identity, knock.profile)
+            .map_err(|denial| {
+                let message = match denial {
+                    Denial::NoRule => "Forbidden: no auth.rules rule admits this caller",
+                    Denial::Door => "Forbidden: this caller's rule does not open this door",
+                };
+                Refusal {
+                    status: 403,
+                    challenge: None,
+                    message: message.into(),
+                    reason: "policy",
+                }
+            })?;
         Ok(Admitted {
             identity: Arc::new(identity),
             rule,
@@ -235,7 +270,13 @@ impl Gate {
         let mut scopes = self.scopes.clone();
         scopes.push(needed.to_owned());
         let message = format!("Forbidden: {tool} needs the scope {needed:?}");
-        Some(self.challenge(403, knock, Some("insufficient_scope"), &message, "step_up", &scopes))
+        let why = Why {
+            status: 403,
+            error: Some("insufficient_scope"),
+            message: &message,
+            reason: "step_up",
+        };
+        Some(self.challenge(knock, why, &scopes))
     }
 
     /// Whether `/healthz` may tell this caller each upstream's state: with no token to show,
@@ -253,13 +294,15 @@ impl Gate {
         self.public_url.as_ref().map(|url| format!("{url}{door}"))
     }
 
-    fn refuse(&self, status: u16, knock: &Knock<'_>, error: Option<&str>, message: &str, reason: &'static str) -> Refusal {
-        self.challenge(status, knock, error, message, reason, &self.scopes)
-    }
-
     /// A refusal with the challenge RFC 6750 and RFC 9728 describe: where the door's metadata
     /// is, the scopes the operation needs, and the error with its description.
-    fn challenge(&self, status: u16, knock: &Knock<'_>, error: Option<&str>, message: &str, reason: &'static str, scopes: &[String]) -> Refusal {
+    fn challenge(&self, knock: &Knock<'_>, why: Why<'_>, scopes: &[String]) -> Refusal {
+        let Why {
+            status,
+            error,
+            message,
+            reason,
+        } = why;
         let mut params = Vec::new();
         if let Some(error) = error {
             params.push(format!("error=\"{error}\""));
@@ -267,7 +310,10 @@ impl Gate {
             params.push(format!("error_description=\"{}\"", quoted(description)));
         }
         if let Some(url) = &self.public_url {
-            params.push(format!("resource_metadata=\"{url}{METADATA_PREFIX}{}\"", knock.door));
+            params.push(format!(
+                "resource_metadata=\"{url}{METADATA_PREFIX}{}\"",
+                knock.door
+            ));
         }
         if !scopes.is_empty() {
             params.push(format!("scope=\"{}\"", scopes.join(" ")));
@@ -279,6 +325,15 @@ impl Gate {
             reason,
         }
     }
+}
+
+/// What a challenge says went wrong.
+struct Why<'m> {
+    status: u16,
+    /// RFC 6750's `error`, if it names one.
+    error: Option<&'static str>,
+    message: &'m str,
+    reason: &'static str,
 }
 
 /// A quoted-string's content: no `"` or `\` (RFC 6750 §3 allows neither in its values).
@@ -293,7 +348,10 @@ fn bearer(header: Option<&[u8]>) -> Option<&str> {
         .get(..7)
         .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
         .map(|_| &header[7..])?;
-    std::str::from_utf8(token).ok().map(str::trim).filter(|t| !t.is_empty())
+    std::str::from_utf8(token)
+        .ok()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
 }
 
 /// Whether a query string carries an access token (RFC 6750 §2.3's `access_token`).

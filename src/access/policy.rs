@@ -50,7 +50,11 @@ impl Policy {
 
     /// The rule that decides for `identity` at the door of `profile` (`None`: `/mcp`): its
     /// index, `None` when there are no rules at all; or why the door stays shut.
-    pub fn decide(&self, identity: &Identity, profile: Option<&str>) -> Result<Option<usize>, Denial> {
+    pub fn decide(
+        &self,
+        identity: &Identity,
+        profile: Option<&str>,
+    ) -> Result<Option<usize>, Denial> {
         if self.rules.is_empty() {
             return Ok(None);
         }
@@ -71,7 +75,9 @@ impl Policy {
 
     /// Whether any rule asks a scope more of some tools.
     pub fn has_step_up(&self) -> bool {
-        self.rules.iter().any(|compiled| !compiled.step_up.is_empty())
+        self.rules
+            .iter()
+            .any(|compiled| !compiled.step_up.is_empty())
     }
 
     /// The scope rule `rule` asks of a call of `tool`, when a step-up names one.
@@ -90,15 +96,16 @@ fn is_for(rule: &Rule, identity: &Identity) -> bool {
     let equal = |wanted: &Option<String>, had: &Option<String>| {
         wanted.as_ref().is_none_or(|w| had.as_ref() == Some(w))
     };
-    let claims_hold = rule.claims.iter().all(|(name, wanted)| {
-        match identity.claims.get(name) {
+    let claims_hold = rule
+        .claims
+        .iter()
+        .all(|(name, wanted)| match identity.claims.get(name) {
             Some(Value::String(had)) => had == wanted,
             Some(Value::Array(had)) => had.iter().any(|v| v.as_str() == Some(wanted)),
             Some(Value::Bool(had)) => had.to_string() == *wanted,
             Some(Value::Number(had)) => had.to_string() == *wanted,
             _ => false,
-        }
-    });
+        });
     equal(&rule.subject, &identity.subject)
         && equal(&rule.client_id, &identity.client_id)
         && equal(&rule.issuer, &identity.issuer)

@@ -288,11 +288,15 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             text,
-            "  #{:<5} {:<12} {:<11} {:<20} {}{} age {} idle {}",
+            "  #{:<5} {:<12} {:<11} {:<20} {}{}{} age {} idle {}",
             s.key,
             s.transport,
             p(s.revision.as_deref().unwrap_or("-")),
             p(client),
+            s.caller
+                .as_deref()
+                .map(|caller| format!("{} ", p(caller)))
+                .unwrap_or_default(),
             s.profile
                 .as_deref()
                 .map(|name| format!("profile {name} "))
@@ -321,13 +325,14 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
     for r in &snapshot.requests {
         let _ = writeln!(
             text,
-            "  #{:<5} session #{:<5} {:<14} {} {} -> {} age {} progress {}",
+            "  #{:<5} session #{:<5} {:<14} {} {} -> {} by {} age {} progress {}",
             r.key,
             r.session,
             p(&r.method),
             p(r.target.as_deref().unwrap_or("-")),
             p(&r.id.to_string()),
             p(r.upstream.as_deref().unwrap_or("-")),
+            p(&r.caller),
             seconds(r.age_ms),
             r.progress
         );

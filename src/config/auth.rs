@@ -67,7 +67,7 @@ pub struct External {
     /// Audiences a token may name besides the door's own URL (always accepted).
     pub audiences: Vec<String>,
     /// The signature algorithms accepted; never `none` nor an HMAC.
-    pub algorithms: Vec<String>,
+    pub algorithms: Vec<Alg>,
     /// How far `exp` and `nbf` may be off, for clocks that differ.
     #[serde(with = "humantime_serde")]
     pub leeway: Duration,
@@ -84,13 +84,83 @@ impl Default for External {
         External {
             issuer: None,
             audiences: Vec::new(),
-            algorithms: ["RS256", "PS256", "ES256", "ES384", "EdDSA"]
-                .map(str::to_owned)
-                .to_vec(),
+            algorithms: vec![Alg::Rs256, Alg::Ps256, Alg::Es256, Alg::Es384, Alg::EdDsa],
             leeway: Duration::from_secs(60),
             jwks_uri: None,
             introspection: None,
         }
+    }
+}
+
+/// The signature algorithms mcpx verifies: asymmetric only, by their JOSE names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "&'static str")]
+pub enum Alg {
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    Rs256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    Rs384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    Rs512,
+    /// RSASSA-PSS with SHA-256.
+    Ps256,
+    /// RSASSA-PSS with SHA-384.
+    Ps384,
+    /// RSASSA-PSS with SHA-512.
+    Ps512,
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+    /// ECDSA on P-384 with SHA-384.
+    Es384,
+    /// Ed25519 (RFC 8037).
+    EdDsa,
+}
+
+impl Alg {
+    /// Every one, in the order of their names.
+    pub const ALL: [Alg; 9] = [
+        Alg::Rs256,
+        Alg::Rs384,
+        Alg::Rs512,
+        Alg::Ps256,
+        Alg::Ps384,
+        Alg::Ps512,
+        Alg::Es256,
+        Alg::Es384,
+        Alg::EdDsa,
+    ];
+
+    /// Its JOSE name.
+    pub fn name(self) -> &'static str {
+        const NAMES: [&str; 9] = [
+            "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+        ];
+        NAMES[self as usize]
+    }
+
+    /// The algorithm `name` names, if mcpx verifies it (never `none`, never an HMAC).
+    pub fn named(name: &str) -> Option<Alg> {
+        Alg::ALL.into_iter().find(|alg| alg.name() == name)
+    }
+}
+
+impl TryFrom<String> for Alg {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Alg, String> {
+        Alg::named(&name).ok_or_else(|| {
+            let known: Vec<&str> = Alg::ALL.iter().map(|a| a.name()).collect();
+            format!(
+                "{name:?} is not an algorithm mcpx verifies ({}); `none` and HMAC never are",
+                known.join(", ")
+            )
+        })
+    }
+}
+
+impl From<Alg> for &'static str {
+    fn from(alg: Alg) -> &'static str {
+        alg.name()
     }
 }
 

@@ -122,8 +122,8 @@ impl Config {
         Ok(config)
     }
 
-    /// `external` names its provider and the public URL its doors are known by; algorithms are
-    /// ones mcpx verifies; rules name profiles that exist and globs that compile.
+    /// `external` names its provider and the public URL its doors are known by; rules name
+    /// profiles that exist and globs that compile.
     fn check_auth(&self, lines: &Lines) -> Result<(), (usize, String)> {
         let auth = &self.auth;
         let at = |path: &[&str]| lines.at(path);
@@ -151,21 +151,14 @@ impl Config {
                 return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.external.issuer: the identity provider whose tokens are accepted".into()));
             }
         }
-        for name in &auth.external.algorithms {
-            if crate::access::jose::Alg::named(name).is_none() {
-                let known: Vec<&str> = crate::access::jose::Alg::ALL.iter().map(|(n, _)| *n).collect();
-                return Err((
-                    at(&["auth", "external", "algorithms"]),
-                    format!("auth.external.algorithms: {name:?} is not one mcpx verifies ({}); `none` and HMAC never are", known.join(", ")),
-                ));
-            }
-        }
         for (n, rule) in auth.rules.iter().enumerate() {
             let line = at(&["auth", "rules"]);
             let fail = |message: String| Err((line, format!("auth.rules[{n}]: {message}")));
             for profile in &rule.profiles {
                 if profile != "*" && !self.profiles.contains_key(profile) {
-                    return fail(format!("names profile {profile:?}, which is not configured (\"*\" is every door)"));
+                    return fail(format!(
+                        "names profile {profile:?}, which is not configured (\"*\" is every door)"
+                    ));
                 }
             }
             for pattern in rule.deny_tools.iter().chain(rule.step_up.keys()) {

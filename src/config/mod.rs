@@ -15,7 +15,7 @@ mod server;
 mod settings;
 mod tasks;
 
-pub use auth::{Auth, AuthMode, External, Introspection, Rule};
+pub use auth::{Alg, Auth, AuthMode, External, Introspection, Rule};
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use observe::{Audit, Telemetry};
@@ -247,7 +247,8 @@ headers = { Authorization = "Bearer x" }
                                     Vec::new()
                                 }
                             };
-                            for (key, value) in nested.iter().filter_map(|v| v.as_table()).flatten() {
+                            for (key, value) in nested.iter().filter_map(|v| v.as_table()).flatten()
+                            {
                                 keys.push(key.clone());
                                 let inner = value.as_table().filter(|_| key == "introspection");
                                 keys.extend(inner.into_iter().flatten().map(|(k, _)| k.clone()));
@@ -262,6 +263,49 @@ headers = { Authorization = "Bearer x" }
                     page.contains(&format!("\\fB{key}\\fR")),
                     "mcpx.toml(5) does not document {key}"
                 );
+            }
+        }
+
+        #[test]
+        fn external_auth_needs_its_provider_and_public_origin_and_takes_no_hmac() {
+            let base = "[auth]\nmode = \"external\"\npublicUrl = \"https://m.example\"\n[auth.external]\nissuer = \"https://idp\"\n";
+            assert!(Config::parse(base).is_ok());
+            let exposed = format!("[daemon]\naddress = \"0.0.0.0:7777\"\n{base}");
+            assert!(
+                Config::parse(&exposed).is_ok(),
+                "tokens guard an exposed door"
+            );
+            for (text, key, line) in [
+                (
+                    "[auth]\nmode = \"external\"\n[auth.external]\nissuer = \"https://idp\"\n",
+                    "auth.publicUrl",
+                    2,
+                ),
+                (
+                    "[auth]\nmode = \"external\"\npublicUrl = \"https://m.example\"\n",
+                    "auth.external.issuer",
+                    2,
+                ),
+                (
+                    "[auth]\npublicUrl = \"https://m.example/mcp\"\n",
+                    "must be an origin",
+                    2,
+                ),
+                (
+                    &format!("{base}algorithms = [\"RS256\", \"HS256\"]\n"),
+                    "HMAC never",
+                    6,
+                ),
+                (
+                    &format!("{base}[[auth.rules]]\nprofiles = [\"nope\"]\n"),
+                    "auth.rules[0]",
+                    6,
+                ),
+                ("[auth]\nmode = \"builtin\"\n", "unknown variant", 2),
+            ] {
+                let (at, message) = Config::parse(text).unwrap_err();
+                assert!(message.contains(key), "{text}: {message}");
+                assert_eq!(at, line, "{text}: {message}");
             }
         }
 

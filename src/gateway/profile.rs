@@ -70,7 +70,8 @@ impl Profiles {
             if rule.deny_tools.is_empty() {
                 continue;
             }
-            let doors = std::iter::once(("", &everything)).chain(config.iter().map(|(n, p)| (n.as_str(), p)));
+            let doors = std::iter::once(("", &everything))
+                .chain(config.iter().map(|(n, p)| (n.as_str(), p)));
             for (view, (name, profile)) in doors.enumerate() {
                 let opens = rule.profiles.iter().any(|p| p == "*" || p == name);
                 if opens {

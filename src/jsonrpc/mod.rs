@@ -485,7 +485,9 @@ impl Parsed {
             params.and_then(|p| p.get("name")).and_then(Value::as_str)
         }
         match self {
-            Parsed::One(m) => name(m.method.as_ref(), m.params.as_ref()).into_iter().collect(),
+            Parsed::One(m) => name(m.method.as_ref(), m.params.as_ref())
+                .into_iter()
+                .collect(),
             Parsed::Batch(items) => items
                 .iter()
                 .filter_map(|item| name(item.get("method"), item.get("params")))

@@ -14,6 +14,7 @@
 //! messages first ([`outbox`]), and when an answer cannot be queued either, its connection ends
 //! (requests in flight are cancelled at once), rather than the process growing without end.
 
+use crate::access::{Identity, Kind};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, Inbound, Received, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Outbound, Request, Response, INVALID_REQUEST};
@@ -25,7 +26,6 @@ use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use smol::Task;
 use std::future::Future;
 use std::sync::Arc;
-use crate::access::{Identity, Kind};
 use std::time::Duration;
 
 /// How `serve` behaves at its edges.
@@ -231,14 +231,12 @@ impl Connection {
     /// yields its response, or `None` if it was cancelled (then nothing may be written for it).
     fn start(&self, request: Request) -> impl Future<Output = Option<Response>> + Send + 'static {
         let id = request.id.clone();
-        let (_, run) = self
-            .gateway
-            .begin_request(
-                &self.client,
-                request,
-                self.outbound.clone(),
-                Arc::clone(&self.caller),
-            );
+        let (_, run) = self.gateway.begin_request(
+            &self.client,
+            request,
+            self.outbound.clone(),
+            Arc::clone(&self.caller),
+        );
         let (alive, shutdown) = (self.alive.clone(), self.shutdown.clone());
         async move {
             let _alive = alive;

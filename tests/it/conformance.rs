@@ -41,6 +41,9 @@ fn client_scenarios(selection: &[&str], baseline: Option<&str>) -> String {
 /// `baseline` (in `tests/conformance`); prints each one's totals.
 fn server_scenarios(daemon: &crate::common::http::Daemon, scenarios: &[&str], baseline: &str) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
+    // The suite gives each request a few seconds; a Python upstream's start on a busy machine
+    // takes longer, and is not what the suite tests.
+    assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
     for scenario in scenarios {
         let out = Command::new(deps::node())
             .arg(deps::conformance_suite())

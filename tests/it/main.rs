@@ -5,6 +5,7 @@
 
 mod common;
 
+mod access;
 mod admin;
 mod apps;
 mod attach;

@@ -81,7 +81,8 @@ impl Exchange {
         let place = self.next_place();
         let id = request.id.clone();
         let caller = Arc::clone(&self.caller);
-        let (cancel, run) = gateway.begin_request(client, request, self.outbound_tx.clone(), caller);
+        let (cancel, run) =
+            gateway.begin_request(client, request, self.outbound_tx.clone(), caller);
         let run: Run = match self.closing.clone() {
             None => Box::pin(run),
             Some(closing) => {

@@ -375,7 +375,10 @@ pub(super) fn delete(
         // A peer ended it: refused here too, whether or not this replica holds it.
         door.sessions.end_sealed(id)
     } else {
-        let owned = door.sessions.get(id, view).is_some_and(|s| s.belongs_to(caller));
+        let owned = door
+            .sessions
+            .get(id, view)
+            .is_some_and(|s| s.belongs_to(caller));
         let ended = owned && door.sessions.end(id).is_some();
         if ended && door.sessions.sealed() {
             forward::tell_peers(&door.options.peers, path, headers);

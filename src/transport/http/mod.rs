@@ -333,20 +333,31 @@ impl FrontDoor {
     fn resource_metadata(&self, path: &str, method: &Method) -> Response<Body> {
         let door_exists = |door: &str| self.door(door).is_ok();
         let mut response = match self.options.gate.metadata(path, door_exists) {
-            None => plain(StatusCode::NOT_FOUND, "no protected resource is described here\n"),
+            None => plain(
+                StatusCode::NOT_FOUND,
+                "no protected resource is described here\n",
+            ),
             Some(_) if method == Method::OPTIONS => {
                 let mut answer = Response::new(empty());
                 *answer.status_mut() = StatusCode::NO_CONTENT;
                 let allow = http::HeaderValue::from_static("GET, OPTIONS");
-                answer.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_METHODS, allow);
+                answer
+                    .headers_mut()
+                    .insert(header::ACCESS_CONTROL_ALLOW_METHODS, allow);
                 answer
             }
             Some(document) if method == Method::GET => json_response(StatusCode::OK, &document),
             Some(_) => plain(StatusCode::METHOD_NOT_ALLOWED, "this metadata takes GET\n"),
         };
         let headers = response.headers_mut();
-        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, http::HeaderValue::from_static("*"));
-        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, http::HeaderValue::from_static("mcp-protocol-version"));
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            http::HeaderValue::from_static("*"),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            http::HeaderValue::from_static("mcp-protocol-version"),
+        );
         response
     }
 
@@ -370,7 +381,6 @@ impl FrontDoor {
 
     /// The view a request's path enters, and its profile's name: `/mcp` sees everything,
     /// `/mcp/NAME` profile NAME; any other path is not MCP's.
-    #[allow(clippy::type_complexity)]
     fn door(&self, path: &str) -> Result<(ViewId, Option<String>), Box<Response<Body>>> {
         match path.strip_prefix("/mcp") {
             Some("") => Ok((ViewId::EVERYTHING, None)),
@@ -457,7 +467,10 @@ impl FrontDoor {
         let knock = Knock {
             door: if metrics { "/mcp" } else { path },
             profile: profile.as_deref(),
-            authorization: request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+            authorization: request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .map(|v| v.as_bytes()),
             query: request.uri().query(),
         };
         let admitted = match self.options.gate.admit(knock).await {
@@ -555,9 +568,13 @@ fn refused(refusal: access::Refusal) -> Response<Body> {
     metrics::auth_failed(refusal.reason);
     let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::UNAUTHORIZED);
     let mut response = rpc_error(status, ErrorObject::new(INVALID_REQUEST, refusal.message));
-    let challenge = refusal.challenge.and_then(|c| http::HeaderValue::try_from(c).ok());
+    let challenge = refusal
+        .challenge
+        .and_then(|c| http::HeaderValue::try_from(c).ok());
     if let Some(challenge) = challenge {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
     }
     if status == StatusCode::SERVICE_UNAVAILABLE {
         let retry = http::HeaderValue::from_static("5");

@@ -5,6 +5,7 @@
 use super::exchange::Exchange;
 use super::forward;
 use super::{accepted, json_response, rpc_error, status, Body, FrontDoor};
+use crate::access::Identity;
 use crate::gateway::{Client, ViewId};
 use crate::json::Member;
 use crate::jsonrpc::{
@@ -16,7 +17,6 @@ use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, Era, Extensions, Method, Revision};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use serde_json::Value;
-use crate::access::Identity;
 use std::sync::Arc;
 
 pub(super) async fn post(

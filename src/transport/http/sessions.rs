@@ -7,13 +7,13 @@
 //! rebuilds it). `DELETE` ends it on the replica that takes it, which remembers the id until it
 //! would have expired anyway and tells its `peers`, which do the same.
 
+use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::cluster::{SealedSession, Sealer};
 use crate::gateway::{Client, Gateway, ViewId};
 use crate::outbox;
 use crate::sync::lock;
 use std::collections::HashMap;
-use crate::access::Identity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -46,7 +46,8 @@ impl Session {
     /// its owner. Another caller holding the id is told the session does not exist.
     pub fn belongs_to(&self, caller: &Arc<Identity>) -> bool {
         let owner = self.owner.get_or_init(|| Arc::clone(caller));
-        (owner.kind, &owner.issuer, &owner.subject) == (caller.kind, &caller.issuer, &caller.subject)
+        (owner.kind, &owner.issuer, &owner.subject)
+            == (caller.kind, &caller.issuer, &caller.subject)
     }
 
     /// Claims the session's one GET stream; false if one is already open.

@@ -214,15 +214,35 @@ impl Daemon {
         )
     }
 
+    /// A bodiless request (`GET`, `OPTIONS`) to `path` with `extra` header lines, each ending
+    /// in CRLF.
+    pub fn bodiless(&self, method: &str, path: &str, extra: &str) -> Reply {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}Connection: close\r\n\r\n",
+            self.addr
+        );
+        self.raw(head.as_bytes())
+    }
+
+    /// Waits until `/healthz` shows every upstream ready (true), within twice [`PATIENCE`]: a
+    /// client whose first request must not wait on the upstreams' start (a suite with a short
+    /// timeout of its own) starts after this.
+    pub fn upstreams_ready(&self) -> bool {
+        let deadline = std::time::Instant::now() + 2 * PATIENCE;
+        while std::time::Instant::now() < deadline {
+            let health = self.bodiless("GET", "/healthz", "").json();
+            let states = health["upstreams"].as_object().cloned().unwrap_or_default();
+            if states.values().all(|state| state == "ready") {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+
     /// `GET /metrics`: the Prometheus text (checked to be served as such).
     pub fn metrics(&self) -> String {
-        let reply = self.raw(
-            format!(
-                "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-                self.addr
-            )
-            .as_bytes(),
-        );
+        let reply = self.bodiless("GET", "/metrics", "");
         assert_eq!(reply.status, 200);
         assert!(reply
             .header("content-type")
@@ -539,11 +559,30 @@ impl EventReader {
 /// What a [`scripted_server`] answers: status line, content type, body.
 pub type Scripted = (&'static str, &'static str, String);
 
+/// A request as [`http_server`] read it.
+pub struct Incoming {
+    /// The request line.
+    pub line: String,
+    /// The headers, names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body, as sent.
+    pub body: Vec<u8>,
+}
+
 /// A one-request-per-connection HTTP server on a free loopback port, written for one test:
 /// `answer` sees each request's line, its headers (names lowercase) and its JSON body.
 pub fn scripted_server(
     answer: impl Fn(&str, &[(String, String)], &Value) -> Scripted + Send + 'static,
 ) -> SocketAddr {
+    http_server(move |request| {
+        let message: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        answer(&request.line, &request.headers, &message)
+    })
+}
+
+/// A one-request-per-connection HTTP server on a free loopback port, written for one test:
+/// `answer` sees each request whole.
+pub fn http_server(answer: impl Fn(&Incoming) -> Scripted + Send + 'static) -> SocketAddr {
     use std::io::BufRead;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -551,14 +590,14 @@ pub fn scripted_server(
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let (mut request_line, mut headers) = (String::new(), Vec::new());
-            let _ = reader.read_line(&mut request_line);
+            let (mut line, mut headers) = (String::new(), Vec::new());
+            let _ = reader.read_line(&mut line);
             loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
                     break;
                 }
-                if let Some((name, value)) = line.split_once(':') {
+                if let Some((name, value)) = header.split_once(':') {
                     headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
                 }
             }
@@ -569,8 +608,11 @@ pub fn scripted_server(
                 .unwrap_or(0);
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
-            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let (status, kind, payload) = answer(&request_line, &headers, &message);
+            let (status, kind, payload) = answer(&Incoming {
+                line,
+                headers,
+                body,
+            });
             let _ = write!(
                 stream,
                 "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n{payload}",

@@ -50,6 +50,7 @@ impl App {
                         s.revision.clone().unwrap_or_default(),
                         seconds(s.idle_ms),
                         [
+                            s.caller.clone(),
                             s.profile.as_deref().map(|p| format!("profile {p}")),
                             s.id.as_deref().map(mcpx::view::short_session_id),
                             s.editor_pid.map(|pid| format!("editor pid {pid}")),
@@ -94,6 +95,7 @@ impl App {
                         r.method.clone(),
                         r.target.clone().unwrap_or_default(),
                         r.upstream.clone().unwrap_or_default(),
+                        r.caller.clone(),
                         seconds(r.age_ms),
                         r.progress.to_string(),
                     ],
@@ -188,7 +190,14 @@ impl App {
                 ],
             ),
             View::Sessions => (
-                vec!["SESSION", "TRANSPORT", "CLIENT", "REVISION", "IDLE", "ID"],
+                vec![
+                    "SESSION",
+                    "TRANSPORT",
+                    "CLIENT",
+                    "REVISION",
+                    "IDLE",
+                    "CALLER · ID",
+                ],
                 vec![
                     Constraint::Length(8),
                     Constraint::Length(13),
@@ -210,7 +219,7 @@ impl App {
             ),
             View::Requests => (
                 vec![
-                    "REQUEST", "DOOR", "METHOD", "TARGET", "UPSTREAM", "AGE", "PROGRESS",
+                    "REQUEST", "DOOR", "METHOD", "TARGET", "UPSTREAM", "CALLER", "AGE", "PROGRESS",
                 ],
                 vec![
                     Constraint::Length(8),
@@ -218,6 +227,7 @@ impl App {
                     Constraint::Length(15),
                     Constraint::Min(12),
                     Constraint::Length(12),
+                    Constraint::Length(16),
                     Constraint::Length(8),
                     Constraint::Length(8),
                 ],

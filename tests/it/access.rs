@@ -1,0 +1,703 @@
+//! The HTTP door as an OAuth 2.1 protected resource, end to end: `mcpx daemon` with
+//! `auth.mode = "external"` in front of a fake identity provider written here (RFC 8414
+//! metadata, a JWK Set it can rotate, RFC 7662 introspection, every fetch counted, all on
+//! 127.0.0.1), and tokens minted by the test with ring: ES256, EdDSA and RS256 (the RSA key is
+//! `tests/access/rsa-2048.pk8`, made for these tests and nothing else). Each refusal is checked
+//! for its status and every parameter of its `WWW-Authenticate`.
+
+use crate::common::http::*;
+use crate::common::*;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The public origin the daemon is configured with; its doors are this + `/mcp[/NAME]`.
+const PUBLIC: &str = "https://mcp.test";
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The provider's signing keys.
+struct Keys {
+    rng: SystemRandom,
+    ec: EcdsaKeyPair,
+    ed: Ed25519KeyPair,
+    rsa: RsaKeyPair,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        let rng = SystemRandom::new();
+        let ec_alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let ec_doc = EcdsaKeyPair::generate_pkcs8(ec_alg, &rng).unwrap();
+        let ec = EcdsaKeyPair::from_pkcs8(ec_alg, ec_doc.as_ref(), &rng).unwrap();
+        let ed_doc = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+        let ed = Ed25519KeyPair::from_pkcs8(ed_doc.as_ref()).unwrap();
+        let rsa_der = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/access/rsa-2048.pk8"
+        ))
+        .unwrap();
+        let rsa = RsaKeyPair::from_pkcs8(&rsa_der).unwrap();
+        Keys { rng, ec, ed, rsa }
+    }
+
+    /// The RSA key's modulus: what an attacker would use as an HMAC secret.
+    fn rsa_modulus(&self) -> Vec<u8> {
+        let public: ring::rsa::PublicKeyComponents<Vec<u8>> = self.rsa.public().into();
+        public.n
+    }
+
+    /// The JWK Set, each key under `kid` + its kind (`ec`, `ed`, `rsa`).
+    fn set(&self, kid: &str) -> Value {
+        let point = self.ec.public_key().as_ref();
+        let rsa: ring::rsa::PublicKeyComponents<Vec<u8>> = self.rsa.public().into();
+        json!({"keys": [
+            {"kty": "EC", "crv": "P-256", "kid": format!("{kid}ec"), "use": "sig",
+             "x": b64(&point[1..33]), "y": b64(&point[33..])},
+            {"kty": "OKP", "crv": "Ed25519", "kid": format!("{kid}ed"), "x": b64(self.ed.public_key().as_ref())},
+            {"kty": "RSA", "kid": format!("{kid}rsa"), "alg": "RS256", "n": b64(&rsa.n), "e": b64(&rsa.e)},
+        ]})
+    }
+
+    /// A compact JWS of `claims` under `header`, signed as its `alg` says (`none`: no signature;
+    /// `HS256`: keyed with the RSA modulus, the classic forgery).
+    fn token(&self, header: Value, claims: &Value) -> String {
+        let input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let message = input.as_bytes();
+        let signature = match header["alg"].as_str().unwrap() {
+            "ES256" => self.ec.sign(&self.rng, message).unwrap().as_ref().to_vec(),
+            "EdDSA" => self.ed.sign(message).as_ref().to_vec(),
+            "RS256" => {
+                let mut out = vec![0; self.rsa.public().modulus_len()];
+                (self.rsa)
+                    .sign(&signature::RSA_PKCS1_SHA256, &self.rng, message, &mut out)
+                    .unwrap();
+                out
+            }
+            "HS256" => {
+                use hmac::Mac;
+                let mut mac =
+                    hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.rsa_modulus()).unwrap();
+                mac.update(message);
+                mac.finalize().into_bytes().to_vec()
+            }
+            _ => Vec::new(),
+        };
+        format!("{input}.{}", b64(&signature))
+    }
+}
+
+/// The fake identity provider.
+struct Provider {
+    issuer: String,
+    keys: Arc<Keys>,
+    /// The `kid` prefix of the set it serves now (rotation changes it).
+    kid: Arc<Mutex<String>>,
+    /// How often its JWK Set and its introspection endpoint were asked.
+    key_fetches: Arc<AtomicUsize>,
+    introspections: Arc<AtomicUsize>,
+    /// Opaque tokens and what introspection says of each.
+    opaque: Arc<Mutex<HashMap<String, Value>>>,
+    /// The `Authorization` of the last introspection request.
+    introspected_by: Arc<Mutex<Option<String>>>,
+}
+
+impl Provider {
+    fn start() -> Provider {
+        let keys = Arc::new(Keys::new());
+        let kid = Arc::new(Mutex::new("one-".to_owned()));
+        let key_fetches = Arc::new(AtomicUsize::new(0));
+        let introspections = Arc::new(AtomicUsize::new(0));
+        let opaque: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+        let introspected_by: Arc<Mutex<Option<String>>> = Arc::default();
+        let issuer = Arc::new(Mutex::new(String::new()));
+        let served = {
+            let (keys, kid, key_fetches) = (keys.clone(), kid.clone(), key_fetches.clone());
+            let (introspections, opaque) = (introspections.clone(), opaque.clone());
+            let (introspected_by, issuer) = (introspected_by.clone(), issuer.clone());
+            http_server(move |request| {
+                let path = request.line.split(' ').nth(1).unwrap_or_default();
+                let issuer = issuer.lock().unwrap().clone();
+                let json = |value: Value| ("200 OK", "application/json", value.to_string());
+                match path {
+                    "/.well-known/oauth-authorization-server" => json(json!({
+                        "issuer": issuer,
+                        "authorization_endpoint": format!("{issuer}/authorize"),
+                        "token_endpoint": format!("{issuer}/token"),
+                        "jwks_uri": format!("{issuer}/jwks"),
+                        "introspection_endpoint": format!("{issuer}/introspect"),
+                    })),
+                    "/jwks" => {
+                        key_fetches.fetch_add(1, Ordering::SeqCst);
+                        json(keys.set(&kid.lock().unwrap()))
+                    }
+                    "/introspect" => {
+                        introspections.fetch_add(1, Ordering::SeqCst);
+                        let authorization = request
+                            .headers
+                            .iter()
+                            .find(|(n, _)| n == "authorization")
+                            .map(|(_, v)| v.clone());
+                        *introspected_by.lock().unwrap() = authorization;
+                        let form: HashMap<String, String> =
+                            url::form_urlencoded::parse(&request.body)
+                                .into_owned()
+                                .collect();
+                        let token = form.get("token").cloned().unwrap_or_default();
+                        let answer = opaque.lock().unwrap().get(&token).cloned();
+                        json(answer.unwrap_or(json!({"active": false})))
+                    }
+                    _ => ("404 Not Found", "text/plain", String::new()),
+                }
+            })
+        };
+        let url = format!("http://{served}");
+        *issuer.lock().unwrap() = url.clone();
+        Provider {
+            issuer: url,
+            keys,
+            kid,
+            key_fetches,
+            introspections,
+            opaque,
+            introspected_by,
+        }
+    }
+
+    /// Claims of a good token for `sub` at the door `door`, with `scope`.
+    fn claims(&self, sub: &str, door: &str, scope: &str) -> Value {
+        json!({
+            "iss": self.issuer, "sub": sub, "aud": format!("{PUBLIC}{door}"),
+            "exp": now() + 300, "iat": now(), "scope": scope,
+            "client_id": format!("{sub}-app"), "jti": format!("jti-{sub}"),
+        })
+    }
+
+    /// A good ES256 token for `sub` at `/mcp` with scope `mcp`.
+    fn good(&self, sub: &str) -> String {
+        self.signed("ES256", "ec", &self.claims(sub, "/mcp", "mcp"))
+    }
+
+    /// `claims` signed with the current set's key of `kind` under `alg`.
+    fn signed(&self, alg: &str, kind: &str, claims: &Value) -> String {
+        let kid = format!("{}{kind}", self.kid.lock().unwrap());
+        self.keys
+            .token(json!({"alg": alg, "kid": kid, "typ": "at+jwt"}), claims)
+    }
+}
+
+/// `mcpx daemon` taking `provider`'s tokens, with `more` configuration (rules, profiles).
+fn daemon(provider: &Provider, more: &str) -> Daemon {
+    Daemon::start(
+        &format!(
+            "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\n\
+             [auth.external]\nissuer = \"{}\"\n\
+             [auth.external.introspection]\nclientId = \"mcpx\"\nclientSecret = \"pw\"\n\
+             [servers.fixture]\ncommand = {:?}\n\
+             [profiles.readonly]\ninclude = [\"fixture__echo\"]\n{more}",
+            provider.issuer,
+            fixture_bin()
+        ),
+        "",
+    )
+}
+
+/// A modern request to `path` bearing `token` (none: no `Authorization`).
+fn call(d: &Daemon, path: &str, token: Option<&str>, method: &str, params: Value) -> Reply {
+    let (mut headers, body) = modern_request(1, method, params);
+    if let Some(token) = token {
+        headers.push(("Authorization".into(), format!("Bearer {token}")));
+    }
+    d.post_to(path, &header_refs(&headers), body.to_string().as_bytes())
+}
+
+fn list(d: &Daemon, token: Option<&str>) -> Reply {
+    call(d, "/mcp", token, "tools/list", json!({}))
+}
+
+/// The parameters of a `Bearer` challenge.
+fn challenge(reply: &Reply) -> BTreeMap<String, String> {
+    let header = reply
+        .header("www-authenticate")
+        .unwrap_or_else(|| panic!("no WWW-Authenticate: {} {:?}", reply.status, reply.headers));
+    let params = header.strip_prefix("Bearer ").expect("a Bearer challenge");
+    let mut found = BTreeMap::new();
+    let mut rest = params;
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let (value, tail) = after.split_once('"').unwrap();
+        found.insert(
+            name.trim_start_matches([',', ' ']).to_owned(),
+            value.to_owned(),
+        );
+        rest = tail;
+    }
+    found
+}
+
+mod every_revision {
+    mod access {
+        use super::super::*;
+
+        #[test]
+        fn each_door_describes_itself_as_a_protected_resource_any_origin_may_read() {
+            let provider = Provider::start();
+            let d = daemon(&provider, "");
+            for (path, door) in [
+                ("/.well-known/oauth-protected-resource/mcp", "/mcp"),
+                ("/.well-known/oauth-protected-resource", "/mcp"),
+                (
+                    "/.well-known/oauth-protected-resource/mcp/readonly",
+                    "/mcp/readonly",
+                ),
+            ] {
+                let reply = d.bodiless("GET", path, "Origin: https://inspector.example\r\n");
+                assert_eq!(reply.status, 200, "{path}");
+                assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+                assert_eq!(
+                    reply.json(),
+                    json!({
+                        "resource": format!("{PUBLIC}{door}"),
+                        "authorization_servers": [provider.issuer],
+                        "bearer_methods_supported": ["header"],
+                        "resource_name": "mcpx",
+                        "scopes_supported": ["mcp"],
+                    }),
+                    "{path}"
+                );
+            }
+            let unknown = d.bodiless("GET", "/.well-known/oauth-protected-resource/mcp/nope", "");
+            assert_eq!(unknown.status, 404);
+            // A browser client's preflight to the door, before it has any token.
+            let preflight = d.bodiless(
+                "OPTIONS",
+                "/mcp",
+                "Origin: http://localhost:6274\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n",
+            );
+            assert_eq!(preflight.status, 204);
+            let allowed = preflight.header("access-control-allow-headers").unwrap();
+            assert!(
+                allowed.to_ascii_lowercase().contains("authorization"),
+                "{allowed}"
+            );
+            let exposed = list(&d, None);
+            assert!(exposed.header("www-authenticate").is_some());
+        }
+
+        #[test]
+        fn each_bad_token_is_refused_with_the_challenge_rfc_6750_names() {
+            let provider = Provider::start();
+            let d = daemon(&provider, "");
+            let metadata = format!("{PUBLIC}/.well-known/oauth-protected-resource/mcp");
+            let good = provider.claims("alice", "/mcp", "mcp");
+            let with = |changes: Value| {
+                let mut claims = good.clone();
+                for (k, v) in changes.as_object().unwrap() {
+                    match v {
+                        Value::Null => drop(claims.as_object_mut().unwrap().remove(k)),
+                        v => claims[k] = v.clone(),
+                    }
+                }
+                claims
+            };
+            // The good ones, by each family of algorithm, pass.
+            for (alg, kind) in [("ES256", "ec"), ("EdDSA", "ed"), ("RS256", "rsa")] {
+                let reply = list(&d, Some(&provider.signed(alg, kind, &good)));
+                assert_eq!(
+                    reply.status,
+                    200,
+                    "{alg}: {}",
+                    String::from_utf8_lossy(&reply.body)
+                );
+                assert!(reply.json()["result"]["tools"].is_array());
+            }
+            let refused = [
+                (
+                    "expired",
+                    provider.signed("ES256", "ec", &with(json!({"exp": now() - 600}))),
+                ),
+                (
+                    "nbf",
+                    provider.signed("ES256", "ec", &with(json!({"nbf": now() + 600}))),
+                ),
+                (
+                    "iss",
+                    provider.signed(
+                        "ES256",
+                        "ec",
+                        &with(json!({"iss": "https://other.example"})),
+                    ),
+                ),
+                (
+                    "aud",
+                    provider.signed(
+                        "ES256",
+                        "ec",
+                        &with(json!({"aud": "https://other.example/mcp"})),
+                    ),
+                ),
+                (
+                    "no aud",
+                    provider.signed("ES256", "ec", &with(json!({"aud": null}))),
+                ),
+                (
+                    "no exp",
+                    provider.signed("ES256", "ec", &with(json!({"exp": null}))),
+                ),
+                (
+                    "alg none",
+                    provider
+                        .keys
+                        .token(json!({"alg": "none", "kid": "one-ec"}), &good),
+                ),
+                (
+                    "HS256 keyed with the RSA key",
+                    provider
+                        .keys
+                        .token(json!({"alg": "HS256", "kid": "one-rsa"}), &good),
+                ),
+                (
+                    "RS256 under the EC key",
+                    provider
+                        .keys
+                        .token(json!({"alg": "RS256", "kid": "one-ec"}), &good),
+                ),
+                ("forged", {
+                    let token = provider.good("alice");
+                    let parts: Vec<&str> = token.split('.').collect();
+                    let forged = b64(with(json!({"sub": "root"})).to_string().as_bytes());
+                    format!("{}.{forged}.{}", parts[0], parts[2])
+                }),
+                ("garbage", "not-a-token".to_owned()),
+            ];
+            for (case, token) in &refused {
+                let reply = list(&d, Some(token));
+                assert_eq!(
+                    reply.status,
+                    401,
+                    "{case}: {}",
+                    String::from_utf8_lossy(&reply.body)
+                );
+                let params = challenge(&reply);
+                assert_eq!(params["error"], "invalid_token", "{case}");
+                assert_eq!(params["resource_metadata"], metadata, "{case}");
+                assert_eq!(params["scope"], "mcp", "{case}");
+                assert!(!params["error_description"].is_empty(), "{case}");
+                assert_eq!(params.len(), 4, "{case}: {params:?}");
+                assert!(reply.json()["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("Unauthorized"));
+            }
+            // No token at all: the challenge names no error (RFC 6750 §3.1).
+            let none = list(&d, None);
+            assert_eq!(none.status, 401);
+            let params = challenge(&none);
+            assert_eq!(
+                params.keys().collect::<Vec<_>>(),
+                ["resource_metadata", "scope"]
+            );
+            // A good token without the door's scope: 403, naming every scope needed.
+            let narrow = provider.signed("ES256", "ec", &with(json!({"scope": "other"})));
+            let reply = list(&d, Some(&narrow));
+            assert_eq!(reply.status, 403);
+            let params = challenge(&reply);
+            assert_eq!(
+                (params["error"].as_str(), params["scope"].as_str()),
+                ("insufficient_scope", "mcp")
+            );
+            assert_eq!(params["resource_metadata"], metadata);
+            // A token in the URL is refused, even a good one.
+            let (headers, body) = modern_request(1, "tools/list", json!({}));
+            let query = format!("/mcp?access_token={}", provider.good("alice"));
+            let reply = d.post_to(&query, &header_refs(&headers), body.to_string().as_bytes());
+            assert_eq!(reply.status, 400);
+            assert_eq!(challenge(&reply)["error"], "invalid_request");
+            // A token for another door is not good at this one.
+            let elsewhere = provider.signed(
+                "ES256",
+                "ec",
+                &provider.claims("alice", "/mcp/readonly", "mcp"),
+            );
+            assert_eq!(list(&d, Some(&elsewhere)).status, 401);
+            let there = call(
+                &d,
+                "/mcp/readonly",
+                Some(&elsewhere),
+                "tools/list",
+                json!({}),
+            );
+            assert_eq!(there.status, 200);
+            let bearer = format!("Authorization: Bearer {}\r\n", provider.good("alice"));
+            let metrics = d.bodiless("GET", "/metrics", &bearer);
+            let text = String::from_utf8(metrics.body).unwrap();
+            for (reason, at_least) in [
+                ("expired", 1.0),
+                ("algorithm", 2.0),
+                ("signature", 2.0),
+                ("audience", 3.0),
+                ("missing", 1.0),
+                ("scope", 1.0),
+                ("query_token", 1.0),
+            ] {
+                let counted =
+                    metric_sample(&text, "mcpx_auth_failures_total", &[("reason", reason)]);
+                assert!(counted >= at_least, "{reason}: {counted}\n{text}");
+            }
+        }
+
+        #[test]
+        fn a_rotated_key_is_fetched_at_once_and_made_up_kids_do_not_flood_the_provider() {
+            let provider = Provider::start();
+            let d = daemon(&provider, "");
+            assert_eq!(list(&d, Some(&provider.good("alice"))).status, 200);
+            assert_eq!(provider.key_fetches.load(Ordering::SeqCst), 1);
+            *provider.kid.lock().unwrap() = "two-".into();
+            let rotated = provider.good("alice");
+            assert_eq!(
+                list(&d, Some(&rotated)).status,
+                200,
+                "the rotated key is fetched"
+            );
+            assert_eq!(provider.key_fetches.load(Ordering::SeqCst), 2);
+            let claims = provider.claims("mallory", "/mcp", "mcp");
+            for n in 0..5 {
+                let made_up = provider.keys.token(
+                    json!({"alg": "ES256", "kid": format!("made-up-{n}")}),
+                    &claims,
+                );
+                let reply = list(&d, Some(&made_up));
+                assert_eq!(reply.status, 401);
+                assert_eq!(challenge(&reply)["error"], "invalid_token");
+            }
+            assert_eq!(
+                provider.key_fetches.load(Ordering::SeqCst),
+                2,
+                "at most one fetch a minute"
+            );
+            assert_eq!(list(&d, Some(&rotated)).status, 200);
+        }
+
+        #[test]
+        fn an_opaque_token_is_introspected_and_the_answer_kept_a_while() {
+            let provider = Provider::start();
+            let d = daemon(&provider, "");
+            provider.opaque.lock().unwrap().insert(
+                "opaque-good".into(),
+                json!({"active": true, "sub": "olga", "scope": "mcp", "client_id": "cli", "exp": now() + 300, "iss": provider.issuer}),
+            );
+            provider.opaque.lock().unwrap().insert(
+                "opaque-other-aud".into(),
+                json!({"active": true, "sub": "olga", "scope": "mcp", "aud": "https://other.example"}),
+            );
+            for _ in 0..3 {
+                assert_eq!(list(&d, Some("opaque-good")).status, 200);
+            }
+            assert_eq!(provider.introspections.load(Ordering::SeqCst), 1, "kept");
+            let basic = provider.introspected_by.lock().unwrap().clone().unwrap();
+            assert_eq!(
+                basic,
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode("mcpx:pw")
+                )
+            );
+            for token in ["opaque-unknown", "opaque-other-aud"] {
+                let reply = list(&d, Some(token));
+                assert_eq!(reply.status, 401, "{token}");
+                assert_eq!(challenge(&reply)["error"], "invalid_token");
+            }
+        }
+
+        #[test]
+        fn a_provider_that_cannot_be_reached_fails_closed_with_503() {
+            let unreachable = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let issuer: SocketAddr = unreachable.local_addr().unwrap();
+            drop(unreachable);
+            let provider = Provider::start();
+            let d = Daemon::start(
+                &format!(
+                    "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\n[auth.external]\nissuer = \"http://{issuer}\"\n"
+                ),
+                "",
+            );
+            let mut claims = provider.claims("alice", "/mcp", "mcp");
+            claims["iss"] = json!(format!("http://{issuer}"));
+            let reply = list(&d, Some(&provider.signed("ES256", "ec", &claims)));
+            assert_eq!(
+                reply.status,
+                503,
+                "{}",
+                String::from_utf8_lossy(&reply.body)
+            );
+            assert!(reply.header("retry-after").is_some());
+        }
+
+        #[test]
+        fn a_denied_tool_is_invisible_and_unknown_for_one_caller_and_callable_for_another() {
+            let provider = Provider::start();
+            let d = daemon(
+                &provider,
+                "[[auth.rules]]\nclaims = { groups = \"admins\" }\n\
+                 [[auth.rules]]\nsubject = \"bob\"\ndenyTools = [\"fixture__ec*\"]\n\
+                 [[auth.rules]]\nsubject = \"rita\"\nprofiles = [\"readonly\"]\n\
+                 [[auth.rules]]\nsubject = \"carol\"\nstepUp = { \"fixture__echo\" = \"fixture:write\" }\n",
+            );
+            let mut admin = provider.claims("alice", "/mcp", "mcp");
+            admin["groups"] = json!(["staff", "admins"]);
+            let alice = provider.signed("ES256", "ec", &admin);
+            let bob = provider.good("bob");
+            let names = |reply: Reply| -> Vec<String> {
+                let tools = reply.json()["result"]["tools"].as_array().unwrap().clone();
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_owned())
+                    .collect()
+            };
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "hi"}});
+            assert!(names(list(&d, Some(&alice))).contains(&"fixture__echo".to_owned()));
+            let bobs = names(list(&d, Some(&bob)));
+            assert!(
+                !bobs.contains(&"fixture__echo".to_owned()) && !bobs.is_empty(),
+                "{bobs:?}"
+            );
+            let called = call(&d, "/mcp", Some(&alice), "tools/call", echo.clone()).json();
+            assert!(called["result"]["content"].is_array(), "{called}");
+            let denied = call(&d, "/mcp", Some(&bob), "tools/call", echo.clone()).json();
+            let nothing = call(
+                &d,
+                "/mcp",
+                Some(&bob),
+                "tools/call",
+                json!({"name": "fixture__nothing", "arguments": {}}),
+            )
+            .json();
+            assert_eq!(
+                denied["error"]["code"], nothing["error"]["code"],
+                "{denied}"
+            );
+            assert_eq!(
+                denied["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .replace("fixture__echo", "X"),
+                nothing["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .replace("fixture__nothing", "X"),
+                "a denied tool reads as one no server has"
+            );
+            // Rita's rule opens only the readonly door; nobody's rule is nobody's door.
+            let rita = provider.signed(
+                "ES256",
+                "ec",
+                &provider.claims("rita", "/mcp/readonly", "mcp"),
+            );
+            assert_eq!(
+                call(&d, "/mcp/readonly", Some(&rita), "tools/list", json!({})).status,
+                200
+            );
+            let rita_everything = provider.good("rita");
+            assert_eq!(list(&d, Some(&rita_everything)).status, 403);
+            assert_eq!(list(&d, Some(&provider.good("mallory"))).status, 403);
+            // Carol lists the tool, but its call needs a scope more.
+            let carol = provider.good("carol");
+            let stepped = call(&d, "/mcp", Some(&carol), "tools/call", echo.clone());
+            assert_eq!(stepped.status, 403);
+            let params = challenge(&stepped);
+            assert_eq!(params["error"], "insufficient_scope");
+            assert_eq!(params["scope"], "mcp fixture:write");
+            let wider = provider.signed(
+                "ES256",
+                "ec",
+                &provider.claims("carol", "/mcp", "mcp fixture:write"),
+            );
+            assert_eq!(
+                call(&d, "/mcp", Some(&wider), "tools/call", echo).status,
+                200
+            );
+        }
+
+        #[test]
+        fn a_legacy_session_answers_only_the_caller_that_opened_it() {
+            let provider = Provider::start();
+            let d = daemon(&provider, "");
+            let (alice, bob) = (provider.good("alice"), provider.good("bob"));
+            let send = |token: &str, session: Option<&str>, body: &Value| {
+                let auth = format!("Bearer {token}");
+                let mut headers: Vec<(&str, &[u8])> = vec![
+                    ("Content-Type", b"application/json"),
+                    ("Accept", b"application/json, text/event-stream"),
+                    ("Authorization", auth.as_bytes()),
+                ];
+                if let Some(session) = session {
+                    headers.push(("Mcp-Session-Id", session.as_bytes()));
+                    headers.push(("MCP-Protocol-Version", b"2025-11-25"));
+                }
+                d.post(&headers, body.to_string().as_bytes())
+            };
+            let opened = send(
+                &alice,
+                None,
+                &request(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+                ),
+            );
+            assert_eq!(opened.status, 200);
+            let session = opened.header("mcp-session-id").unwrap().to_owned();
+            let listing = request(1, "tools/list", json!({}));
+            assert_eq!(send(&alice, Some(&session), &listing).status, 200);
+            assert_eq!(send(&bob, Some(&session), &listing).status, 404);
+            assert_eq!(send(&alice, Some(&session), &listing).status, 200);
+        }
+
+        #[test]
+        fn the_audit_log_names_the_caller_and_never_its_token() {
+            let provider = Provider::start();
+            let dir = tempfile::tempdir().unwrap();
+            let audit = dir.path().join("audit.jsonl");
+            let d = daemon(
+                &provider,
+                &format!("[audit]\npath = {:?}\n", audit.display().to_string()),
+            );
+            let token = provider.good("alice");
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "hi"}});
+            assert_eq!(
+                call(&d, "/mcp", Some(&token), "tools/call", echo).status,
+                200
+            );
+            assert!(eventually(
+                || std::fs::read_to_string(&audit).is_ok_and(|t| t.contains("fixture__echo"))
+            ));
+            let text = std::fs::read_to_string(&audit).unwrap();
+            let line: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+            assert_eq!(
+                line["caller"],
+                json!({"kind": "bearer", "sub": "alice", "clientId": "alice-app", "iss": provider.issuer, "jti": "jti-alice", "scopes": ["mcp"]})
+            );
+            let signature = token.rsplit('.').next().unwrap();
+            assert!(!text.contains(signature) && !d.stderr().contains(signature));
+        }
+    }
+}
