@@ -23,12 +23,9 @@ fn daemon() -> SocketAddr {
         let address = listener.local_addr().unwrap();
         std::thread::spawn(move || {
             smol::block_on(async move {
-                let gateway = Gateway::new(
-                    &Settings::from_environment(Config::default()),
-                    None,
-                    None,
-                    None,
-                );
+                let settings = Settings::from_environment(Config::default());
+                let gate = mcpx::access::Gate::from_settings(&settings).unwrap();
+                let gateway = Gateway::new(&settings, None, None, None);
                 gateway.start().await.unwrap();
                 let options = HttpOptions {
                     address,
@@ -40,7 +37,7 @@ fn daemon() -> SocketAddr {
                     read_timeout: Duration::from_secs(1),
                     session_idle_timeout: Duration::from_secs(60),
                     max_sessions: 64,
-                    token: None,
+                    gate: std::sync::Arc::new(gate),
                     max_connections: 256,
                     max_headers: 100,
                     max_header_bytes: 16 * 1024,

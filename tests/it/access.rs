@@ -12,6 +12,7 @@ use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 use serde_json::{json, Value};
+use sha2::Digest;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -120,6 +121,20 @@ struct Provider {
     opaque: Arc<Mutex<HashMap<String, Value>>>,
     /// The `Authorization` of the last introspection request.
     introspected_by: Arc<Mutex<Option<String>>>,
+    /// The access tokens its token endpoint issued.
+    issued: Arc<AtomicUsize>,
+}
+
+/// A code the authorization endpoint gave: its PKCE challenge and the resource it is for.
+struct Code {
+    challenge: String,
+    resource: String,
+    client_id: String,
+}
+
+/// The query or form `text` as a map.
+fn form(text: &[u8]) -> HashMap<String, String> {
+    url::form_urlencoded::parse(text).into_owned().collect()
 }
 
 impl Provider {
@@ -131,22 +146,96 @@ impl Provider {
         let opaque: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
         let introspected_by: Arc<Mutex<Option<String>>> = Arc::default();
         let issuer = Arc::new(Mutex::new(String::new()));
+        let issued = Arc::new(AtomicUsize::new(0));
+        let codes: Arc<Mutex<HashMap<String, Code>>> = Arc::default();
         let served = {
+            let (issued, codes) = (issued.clone(), codes.clone());
             let (keys, kid, key_fetches) = (keys.clone(), kid.clone(), key_fetches.clone());
             let (introspections, opaque) = (introspections.clone(), opaque.clone());
             let (introspected_by, issuer) = (introspected_by.clone(), issuer.clone());
             http_server(move |request| {
-                let path = request.line.split(' ').nth(1).unwrap_or_default();
+                let target = request.line.split(' ').nth(1).unwrap_or_default();
+                let (path, query) = target.split_once('?').unwrap_or((target, ""));
                 let issuer = issuer.lock().unwrap().clone();
-                let json = |value: Value| ("200 OK", "application/json", value.to_string());
+                let json =
+                    |value: Value| ("200 OK".to_owned(), "application/json", value.to_string());
                 match path {
                     "/.well-known/oauth-authorization-server" => json(json!({
                         "issuer": issuer,
                         "authorization_endpoint": format!("{issuer}/authorize"),
                         "token_endpoint": format!("{issuer}/token"),
+                        "registration_endpoint": format!("{issuer}/register"),
                         "jwks_uri": format!("{issuer}/jwks"),
                         "introspection_endpoint": format!("{issuer}/introspect"),
+                        "code_challenge_methods_supported": ["S256"],
+                        "response_types_supported": ["code"],
+                        "grant_types_supported": ["authorization_code"],
+                        "token_endpoint_auth_methods_supported": ["none"],
+                        "authorization_response_iss_parameter_supported": true,
                     })),
+                    "/register" => {
+                        let mut client: Value =
+                            serde_json::from_slice(&request.body).unwrap_or(json!({}));
+                        client["client_id"] = json!("registered-client");
+                        (
+                            "201 Created".to_owned(),
+                            "application/json",
+                            client.to_string(),
+                        )
+                    }
+                    // The person consents at once: straight back to the client with a code.
+                    "/authorize" => {
+                        let asked = form(query.as_bytes());
+                        let code = format!("code-{}", codes.lock().unwrap().len());
+                        codes.lock().unwrap().insert(
+                            code.clone(),
+                            Code {
+                                challenge: asked.get("code_challenge").cloned().unwrap_or_default(),
+                                resource: asked.get("resource").cloned().unwrap_or_default(),
+                                client_id: asked.get("client_id").cloned().unwrap_or_default(),
+                            },
+                        );
+                        let mut back = url::Url::parse(&asked["redirect_uri"]).unwrap();
+                        back.query_pairs_mut()
+                            .append_pair("code", &code)
+                            .append_pair("state", asked.get("state").map_or("", |s| s))
+                            .append_pair("iss", &issuer);
+                        (
+                            format!("302 Found\r\nLocation: {back}"),
+                            "text/plain",
+                            String::new(),
+                        )
+                    }
+                    "/token" => {
+                        let asked = form(&request.body);
+                        let code = codes
+                            .lock()
+                            .unwrap()
+                            .remove(asked.get("code").map_or("", |c| c));
+                        let verifier = asked.get("code_verifier").cloned().unwrap_or_default();
+                        let challenge = b64(&sha2::Sha256::digest(verifier.as_bytes()));
+                        match code.filter(|c| c.challenge == challenge) {
+                            None => (
+                                "400 Bad Request".to_owned(),
+                                "application/json",
+                                json!({"error": "invalid_grant"}).to_string(),
+                            ),
+                            Some(code) => {
+                                issued.fetch_add(1, Ordering::SeqCst);
+                                let claims = json!({
+                                    "iss": issuer, "sub": "loop-user", "aud": code.resource,
+                                    "exp": now() + 300, "iat": now(), "scope": "mcp",
+                                    "client_id": code.client_id,
+                                });
+                                let kid = format!("{}ec", kid.lock().unwrap());
+                                let token =
+                                    keys.token(json!({"alg": "ES256", "kid": kid}), &claims);
+                                json(
+                                    json!({"access_token": token, "token_type": "Bearer", "expires_in": 300, "scope": "mcp"}),
+                                )
+                            }
+                        }
+                    }
                     "/jwks" => {
                         key_fetches.fetch_add(1, Ordering::SeqCst);
                         json(keys.set(&kid.lock().unwrap()))
@@ -159,15 +248,14 @@ impl Provider {
                             .find(|(n, _)| n == "authorization")
                             .map(|(_, v)| v.clone());
                         *introspected_by.lock().unwrap() = authorization;
-                        let form: HashMap<String, String> =
-                            url::form_urlencoded::parse(&request.body)
-                                .into_owned()
-                                .collect();
-                        let token = form.get("token").cloned().unwrap_or_default();
+                        let token = form(&request.body)
+                            .get("token")
+                            .cloned()
+                            .unwrap_or_default();
                         let answer = opaque.lock().unwrap().get(&token).cloned();
                         json(answer.unwrap_or(json!({"active": false})))
                     }
-                    _ => ("404 Not Found", "text/plain", String::new()),
+                    _ => ("404 Not Found".to_owned(), "text/plain", String::new()),
                 }
             })
         };
@@ -181,6 +269,7 @@ impl Provider {
             introspections,
             opaque,
             introspected_by,
+            issued,
         }
     }
 
@@ -254,9 +343,92 @@ fn challenge(reply: &Reply) -> BTreeMap<String, String> {
     found
 }
 
+/// A daemon taking `provider`'s tokens at a port of its own, its public URL its real address
+/// (so that clients reach the metadata it names); the daemon and that URL.
+fn reachable_daemon(provider: &Provider) -> (Daemon, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let public = format!("http://127.0.0.1:{port}");
+    let d = Daemon::start(
+        &format!(
+            "[auth]\nmode = \"external\"\npublicUrl = \"{public}\"\n\
+             [auth.external]\nissuer = \"{}\"\n[servers.fixture]\ncommand = {:?}\n",
+            provider.issuer,
+            fixture_bin()
+        ),
+        &format!("address = \"127.0.0.1:{port}\""),
+    );
+    (d, public)
+}
+
+/// Runs an SDK's OAuth client (`script` in tests/sdk, by `program`) against a reachable door
+/// with nothing but its URL; checks it registered, listed, called, and got one token. Its report.
+fn sdk_logs_in(program: &str, script: &str) -> Value {
+    let provider = Provider::start();
+    let (_d, public) = reachable_daemon(&provider);
+    let out = std::process::Command::new(program)
+        .arg(format!("{}/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR")))
+        .arg(format!("{public}/mcp"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["registered"], "registered-client", "{report}");
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("fixture__echo")), "{report}");
+    let echo = report["echo"].as_str();
+    assert!(echo.is_some_and(|t| t.contains("hi")), "{report}");
+    assert_eq!(provider.issued.load(Ordering::SeqCst), 1);
+    report
+}
+
 mod every_revision {
     mod access {
         use super::super::*;
+
+        /// mcpx's own client, as another mcpx's upstream, with nothing but the door's URL:
+        /// the 401's metadata, the provider's, registration, PKCE, then a call served.
+        #[test]
+        fn mcpx_auth_login_goes_from_the_first_401_to_a_served_call() {
+            let provider = Provider::start();
+            let (_d, public) = reachable_daemon(&provider);
+            let dir = tempfile::tempdir().unwrap();
+            let config = format!(
+                "[auth]\ncredentials = \"{0}/credentials.json\"\n[admin]\nsocket = \"{0}/admin.sock\"\n\
+                 [servers.remote]\nurl = \"{public}/mcp\"\n",
+                dir.path().display()
+            );
+            let started = std::time::Instant::now();
+            let (logged_in, log) =
+                crate::auth::try_login(&config, dir.path(), crate::auth::BROWSER);
+            assert!(logged_in, "{log}");
+            let mut client = Serve::with_config_file(&dir.path().join("config.toml"));
+            let echo = json!({"name": "remote__fixture__echo", "arguments": {"text": "hi"}});
+            let called = client.call(1, "tools/call", modern(echo));
+            assert!(called["result"]["content"].is_array(), "{called}");
+            println!(
+                "from the first 401 to the first served call: {:?}",
+                started.elapsed()
+            );
+            assert_eq!(provider.issued.load(Ordering::SeqCst), 1);
+        }
+
+        /// The TypeScript SDK v1's OAuth client finds its way from the door's first 401.
+        #[test]
+        fn the_typescript_sdk_logs_in_from_the_first_401_and_calls() {
+            let report = sdk_logs_in(&deps::node(), "ts_oauth_client.mjs");
+            assert_eq!(report["firstTry"], "unauthorized", "{report}");
+        }
+
+        /// The Python SDK v2's `OAuthClientProvider` finds its way from the door's first 401.
+        #[test]
+        fn the_python_sdk_logs_in_from_the_first_401_and_calls() {
+            sdk_logs_in(&deps::python(), "python_oauth_client.py");
+        }
 
         #[test]
         fn each_door_describes_itself_as_a_protected_resource_any_origin_may_read() {
@@ -634,6 +806,47 @@ mod every_revision {
             assert_eq!(
                 call(&d, "/mcp", Some(&wider), "tools/call", echo).status,
                 200
+            );
+        }
+
+        /// RFC 8707's "no transit": the client's token stays at mcpx's door; the upstream gets
+        /// only what mcpx's own configuration gives it.
+        #[test]
+        fn a_callers_token_never_reaches_an_upstream() {
+            let provider = Provider::start();
+            let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+            let remote = {
+                let seen = seen.clone();
+                scripted_server(move |line, headers, message| {
+                    let authorization = headers.iter().find(|(n, _)| n == "authorization");
+                    seen.lock()
+                        .unwrap()
+                        .push(authorization.map_or("(none)".into(), |(_, v)| v.clone()));
+                    let id = message["id"].clone();
+                    one_tool_server(line, message, "peek", || {
+                        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "peeked"}]}});
+                        ("200 OK", "application/json", answer.to_string())
+                    })
+                })
+            };
+            let d = daemon(
+                &provider,
+                &format!("[servers.remote]\nurl = \"http://{remote}/mcp\"\nheaders = {{ Authorization = \"Bearer mcpx-own\" }}\n"),
+            );
+            let token = provider.good("alice");
+            let call_peek = json!({"name": "remote__peek", "arguments": {}});
+            let reply = call(&d, "/mcp", Some(&token), "tools/call", call_peek);
+            assert_eq!(
+                reply.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&reply.body)
+            );
+            assert_eq!(reply.json()["result"]["content"][0]["text"], "peeked");
+            let seen = seen.lock().unwrap();
+            assert!(
+                !seen.is_empty() && seen.iter().all(|a| a == "Bearer mcpx-own"),
+                "{seen:?}"
             );
         }
 

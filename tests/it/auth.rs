@@ -308,7 +308,7 @@ fn refused_login(changes: Value) -> (Arc<AuthServer>, String) {
 }
 
 /// The browser that follows the authorization server's redirects.
-const BROWSER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser");
+pub(crate) const BROWSER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser");
 
 /// Runs `mcpx auth login remote` with a browser that follows the redirects; returns its stderr.
 fn login(config: &str, dir: &std::path::Path) -> String {
@@ -319,7 +319,7 @@ fn login(config: &str, dir: &std::path::Path) -> String {
 
 /// Runs `mcpx auth login remote` with `browser`, for at most [`PATIENCE`]: whether it
 /// succeeded, and its stderr.
-fn try_login(config: &str, dir: &std::path::Path, browser: &str) -> (bool, String) {
+pub(crate) fn try_login(config: &str, dir: &std::path::Path, browser: &str) -> (bool, String) {
     let path = dir.join("config.toml");
     std::fs::write(&path, config).unwrap();
     let mut child = std::process::Command::new(mcpx_bin())

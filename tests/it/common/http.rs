@@ -44,11 +44,12 @@ impl Daemon {
                 admin_dir.path().join("admin.sock").display().to_string()
             ),
         };
-        write!(
-            file,
-            "[daemon]\naddress = \"127.0.0.1:0\"\n{daemon_keys}\n{admin}{config}"
-        )
-        .unwrap();
+        // A free loopback port, unless the test names the address (a URL of its own must).
+        let address = match daemon_keys.contains("address") {
+            true => "",
+            false => "address = \"127.0.0.1:0\"\n",
+        };
+        write!(file, "[daemon]\n{address}{daemon_keys}\n{admin}{config}").unwrap();
         let mcpx = mcpx_bin();
         let mut command = match wrapper.split_first() {
             Some((program, args)) => {
@@ -576,13 +577,17 @@ pub fn scripted_server(
 ) -> SocketAddr {
     http_server(move |request| {
         let message: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        answer(&request.line, &request.headers, &message)
+        let (status, kind, payload) = answer(&request.line, &request.headers, &message);
+        (status.to_owned(), kind, payload)
     })
 }
 
 /// A one-request-per-connection HTTP server on a free loopback port, written for one test:
-/// `answer` sees each request whole.
-pub fn http_server(answer: impl Fn(&Incoming) -> Scripted + Send + 'static) -> SocketAddr {
+/// `answer` sees each request whole, and gives the status (with any header lines after it,
+/// each after a CRLF), the content type and the body.
+pub fn http_server(
+    answer: impl Fn(&Incoming) -> (String, &'static str, String) + Send + 'static,
+) -> SocketAddr {
     use std::io::BufRead;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
