@@ -98,6 +98,9 @@ pub struct Gate {
     scopes: Vec<String>,
     verifier: Option<external::Verifier>,
     policy: Policy,
+    /// The callers let in without a provider's token, made once: most requests are theirs.
+    owner: Arc<Identity>,
+    token_holder: Arc<Identity>,
 }
 
 impl Gate {
@@ -118,6 +121,8 @@ impl Gate {
             scopes: auth.scopes.clone(),
             verifier,
             policy: Policy::new(&auth.rules),
+            owner: Arc::new(Identity::of_kind(Kind::LocalOwner)),
+            token_holder: Arc::new(Identity::of_kind(Kind::DaemonToken)),
         })
     }
 
@@ -159,55 +164,20 @@ impl Gate {
     /// Lets a request in, or says why not.
     pub async fn admit(&self, knock: Knock<'_>) -> Result<Admitted, Refusal> {
         if knock.query.is_some_and(carries_token) {
-            return Err(self.challenge(
-&knock,
-Why { status: 400, error: Some("invalid_request"), message: "access tokens are taken only in the Authorization header, never in the URL", reason: "query_token" },
-&self.scopes,
-));
+            let why = Why {
+                status: 400,
+                error: Some("invalid_request"),
+                message:
+                    "access tokens are taken only in the Authorization header, never in the URL",
+                reason: "query_token",
+            };
+            return Err(self.challenge(&knock, why, &self.scopes));
         }
-        let presented = bearer(knock.authorization);
         let identity = match (&self.verifier, &self.token) {
-            (Some(verifier), _) => {
-                let Some(token) = presented else {
-                    return Err(self.challenge(
-                        &knock,
-                        Why {
-                            status: 401,
-                            error: None,
-                            message: "Unauthorized: send an access token (Authorization: Bearer)",
-                            reason: "missing",
-                        },
-                        &self.scopes,
-                    ));
-                };
-                let door_url = self.door_url(knock.door).unwrap_or_default();
-                match verifier.verify(token, &door_url).await {
-                    Ok(identity) => identity,
-                    Err(rejection) if rejection.unavailable => {
-                        return Err(Refusal {
-                            status: 503,
-                            challenge: None,
-                            message: format!("Service Unavailable: {}", rejection.description),
-                            reason: rejection.reason,
-                        })
-                    }
-                    Err(rejection) => {
-                        let message = format!("Unauthorized: {}", rejection.description);
-                        return Err(self.challenge(
-                            &knock,
-                            Why {
-                                status: 401,
-                                error: Some("invalid_token"),
-                                message: &message,
-                                reason: rejection.reason,
-                            },
-                            &self.scopes,
-                        ));
-                    }
-                }
-            }
+            // Boxed: only a daemon that verifies tokens carries that state in its requests.
+            (Some(verifier), _) => Arc::new(Box::pin(self.verified(verifier, &knock)).await?),
             (None, Some(token)) => {
-                if !presented.is_some_and(|p| same_secret(p, token)) {
+                if !bearer(knock.authorization).is_some_and(|p| same_secret(p, token)) {
                     return Err(Refusal {
                         status: 401,
                         challenge: Some("Bearer realm=\"mcpx\"".into()),
@@ -216,25 +186,10 @@ Why { status: 400, error: Some("invalid_request"), message: "access tokens are t
                         reason: "daemon_token",
                     });
                 }
-                Identity::of_kind(Kind::DaemonToken)
+                Arc::clone(&self.token_holder)
             }
-            (None, None) => Identity::of_kind(Kind::LocalOwner),
+            (None, None) => Arc::clone(&self.owner),
         };
-        if identity.kind == Kind::Bearer {
-            if let Some(missing) = self.scopes.iter().find(|s| !identity.has_scope(s)) {
-                let message = format!("Forbidden: the token does not grant the scope {missing:?}");
-                return Err(self.challenge(
-                    &knock,
-                    Why {
-                        status: 403,
-                        error: Some("insufficient_scope"),
-                        message: &message,
-                        reason: "scope",
-                    },
-                    &self.scopes,
-                ));
-            }
-        }
         let rule = self
             .policy
             .decide(&identity, knock.profile)
@@ -250,10 +205,58 @@ Why { status: 400, error: Some("invalid_request"), message: "access tokens are t
                     reason: "policy",
                 }
             })?;
-        Ok(Admitted {
-            identity: Arc::new(identity),
-            rule,
-        })
+        Ok(Admitted { identity, rule })
+    }
+
+    /// The caller `knock`'s access token stands for, if the provider vouches for it and it
+    /// grants the door's scopes.
+    async fn verified(
+        &self,
+        verifier: &external::Verifier,
+        knock: &Knock<'_>,
+    ) -> Result<Identity, Refusal> {
+        let Some(token) = bearer(knock.authorization) else {
+            let why = Why {
+                status: 401,
+                error: None,
+                message: "Unauthorized: send an access token (Authorization: Bearer)",
+                reason: "missing",
+            };
+            return Err(self.challenge(knock, why, &self.scopes));
+        };
+        let door_url = self.door_url(knock.door).unwrap_or_default();
+        let identity = match verifier.verify(token, &door_url).await {
+            Ok(identity) => identity,
+            Err(rejection) if rejection.unavailable => {
+                return Err(Refusal {
+                    status: 503,
+                    challenge: None,
+                    message: format!("Service Unavailable: {}", rejection.description),
+                    reason: rejection.reason,
+                })
+            }
+            Err(rejection) => {
+                let message = format!("Unauthorized: {}", rejection.description);
+                let why = Why {
+                    status: 401,
+                    error: Some("invalid_token"),
+                    message: &message,
+                    reason: rejection.reason,
+                };
+                return Err(self.challenge(knock, why, &self.scopes));
+            }
+        };
+        if let Some(missing) = self.scopes.iter().find(|s| !identity.has_scope(s)) {
+            let message = format!("Forbidden: the token does not grant the scope {missing:?}");
+            let why = Why {
+                status: 403,
+                error: Some("insufficient_scope"),
+                message: &message,
+                reason: "scope",
+            };
+            return Err(self.challenge(knock, why, &self.scopes));
+        }
+        Ok(identity)
     }
 
     /// Whether some calls need a scope more than the door's ([`Gate::step_up`]).

@@ -313,6 +313,10 @@ impl Gateway {
     /// cancellation can name it before it runs); the caller runs the returned future, in a task
     /// of its own, which yields the response, or `None` once it was cancelled (then nothing may
     /// be written for it). Its request-scoped messages go to `outbound`.
+    // Inlined into its two callers, so that the request's future (kilobytes) is built where it is
+    // kept rather than returned and copied: without it, a built-in call cost 22.1 µs of CPU
+    // instead of 19.7 (perf stat task-clock per request, bench/ab builtin 0.88).
+    #[inline]
     pub fn begin_request(
         self: &Arc<Self>,
         client: &Arc<Client>,

@@ -381,7 +381,7 @@ impl FrontDoor {
 
     /// The view a request's path enters, and its profile's name: `/mcp` sees everything,
     /// `/mcp/NAME` profile NAME; any other path is not MCP's.
-    fn door(&self, path: &str) -> Result<(ViewId, Option<String>), Box<Response<Body>>> {
+    fn door<'p>(&self, path: &'p str) -> Result<(ViewId, Option<&'p str>), Box<Response<Body>>> {
         match path.strip_prefix("/mcp") {
             Some("") => Ok((ViewId::EVERYTHING, None)),
             Some(profile) if profile.starts_with('/') => {
@@ -392,7 +392,7 @@ impl FrontDoor {
                         ErrorObject::new(INVALID_REQUEST, format!("Not Found: {why}")),
                     ))
                 })?;
-                Ok((view, Some(name.to_owned())))
+                Ok((view, Some(name)))
             }
             _ => Err(Box::new(plain(StatusCode::NOT_FOUND, NOT_MCP))),
         }
@@ -466,7 +466,7 @@ impl FrontDoor {
         };
         let knock = Knock {
             door: if metrics { "/mcp" } else { path },
-            profile: profile.as_deref(),
+            profile,
             authorization: request
                 .headers()
                 .get(header::AUTHORIZATION)
