@@ -18,8 +18,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The most introspection answers kept at once.
-const MAX_INTROSPECTED: usize = 4096;
+/// The most verdicts kept at once.
+const MAX_KEPT: usize = 4096;
+
+/// How long a verified JWT's verdict is kept at most: a signature checked once serves the
+/// token's next requests (a P-256 verification costs more than a whole built-in call).
+const KEEP_VERIFIED: Duration = Duration::from_secs(300);
 
 /// Verifies the provider's tokens.
 #[derive(Debug)]
@@ -29,12 +33,15 @@ pub struct Verifier {
     algorithms: Vec<Alg>,
     leeway: Duration,
     introspection: Option<(Introspection, Option<String>)>,
-    /// Introspection answers by the token's SHA-256.
-    introspected: Mutex<HashMap<[u8; 32], Kept>>,
+    /// Verdicts by the SHA-256 of the door and the token: verified JWTs, introspection answers.
+    kept: Mutex<HashMap<[u8; 32], Kept>>,
 }
 
-/// An introspection answer, and until when it is kept.
+/// A verdict, and until when it is kept.
 type Kept = (Instant, Result<Identity, Rejection>);
+
+/// A verdict, and how long it may be kept (`ZERO`: not at all).
+type Verdict = (Result<Identity, Rejection>, Duration);
 
 impl Verifier {
     /// The verifier `[auth.external]` describes; `secret` is the introspection client's
@@ -51,7 +58,7 @@ impl Verifier {
             algorithms: external.algorithms.clone(),
             leeway: external.leeway,
             introspection: external.introspection.clone().map(|i| (i, secret)),
-            introspected: Mutex::default(),
+            kept: Mutex::default(),
         }
     }
 
@@ -60,18 +67,49 @@ impl Verifier {
         &self.issuer.id
     }
 
-    /// The caller `token` stands for at the door `door_url`, or why it does not.
+    /// The caller `token` stands for at the door `door_url`, or why it does not: kept from an
+    /// earlier request with this token at this door, else verified now.
     pub async fn verify(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
-        if jose::looks_like_jws(token) {
-            return self.verify_jwt(token, door_url).await;
+        let mut digest = Sha256::new();
+        digest.update(door_url.as_bytes());
+        digest.update([0]);
+        digest.update(token.as_bytes());
+        let key: [u8; 32] = digest.finalize().into();
+        if let Some((until, verdict)) = lock(&self.kept).get(&key) {
+            if *until > Instant::now() {
+                return verdict.clone();
+            }
         }
-        match &self.introspection {
-            Some(_) => self.introspect(token, door_url).await,
-            None => Err(Rejection::invalid(
-                "malformed",
-                "the token is not a JWT, and auth.external.introspection is not configured",
-            )),
+        let (verdict, keep) = match (jose::looks_like_jws(token), &self.introspection) {
+            (true, _) => {
+                let verdict = self.verify_jwt(token, door_url).await;
+                // A good one is kept while it lives; a bad one is not, so that made-up tokens
+                // cannot push the good ones out.
+                let keep = match &verdict {
+                    Ok(identity) => lifetime(&identity.claims).min(KEEP_VERIFIED),
+                    Err(_) => Duration::ZERO,
+                };
+                (verdict, keep)
+            }
+            (false, Some(_)) => self.introspect(token, door_url).await?,
+            (false, None) => {
+                let why =
+                    "the token is not a JWT, and auth.external.introspection is not configured";
+                return Err(Rejection::invalid("malformed", why));
+            }
+        };
+        if !keep.is_zero() {
+            let mut kept = lock(&self.kept);
+            if kept.len() >= MAX_KEPT {
+                let now = Instant::now();
+                kept.retain(|_, (until, _)| *until > now);
+                if kept.len() >= MAX_KEPT {
+                    kept.clear();
+                }
+            }
+            kept.insert(key, (Instant::now() + keep, verdict.clone()));
         }
+        verdict
     }
 
     async fn verify_jwt(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
@@ -153,14 +191,10 @@ impl Verifier {
         Ok(())
     }
 
-    /// RFC 7662: the provider says whether the token is active, and for whom.
-    async fn introspect(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some((until, answer)) = lock(&self.introspected).get(&key) {
-            if *until > Instant::now() {
-                return answer.clone();
-            }
-        }
+    /// RFC 7662: the provider says whether the token is active, and for whom. Its answer, kept
+    /// up to `introspection.cache` (never past the token's `exp`), inactive ones too; the
+    /// provider unreachable is an error, never kept.
+    async fn introspect(&self, token: &str, door_url: &str) -> Result<Verdict, Rejection> {
         let Some((settings, secret)) = &self.introspection else {
             return Err(Rejection::invalid("malformed", "the token is not a JWT"));
         };
@@ -189,28 +223,22 @@ impl Verifier {
         }
         let answer: Map<String, Value> = serde_json::from_slice(&fetched.body)
             .map_err(|e| Rejection::unavailable(format!("{endpoint}: not JSON: {e}")))?;
+        let keep = lifetime(&answer).min(settings.cache);
         let verdict = match answer.get("active").and_then(Value::as_bool) {
             Some(true) => self
                 .check_claims(&answer, door_url, false)
-                .map(|()| Identity::from_claims(answer.clone())),
+                .map(|()| Identity::from_claims(answer)),
             _ => Err(Rejection::invalid("inactive", "the token is not active")),
         };
-        // Kept no longer than the token lives.
-        let lives = answer
-            .get("exp")
-            .and_then(Value::as_u64)
-            .map(|exp| Duration::from_secs(exp.saturating_sub(unix_now())));
-        let keep = lives.map_or(settings.cache, |lives| lives.min(settings.cache));
-        let mut kept = lock(&self.introspected);
-        if kept.len() >= MAX_INTROSPECTED {
-            let now = Instant::now();
-            kept.retain(|_, (until, _)| *until > now);
-            if kept.len() >= MAX_INTROSPECTED {
-                kept.clear();
-            }
-        }
-        kept.insert(key, (Instant::now() + keep, verdict.clone()));
-        verdict
+        Ok((verdict, keep))
+    }
+}
+
+/// How long a token with `claims` lives yet: until its `exp` (without one, as long as any).
+fn lifetime(claims: &Map<String, Value>) -> Duration {
+    match claims.get("exp").and_then(Value::as_u64) {
+        Some(exp) => Duration::from_secs(exp.saturating_sub(unix_now())),
+        None => Duration::MAX,
     }
 }
 

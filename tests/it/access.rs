@@ -883,6 +883,17 @@ mod every_revision {
             assert_eq!(send(&alice, Some(&session), &listing).status, 200);
             assert_eq!(send(&bob, Some(&session), &listing).status, 404);
             assert_eq!(send(&alice, Some(&session), &listing).status, 200);
+            // The console and `mcpx status` say whose session it is.
+            let status = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(d.config_path())
+                .args(["status", "--json"])
+                .output()
+                .unwrap();
+            let snapshot: Value = serde_json::from_slice(&status.stdout).unwrap();
+            let sessions = snapshot["sessions"].as_array().unwrap();
+            let callers: Vec<&Value> = sessions.iter().map(|s| &s["caller"]).collect();
+            assert!(callers.contains(&&json!("alice via alice-app")), "{snapshot}");
         }
 
         #[test]
