@@ -3,6 +3,7 @@
 --   BENCH_TOOL     the tool tools/call names (default echo)
 --   BENCH_ERA      modern (default: 2026-07-28, every mirrored header right) or legacy (2025-11-25)
 --   BENCH_SESSION  a legacy session's Mcp-Session-Id (legacy only; none means sessionless)
+--   BENCH_AUTHORIZATION  an Authorization header's value (a bearer token), if any
 local method = os.getenv("BENCH_METHOD") or "tools/call"
 local tool = os.getenv("BENCH_TOOL") or "echo"
 local modern = (os.getenv("BENCH_ERA") or "modern") == "modern"
@@ -12,6 +13,8 @@ if method == "tools/call" then
   table.insert(fields, '"name":"' .. tool .. '","arguments":{"text":"hello"}')
 end
 wrk.method = "POST"
+local authorization = os.getenv("BENCH_AUTHORIZATION")
+if authorization then wrk.headers["Authorization"] = authorization end
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
 if modern then

@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The most verdicts kept at once.
@@ -38,10 +38,10 @@ pub struct Verifier {
 }
 
 /// A verdict, and until when it is kept.
-type Kept = (Instant, Result<Identity, Rejection>);
+type Kept = (Instant, Result<Arc<Identity>, Rejection>);
 
 /// A verdict, and how long it may be kept (`ZERO`: not at all).
-type Verdict = (Result<Identity, Rejection>, Duration);
+type Verdict = (Result<Arc<Identity>, Rejection>, Duration);
 
 impl Verifier {
     /// The verifier `[auth.external]` describes; `secret` is the introspection client's
@@ -68,8 +68,9 @@ impl Verifier {
     }
 
     /// The caller `token` stands for at the door `door_url`, or why it does not: kept from an
-    /// earlier request with this token at this door, else verified now.
-    pub async fn verify(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
+    /// earlier request with this token at this door, else verified now. Shared: a kept
+    /// verdict costs a hash and a lookup, not a copy of every claim.
+    pub async fn verify(&self, token: &str, door_url: &str) -> Result<Arc<Identity>, Rejection> {
         let mut digest = Sha256::new();
         digest.update(door_url.as_bytes());
         digest.update([0]);
@@ -82,7 +83,7 @@ impl Verifier {
         }
         let (verdict, keep) = match (jose::looks_like_jws(token), &self.introspection) {
             (true, _) => {
-                let verdict = self.verify_jwt(token, door_url).await;
+                let verdict = self.verify_jwt(token, door_url).await.map(Arc::new);
                 // A good one is kept while it lives; a bad one is not, so that made-up tokens
                 // cannot push the good ones out.
                 let keep = match &verdict {
@@ -227,7 +228,7 @@ impl Verifier {
         let verdict = match answer.get("active").and_then(Value::as_bool) {
             Some(true) => self
                 .check_claims(&answer, door_url, false)
-                .map(|()| Identity::from_claims(answer)),
+                .map(|()| Arc::new(Identity::from_claims(answer))),
             _ => Err(Rejection::invalid("inactive", "the token is not active")),
         };
         Ok((verdict, keep))

@@ -175,7 +175,7 @@ impl Gate {
         }
         let identity = match (&self.verifier, &self.token) {
             // Boxed: only a daemon that verifies tokens carries that state in its requests.
-            (Some(verifier), _) => Arc::new(Box::pin(self.verified(verifier, &knock)).await?),
+            (Some(verifier), _) => Box::pin(self.verified(verifier, &knock)).await?,
             (None, Some(token)) => {
                 if !bearer(knock.authorization).is_some_and(|p| same_secret(p, token)) {
                     return Err(Refusal {
@@ -214,7 +214,7 @@ impl Gate {
         &self,
         verifier: &external::Verifier,
         knock: &Knock<'_>,
-    ) -> Result<Identity, Refusal> {
+    ) -> Result<Arc<Identity>, Refusal> {
         let Some(token) = bearer(knock.authorization) else {
             let why = Why {
                 status: 401,

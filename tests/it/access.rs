@@ -893,7 +893,10 @@ mod every_revision {
             let snapshot: Value = serde_json::from_slice(&status.stdout).unwrap();
             let sessions = snapshot["sessions"].as_array().unwrap();
             let callers: Vec<&Value> = sessions.iter().map(|s| &s["caller"]).collect();
-            assert!(callers.contains(&&json!("alice via alice-app")), "{snapshot}");
+            assert!(
+                callers.contains(&&json!("alice via alice-app")),
+                "{snapshot}"
+            );
         }
 
         #[test]
