@@ -58,6 +58,10 @@ pub struct SealedSession {
     pub profile: Option<String>,
     /// Milliseconds since the Unix epoch when it was minted.
     pub created_ms: u64,
+    /// Whose it is ([`crate::access::Identity::owner_key`]): every replica answers it to that
+    /// caller alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl SealedSession {
@@ -82,6 +86,7 @@ impl SealedSession {
             client: client.filter(|c| c.to_string().len() <= MAX_CLIENT_INFO),
             profile: profile.map(str::to_owned),
             created_ms: now_ms(),
+            owner: None,
         }
     }
 }

@@ -65,6 +65,23 @@ impl Identity {
         }
     }
 
+    /// Who owns what this caller opens (a legacy session): how it was let in, its issuer and
+    /// subject, as a short digest that a sealed session id can carry without naming anyone.
+    pub fn owner_key(&self) -> String {
+        use base64::Engine;
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        for part in [
+            format!("{:?}", self.kind).as_str(),
+            self.issuer.as_deref().unwrap_or(""),
+            self.subject.as_deref().unwrap_or(""),
+        ] {
+            digest.update(part.len().to_be_bytes());
+            digest.update(part.as_bytes());
+        }
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest.finalize()[..16])
+    }
+
     /// Whether it was granted `scope`.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)

@@ -324,6 +324,21 @@ fn list(d: &Daemon, token: Option<&str>) -> Reply {
     call(d, "/mcp", token, "tools/list", json!({}))
 }
 
+/// A 2025-11-25 POST bearing `token`, in `session` if given.
+fn legacy_post(d: &Daemon, token: &str, session: Option<&str>, body: &Value) -> Reply {
+    let auth = format!("Bearer {token}");
+    let mut headers: Vec<(&str, &[u8])> = vec![
+        ("Content-Type", b"application/json"),
+        ("Accept", b"application/json, text/event-stream"),
+        ("Authorization", auth.as_bytes()),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session.as_bytes()));
+        headers.push(("MCP-Protocol-Version", b"2025-11-25"));
+    }
+    d.post(&headers, body.to_string().as_bytes())
+}
+
 /// The parameters of a `Bearer` challenge.
 fn challenge(reply: &Reply) -> BTreeMap<String, String> {
     let header = reply
@@ -856,17 +871,7 @@ mod every_revision {
             let d = daemon(&provider, "");
             let (alice, bob) = (provider.good("alice"), provider.good("bob"));
             let send = |token: &str, session: Option<&str>, body: &Value| {
-                let auth = format!("Bearer {token}");
-                let mut headers: Vec<(&str, &[u8])> = vec![
-                    ("Content-Type", b"application/json"),
-                    ("Accept", b"application/json, text/event-stream"),
-                    ("Authorization", auth.as_bytes()),
-                ];
-                if let Some(session) = session {
-                    headers.push(("Mcp-Session-Id", session.as_bytes()));
-                    headers.push(("MCP-Protocol-Version", b"2025-11-25"));
-                }
-                d.post(&headers, body.to_string().as_bytes())
+                legacy_post(&d, token, session, body)
             };
             let opened = send(
                 &alice,
@@ -897,6 +902,30 @@ mod every_revision {
                 callers.contains(&&json!("alice via alice-app")),
                 "{snapshot}"
             );
+        }
+
+        /// The session's owner travels sealed in its id: another replica with the key answers
+        /// it to its owner and to nobody else, even when it is the first to see it.
+        #[test]
+        fn a_sealed_session_answers_only_its_caller_on_every_replica() {
+            let provider = Provider::start();
+            let dir = tempfile::tempdir().unwrap();
+            let key = crate::common::cluster::keygen(dir.path(), "cluster.key");
+            let cluster = format!("[cluster]\nkeyFile = {:?}\n", key.display().to_string());
+            let (a, b) = (daemon(&provider, &cluster), daemon(&provider, &cluster));
+            let (alice, bob) = (provider.good("alice"), provider.good("bob"));
+            let send = legacy_post;
+            let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+            let opened = send(&a, &alice, None, &request(0, "initialize", hello));
+            let session = opened.header("mcp-session-id").unwrap().to_owned();
+            let listing = request(1, "tools/list", json!({}));
+            assert_eq!(
+                send(&b, &bob, Some(&session), &listing).status,
+                404,
+                "bob first on b"
+            );
+            assert_eq!(send(&b, &alice, Some(&session), &listing).status, 200);
+            assert_eq!(send(&a, &bob, Some(&session), &listing).status, 404);
         }
 
         #[test]

@@ -211,7 +211,7 @@ fn initialize(
         door.gateway.close_client(&client);
         return json_response(StatusCode::OK, &answer);
     }
-    let negotiated = SealedSession::new(
+    let mut negotiated = SealedSession::new(
         client
             .revision()
             .unwrap_or(Revision::LATEST_LEGACY)
@@ -224,6 +224,7 @@ fn initialize(
             .cloned(),
         door.gateway.profile_name(view),
     );
+    negotiated.owner = Some(caller.owner_key());
     let session = match door.sessions.insert(client, outbound, &negotiated) {
         Ok(session) => session,
         Err(refused) => return refused_session(refused),

@@ -36,18 +36,17 @@ pub struct Session {
     last_used: Mutex<Instant>,
     /// When a sealed id's `sessionLifetime` ends: the session with it, on every replica.
     expires: Option<Instant>,
-    /// Who it belongs to: the caller that initialized it (or, for a session rebuilt from its
-    /// sealed id on this replica, its first caller here).
-    owner: std::sync::OnceLock<Arc<Identity>>,
+    /// Who it belongs to ([`Identity::owner_key`]): the caller that initialized it, as its
+    /// sealed id says on every replica.
+    owner: std::sync::OnceLock<String>,
 }
 
 impl Session {
     /// Whether `caller` may use it: the same subject of the same issuer, let in the same way as
     /// its owner. Another caller holding the id is told the session does not exist.
-    pub fn belongs_to(&self, caller: &Arc<Identity>) -> bool {
-        let owner = self.owner.get_or_init(|| Arc::clone(caller));
-        (owner.kind, &owner.issuer, &owner.subject)
-            == (caller.kind, &caller.issuer, &caller.subject)
+    pub fn belongs_to(&self, caller: &Identity) -> bool {
+        let key = caller.owner_key();
+        *self.owner.get_or_init(|| key.clone()) == key
     }
 
     /// Claims the session's one GET stream; false if one is already open.
@@ -232,8 +231,14 @@ impl Sessions {
         self.gateway
             .resume_session(&client, revision, sealed.capabilities, sealed.client);
         tracing::debug!("rebuilt a sealed session minted elsewhere");
-        self.insert_as(id.to_owned(), client, outbound, Some(expires))
-            .ok()
+        let session = self
+            .insert_as(id.to_owned(), client, outbound, Some(expires))
+            .ok()?;
+        // An id minted before sessions had owners is its first caller's.
+        if let Some(owner) = sealed.owner {
+            let _ = session.owner.set(owner);
+        }
+        Some(session)
     }
 
     /// Ends a session: its GET stream closes, its requests are cancelled, and a sealed id is
