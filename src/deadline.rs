@@ -16,6 +16,19 @@ use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+/// `work`'s outcome, or "no answer within `limit`" once that passed first. For the rare,
+/// long waits on another party (a handshake, a provider's keys): an async-io timer each.
+pub async fn within<T>(
+    limit: Duration,
+    work: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    smol::future::or(work, async {
+        smol::Timer::after(limit).await;
+        Err(format!("no answer within {limit:?}"))
+    })
+    .await
+}
+
 /// A future that completes at its deadline.
 #[derive(Debug)]
 pub struct Sleep {

@@ -4,10 +4,11 @@
 //! What cannot be verified is refused: mcpx fails closed.
 
 use super::identity::Identity;
-use super::issuer::{timed, Issuer, KeyError};
+use super::issuer::{Issuer, KeyError, FETCH_TIMEOUT};
 use super::jose::{self, Alg};
 use super::Rejection;
 use crate::config::{External, Introspection};
+use crate::deadline::within;
 use crate::net::client::fetch;
 use crate::sync::lock;
 use base64::Engine;
@@ -199,9 +200,8 @@ impl Verifier {
         let Some((settings, secret)) = &self.introspection else {
             return Err(Rejection::invalid("malformed", "the token is not a JWT"));
         };
-        let endpoint = timed(self.issuer.introspection_endpoint())
-            .await
-            .map_err(Rejection::unavailable)?;
+        let endpoint =
+            (self.issuer.introspection_endpoint().await).map_err(Rejection::unavailable)?;
         let form = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
@@ -213,7 +213,7 @@ impl Verifier {
             headers.insert(http::header::AUTHORIZATION, value);
         }
         let body = Some(("application/x-www-form-urlencoded", form));
-        let fetched = timed(fetch(Method::POST, &endpoint, headers, body))
+        let fetched = within(FETCH_TIMEOUT, fetch(Method::POST, &endpoint, headers, body))
             .await
             .map_err(Rejection::unavailable)?;
         if fetched.status != StatusCode::OK {

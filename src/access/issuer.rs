@@ -6,6 +6,7 @@
 //! passes.
 
 use super::jose::{self, Jwk};
+use crate::deadline::within;
 use crate::net::client::{fetch, Fetched};
 use crate::sync::lock;
 use crate::upstream::auth::discovery::{auth_server, AuthServer};
@@ -20,7 +21,7 @@ const REFETCH_EVERY: Duration = Duration::from_secs(60);
 const RETRY_EVERY: Duration = Duration::from_secs(5);
 
 /// How long one fetch from the provider may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The provider, and what mcpx knows of it so far.
 #[derive(Debug)]
@@ -146,8 +147,11 @@ impl Issuer {
                 format!("{} names no jwks_uri: set auth.external.jwksUri", self.id)
             })?,
         };
-        let Fetched { status, body, .. } =
-            timed(fetch(Method::GET, &uri, HeaderMap::new(), None)).await?;
+        let Fetched { status, body, .. } = within(
+            FETCH_TIMEOUT,
+            fetch(Method::GET, &uri, HeaderMap::new(), None),
+        )
+        .await?;
         if status != StatusCode::OK {
             return Err(format!("{uri} answered {status}"));
         }
@@ -161,7 +165,7 @@ impl Issuer {
         if let Some(metadata) = lock(&self.known).metadata.clone() {
             return Ok(metadata);
         }
-        let found = timed(auth_server(&self.id)).await?;
+        let found = within(FETCH_TIMEOUT, auth_server(&self.id)).await?;
         lock(&self.known).metadata = Some(found.clone());
         Ok(found)
     }
@@ -174,15 +178,4 @@ fn matching(keys: &[Jwk], kid: Option<&str>) -> Vec<Jwk> {
         .filter(|key| kid.is_none() || key.kid.as_deref() == kid)
         .cloned()
         .collect()
-}
-
-/// `fetch` cut off after [`FETCH_TIMEOUT`].
-pub async fn timed<T>(
-    fetch: impl std::future::Future<Output = Result<T, String>>,
-) -> Result<T, String> {
-    smol::future::or(fetch, async {
-        smol::Timer::after(FETCH_TIMEOUT).await;
-        Err(format!("no answer within {FETCH_TIMEOUT:?}"))
-    })
-    .await
 }

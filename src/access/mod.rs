@@ -92,7 +92,6 @@ pub struct Knock<'a> {
 /// The resource server.
 #[derive(Debug)]
 pub struct Gate {
-    mode: AuthMode,
     token: Option<String>,
     public_url: Option<String>,
     scopes: Vec<String>,
@@ -115,7 +114,6 @@ impl Gate {
             AuthMode::Token => None,
         };
         Ok(Gate {
-            mode: auth.mode,
             token: settings.daemon_token.clone()?,
             public_url: auth.public_url.clone(),
             scopes: auth.scopes.clone(),
@@ -129,7 +127,7 @@ impl Gate {
     /// Whether callers prove who they are (a token of some kind); otherwise only the daemon's
     /// own user may come in.
     pub fn authenticates(&self) -> bool {
-        self.token.is_some() || self.mode == AuthMode::External
+        self.token.is_some() || self.verifier.is_some()
     }
 
     /// The public origin, when configured: a host the door answers to.
@@ -171,7 +169,7 @@ impl Gate {
                     "access tokens are taken only in the Authorization header, never in the URL",
                 reason: "query_token",
             };
-            return Err(self.challenge(&knock, why, &self.scopes));
+            return Err(self.challenge(knock.door, why, &self.scopes));
         }
         let identity = match (&self.verifier, &self.token) {
             // Boxed: only a daemon that verifies tokens carries that state in its requests.
@@ -222,7 +220,7 @@ impl Gate {
                 message: "Unauthorized: send an access token (Authorization: Bearer)",
                 reason: "missing",
             };
-            return Err(self.challenge(knock, why, &self.scopes));
+            return Err(self.challenge(knock.door, why, &self.scopes));
         };
         let door_url = self.door_url(knock.door).unwrap_or_default();
         let identity = match verifier.verify(token, &door_url).await {
@@ -243,18 +241,12 @@ impl Gate {
                     message: &message,
                     reason: rejection.reason,
                 };
-                return Err(self.challenge(knock, why, &self.scopes));
+                return Err(self.challenge(knock.door, why, &self.scopes));
             }
         };
         if let Some(missing) = self.scopes.iter().find(|s| !identity.has_scope(s)) {
             let message = format!("Forbidden: the token does not grant the scope {missing:?}");
-            let why = Why {
-                status: 403,
-                error: Some("insufficient_scope"),
-                message: &message,
-                reason: "scope",
-            };
-            return Err(self.challenge(knock, why, &self.scopes));
+            return Err(self.insufficient_scope(knock.door, &message, "scope", &self.scopes));
         }
         Ok(identity)
     }
@@ -264,8 +256,9 @@ impl Gate {
         self.policy.has_step_up()
     }
 
-    /// The 403 a call of `tool` gets when `admitted`'s rule asks a scope its token lacks.
-    pub fn step_up(&self, admitted: &Admitted, knock: &Knock<'_>, tool: &str) -> Option<Refusal> {
+    /// The 403 a call of `tool` at `door` gets when `admitted`'s rule asks a scope its token
+    /// lacks.
+    pub fn step_up(&self, admitted: &Admitted, door: &str, tool: &str) -> Option<Refusal> {
         let needed = self.policy.step_up(admitted.rule?, tool)?;
         if admitted.identity.has_scope(needed) {
             return None;
@@ -273,13 +266,24 @@ impl Gate {
         let mut scopes = self.scopes.clone();
         scopes.push(needed.to_owned());
         let message = format!("Forbidden: {tool} needs the scope {needed:?}");
+        Some(self.insufficient_scope(door, &message, "step_up", &scopes))
+    }
+
+    /// RFC 6750's 403, naming every scope the operation needs.
+    fn insufficient_scope(
+        &self,
+        door: &str,
+        message: &str,
+        reason: &'static str,
+        scopes: &[String],
+    ) -> Refusal {
         let why = Why {
             status: 403,
             error: Some("insufficient_scope"),
-            message: &message,
-            reason: "step_up",
+            message,
+            reason,
         };
-        Some(self.challenge(knock, why, &scopes))
+        self.challenge(door, why, scopes)
     }
 
     /// Whether `/healthz` may tell this caller each upstream's state: with no token to show,
@@ -299,7 +303,7 @@ impl Gate {
 
     /// A refusal with the challenge RFC 6750 and RFC 9728 describe: where the door's metadata
     /// is, the scopes the operation needs, and the error with its description.
-    fn challenge(&self, knock: &Knock<'_>, why: Why<'_>, scopes: &[String]) -> Refusal {
+    fn challenge(&self, door: &str, why: Why<'_>, scopes: &[String]) -> Refusal {
         let Why {
             status,
             error,
@@ -314,8 +318,7 @@ impl Gate {
         }
         if let Some(url) = &self.public_url {
             params.push(format!(
-                "resource_metadata=\"{url}{METADATA_PREFIX}{}\"",
-                knock.door
+                "resource_metadata=\"{url}{METADATA_PREFIX}{door}\""
             ));
         }
         if !scopes.is_empty() {

@@ -50,11 +50,7 @@ pub fn logins_needed(servers: &BTreeMap<String, Server>) -> Vec<String> {
         let url = server.url.clone()?;
         let name = name.clone();
         Some(crate::runtime::spawn(async move {
-            let answer = smol::future::or(login::probe(&url), async {
-                smol::Timer::after(PROBE_PATIENCE).await;
-                Err(format!("no answer within {PROBE_PATIENCE:?}"))
-            });
-            match answer.await {
+            match crate::deadline::within(PROBE_PATIENCE, login::probe(&url)).await {
                 Ok(Some(_)) => Some(format!(
                     "{name}: needs a login: run `mcpx auth login {name}` once it is configured"
                 )),

@@ -83,11 +83,7 @@ pub async fn handshake(
             },
         }
     };
-    smol::future::or(work, async {
-        smol::Timer::after(HANDSHAKE_TIMEOUT).await;
-        Err(format!("no answer within {HANDSHAKE_TIMEOUT:?}"))
-    })
-    .await
+    crate::deadline::within(HANDSHAKE_TIMEOUT, work).await
 }
 
 /// Why `initialize` did not give a handshake.

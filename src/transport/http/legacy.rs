@@ -229,7 +229,6 @@ fn initialize(
         Ok(session) => session,
         Err(refused) => return refused_session(refused),
     };
-    session.belongs_to(caller);
     door.gateway.live().note_caller(&session.client, caller);
     let mut response = json_response(StatusCode::OK, &answer);
     if let Ok(id) = HeaderValue::from_str(&session.id) {

@@ -541,15 +541,9 @@ impl FrontDoor {
             Err(e) => return json_response(StatusCode::BAD_REQUEST, &jsonrpc::parse_error(e)),
         };
         crate::telemetry::adopt_headers(&parts.headers, &mut body);
-        let knock = Knock {
-            door: parts.uri.path(),
-            profile: None,
-            authorization: None,
-            query: None,
-        };
         let step_up = self.options.gate.has_step_up();
         for tool in step_up.then(|| body.called_tools()).into_iter().flatten() {
-            if let Some(refusal) = self.options.gate.step_up(admitted, &knock, tool) {
+            if let Some(refusal) = self.options.gate.step_up(admitted, parts.uri.path(), tool) {
                 return refused(refusal);
             }
         }
@@ -564,9 +558,11 @@ impl FrontDoor {
 
 /// The answer to a request the gate refused, counted by its reason.
 fn refused(refusal: access::Refusal) -> Response<Body> {
-    metrics::refused(Refusal::token);
     metrics::auth_failed(refusal.reason);
     let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::UNAUTHORIZED);
+    if status == StatusCode::UNAUTHORIZED {
+        metrics::refused(Refusal::token);
+    }
     let mut response = rpc_error(status, ErrorObject::new(INVALID_REQUEST, refusal.message));
     let challenge = refusal
         .challenge

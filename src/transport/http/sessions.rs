@@ -152,17 +152,18 @@ impl Sessions {
             self.gateway.close_client(&client);
             return Err(Refused::NoRandomness);
         };
-        self.insert_as(id, client, outbound, expires)
+        self.insert_as(id, client, outbound, expires, negotiated.owner.clone())
     }
 
-    /// Enters a session under `id`; a session already entered under it (two requests rebuilt
-    /// the same sealed one at once) is kept.
+    /// Enters a session under `id`, `owner`'s (none: its first caller's); a session already
+    /// entered under it (two requests rebuilt the same sealed one at once) is kept.
     fn insert_as(
         &self,
         id: String,
         client: Arc<Client>,
         outbound: outbox::Receiver,
         expires: Option<Instant>,
+        owner: Option<String>,
     ) -> Result<Arc<Session>, Refused> {
         if let Some(existing) = self.lock().get(&id).cloned() {
             self.gateway.close_client(&client);
@@ -178,7 +179,7 @@ impl Sessions {
             stream_open: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             expires,
-            owner: std::sync::OnceLock::new(),
+            owner: owner.map(std::sync::OnceLock::from).unwrap_or_default(),
         });
         let mut table = self.lock();
         if table.len() >= self.max {
@@ -231,14 +232,9 @@ impl Sessions {
         self.gateway
             .resume_session(&client, revision, sealed.capabilities, sealed.client);
         tracing::debug!("rebuilt a sealed session minted elsewhere");
-        let session = self
-            .insert_as(id.to_owned(), client, outbound, Some(expires))
-            .ok()?;
         // An id minted before sessions had owners is its first caller's.
-        if let Some(owner) = sealed.owner {
-            let _ = session.owner.set(owner);
-        }
-        Some(session)
+        self.insert_as(id.to_owned(), client, outbound, Some(expires), sealed.owner)
+            .ok()
     }
 
     /// Ends a session: its GET stream closes, its requests are cancelled, and a sealed id is
