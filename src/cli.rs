@@ -117,6 +117,12 @@ pub enum AuthAction {
         /// The server's name in `[servers]`.
         name: String,
     },
+    /// Approve the client waiting on the built-in authorization server's consent page that
+    /// shows CODE (`auth.mode = "builtin"`); the page then continues with Allow.
+    Approve {
+        /// The code the page shows (any case; the dash may be left out).
+        code: String,
+    },
 }
 
 /// Shells with completion scripts.

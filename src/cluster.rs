@@ -18,6 +18,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
+use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What every sealed session id starts with.
@@ -119,6 +120,30 @@ impl ClusterKeys {
                 .transpose()?,
             session_lifetime: config.session_lifetime,
         }))
+    }
+
+    /// The key of a daemon alone (what it signs, only it and its restarts verify): the key
+    /// file at `path`, made with a fresh key (mode 0600) when there is none.
+    pub fn own(path: &std::path::Path) -> Result<ClusterKeys, String> {
+        if !path.exists() {
+            let fail = |e: std::io::Error| format!("cannot make the key {}: {e}", path.display());
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(fail)?;
+            }
+            let key = keygen()?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(fail)?;
+            std::io::Write::write_all(&mut file, key.as_bytes()).map_err(fail)?;
+        }
+        Ok(ClusterKeys {
+            current: read_key(path)?,
+            previous: None,
+            session_lifetime: ClusterConfig::default().session_lifetime,
+        })
     }
 
     /// The key for one use (`label`), and the one the previous key file gives it.

@@ -6,6 +6,7 @@
 //! request can vanish uncounted. Every change wakes [`Registry::changed`] listeners, which is how
 //! the admin socket's `watch` stays live without polling.
 
+use crate::access::builtin::consent::Consents;
 use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::jsonrpc::Id;
@@ -87,16 +88,28 @@ impl State {
 }
 
 /// Shared live state; clone the `Arc` to share it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Registry {
     state: Mutex<State>,
-    changed: Event,
+    changed: Arc<Event>,
+    /// Clients waiting on the built-in authorization server's consent page.
+    consents: Arc<Consents>,
 }
 
 impl Registry {
     /// An empty registry.
     pub fn new() -> Arc<Registry> {
-        Arc::new(Registry::default())
+        let changed = Arc::new(Event::new());
+        Arc::new(Registry {
+            state: Mutex::default(),
+            consents: Arc::new(Consents::new(Arc::clone(&changed))),
+            changed,
+        })
+    }
+
+    /// The consents waiting for the owner.
+    pub fn consents(&self) -> Arc<Consents> {
+        Arc::clone(&self.consents)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -40,6 +40,34 @@ pub struct Snapshot {
     /// which has no HTTP, shows them (`mcpx status --json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
+    /// Clients waiting on the built-in authorization server's consent page for the owner's
+    /// approval (`mcpx auth approve CODE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consents: Vec<ConsentView>,
+}
+
+/// A client waiting for the owner's consent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsentView {
+    /// The code its page shows, which approves it.
+    pub code: String,
+    /// The client's name.
+    pub client: String,
+    /// Its client id.
+    pub client_id: String,
+    /// Whether its name is vouched for by its metadata document's domain (else self-registered).
+    pub verified: bool,
+    /// The host its code goes back to.
+    pub redirect_host: String,
+    /// The door it will reach.
+    pub door: String,
+    /// The scopes it asks.
+    pub scopes: Vec<String>,
+    /// Whether the owner approved it (its page has yet to continue).
+    pub approved: bool,
+    /// How long it has waited.
+    pub age_ms: u64,
 }
 
 /// One task, as mcpx last saw it.

@@ -63,6 +63,19 @@ impl Verifier {
         }
     }
 
+    /// The verifier of mcpx's own authorization server's tokens: `issuer`'s keys, EdDSA only,
+    /// the door's URL the only audience.
+    pub fn own(issuer: Issuer) -> Verifier {
+        Verifier {
+            issuer,
+            audiences: Vec::new(),
+            algorithms: vec![Alg::EdDsa],
+            leeway: Duration::from_secs(5),
+            introspection: None,
+            kept: Mutex::default(),
+        }
+    }
+
     /// The issuer identifier tokens must name.
     pub fn issuer(&self) -> &str {
         &self.issuer.id
@@ -157,7 +170,7 @@ impl Verifier {
             _ => {
                 return Err(Rejection::invalid(
                     "issuer",
-                    "the token was not issued by auth.external.issuer",
+                    "the token was not issued by the authorization server mcpx trusts",
                 ))
             }
         }
@@ -174,7 +187,7 @@ impl Verifier {
         if !aud_ok {
             return Err(Rejection::invalid(
                 "audience",
-                "the token is not for this resource (its aud names neither the door nor auth.external.audiences)",
+                "the token is not for this resource (its aud names neither the door nor an accepted audience)",
             ));
         }
         match number("exp") {

@@ -33,6 +33,9 @@ pub struct Issuer {
     /// `introspection.endpoint` when configured; else the metadata's.
     configured_introspection: Option<String>,
     known: Mutex<Known>,
+    /// The keys are mcpx's own ([`Issuer::own`]): nothing to fetch, a `kid` not among them is
+    /// unknown.
+    fixed: bool,
     /// Held while one request fetches, so that the others wait for its answer.
     fetching: smol::lock::Mutex<()>,
 }
@@ -66,7 +69,22 @@ impl Issuer {
             configured_jwks: jwks_uri,
             configured_introspection: introspection,
             known: Mutex::default(),
+            fixed: false,
             fetching: smol::lock::Mutex::new(()),
+        }
+    }
+
+    /// mcpx's own authorization server `id`, whose signing keys are `keys`.
+    pub fn own(id: String, keys: Vec<Jwk>) -> Issuer {
+        let known = Known {
+            keys,
+            ever: true,
+            ..Known::default()
+        };
+        Issuer {
+            known: Mutex::new(known),
+            fixed: true,
+            ..Issuer::new(id, None, None)
         }
     }
 
@@ -75,6 +93,9 @@ impl Issuer {
     pub async fn keys_for(&self, kid: Option<&str>) -> Result<Vec<Jwk>, KeyError> {
         if let Some(keys) = self.cached(kid) {
             return Ok(keys);
+        }
+        if self.fixed {
+            return Err(KeyError::Unknown);
         }
         let _fetching = self.fetching.lock().await;
         // Another request may have fetched while this one waited.

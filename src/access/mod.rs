@@ -7,12 +7,14 @@
 //! 401 with `WWW-Authenticate: Bearer resource_metadata=…, scope=…` (and `error="invalid_token"`
 //! for a bad token), 403 `insufficient_scope` naming every scope the operation needs.
 
+pub mod builtin;
 pub mod external;
 pub mod identity;
 pub mod issuer;
 pub mod jose;
 pub mod policy;
 
+use crate::cluster::ClusterKeys;
 use crate::config::{AuthMode, Settings};
 pub use identity::{Identity, Kind};
 use policy::{Denial, Policy};
@@ -96,6 +98,8 @@ pub struct Gate {
     public_url: Option<String>,
     scopes: Vec<String>,
     verifier: Option<external::Verifier>,
+    /// `mode = "builtin"`: the authorization server whose tokens the verifier takes.
+    authorization_server: Option<builtin::AuthServer>,
     policy: Policy,
     /// The callers let in without a provider's token, made once: most requests are theirs.
     owner: Arc<Identity>,
@@ -103,13 +107,34 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// The gate `[auth]` and `daemon.token` describe; an error names a `${VAR}` not set.
-    pub fn from_settings(settings: &Settings) -> Result<Gate, String> {
+    /// The gate `[auth]` and `daemon.token` describe; the built-in authorization server signs
+    /// with a key derived from `cluster` (else the daemon's own) and its consents wait in
+    /// `consents`. An error names a `${VAR}` not set, or a key or state file that is unusable.
+    pub fn from_settings(
+        settings: &Settings,
+        cluster: Option<&ClusterKeys>,
+        consents: Arc<builtin::consent::Consents>,
+    ) -> Result<Gate, String> {
         let auth = &settings.config.auth;
+        let mut authorization_server = None;
         let verifier = match auth.mode {
             AuthMode::External => {
                 let secret = settings.introspection_secret.clone()?;
                 Some(external::Verifier::new(&auth.external, secret))
+            }
+            AuthMode::Builtin => {
+                let own;
+                let keys = match cluster {
+                    Some(keys) => keys,
+                    None => {
+                        own = ClusterKeys::own(&auth.builtin.key_file)?;
+                        &own
+                    }
+                };
+                let server = builtin::AuthServer::new(settings, keys, consents)?;
+                let verifier = server.verifier();
+                authorization_server = Some(server);
+                Some(verifier)
             }
             AuthMode::Token => None,
         };
@@ -118,6 +143,7 @@ impl Gate {
             public_url: auth.public_url.clone(),
             scopes: auth.scopes.clone(),
             verifier,
+            authorization_server,
             policy: Policy::new(&auth.rules),
             owner: Arc::new(Identity::of_kind(Kind::LocalOwner)),
             token_holder: Arc::new(Identity::of_kind(Kind::DaemonToken)),
@@ -128,6 +154,11 @@ impl Gate {
     /// own user may come in.
     pub fn authenticates(&self) -> bool {
         self.token.is_some() || self.verifier.is_some()
+    }
+
+    /// mcpx's own authorization server, in `mode = "builtin"`.
+    pub fn authorization_server(&self) -> Option<&builtin::AuthServer> {
+        self.authorization_server.as_ref()
     }
 
     /// The public origin, when configured: a host the door answers to.

@@ -168,6 +168,10 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
         Command::RestartUpstream { name } => gateway.restart_upstream(&name).await.map_err(refused),
         Command::Reload => gateway.reload_from_disk().await.map_err(refused),
         Command::CancelTask { id } => gateway.cancel_task(&id).await.map_err(refused),
+        Command::ApproveConsent { code } => match gateway.live().consents().approve(&code) {
+            Some(client) => Ok(format!("approved {client}: its consent page may continue")),
+            None => not_found(format!("no consent page waits with the code {code}")),
+        },
     };
     match outcome {
         Ok(message) => Reply::Done { message },
@@ -261,6 +265,27 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             profile.sessions,
             profile.name,
             profile.name
+        );
+    }
+    if !snapshot.consents.is_empty() {
+        let _ = writeln!(text, "waiting for your consent ({}):", snapshot.consents.len());
+    }
+    for c in &snapshot.consents {
+        let (approve, named) = match (c.approved, c.verified) {
+            (true, _) => ("approved".to_owned(), ""),
+            (false, verified) => (
+                format!("mcpx auth approve {}", c.code),
+                if verified { "" } else { " (self-registered)" },
+            ),
+        };
+        let _ = writeln!(
+            text,
+            "  {approve:<26} {}{named} -> {} for {} [{}] ({} ago)",
+            p(&c.client),
+            p(&c.redirect_host),
+            p(&c.door),
+            p(&c.scopes.join(" ")),
+            seconds(c.age_ms)
         );
     }
     if !snapshot.tasks.is_empty() {

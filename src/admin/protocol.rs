@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The state the console reads, defined beside the registry that fills it; re-exported here so
 /// that the console keeps one import path for the whole protocol.
-pub use crate::view::{RequestView, SessionView, Snapshot, StreamView, Totals, UpstreamView};
+pub use crate::view::{ConsentView, RequestView, SessionView, Snapshot, StreamView, Totals, UpstreamView};
 
 /// What a console asks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +37,12 @@ pub enum Command {
     CancelTask {
         /// The task's `id` in the snapshot.
         id: String,
+    },
+    /// Approves the client waiting on the consent page that shows `code`
+    /// (`mcpx auth approve CODE`).
+    ApproveConsent {
+        /// The code its page shows.
+        code: String,
     },
 }
 

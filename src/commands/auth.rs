@@ -30,6 +30,7 @@ pub fn run(action: &AuthAction, settings: &Settings, path: Option<&Path>) -> Exi
         }),
         AuthAction::Status => status(config, &store),
         AuthAction::Logout { name } => smol::block_on(log_out(name, &store)),
+        AuthAction::Approve { code } => approve(config, code),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -121,6 +122,26 @@ fn tell_running_mcpx(config: &Config, path: Option<&Path>, name: &str) {
         0 => eprintln!("No running mcpx to tell: it will use the login when it starts."),
         1 => eprintln!("The running mcpx is using the new login."),
         n => eprintln!("The {n} running mcpx processes are using the new login."),
+    }
+}
+
+/// `mcpx auth approve CODE`: the daemon's consent page showing CODE may continue.
+fn approve(config: &Config, code: &str) -> Result<(), String> {
+    let command = AdminCommand::ApproveConsent {
+        code: code.to_owned(),
+    };
+    let socket = &config.admin.socket;
+    match crate::admin::ask(socket, &command) {
+        Ok(Reply::Done { message }) => {
+            eprintln!("{message}");
+            Ok(())
+        }
+        Ok(Reply::Error { message, .. }) => Err(message),
+        Ok(_) => Err("the daemon answered something else".into()),
+        Err(e) => Err(format!(
+            "cannot reach the daemon at {}: {e}",
+            socket.display()
+        )),
     }
 }
 

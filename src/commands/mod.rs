@@ -178,8 +178,8 @@ async fn execute(
             let shutdown = Cancel::new();
             let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;
-            let sealer = cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys)));
-            let options = HttpOptions::from_settings(settings, sealer)?;
+            let consents = gateway.live().consents();
+            let options = HttpOptions::from_settings(settings, cluster, consents)?;
             let listener = smol::net::TcpListener::bind(config.daemon.address)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.daemon.address))?;

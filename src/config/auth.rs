@@ -27,6 +27,8 @@ pub struct Auth {
     pub scopes: Vec<String>,
     /// `mode = "external"`: the identity provider.
     pub external: External,
+    /// `mode = "builtin"`: mcpx's own authorization server.
+    pub builtin: Builtin,
     /// Which doors each caller may use and which tools it may not; first match wins, and with
     /// rules present a caller no rule matches is refused.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -41,6 +43,7 @@ impl Default for Auth {
             public_url: None,
             scopes: vec!["mcp".into()],
             external: External::default(),
+            builtin: Builtin::default(),
             rules: Vec::new(),
         }
     }
@@ -55,6 +58,59 @@ pub enum AuthMode {
     /// Access tokens of an identity provider: JWTs checked against its keys, or opaque tokens
     /// it introspects.
     External,
+    /// Access tokens of mcpx's own authorization server, each client consented by the owner.
+    Builtin,
+}
+
+/// `[auth.builtin]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct Builtin {
+    /// The secret that approves a client on the consent page; `${env:NAME}` is taken from the
+    /// environment. Without it a consent is approved on the host (`mcpx auth approve CODE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_secret: Option<String>,
+    /// How long an access token is good for.
+    #[serde(with = "humantime_serde")]
+    pub access_lifetime: Duration,
+    /// How long a login lasts without the owner's consent again: a refresh token's family.
+    #[serde(with = "humantime_serde")]
+    pub refresh_lifetime: Duration,
+    /// Whether clients may register themselves (RFC 7591 dynamic registration).
+    pub registration: bool,
+    /// The most registrations not yet consented to, kept at once.
+    pub max_registrations: usize,
+    /// A registration not consented to within this long is forgotten.
+    #[serde(with = "humantime_serde")]
+    pub registration_lifetime: Duration,
+    /// Whether a client may name itself by the HTTPS URL of its metadata document (CIMD).
+    pub client_documents: bool,
+    /// Local copies of documents mcpx would fetch (a client's metadata, its JWKS), by URL:
+    /// used instead of fetching them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pinned: BTreeMap<String, PathBuf>,
+    /// Where registrations, consents and refresh tokens (hashed) are kept.
+    pub state_file: PathBuf,
+    /// The key access tokens are signed with, made on first use, when `[cluster] keyFile` is
+    /// not set (with it, the key is derived from the cluster's).
+    pub key_file: PathBuf,
+}
+
+impl Default for Builtin {
+    fn default() -> Self {
+        Builtin {
+            owner_secret: None,
+            access_lifetime: Duration::from_secs(3600),
+            refresh_lifetime: Duration::from_secs(30 * 24 * 3600),
+            registration: true,
+            max_registrations: 100,
+            registration_lifetime: Duration::from_secs(3600),
+            client_documents: true,
+            pinned: BTreeMap::new(),
+            state_file: state_dir().join("authserver.json"),
+            key_file: state_dir().join("authserver.key"),
+        }
+    }
 }
 
 /// `[auth.external]`.

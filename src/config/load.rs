@@ -143,10 +143,11 @@ impl Config {
                 ));
             }
         }
+        if auth.mode != AuthMode::Token && auth.public_url.is_none() {
+            let mode = if auth.mode == AuthMode::External { "external" } else { "builtin" };
+            return Err((at(&["auth", "mode"]), format!("auth.mode = \"{mode}\" needs auth.publicUrl: the URL clients reach the daemon by, which tokens must name")));
+        }
         if auth.mode == AuthMode::External {
-            if auth.public_url.is_none() {
-                return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.publicUrl: the URL clients reach the daemon by, which tokens must name".into()));
-            }
             if auth.external.issuer.as_deref().is_none_or(str::is_empty) {
                 return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.external.issuer: the identity provider whose tokens are accepted".into()));
             }

@@ -15,7 +15,7 @@ mod server;
 mod settings;
 mod tasks;
 
-pub use auth::{Alg, Auth, AuthMode, External, Introspection, Rule};
+pub use auth::{Alg, Auth, AuthMode, Builtin, External, Introspection, Rule};
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use observe::{Audit, Telemetry};
@@ -301,7 +301,8 @@ headers = { Authorization = "Bearer x" }
                     "auth.rules[0]",
                     6,
                 ),
-                ("[auth]\nmode = \"builtin\"\n", "unknown variant", 2),
+                ("[auth]\nmode = \"builtin\"\n", "auth.publicUrl", 2),
+                ("[auth]\nmode = \"none\"\n", "unknown variant", 2),
             ] {
                 let (at, message) = Config::parse(text).unwrap_err();
                 assert!(message.contains(key), "{text}: {message}");

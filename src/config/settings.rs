@@ -24,6 +24,8 @@ pub struct Settings {
     pub daemon_token: Result<Option<String>, String>,
     /// `auth.external.introspection.clientSecret`.
     pub introspection_secret: Result<Option<String>, String>,
+    /// `auth.builtin.ownerSecret`.
+    pub owner_secret: Result<Option<String>, String>,
     /// `cluster.advertise`.
     pub cluster_advertise: Result<Option<String>, String>,
     /// `cluster.peers`.
@@ -100,10 +102,18 @@ impl Settings {
             "auth.external.introspection.clientSecret",
             &introspection.and_then(|i| i.client_secret.clone()),
         );
+        let owner_secret = optional("auth.builtin.ownerSecret", &config.auth.builtin.owner_secret)
+            .and_then(|secret| match secret {
+                Some(secret) if secret.is_empty() => {
+                    Err("auth.builtin.ownerSecret is empty".to_owned())
+                }
+                secret => Ok(secret),
+            });
         Settings {
             servers,
             daemon_token,
             introspection_secret,
+            owner_secret,
             cluster_advertise: optional("cluster.advertise", &config.cluster.advertise),
             cluster_peers: config
                 .cluster
@@ -159,14 +169,16 @@ impl Expanded {
     }
 }
 
-/// Expands `${VAR}` in `value`, each from `variable`.
+/// Expands `${VAR}` (or `${env:VAR}`) in `value`, each from `variable`.
 fn expand(value: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let end = rest[start..].find('}').ok_or("an unclosed ${")?;
-        let name = &rest[start + 2..start + end];
+        let placeholder = &rest[start + 2..start + end];
+        // `${env:NAME}` says where the value is; `${NAME}` is the same.
+        let name = placeholder.strip_prefix("env:").unwrap_or(placeholder);
         out.push_str(
             &variable(name)
                 .ok_or_else(|| format!("${{{name}}} is not set in mcpx's environment"))?,
@@ -258,6 +270,25 @@ mod every_revision {
                 Config::parse("[servers.a]\ncommand = \"x\"\nenv = { P = \"${PATH}\" }\n").unwrap();
             let settings = Settings::from_environment(config);
             assert_eq!(settings.server("a").unwrap().env["P"], path);
+        }
+
+        #[test]
+        fn an_owner_secret_is_expanded_from_env_placeholders_and_may_not_be_empty() {
+            let config = Config::parse(
+                "[auth]\nmode = \"builtin\"\npublicUrl = \"https://m.example\"\n\
+                 [auth.builtin]\nownerSecret = \"${env:HOST}-pw\"\n",
+            )
+            .unwrap();
+            let settings = Settings::expand(config.clone(), &variable);
+            assert_eq!(
+                settings.owner_secret.unwrap().unwrap(),
+                "replica-1.internal-pw"
+            );
+            let unset = Settings::expand(config, &|_| None);
+            assert!(unset.owner_secret.unwrap_err().contains("${HOST}"));
+            let empty = Config::parse("[auth.builtin]\nownerSecret = \"\"\n").unwrap();
+            let settings = Settings::expand(empty, &variable);
+            assert!(settings.owner_secret.unwrap_err().contains("empty"));
         }
     }
 }

@@ -68,6 +68,11 @@ impl Live {
         self.registry.end_session(id)
     }
 
+    /// The consents waiting for the owner (the built-in authorization server's).
+    pub fn consents(&self) -> Arc<crate::access::builtin::consent::Consents> {
+        self.registry.consents()
+    }
+
     /// Fires at the next change to the live state.
     pub fn changed(&self) -> EventListener {
         self.registry.changed()
@@ -112,6 +117,7 @@ impl Gateway {
             profiles,
             tasks: self.tasks(),
             metrics: self.metrics(),
+            consents: registry.consents().views(),
         }
     }
 

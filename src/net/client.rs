@@ -45,11 +45,51 @@ pub async fn fetch(
     headers: HeaderMap,
     body: Option<(&'static str, String)>,
 ) -> Result<Fetched, String> {
-    use http_body_util::{BodyExt, Limited};
     let uri: Uri = url
         .parse()
         .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    let pool = Pool::new(uri, headers);
+    fetch_at(Pool::new(uri, headers), method, body, None, MAX_FETCHED).await
+}
+
+/// A `GET` of a document a stranger names by its URL (a client's metadata, its keys): over
+/// HTTPS on port 443 only, to a host whose every address is public (a private, loopback or
+/// link-local one is refused, so that the name cannot aim mcpx at the network behind it), on
+/// the address checked (resolved once), redirects not followed, at most `max_bytes` read.
+pub async fn fetch_public(url: &str, max_bytes: usize) -> Result<Fetched, String> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    if uri.scheme_str() != Some("https") || uri.port_u16().is_some_and(|p| p != 443) {
+        return Err(format!("{url} is not an https:// URL on port 443"));
+    }
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses: Vec<std::net::SocketAddr> = smol::net::resolve((host, 443))
+        .await
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    if let Some(private) = addresses.iter().find(|a| !super::public::is_public(a.ip())) {
+        return Err(format!(
+            "{host} resolves to {}, which is not a public address",
+            private.ip()
+        ));
+    }
+    let address = *addresses
+        .first()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    let pool = Pool::new(uri, HeaderMap::new());
+    fetch_at(pool, Method::GET, None, Some(address), max_bytes).await
+}
+
+/// One request on a connection of its own (to `address` when given, else to the URL's host).
+async fn fetch_at(
+    pool: Pool,
+    method: Method,
+    body: Option<(&'static str, String)>,
+    address: Option<std::net::SocketAddr>,
+    max_bytes: usize,
+) -> Result<Fetched, String> {
+    use http_body_util::{BodyExt, Limited};
+    let url = pool.uri.to_string();
     let (content_type, body) = body.unwrap_or(("application/json", String::new()));
     let mut request = pool.build(method, body, HeaderMap::new())?;
     let value = http::HeaderValue::from_static(content_type);
@@ -60,13 +100,13 @@ pub async fn fetch(
         let json = http::HeaderValue::from_static("application/json");
         request.headers_mut().insert(http::header::ACCEPT, json);
     }
-    let mut sender = pool.detached().await?;
+    let mut sender = Box::pin(open(&pool.uri, address)).await?.detach();
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| format!("{url}: {e}"))?;
     let (parts, body) = response.into_parts();
-    let body = Limited::new(body, MAX_FETCHED)
+    let body = Limited::new(body, max_bytes)
         .collect()
         .await
         .map_err(|e| format!("{url}: reading the answer failed: {e}"))?
@@ -339,10 +379,11 @@ impl Link {
 /// Opens an HTTP/1.1 connection (TLS for https). Boxed: a TLS handshake's state is kilobytes,
 /// and every request's future, which rarely connects, would otherwise carry (and copy) it.
 fn connect(uri: &Uri) -> Pin<Box<dyn Future<Output = Result<Link, String>> + Send + '_>> {
-    Box::pin(open(uri))
+    Box::pin(open(uri, None))
 }
 
-async fn open(uri: &Uri) -> Result<Link, String> {
+/// Opens a connection to `uri`'s host, at `address` when it was resolved and checked already.
+async fn open(uri: &Uri, address: Option<std::net::SocketAddr>) -> Result<Link, String> {
     let host = uri
         .host()
         .unwrap_or_default()
@@ -352,8 +393,10 @@ async fn open(uri: &Uri) -> Result<Link, String> {
     let tls = uri.scheme_str() == Some("https");
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let connecting = async {
-        let tcp = TcpStream::connect((host.as_str(), port))
-            .await
+        let tcp = match address {
+            Some(address) => TcpStream::connect(address).await,
+            None => TcpStream::connect((host.as_str(), port)).await,
+        }
             .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
         let recheck = tcp.recheck();
         let io = if tls {

@@ -5,4 +5,5 @@ pub mod client;
 pub mod hyper_io;
 pub mod peer_user;
 pub mod private_socket;
+pub mod public;
 pub mod tcp;

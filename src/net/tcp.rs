@@ -57,7 +57,7 @@ impl Recheck {
 impl Stream {
     /// Connects to `address` (a name is resolved), with `TCP_NODELAY` set: MCP messages are
     /// small and answered one at a time, so Nagle's algorithm would only delay them.
-    pub async fn connect(address: (&str, u16)) -> io::Result<Stream> {
+    pub async fn connect(address: impl smol::net::AsyncToSocketAddrs) -> io::Result<Stream> {
         let stream = smol::net::TcpStream::connect(address).await?;
         Ok(Stream::from(stream))
     }

@@ -20,6 +20,7 @@ mod sessions;
 mod sse;
 pub mod status;
 
+use crate::access::builtin::{self, AuthServer};
 use crate::access::{self, Admitted, Knock};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, ViewId};
@@ -361,6 +362,26 @@ impl FrontDoor {
         response
     }
 
+    /// A request to the built-in authorization server, its body read whole (a form or a
+    /// registration: small).
+    async fn authorization(&self, server: &AuthServer, request: Request<Incoming>) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let bytes = match self.read_body(&parts.headers, body, builtin::MAX_BODY).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return *refusal,
+        };
+        let door_exists = |door: &str| self.door(door).is_ok();
+        let asked = builtin::Request {
+            method: &parts.method,
+            path: parts.uri.path(),
+            query: parts.uri.query(),
+            headers: &parts.headers,
+            body: &bytes,
+        };
+        let (head, text) = server.answer(asked, &door_exists).await.into_parts();
+        Response::from_parts(head, Full::new(Bytes::from(text)).boxed())
+    }
+
     /// `GET /metrics`: the Prometheus text format.
     fn metrics(&self, method: &Method) -> Response<Body> {
         if method != Method::GET {
@@ -437,6 +458,11 @@ impl FrontDoor {
         if path.starts_with(access::METADATA_PREFIX) {
             return self.resource_metadata(path, request.method());
         }
+        if let Some(server) = self.options.gate.authorization_server() {
+            if AuthServer::serves(path) {
+                return self.authorization(server, request).await;
+            }
+        }
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
@@ -502,38 +528,9 @@ impl FrontDoor {
     ) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let limit = self.options.max_message_bytes;
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|length| length > limit as u64) {
-            // Refused before a byte of the body is read; hyper then closes the connection.
-            return too_large(limit);
-        }
-        let collected = smol::future::or(
-            async { Some(Limited::new(body, limit).collect().await) },
-            async {
-                crate::deadline::sleep(self.options.read_timeout).await;
-                None
-            },
-        )
-        .await;
-        let bytes = match collected {
-            None => {
-                return plain(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "the request body did not arrive in time\n",
-                )
-            }
-            Some(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(limit),
-            Some(Err(_)) => {
-                return plain(
-                    StatusCode::BAD_REQUEST,
-                    "the request body could not be read\n",
-                )
-            }
-            Some(Ok(collected)) => collected.to_bytes(),
+        let bytes = match self.read_body(&parts.headers, body, limit).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return *refusal,
         };
         metrics::received(metrics::Door::http, bytes.len());
         let mut body = match jsonrpc::read(&bytes) {
@@ -552,6 +549,47 @@ impl FrontDoor {
             modern::post(self, view, parts.uri.path(), &parts.headers, body, caller).await
         } else {
             legacy::post(self, view, parts.uri.path(), &parts.headers, body, caller).await
+        }
+    }
+}
+
+impl FrontDoor {
+    /// A request's body, whole: at most `limit` bytes, within the read timeout.
+    async fn read_body(
+        &self,
+        headers: &HeaderMap,
+        body: Incoming,
+        limit: usize,
+    ) -> Result<Bytes, Box<Response<Body>>> {
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            // Refused before a byte of the body is read; hyper then closes the connection.
+            return Err(Box::new(too_large(limit)));
+        }
+        let collected = smol::future::or(
+            async { Some(Limited::new(body, limit).collect().await) },
+            async {
+                crate::deadline::sleep(self.options.read_timeout).await;
+                None
+            },
+        )
+        .await;
+        match collected {
+            None => Err(Box::new(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time\n",
+            ))),
+            Some(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                Err(Box::new(too_large(limit)))
+            }
+            Some(Err(_)) => Err(Box::new(plain(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read\n",
+            ))),
+            Some(Ok(collected)) => Ok(collected.to_bytes()),
         }
     }
 }

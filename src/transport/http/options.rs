@@ -43,15 +43,19 @@ pub struct HttpOptions {
 }
 
 impl HttpOptions {
-    /// The options `settings` give, with `sealer` for legacy session ids when the daemon runs in
-    /// a cluster. An error names the key whose `${VAR}` is unset, or the empty token.
+    /// The options `settings` give, with the `cluster`'s keys when the daemon runs in one (legacy
+    /// session ids are sealed with them), and the registry's `consents` for the built-in
+    /// authorization server. An error names the key whose `${VAR}` is unset, the empty token,
+    /// or an unusable key or state file.
     pub fn from_settings(
         settings: &Settings,
-        sealer: Option<Arc<crate::cluster::Sealer>>,
+        cluster: Option<&crate::cluster::ClusterKeys>,
+        consents: Arc<crate::access::builtin::consent::Consents>,
     ) -> Result<HttpOptions, String> {
         let (daemon, transport) = (&settings.config.daemon, &settings.config.transport);
         let peers = settings.cluster_peers.clone()?;
-        let gate = crate::access::Gate::from_settings(settings)?;
+        let sealer = cluster.map(|keys| Arc::new(crate::cluster::Sealer::new(keys)));
+        let gate = crate::access::Gate::from_settings(settings, cluster, consents)?;
         // The public URL is the daemon's own: its host and origin are answered like loopback's.
         let mut allowed_origins = transport.allowed_origins.clone();
         let mut allowed_hosts = transport.allowed_hosts.clone();

@@ -1,0 +1,305 @@
+//! The owner's consent, never silent: each authorization request waits on a page that names
+//! the client, the host its code goes back to, the door and the scopes it asks, until the owner
+//! approves it there with the owner secret (compared in constant time; failures lock the page
+//! for longer and longer), or on the host with the code the page shows (`mcpx auth approve
+//! CODE`, or the console). The page's form is bound to the browser that opened it: a `__Host-`
+//! cookie and a CSRF token, both random per request; it may not be framed.
+
+use super::clients::Client;
+use crate::sync::lock;
+use crate::view::ConsentView;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use event_listener::Event;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The cookie that binds a consent form to its browser.
+pub const COOKIE: &str = "__Host-mcpx-consent";
+
+/// How long a request waits for the owner.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+/// The most requests waiting at once; the oldest goes first.
+const MAX_WAITING: usize = 64;
+
+/// Failed owner secrets allowed before the page locks.
+const FREE_FAILURES: u32 = 5;
+
+/// The longest the page stays locked after failures.
+const MAX_LOCK: Duration = Duration::from_secs(900);
+
+/// Letters of an approval code: no 0/O, 1/I/L, so it reads back without doubt.
+const CODE_LETTERS: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+
+/// What a client asks: the authorization request, checked.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    /// The client.
+    pub client: Client,
+    /// Where the code goes.
+    pub redirect_uri: String,
+    /// The client's `state`, returned with the code.
+    pub state: Option<String>,
+    /// The PKCE S256 challenge.
+    pub challenge: String,
+    /// The scopes asked (and granted on consent).
+    pub scopes: Vec<String>,
+    /// The door (an RFC 8707 resource).
+    pub resource: String,
+}
+
+/// A request waiting for the owner.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    /// Names it in the form.
+    pub request: String,
+    /// The value of [`COOKIE`] its browser holds.
+    pub cookie: String,
+    /// The form's CSRF token.
+    pub csrf: String,
+    /// The code that approves it on the host.
+    pub code: String,
+    /// What it asks.
+    pub asked: Asked,
+    opened: Instant,
+    approved: bool,
+}
+
+/// The requests waiting, and the lock on the owner secret.
+#[derive(Debug)]
+pub struct Consents {
+    waiting: Mutex<VecDeque<Waiting>>,
+    failures: Mutex<(u32, Option<Instant>)>,
+    /// The registry's: the console redraws when a request comes or goes.
+    changed: Arc<Event>,
+}
+
+/// Why a form was not taken.
+#[derive(Debug, PartialEq)]
+pub enum Refused {
+    /// No such request waits (it expired, or was answered).
+    Gone,
+    /// The cookie or the CSRF token is not the request's.
+    Forged,
+    /// Not approved: no secret, a wrong one, or none configured and no code approved.
+    NotApproved,
+    /// Too many wrong secrets: the page is locked this long.
+    Locked(Duration),
+}
+
+impl Consents {
+    /// No request waiting; `changed` is notified whenever that changes.
+    pub fn new(changed: Arc<Event>) -> Consents {
+        Consents {
+            waiting: Mutex::default(),
+            failures: Mutex::default(),
+            changed,
+        }
+    }
+
+    /// `asked` waits for the owner from now: its form's cookie, token and code are fresh.
+    pub fn open(&self, asked: Asked) -> Result<Waiting, String> {
+        let waiting = Waiting {
+            request: random_token()?,
+            cookie: random_token()?,
+            csrf: random_token()?,
+            code: approval_code()?,
+            asked,
+            opened: Instant::now(),
+            approved: false,
+        };
+        let mut all = lock(&self.waiting);
+        all.retain(|w| w.opened.elapsed() < PATIENCE);
+        if all.len() >= MAX_WAITING {
+            all.pop_front();
+        }
+        all.push_back(waiting.clone());
+        drop(all);
+        self.changed.notify(usize::MAX);
+        Ok(waiting)
+    }
+
+    /// The owner approves the request whose page shows `code` (any case, dash or not); the
+    /// client's name.
+    pub fn approve(&self, code: &str) -> Option<String> {
+        let wanted = normalized(code);
+        let mut all = lock(&self.waiting);
+        let waiting = all
+            .iter_mut()
+            .find(|w| w.opened.elapsed() < PATIENCE && normalized(&w.code) == wanted)?;
+        waiting.approved = true;
+        let name = waiting.asked.client.name.clone();
+        drop(all);
+        self.changed.notify(usize::MAX);
+        Some(name)
+    }
+
+    /// The request `request` of the form, if its browser's `cookie` and `csrf` are the
+    /// request's.
+    pub fn find(&self, request: &str, cookie: Option<&str>, csrf: &str) -> Result<Waiting, Refused> {
+        let all = lock(&self.waiting);
+        let waiting = all
+            .iter()
+            .find(|w| w.request == request && w.opened.elapsed() < PATIENCE)
+            .ok_or(Refused::Gone)?;
+        let same = |a: &str, b: &str| -> bool { subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into() };
+        match cookie.is_some_and(|c| same(c, &waiting.cookie)) && same(csrf, &waiting.csrf) {
+            true => Ok(waiting.clone()),
+            false => Err(Refused::Forged),
+        }
+    }
+
+    /// Whether `waiting` is approved: on the host, or by `secret` matching the owner's. A
+    /// wrong secret counts towards the lock; while it holds, no secret is even compared.
+    pub fn approved(
+        &self,
+        waiting: &Waiting,
+        secret: Option<&str>,
+        owner: Option<&str>,
+    ) -> Result<(), Refused> {
+        let approved_on_host = lock(&self.waiting)
+            .iter()
+            .any(|w| w.request == waiting.request && w.approved);
+        if approved_on_host {
+            return Ok(());
+        }
+        let (Some(secret), Some(owner)) = (secret.filter(|s| !s.is_empty()), owner) else {
+            return Err(Refused::NotApproved);
+        };
+        let mut failures = lock(&self.failures);
+        if let Some(until) = failures.1.filter(|until| *until > Instant::now()) {
+            return Err(Refused::Locked(until - Instant::now()));
+        }
+        if subtle::ConstantTimeEq::ct_eq(secret.as_bytes(), owner.as_bytes()).into() {
+            *failures = (0, None);
+            return Ok(());
+        }
+        failures.0 += 1;
+        tracing::warn!(
+            "a wrong owner secret on the consent page ({} in a row)",
+            failures.0
+        );
+        if failures.0 >= FREE_FAILURES {
+            let doubling = 1u64 << (failures.0 - FREE_FAILURES).min(20);
+            let lock_for = Duration::from_secs(doubling).min(MAX_LOCK);
+            failures.1 = Some(Instant::now() + lock_for);
+            return Err(Refused::Locked(lock_for));
+        }
+        Err(Refused::NotApproved)
+    }
+
+    /// The request is answered (allowed or denied): it waits no more.
+    pub fn close(&self, request: &str) {
+        lock(&self.waiting).retain(|w| w.request != request);
+        self.changed.notify(usize::MAX);
+    }
+
+    /// The requests waiting, for the console and `mcpx status`.
+    pub fn views(&self) -> Vec<ConsentView> {
+        let all = lock(&self.waiting);
+        all.iter()
+            .filter(|w| w.opened.elapsed() < PATIENCE)
+            .map(|w| ConsentView {
+                code: w.code.clone(),
+                client: w.asked.client.name.clone(),
+                client_id: w.asked.client.id.clone(),
+                verified: w.asked.client.by_document,
+                redirect_host: Client::redirect_host(&w.asked.redirect_uri),
+                door: w.asked.resource.clone(),
+                scopes: w.asked.scopes.clone(),
+                approved: w.approved,
+                age_ms: w.opened.elapsed().as_millis() as u64,
+            })
+            .collect()
+    }
+}
+
+fn normalized(code: &str) -> String {
+    code.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// 32 random bytes, base64url: a token nobody guesses.
+pub fn random_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// `XXXX-XXXX`: about 40 bits, for a code that lives minutes and is typed by a person.
+fn approval_code() -> Result<String, String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    let letters: String = bytes
+        .iter()
+        .map(|b| CODE_LETTERS[*b as usize % CODE_LETTERS.len()] as char)
+        .collect();
+    Ok(format!("{}-{}", &letters[..4], &letters[4..]))
+}
+
+/// The consent page for `waiting`: what the client is and asks, the form, and `notice` (why
+/// the last try was refused).
+pub fn page(waiting: &Waiting, with_secret: bool, notice: Option<&str>) -> String {
+    let asked = &waiting.asked;
+    let client = &asked.client;
+    let who = match client.by_document {
+        true => format!(
+            "its identity is vouched for by <b>{}</b>",
+            escape(&Client::redirect_host(&client.id))
+        ),
+        false => "it registered itself: <b>its name is its own claim</b>".into(),
+    };
+    let notice = notice.map_or(String::new(), |n| {
+        format!("<p class=\"notice\">{}</p>", escape(n))
+    });
+    let secret = match with_secret {
+        true => "<p><label>Owner secret <input type=\"password\" name=\"secret\" autocomplete=\"current-password\" autofocus></label></p><p>or approve it on the mcpx host:</p>",
+        false => "<p>Approve it on the mcpx host:</p>",
+    };
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width\"><title>mcpx: allow {name}?</title>\
+<style>body{{font:16px system-ui,sans-serif;max-width:34em;margin:3em auto;padding:0 1em}}\
+code{{font-size:1.2em;background:#eee;padding:.2em .4em}}.notice{{color:#a00}}\
+button{{font-size:1em;margin-right:1em}}</style></head><body>\
+<h1>Allow <q>{name}</q> to use mcpx?</h1>{notice}\
+<ul><li>Client: <b>{name}</b> ({id}); {who}.</li>\
+<li>Its access goes back to: <b>{host}</b></li>\
+<li>It will reach: <b>{door}</b></li>\
+<li>Scopes: <b>{scopes}</b></li></ul>\
+<form method=\"post\" action=\"/oauth/authorize\">\
+<input type=\"hidden\" name=\"request\" value=\"{request}\">\
+<input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{secret}\
+<p><code id=\"code\">mcpx auth approve {code}</code>, then Allow.</p>\
+<p><button name=\"decision\" value=\"allow\">Allow</button>\
+<button name=\"decision\" value=\"deny\">Deny</button></p></form></body></html>",
+        name = escape(&client.name),
+        id = escape(&client.id),
+        host = escape(&Client::redirect_host(&asked.redirect_uri)),
+        door = escape(&asked.resource),
+        scopes = escape(&asked.scopes.join(" ")),
+        request = waiting.request,
+        csrf = waiting.csrf,
+        code = waiting.code,
+    )
+}
+
+/// `text` safe inside HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
