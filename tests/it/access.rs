@@ -22,11 +22,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The public origin the daemon is configured with; its doors are this + `/mcp[/NAME]`.
 const PUBLIC: &str = "https://mcp.test";
 
-fn b64(bytes: &[u8]) -> String {
+pub(crate) fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -34,7 +34,7 @@ fn now() -> u64 {
 }
 
 /// The provider's signing keys.
-struct Keys {
+pub(crate) struct Keys {
     rng: SystemRandom,
     ec: EcdsaKeyPair,
     ed: Ed25519KeyPair,
@@ -42,7 +42,7 @@ struct Keys {
 }
 
 impl Keys {
-    fn new() -> Keys {
+    pub(crate) fn new() -> Keys {
         let rng = SystemRandom::new();
         let ec_alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
         let ec_doc = EcdsaKeyPair::generate_pkcs8(ec_alg, &rng).unwrap();
@@ -65,7 +65,7 @@ impl Keys {
     }
 
     /// The JWK Set, each key under `kid` + its kind (`ec`, `ed`, `rsa`).
-    fn set(&self, kid: &str) -> Value {
+    pub(crate) fn set(&self, kid: &str) -> Value {
         let point = self.ec.public_key().as_ref();
         let rsa: ring::rsa::PublicKeyComponents<Vec<u8>> = self.rsa.public().into();
         json!({"keys": [
@@ -78,7 +78,7 @@ impl Keys {
 
     /// A compact JWS of `claims` under `header`, signed as its `alg` says (`none`: no signature;
     /// `HS256`: keyed with the RSA modulus, the classic forgery).
-    fn token(&self, header: Value, claims: &Value) -> String {
+    pub(crate) fn token(&self, header: Value, claims: &Value) -> String {
         let input = format!(
             "{}.{}",
             b64(header.to_string().as_bytes()),
@@ -133,7 +133,7 @@ struct Code {
 }
 
 /// The query or form `text` as a map.
-fn form(text: &[u8]) -> HashMap<String, String> {
+pub(crate) fn form(text: &[u8]) -> HashMap<String, String> {
     url::form_urlencoded::parse(text).into_owned().collect()
 }
 
@@ -340,7 +340,7 @@ fn legacy_post(d: &Daemon, token: &str, session: Option<&str>, body: &Value) -> 
 }
 
 /// The parameters of a `Bearer` challenge.
-fn challenge(reply: &Reply) -> BTreeMap<String, String> {
+pub(crate) fn challenge(reply: &Reply) -> BTreeMap<String, String> {
     let header = reply
         .header("www-authenticate")
         .unwrap_or_else(|| panic!("no WWW-Authenticate: {} {:?}", reply.status, reply.headers));

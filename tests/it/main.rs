@@ -10,6 +10,7 @@ mod admin;
 mod apps;
 mod attach;
 mod auth;
+mod authserver;
 mod cli;
 mod clients;
 mod cluster;
