@@ -320,6 +320,16 @@ fn login(config: &str, dir: &std::path::Path) -> String {
 /// Runs `mcpx auth login remote` with `browser`, for at most [`PATIENCE`]: whether it
 /// succeeded, and its stderr.
 pub(crate) fn try_login(config: &str, dir: &std::path::Path, browser: &str) -> (bool, String) {
+    try_login_with(config, dir, browser, &[])
+}
+
+/// [`try_login`] with `env` set for the login (and its browser).
+pub(crate) fn try_login_with(
+    config: &str,
+    dir: &std::path::Path,
+    browser: &str,
+    env: &[(&str, &str)],
+) -> (bool, String) {
     let path = dir.join("config.toml");
     std::fs::write(&path, config).unwrap();
     let mut child = std::process::Command::new(mcpx_bin())
@@ -328,6 +338,7 @@ pub(crate) fn try_login(config: &str, dir: &std::path::Path, browser: &str) -> (
         .args(["auth", "login", "remote"])
         .env("BROWSER", browser)
         .env("MCPX_LOG", "debug")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -223,9 +223,74 @@ fn approve_on_host(b: &Builtin, code: &str) -> (bool, String) {
 
 const LOOPBACK: &str = "http://127.0.0.1:4567/callback";
 
+/// Runs an SDK's OAuth client (`script` in tests/sdk, by `program`) against the built-in server
+/// with nothing but the door's URL, its browser posting the consent form with the owner secret;
+/// checks it registered, listed and called. Its report.
+fn sdk_logs_in(program: &str, script: &str) -> Value {
+    let b = Builtin::start("");
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(program)
+        .arg(format!("{}/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR")))
+        .arg(format!("{}/mcp", b.public))
+        .env("MCPX_OWNER_SECRET", OWNER_SECRET)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", b.d.stderr());
+    println!("{script}: from the first 401 to the served call: {:?}", started.elapsed());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["registered"].as_str().is_some_and(|id| id.starts_with("mcpx-")), "{report}");
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("fixture__echo")), "{report}");
+    assert!(report["echo"].as_str().is_some_and(|t| t.contains("hi")), "{report}");
+    report
+}
+
 mod every_revision {
     mod access {
         use super::super::*;
+
+        /// The TypeScript SDK v1's OAuth client, through the consent page.
+        #[test]
+        fn the_typescript_sdk_logs_in_to_the_builtin_server_through_consent() {
+            let report = sdk_logs_in(&deps::node(), "ts_oauth_client.mjs");
+            assert_eq!(report["firstTry"], "unauthorized", "{report}");
+        }
+
+        /// The Python SDK v2's `OAuthClientProvider`, through the consent page.
+        #[test]
+        fn the_python_sdk_logs_in_to_the_builtin_server_through_consent() {
+            sdk_logs_in(&deps::python(), "python_oauth_client.py");
+        }
+
+        /// mcpx's own client, as another mcpx's upstream: the first 401, the metadata,
+        /// registration, the consent approved on the host with `mcpx auth approve`, a call.
+        #[test]
+        fn mcpx_auth_login_logs_in_to_another_mcpx_approved_on_its_host() {
+            let b = Builtin::start("");
+            let dir = tempfile::tempdir().unwrap();
+            let config = format!(
+                "[auth]\ncredentials = \"{0}/credentials.json\"\n[admin]\nsocket = \"{0}/admin.sock\"\n\
+                 [servers.remote]\nurl = \"{1}/mcp\"\n",
+                dir.path().display(),
+                b.public
+            );
+            let browser = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/access/consenting-browser");
+            let started = std::time::Instant::now();
+            let mcpx = mcpx_bin();
+            let env = [
+                ("MCPX_BIN", mcpx.to_str().unwrap()),
+                ("MCPX_DAEMON_CONFIG", b.d.config_path().to_str().unwrap()),
+            ];
+            let (logged_in, log) = crate::auth::try_login_with(&config, dir.path(), browser, &env);
+            assert!(logged_in, "{log}\n{}", b.d.stderr());
+            let mut client = Serve::with_config_file(&dir.path().join("config.toml"));
+            let echo = json!({"name": "remote__fixture__echo", "arguments": {"text": "hi"}});
+            let called = client.call(1, "tools/call", modern(echo));
+            assert!(called["result"]["content"].is_array(), "{called}");
+            println!("mcpx auth login: from the first 401 to the served call: {:?}", started.elapsed());
+            assert!(b.d.stderr().contains("the owner allowed"), "{}", b.d.stderr());
+        }
 
         #[test]
         fn the_builtin_server_publishes_rfc_8414_metadata_that_any_origin_may_read() {

@@ -3,12 +3,17 @@ identity provider, with nothing but the door's URL: from its first 401 it reads 
 metadata and the provider's, registers itself, sends the person to authorize (a browser that
 takes the code from the redirect) and calls with the token it gets.
 
+Against mcpx's own authorization server the authorization URL is a consent page: the browser then
+posts its form back with the owner secret (MCPX_OWNER_SECRET), as the person would.
+
 Usage: python_oauth_client.py URL
 Prints one JSON object: the client id it registered, the tools listed, a call's text.
 """
 
 import asyncio
 import json
+import os
+import re
 import sys
 import urllib.parse
 
@@ -39,6 +44,23 @@ class Memory:
         self.client = client
 
 
+async def consent(http, authorization_url: str, page):
+    """The owner's answer on a consent page: its form, this browser's cookie, the secret."""
+
+    def field(name: str) -> str:
+        return re.search(f'name="{name}" value="([^"]*)"', page.text).group(1)
+
+    form = {
+        "request": field("request"),
+        "csrf": field("csrf"),
+        "decision": "allow",
+        "secret": os.environ["MCPX_OWNER_SECRET"],
+    }
+    cookie = page.headers["set-cookie"].split(";")[0]
+    action = urllib.parse.urljoin(authorization_url, "/oauth/authorize")
+    return await http.post(action, data=form, headers={"cookie": cookie})
+
+
 async def main(url: str) -> None:
     redirected: dict[str, str] = {}
 
@@ -46,6 +68,8 @@ async def main(url: str) -> None:
         # The person's browser, as far as the provider's redirect back to the client.
         async with httpx2.AsyncClient(follow_redirects=False) as http:
             answer = await http.get(authorization_url)
+            if answer.status_code == 200:
+                answer = await consent(http, authorization_url, answer)
         query = urllib.parse.urlparse(answer.headers["location"]).query
         redirected.update({k: v[0] for k, v in urllib.parse.parse_qs(query).items()})
 

@@ -2,6 +2,8 @@
 // provider, with nothing but the door's URL: from its first 401 it reads the door's metadata
 // and the provider's, registers itself, sends the person to authorize (a browser that takes the
 // code from the redirect) and calls with the token it gets.
+// Against mcpx's own authorization server the authorization URL is a consent page: the browser
+// then posts its form back with the owner secret (MCPX_OWNER_SECRET), as the person would.
 // Usage: node ts_oauth_client.mjs URL
 // Prints one JSON object: how the first try went, the tools listed, a call's text.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -34,7 +36,8 @@ const provider = {
     tokens = saved;
   },
   redirectToAuthorization: async (authorization) => {
-    const answer = await fetch(authorization, { redirect: "manual" });
+    let answer = await fetch(authorization, { redirect: "manual" });
+    if (answer.status === 200) answer = await consent(authorization, answer);
     code = new URL(answer.headers.get("location")).searchParams.get("code");
   },
   saveCodeVerifier: (saved) => {
@@ -42,6 +45,25 @@ const provider = {
   },
   codeVerifier: () => verifier,
 };
+
+// The owner's answer on a consent page: its form, this browser's cookie, the owner secret.
+async function consent(authorization, page) {
+  const html = await page.text();
+  const field = (name) => html.match(new RegExp(`name="${name}" value="([^"]*)"`))[1];
+  const form = new URLSearchParams({
+    request: field("request"),
+    csrf: field("csrf"),
+    decision: "allow",
+    secret: process.env.MCPX_OWNER_SECRET,
+  });
+  const cookie = page.headers.get("set-cookie").split(";")[0];
+  return fetch(new URL("/oauth/authorize", authorization), {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+    body: form,
+  });
+}
 
 const report = {};
 const client = new Client({ name: "mcpx-oauth-test", version: "1.0.0" });
