@@ -250,6 +250,66 @@ mod every_revision {
     mod access {
         use super::super::*;
 
+        /// The official suite's authorization-server scenarios (metadata, CIMD support, the
+        /// authorization code grant), the test being the owner's browser at the consent page.
+        #[test]
+        fn the_official_authorization_server_scenarios_pass_against_the_builtin_server() {
+            use std::io::BufRead;
+            let b = Builtin::start("");
+            let port = free_port();
+            let callback = format!("http://127.0.0.1:{port}/callback");
+            let client = b.register("conformance", &callback, &["authorization_code"]);
+            let mut suite = std::process::Command::new(deps::node())
+                .arg(deps::conformance_suite())
+                .args(["authorization", "--url", &b.public, "--client-id", &client])
+                .args(["--port", &port.to_string(), "--resource", &format!("{}/mcp", b.public)])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut lines = std::io::BufReader::new(suite.stdout.take().unwrap()).lines();
+            let prefix = format!("{}/oauth/authorize?", b.public);
+            let mut report = String::new();
+            let authorization = loop {
+                let line = lines.next().expect("the suite asks for a browser").unwrap();
+                report.push_str(&line);
+                report.push('\n');
+                if line.starts_with(&prefix) {
+                    break line;
+                }
+            };
+            let page = Page::of(&b.get(&authorization[b.public.len()..]));
+            let back = b.decide(&page, "allow", Some(OWNER_SECRET));
+            assert_eq!(back.status, 303);
+            let location = back.header("location").unwrap();
+            let target = location.strip_prefix(&format!("http://127.0.0.1:{port}")).unwrap();
+            // The suite's callback listener may still be starting.
+            let started = std::time::Instant::now();
+            let mut browser = loop {
+                match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    Ok(stream) => break stream,
+                    Err(e) if started.elapsed() > PATIENCE => panic!("no callback listener: {e}\n{report}"),
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+                }
+            };
+            use std::io::{Read, Write};
+            write!(browser, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").unwrap();
+            let _ = browser.read_to_end(&mut Vec::new());
+            for line in lines {
+                report.push_str(&line.unwrap());
+                report.push('\n');
+            }
+            let status = wait_exit(&mut suite, PATIENCE).expect("the suite finishes");
+            let mut stderr = String::new();
+            let _ = suite.stderr.take().unwrap().read_to_string(&mut stderr);
+            println!("{}", report.lines().filter(|l| l.contains('✓') || l.contains('✗') || l.contains("Total")).collect::<Vec<_>>().join("\n"));
+            assert!(status.success(), "{report}{stderr}\n{}", b.d.stderr());
+            for scenario in ["authorization-server-metadata", "authorization-code-grant"] {
+                assert!(report.contains(&format!("✓ {scenario}")), "{scenario}: {report}");
+            }
+            assert!(!report.contains("WARNING"), "{report}");
+        }
+
         /// The TypeScript SDK v1's OAuth client, through the consent page.
         #[test]
         fn the_typescript_sdk_logs_in_to_the_builtin_server_through_consent() {
