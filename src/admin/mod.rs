@@ -268,7 +268,11 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
         );
     }
     if !snapshot.consents.is_empty() {
-        let _ = writeln!(text, "waiting for your consent ({}):", snapshot.consents.len());
+        let _ = writeln!(
+            text,
+            "waiting for your consent ({}):",
+            snapshot.consents.len()
+        );
     }
     for c in &snapshot.consents {
         let (approve, named) = match (c.approved, c.verified) {

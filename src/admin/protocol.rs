@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 /// The state the console reads, defined beside the registry that fills it; re-exported here so
 /// that the console keeps one import path for the whole protocol.
-pub use crate::view::{ConsentView, RequestView, SessionView, Snapshot, StreamView, Totals, UpstreamView};
+pub use crate::view::{
+    ConsentView, RequestView, SessionView, Snapshot, StreamView, Totals, UpstreamView,
+};
 
 /// What a console asks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -144,13 +144,17 @@ impl Config {
             }
         }
         if auth.mode != AuthMode::Token && auth.public_url.is_none() {
-            let mode = if auth.mode == AuthMode::External { "external" } else { "builtin" };
+            let mode = if auth.mode == AuthMode::External {
+                "external"
+            } else {
+                "builtin"
+            };
             return Err((at(&["auth", "mode"]), format!("auth.mode = \"{mode}\" needs auth.publicUrl: the URL clients reach the daemon by, which tokens must name")));
         }
-        if auth.mode == AuthMode::External {
-            if auth.external.issuer.as_deref().is_none_or(str::is_empty) {
-                return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.external.issuer: the identity provider whose tokens are accepted".into()));
-            }
+        if auth.mode == AuthMode::External
+            && auth.external.issuer.as_deref().is_none_or(str::is_empty)
+        {
+            return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.external.issuer: the identity provider whose tokens are accepted".into()));
         }
         for (n, rule) in auth.rules.iter().enumerate() {
             let line = at(&["auth", "rules"]);

@@ -102,13 +102,16 @@ impl Settings {
             "auth.external.introspection.clientSecret",
             &introspection.and_then(|i| i.client_secret.clone()),
         );
-        let owner_secret = optional("auth.builtin.ownerSecret", &config.auth.builtin.owner_secret)
-            .and_then(|secret| match secret {
-                Some(secret) if secret.is_empty() => {
-                    Err("auth.builtin.ownerSecret is empty".to_owned())
-                }
-                secret => Ok(secret),
-            });
+        let owner_secret = optional(
+            "auth.builtin.ownerSecret",
+            &config.auth.builtin.owner_secret,
+        )
+        .and_then(|secret| match secret {
+            Some(secret) if secret.is_empty() => {
+                Err("auth.builtin.ownerSecret is empty".to_owned())
+            }
+            secret => Ok(secret),
+        });
         Settings {
             servers,
             daemon_token,

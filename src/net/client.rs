@@ -397,7 +397,7 @@ async fn open(uri: &Uri, address: Option<std::net::SocketAddr>) -> Result<Link, 
             Some(address) => TcpStream::connect(address).await,
             None => TcpStream::connect((host.as_str(), port)).await,
         }
-            .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
         let recheck = tcp.recheck();
         let io = if tls {
             let name = futures_rustls::rustls::pki_types::ServerName::try_from(host.clone())

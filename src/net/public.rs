@@ -82,7 +82,12 @@ mod every_revision {
             ] {
                 assert!(!is_public(private.parse().unwrap()), "{private}");
             }
-            for public in ["1.1.1.1", "93.184.216.34", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            for public in [
+                "1.1.1.1",
+                "93.184.216.34",
+                "2606:4700::1111",
+                "::ffff:8.8.8.8",
+            ] {
                 assert!(is_public(public.parse().unwrap()), "{public}");
             }
         }

@@ -82,12 +82,23 @@ impl Builtin {
             body.len()
         );
         let reply = self.d.raw(head.as_bytes());
-        assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(
+            reply.status,
+            201,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
         reply.json()["client_id"].as_str().unwrap().to_owned()
     }
 
     /// `GET /oauth/authorize` for `client` to `redirect` with PKCE `challenge`, `extra` query.
-    fn authorize(&self, client: &str, redirect: &str, challenge: &str, extra: &[(&str, &str)]) -> Reply {
+    fn authorize(
+        &self,
+        client: &str,
+        redirect: &str,
+        challenge: &str,
+        extra: &[(&str, &str)],
+    ) -> Reply {
         let mut query = url::form_urlencoded::Serializer::new(String::new());
         query.extend_pairs([
             ("response_type", "code"),
@@ -103,7 +114,11 @@ impl Builtin {
 
     /// The owner's answer on `page`: `decision`, with `secret` if given.
     fn decide(&self, page: &Page, decision: &str, secret: Option<&str>) -> Reply {
-        let mut fields = vec![("request", page.request.as_str()), ("csrf", page.csrf.as_str()), ("decision", decision)];
+        let mut fields = vec![
+            ("request", page.request.as_str()),
+            ("csrf", page.csrf.as_str()),
+            ("decision", decision),
+        ];
         if let Some(secret) = secret {
             fields.push(("secret", secret));
         }
@@ -117,19 +132,32 @@ impl Builtin {
         let (verifier, challenge) = pkce();
         let code = self.code(client, redirect, &challenge, resource);
         let reply = self.exchange(client, &code, redirect, &verifier, &[]);
-        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(
+            reply.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
         reply.json()
     }
 
     /// A code for `client`, consented with the owner secret.
     fn code(&self, client: &str, redirect: &str, challenge: &str, resource: &str) -> String {
-        let page = Page::of(&self.authorize(client, redirect, challenge, &[("resource", resource)]));
+        let page =
+            Page::of(&self.authorize(client, redirect, challenge, &[("resource", resource)]));
         let back = self.decide(&page, "allow", Some(OWNER_SECRET));
         assert_eq!(back.status, 303, "{}", String::from_utf8_lossy(&back.body));
         redirected(&back)["code"].clone()
     }
 
-    fn exchange(&self, client: &str, code: &str, redirect: &str, verifier: &str, extra: &[(&str, &str)]) -> Reply {
+    fn exchange(
+        &self,
+        client: &str,
+        code: &str,
+        redirect: &str,
+        verifier: &str,
+        extra: &[(&str, &str)],
+    ) -> Reply {
         let mut fields = vec![
             ("grant_type", "authorization_code"),
             ("client_id", client),
@@ -142,7 +170,11 @@ impl Builtin {
     }
 
     fn refresh(&self, client: &str, token: &str) -> Reply {
-        let fields = [("grant_type", "refresh_token"), ("client_id", client), ("refresh_token", token)];
+        let fields = [
+            ("grant_type", "refresh_token"),
+            ("client_id", client),
+            ("refresh_token", token),
+        ];
         self.post_form("/oauth/token", &fields, "")
     }
 
@@ -150,7 +182,8 @@ impl Builtin {
     fn list(&self, door: &str, token: &str) -> Reply {
         let (mut headers, body) = modern_request(1, "tools/list", json!({}));
         headers.push(("Authorization".into(), format!("Bearer {token}")));
-        self.d.post_to(door, &header_refs(&headers), body.to_string().as_bytes())
+        self.d
+            .post_to(door, &header_refs(&headers), body.to_string().as_bytes())
     }
 }
 
@@ -169,11 +202,16 @@ impl Page {
         assert_eq!(reply.status, 200, "{html}");
         let value = |name: &str| {
             let marker = format!("name=\"{name}\" value=\"");
-            let start = html.find(&marker).unwrap_or_else(|| panic!("no {name}: {html}")) + marker.len();
+            let start = html
+                .find(&marker)
+                .unwrap_or_else(|| panic!("no {name}: {html}"))
+                + marker.len();
             html[start..start + html[start..].find('"').unwrap()].to_owned()
         };
         let code_start = html.find("mcpx auth approve ").unwrap() + "mcpx auth approve ".len();
-        let cookie = reply.header("set-cookie").expect("the page sets its cookie");
+        let cookie = reply
+            .header("set-cookie")
+            .expect("the page sets its cookie");
         assert!(cookie.starts_with("__Host-mcpx-consent="), "{cookie}");
         for attribute in ["Secure", "HttpOnly", "Path=/", "SameSite=Strict"] {
             assert!(cookie.contains(attribute), "{cookie}");
@@ -182,7 +220,11 @@ impl Page {
             request: value("request"),
             csrf: value("csrf"),
             code: html[code_start..code_start + 9].to_owned(),
-            cookie: cookie["__Host-mcpx-consent=".len()..].split(';').next().unwrap().to_owned(),
+            cookie: cookie["__Host-mcpx-consent=".len()..]
+                .split(';')
+                .next()
+                .unwrap()
+                .to_owned(),
             html,
         }
     }
@@ -208,17 +250,28 @@ fn redirected(reply: &Reply) -> HashMap<String, String> {
 fn claims_of(token: &str) -> Value {
     use base64::Engine;
     let payload = token.split('.').nth(1).unwrap();
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }
 
 /// Runs `mcpx auth approve CODE` against `b`'s daemon; whether it succeeded, and its stderr.
 fn approve_on_host(b: &Builtin, code: &str) -> (bool, String) {
     let out = std::process::Command::new(mcpx_bin())
-        .args(["--config", b.d.config_path().to_str().unwrap(), "auth", "approve", code])
+        .args([
+            "--config",
+            b.d.config_path().to_str().unwrap(),
+            "auth",
+            "approve",
+            code,
+        ])
         .output()
         .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 const LOOPBACK: &str = "http://127.0.0.1:4567/callback";
@@ -237,12 +290,23 @@ fn sdk_logs_in(program: &str, script: &str) -> Value {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}\n{}", b.d.stderr());
-    println!("{script}: from the first 401 to the served call: {:?}", started.elapsed());
+    println!(
+        "{script}: from the first 401 to the served call: {:?}",
+        started.elapsed()
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(report["registered"].as_str().is_some_and(|id| id.starts_with("mcpx-")), "{report}");
+    assert!(
+        report["registered"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("mcpx-")),
+        "{report}"
+    );
     let tools = report["tools"].as_array().unwrap();
     assert!(tools.contains(&json!("fixture__echo")), "{report}");
-    assert!(report["echo"].as_str().is_some_and(|t| t.contains("hi")), "{report}");
+    assert!(
+        report["echo"].as_str().is_some_and(|t| t.contains("hi")),
+        "{report}"
+    );
     report
 }
 
@@ -262,7 +326,12 @@ mod every_revision {
             let mut suite = std::process::Command::new(deps::node())
                 .arg(deps::conformance_suite())
                 .args(["authorization", "--url", &b.public, "--client-id", &client])
-                .args(["--port", &port.to_string(), "--resource", &format!("{}/mcp", b.public)])
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--resource",
+                    &format!("{}/mcp", b.public),
+                ])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -282,18 +351,26 @@ mod every_revision {
             let back = b.decide(&page, "allow", Some(OWNER_SECRET));
             assert_eq!(back.status, 303);
             let location = back.header("location").unwrap();
-            let target = location.strip_prefix(&format!("http://127.0.0.1:{port}")).unwrap();
+            let target = location
+                .strip_prefix(&format!("http://127.0.0.1:{port}"))
+                .unwrap();
             // The suite's callback listener may still be starting.
             let started = std::time::Instant::now();
             let mut browser = loop {
                 match std::net::TcpStream::connect(("127.0.0.1", port)) {
                     Ok(stream) => break stream,
-                    Err(e) if started.elapsed() > PATIENCE => panic!("no callback listener: {e}\n{report}"),
+                    Err(e) if started.elapsed() > PATIENCE => {
+                        panic!("no callback listener: {e}\n{report}")
+                    }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
                 }
             };
             use std::io::{Read, Write};
-            write!(browser, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").unwrap();
+            write!(
+                browser,
+                "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
             let _ = browser.read_to_end(&mut Vec::new());
             for line in lines {
                 report.push_str(&line.unwrap());
@@ -302,10 +379,20 @@ mod every_revision {
             let status = wait_exit(&mut suite, PATIENCE).expect("the suite finishes");
             let mut stderr = String::new();
             let _ = suite.stderr.take().unwrap().read_to_string(&mut stderr);
-            println!("{}", report.lines().filter(|l| l.contains('✓') || l.contains('✗') || l.contains("Total")).collect::<Vec<_>>().join("\n"));
+            println!(
+                "{}",
+                report
+                    .lines()
+                    .filter(|l| l.contains('✓') || l.contains('✗') || l.contains("Total"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
             assert!(status.success(), "{report}{stderr}\n{}", b.d.stderr());
             for scenario in ["authorization-server-metadata", "authorization-code-grant"] {
-                assert!(report.contains(&format!("✓ {scenario}")), "{scenario}: {report}");
+                assert!(
+                    report.contains(&format!("✓ {scenario}")),
+                    "{scenario}: {report}"
+                );
             }
             assert!(!report.contains("WARNING"), "{report}");
         }
@@ -335,7 +422,10 @@ mod every_revision {
                 dir.path().display(),
                 b.public
             );
-            let browser = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/access/consenting-browser");
+            let browser = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/access/consenting-browser"
+            );
             let started = std::time::Instant::now();
             let mcpx = mcpx_bin();
             let env = [
@@ -348,8 +438,15 @@ mod every_revision {
             let echo = json!({"name": "remote__fixture__echo", "arguments": {"text": "hi"}});
             let called = client.call(1, "tools/call", modern(echo));
             assert!(called["result"]["content"].is_array(), "{called}");
-            println!("mcpx auth login: from the first 401 to the served call: {:?}", started.elapsed());
-            assert!(b.d.stderr().contains("the owner allowed"), "{}", b.d.stderr());
+            println!(
+                "mcpx auth login: from the first 401 to the served call: {:?}",
+                started.elapsed()
+            );
+            assert!(
+                b.d.stderr().contains("the owner allowed"),
+                "{}",
+                b.d.stderr()
+            );
         }
 
         #[test]
@@ -369,8 +466,14 @@ mod every_revision {
             assert_eq!(m["code_challenge_methods_supported"], json!(["S256"]));
             assert_eq!(m["client_id_metadata_document_supported"], true);
             assert_eq!(m["authorization_response_iss_parameter_supported"], true);
-            assert_eq!(m["token_endpoint_auth_methods_supported"], json!(["none", "private_key_jwt"]));
-            assert_eq!(m["grant_types_supported"], json!(["authorization_code", "refresh_token"]));
+            assert_eq!(
+                m["token_endpoint_auth_methods_supported"],
+                json!(["none", "private_key_jwt"])
+            );
+            assert_eq!(
+                m["grant_types_supported"],
+                json!(["authorization_code", "refresh_token"])
+            );
             assert_eq!(b.get("/.well-known/openid-configuration").json(), m);
             // The resource's metadata names this server; the JWK Set holds one Ed25519 key.
             let resource = b.get("/.well-known/oauth-protected-resource/mcp").json();
@@ -387,7 +490,10 @@ mod every_revision {
                 );
                 assert_eq!(preflight.status, 204, "{path}");
                 assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
-                assert!(preflight.header("access-control-allow-methods").unwrap().contains("POST"));
+                assert!(preflight
+                    .header("access-control-allow-methods")
+                    .unwrap()
+                    .contains("POST"));
             }
             // The door's 401 sends a client here.
             let refused = b.list("/mcp", "not-a-token");
@@ -403,10 +509,19 @@ mod every_revision {
         #[test]
         fn a_registered_client_logs_in_on_the_consent_page_and_its_token_opens_only_its_door() {
             let b = Builtin::start("");
-            let client = b.register("Phone <script>", LOOPBACK, &["authorization_code", "refresh_token"]);
+            let client = b.register(
+                "Phone <script>",
+                LOOPBACK,
+                &["authorization_code", "refresh_token"],
+            );
             let (verifier, pkce_challenge) = pkce();
             let door = format!("{}/mcp", b.public);
-            let page = b.authorize(&client, "http://127.0.0.1:9999/callback", &pkce_challenge, &[("resource", &door)]);
+            let page = b.authorize(
+                &client,
+                "http://127.0.0.1:9999/callback",
+                &pkce_challenge,
+                &[("resource", &door)],
+            );
             let csp = page.header("content-security-policy").unwrap().to_owned();
             assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
             assert_eq!(page.header("x-frame-options"), Some("DENY"));
@@ -417,16 +532,33 @@ mod every_revision {
             assert!(!form.html.contains("<script>"));
             assert!(form.html.contains("<b>127.0.0.1</b>"));
             assert!(form.html.contains(&door));
-            assert!(form.html.contains("its name is its own claim"), "a registered client is marked");
+            assert!(
+                form.html.contains("its name is its own claim"),
+                "a registered client is marked"
+            );
             let back = b.decide(&form, "allow", Some(OWNER_SECRET));
             assert_eq!(back.status, 303, "{}", String::from_utf8_lossy(&back.body));
             let location = back.header("location").unwrap();
-            assert!(location.starts_with("http://127.0.0.1:9999/callback?"), "loopback on any port: {location}");
+            assert!(
+                location.starts_with("http://127.0.0.1:9999/callback?"),
+                "loopback on any port: {location}"
+            );
             let query = redirected(&back);
             assert_eq!(query["state"], "st-1");
             assert_eq!(query["iss"], b.public, "RFC 9207");
-            let tokens = b.exchange(&client, &query["code"], "http://127.0.0.1:9999/callback", &verifier, &[("resource", &door)]);
-            assert_eq!(tokens.status, 200, "{}", String::from_utf8_lossy(&tokens.body));
+            let tokens = b.exchange(
+                &client,
+                &query["code"],
+                "http://127.0.0.1:9999/callback",
+                &verifier,
+                &[("resource", &door)],
+            );
+            assert_eq!(
+                tokens.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&tokens.body)
+            );
             assert_eq!(tokens.header("cache-control"), Some("no-store"));
             let tokens = tokens.json();
             assert_eq!(tokens["token_type"], "Bearer");
@@ -441,13 +573,21 @@ mod every_revision {
             assert_eq!(header["typ"], "at+jwt");
             assert_eq!(header["alg"], "EdDSA");
             let listed = b.list("/mcp", access);
-            assert_eq!(listed.status, 200, "{}", String::from_utf8_lossy(&listed.body));
+            assert_eq!(
+                listed.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&listed.body)
+            );
             // Each door is its own resource: this token is not the profile door's.
             let elsewhere = b.list("/mcp/readonly", access);
             assert_eq!(elsewhere.status, 401);
             assert_eq!(challenge(&elsewhere)["error"], "invalid_token");
             // The status shows no one waiting any more.
-            assert!(!b.d.stderr().contains(OWNER_SECRET), "the secret is never logged");
+            assert!(
+                !b.d.stderr().contains(OWNER_SECRET),
+                "the secret is never logged"
+            );
         }
 
         #[test]
@@ -463,17 +603,33 @@ mod every_revision {
             // A form without this browser's cookie, or with another CSRF token.
             let stolen = b.post_form(
                 "/oauth/authorize",
-                &[("request", &page.request), ("csrf", &page.csrf), ("decision", "allow"), ("secret", OWNER_SECRET)],
+                &[
+                    ("request", &page.request),
+                    ("csrf", &page.csrf),
+                    ("decision", "allow"),
+                    ("secret", OWNER_SECRET),
+                ],
                 "",
             );
             assert_eq!(stolen.status, 403);
-            let forged = Page { csrf: "x".repeat(43), ..Page::of(&b.authorize(&client, LOOPBACK, &pkce_challenge, &[])) };
+            let forged = Page {
+                csrf: "x".repeat(43),
+                ..Page::of(&b.authorize(&client, LOOPBACK, &pkce_challenge, &[]))
+            };
             assert_eq!(b.decide(&forged, "allow", Some(OWNER_SECRET)).status, 403);
             // Sent from another site.
             let cross = b.post_form(
                 "/oauth/authorize",
-                &[("request", &page.request), ("csrf", &page.csrf), ("decision", "allow"), ("secret", OWNER_SECRET)],
-                &format!("Origin: https://evil.example\r\nCookie: __Host-mcpx-consent={}\r\n", page.cookie),
+                &[
+                    ("request", &page.request),
+                    ("csrf", &page.csrf),
+                    ("decision", "allow"),
+                    ("secret", OWNER_SECRET),
+                ],
+                &format!(
+                    "Origin: https://evil.example\r\nCookie: __Host-mcpx-consent={}\r\n",
+                    page.cookie
+                ),
             );
             assert_eq!(cross.status, 403);
             for _ in 0..4 {
@@ -482,8 +638,12 @@ mod every_revision {
             let locked = b.decide(&page, "allow", Some("guess"));
             assert_eq!(locked.status, 429, "the fifth wrong secret locks the page");
             let right_but_locked = b.decide(&page, "allow", Some(OWNER_SECRET));
-            assert_eq!(right_but_locked.status, 429, "while locked, no secret is compared");
-            assert!(String::from_utf8_lossy(&right_but_locked.body).contains("Approving on the host still works"));
+            assert_eq!(
+                right_but_locked.status, 429,
+                "while locked, no secret is compared"
+            );
+            assert!(String::from_utf8_lossy(&right_but_locked.body)
+                .contains("Approving on the host still works"));
             // The owner approves on the host instead: the same page then continues.
             let (approved, said) = approve_on_host(&b, &page.code.to_lowercase().replace('-', ""));
             assert!(approved, "{said}");
@@ -509,14 +669,19 @@ mod every_revision {
             let client = b.register("App", LOOPBACK, &["authorization_code"]);
             let (_, pkce_challenge) = pkce();
             // Unknown client or unregistered redirect: a page, never a redirect to it.
-            for (client, redirect) in [("nobody", LOOPBACK), (client.as_str(), "https://evil.example/cb")] {
+            for (client, redirect) in [
+                ("nobody", LOOPBACK),
+                (client.as_str(), "https://evil.example/cb"),
+            ] {
                 let refused = b.authorize(client, redirect, &pkce_challenge, &[]);
                 assert_eq!(refused.status, 400);
                 assert!(refused.header("location").is_none());
             }
             // The rest goes back to the client, with its state and the issuer.
             let back = |query: &str, error: &str| {
-                let refused = b.get(&format!("/oauth/authorize?client_id={client}&redirect_uri={LOOPBACK}&state=s&{query}"));
+                let refused = b.get(&format!(
+                    "/oauth/authorize?client_id={client}&redirect_uri={LOOPBACK}&state=s&{query}"
+                ));
                 assert_eq!(refused.status, 302, "{query}");
                 let said = redirected(&refused);
                 assert_eq!(said["error"], error, "{query}");
@@ -525,11 +690,20 @@ mod every_revision {
             };
             let challenge = format!("code_challenge={pkce_challenge}");
             back("response_type=code", "invalid_request");
-            back(&format!("response_type=code&{challenge}&code_challenge_method=plain"), "invalid_request");
-            back(&format!("response_type=token&{challenge}&code_challenge_method=S256"), "unsupported_response_type");
+            back(
+                &format!("response_type=code&{challenge}&code_challenge_method=plain"),
+                "invalid_request",
+            );
+            back(
+                &format!("response_type=token&{challenge}&code_challenge_method=S256"),
+                "unsupported_response_type",
+            );
             back(&format!("response_type=code&{challenge}&code_challenge_method=S256&resource=https://elsewhere.example/mcp"), "invalid_target");
             back(&format!("response_type=code&{challenge}&code_challenge_method=S256&resource={}/mcp/nope", b.public), "invalid_target");
-            back(&format!("response_type=code&{challenge}&code_challenge_method=S256&scope=admin"), "invalid_scope");
+            back(
+                &format!("response_type=code&{challenge}&code_challenge_method=S256&scope=admin"),
+                "invalid_scope",
+            );
         }
 
         #[test]
@@ -539,27 +713,58 @@ mod every_revision {
             let other = b.register("B", LOOPBACK, &["authorization_code"]);
             let door = format!("{}/mcp", b.public);
             let error = |reply: Reply| {
-                assert_eq!(reply.status, 400, "{}", String::from_utf8_lossy(&reply.body));
+                assert_eq!(
+                    reply.status,
+                    400,
+                    "{}",
+                    String::from_utf8_lossy(&reply.body)
+                );
                 reply.json()["error"].as_str().unwrap().to_owned()
             };
             let (verifier, pkce_challenge) = pkce();
-            let cases: [(&str, &str, &str, &[(&str, &str)], &str); 4] = [
+            // Who exchanges, to which redirect, with which verifier, what more, and the error.
+            type Case<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)], &'a str);
+            let cases: [Case; 4] = [
                 (&other, LOOPBACK, &verifier, &[], "invalid_grant"),
-                (&client, "http://127.0.0.1:4567/other", &verifier, &[], "invalid_grant"),
-                (&client, LOOPBACK, "wrong-verifier-wrong-verifier-wrong-verifier-x", &[], "invalid_grant"),
-                (&client, LOOPBACK, &verifier, &[("resource", "http://127.0.0.1:1/mcp")], "invalid_target"),
+                (
+                    &client,
+                    "http://127.0.0.1:4567/other",
+                    &verifier,
+                    &[],
+                    "invalid_grant",
+                ),
+                (
+                    &client,
+                    LOOPBACK,
+                    "wrong-verifier-wrong-verifier-wrong-verifier-x",
+                    &[],
+                    "invalid_grant",
+                ),
+                (
+                    &client,
+                    LOOPBACK,
+                    &verifier,
+                    &[("resource", "http://127.0.0.1:1/mcp")],
+                    "invalid_target",
+                ),
             ];
             for (who, redirect, presented, extra, expected) in cases {
                 let code = b.code(&client, LOOPBACK, &pkce_challenge, &door);
-                let who_id = if who == other.as_str() { other.as_str() } else { client.as_str() };
-                assert_eq!(error(b.exchange(who_id, &code, redirect, presented, extra)), expected, "{redirect} {presented} {extra:?}");
+                assert_eq!(
+                    error(b.exchange(who, &code, redirect, presented, extra)),
+                    expected,
+                    "{redirect} {presented} {extra:?}"
+                );
             }
             // Used twice: the second use fails, and revokes what the first one issued.
             let code = b.code(&client, LOOPBACK, &pkce_challenge, &door);
             let first = b.exchange(&client, &code, LOOPBACK, &verifier, &[]);
             assert_eq!(first.status, 200);
             let refresh = first.json()["refresh_token"].as_str().unwrap().to_owned();
-            assert_eq!(error(b.exchange(&client, &code, LOOPBACK, &verifier, &[])), "invalid_grant");
+            assert_eq!(
+                error(b.exchange(&client, &code, LOOPBACK, &verifier, &[])),
+                "invalid_grant"
+            );
             assert_eq!(error(b.refresh(&client, &refresh)), "invalid_grant");
             // A client secret is never taken: this server issues none.
             let basic = b.post_form(
@@ -582,19 +787,35 @@ mod every_revision {
             let state = std::fs::read_to_string(b.dir.path().join("state.json")).unwrap();
             assert!(!state.contains(&first), "refresh tokens are kept hashed");
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(b.dir.path().join("state.json")).unwrap().permissions().mode();
+            let mode = std::fs::metadata(b.dir.path().join("state.json"))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o077, 0, "the state file is the owner's alone");
             // The daemon restarts: the login holds (and so does the key, so old tokens verify).
             let Builtin { mut d, dir, .. } = b;
             d.signal("TERM");
             let b = Builtin::start_in(dir, port, None, "");
-            assert_eq!(b.list("/mcp", tokens["access_token"].as_str().unwrap()).status, 200);
+            assert_eq!(
+                b.list("/mcp", tokens["access_token"].as_str().unwrap())
+                    .status,
+                200
+            );
             let rotated = b.refresh(&client, &first);
-            assert_eq!(rotated.status, 200, "{}", String::from_utf8_lossy(&rotated.body));
+            assert_eq!(
+                rotated.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&rotated.body)
+            );
             let rotated = rotated.json();
             let second = rotated["refresh_token"].as_str().unwrap().to_owned();
             assert_ne!(first, second);
-            assert_eq!(b.list("/mcp", rotated["access_token"].as_str().unwrap()).status, 200);
+            assert_eq!(
+                b.list("/mcp", rotated["access_token"].as_str().unwrap())
+                    .status,
+                200
+            );
             // The replaced token again: refused, and the whole family with it.
             let replayed = b.refresh(&client, &first);
             assert_eq!(replayed.status, 400);
@@ -604,7 +825,11 @@ mod every_revision {
             // Revocation (RFC 7009) ends a fresh login.
             let again = b.log_in(&client, LOOPBACK, &format!("{}/mcp", b.public));
             let token = again["refresh_token"].as_str().unwrap();
-            let revoked = b.post_form("/oauth/revoke", &[("client_id", &client), ("token", token)], "");
+            let revoked = b.post_form(
+                "/oauth/revoke",
+                &[("client_id", &client), ("token", token)],
+                "",
+            );
             assert_eq!(revoked.status, 200);
             assert_eq!(b.refresh(&client, token).status, 400);
         }
@@ -639,7 +864,11 @@ mod every_revision {
             let redirect = "https://chatgpt.com/connector_platform_oauth_redirect";
             let (verifier, pkce_challenge) = pkce();
             let page = Page::of(&b.authorize(id, redirect, &pkce_challenge, &[]));
-            assert!(page.html.contains("vouched for by <b>chatgpt.com</b>"), "{}", page.html);
+            assert!(
+                page.html.contains("vouched for by <b>chatgpt.com</b>"),
+                "{}",
+                page.html
+            );
             let back = b.decide(&page, "allow", Some(OWNER_SECRET));
             let code = redirected(&back)["code"].clone();
             let assertion = |aud: &str, jti: &str, lifetime: u64| {
@@ -648,47 +877,88 @@ mod every_revision {
             };
             let token_endpoint = format!("{}/oauth/token", b.public);
             let with = |assertion: &str| {
-                vec![("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned()), ("client_assertion", assertion.to_owned())]
+                vec![
+                    (
+                        "client_assertion_type",
+                        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                    ),
+                    ("client_assertion", assertion.to_owned()),
+                ]
             };
             let exchange = |code: &str, assertion: Option<&str>| {
                 let extra: Vec<(&str, String)> = assertion.map(with).unwrap_or_default();
-                let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let extra: Vec<(&str, &str)> =
+                    extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
                 b.exchange(id, code, redirect, &verifier, &extra)
             };
             // Without an assertion, with one for another audience, or living too long: refused.
             assert_eq!(exchange(&code, None).json()["error"], "invalid_client");
-            assert_eq!(exchange(&code, Some(&assertion("https://elsewhere.example/token", "j1", 60))).status, 401);
-            assert_eq!(exchange(&code, Some(&assertion(&token_endpoint, "j2", 3600))).status, 401);
+            assert_eq!(
+                exchange(
+                    &code,
+                    Some(&assertion("https://elsewhere.example/token", "j1", 60))
+                )
+                .status,
+                401
+            );
+            assert_eq!(
+                exchange(&code, Some(&assertion(&token_endpoint, "j2", 3600))).status,
+                401
+            );
             // The refused attempts did not spend the code: they never reached it.
             let good = assertion(&token_endpoint, "j3", 60);
             let tokens = exchange(&code, Some(&good));
-            assert_eq!(tokens.status, 200, "{}", String::from_utf8_lossy(&tokens.body));
+            assert_eq!(
+                tokens.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&tokens.body)
+            );
             let tokens = tokens.json();
-            assert_eq!(claims_of(tokens["access_token"].as_str().unwrap())["client_id"], id);
+            assert_eq!(
+                claims_of(tokens["access_token"].as_str().unwrap())["client_id"],
+                id
+            );
             // The same assertion again is a replay.
             let replay = b.post_form(
                 "/oauth/token",
                 &[
                     ("grant_type", "refresh_token"),
                     ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
-                    ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                    (
+                        "client_assertion_type",
+                        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    ),
                     ("client_assertion", &good),
                 ],
                 "",
             );
-            assert_eq!(replay.status, 401, "{}", String::from_utf8_lossy(&replay.body));
+            assert_eq!(
+                replay.status,
+                401,
+                "{}",
+                String::from_utf8_lossy(&replay.body)
+            );
             let fresh = assertion(&token_endpoint, "j4", 60);
             let refreshed = b.post_form(
                 "/oauth/token",
                 &[
                     ("grant_type", "refresh_token"),
                     ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
-                    ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                    (
+                        "client_assertion_type",
+                        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    ),
                     ("client_assertion", &fresh),
                 ],
                 "",
             );
-            assert_eq!(refreshed.status, 200, "{}", String::from_utf8_lossy(&refreshed.body));
+            assert_eq!(
+                refreshed.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&refreshed.body)
+            );
         }
 
         #[test]
@@ -702,12 +972,25 @@ mod every_revision {
                 "token_endpoint_auth_method": "none",
             });
             std::fs::write(pins.path().join("claude.json"), document.to_string()).unwrap();
-            let b = Builtin::start(&format!("pinned = {{ \"{id}\" = \"{}/claude.json\" }}", pins.path().display()));
+            let b = Builtin::start(&format!(
+                "pinned = {{ \"{id}\" = \"{}/claude.json\" }}",
+                pins.path().display()
+            ));
             let door = format!("{}/mcp/readonly", b.public);
             let tokens = b.log_in(id, "https://claude.com/api/mcp/auth_callback", &door);
             let listed = b.list("/mcp/readonly", tokens["access_token"].as_str().unwrap());
-            assert_eq!(listed.status, 200, "{}", String::from_utf8_lossy(&listed.body));
-            let names: Vec<Value> = listed.json()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+            assert_eq!(
+                listed.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&listed.body)
+            );
+            let names: Vec<Value> = listed.json()["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].clone())
+                .collect();
             assert_eq!(names, vec![json!("fixture__echo")]);
         }
 
@@ -730,7 +1013,12 @@ mod every_revision {
             let metadata = off.get("/.well-known/oauth-authorization-server").json();
             assert_eq!(metadata["client_id_metadata_document_supported"], false);
             assert!(metadata.get("registration_endpoint").is_none());
-            let refused = off.authorize("https://claude.ai/x", "https://claude.ai/cb", &pkce_challenge, &[]);
+            let refused = off.authorize(
+                "https://claude.ai/x",
+                "https://claude.ai/cb",
+                &pkce_challenge,
+                &[],
+            );
             assert_eq!(refused.status, 400);
         }
 
@@ -747,7 +1035,10 @@ mod every_revision {
             );
             let third = b.d.raw(head.as_bytes());
             assert_eq!(third.status, 400);
-            assert!(third.json()["error_description"].as_str().unwrap().contains("maxRegistrations"));
+            assert!(third.json()["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("maxRegistrations"));
         }
 
         #[test]
@@ -760,7 +1051,12 @@ mod every_revision {
             let cluster = format!("[cluster]\nkeyFile = \"{}\"\n", key_file.display());
             let public = "https://mcp.test";
             let start = |extra: &str| {
-                Builtin::start_in(tempfile::tempdir().unwrap(), free_port(), Some(public), extra)
+                Builtin::start_in(
+                    tempfile::tempdir().unwrap(),
+                    free_port(),
+                    Some(public),
+                    extra,
+                )
             };
             let a = start(&cluster);
             let replica = start(&cluster);
@@ -770,7 +1066,12 @@ mod every_revision {
             let access = tokens["access_token"].as_str().unwrap();
             assert_eq!(a.list("/mcp", access).status, 200);
             let listed = replica.list("/mcp", access);
-            assert_eq!(listed.status, 200, "{}", String::from_utf8_lossy(&listed.body));
+            assert_eq!(
+                listed.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&listed.body)
+            );
             let refused = stranger.list("/mcp", access);
             assert_eq!(refused.status, 401, "another key: another server");
             assert_eq!(challenge(&refused)["error"], "invalid_token");

@@ -215,7 +215,10 @@ impl Clients {
     pub async fn find(&self, id: &str) -> Result<Client, String> {
         if id.starts_with("https://") {
             if !self.client_documents {
-                return Err("client metadata documents are turned off (auth.builtin.clientDocuments)".into());
+                return Err(
+                    "client metadata documents are turned off (auth.builtin.clientDocuments)"
+                        .into(),
+                );
             }
             let document = self.document(id).await?;
             if document.get("client_id").and_then(Value::as_str) != Some(id) {
@@ -230,20 +233,26 @@ impl Clients {
             let live = saved.consented.contains_key(id) || registered.registered + lifetime > now;
             live.then(|| registered.metadata.clone())
         });
-        let metadata = registration.ok_or_else(|| format!("no client {id:?} is registered (or its registration expired unconsented)"))?;
+        let metadata = registration.ok_or_else(|| {
+            format!("no client {id:?} is registered (or its registration expired unconsented)")
+        })?;
         Client::from_metadata(id, &metadata, false).map_err(|(_, why)| why)
     }
 
     /// The owner consented to client `id`: its registration no longer expires.
     pub fn consented(&self, id: &str) {
         let now = super::unix_now();
-        self.store.change(|saved| saved.consented.insert(id.to_owned(), now));
+        self.store
+            .change(|saved| saved.consented.insert(id.to_owned(), now));
     }
 
     /// RFC 7591: registers the client `metadata` describes; the registration's answer.
     pub fn register(&self, mut metadata: Value) -> Result<Value, Invalid> {
         if !metadata.is_object() {
-            return Err(("invalid_client_metadata", "the body is not a JSON object".into()));
+            return Err((
+                "invalid_client_metadata",
+                "the body is not a JSON object".into(),
+            ));
         }
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|e| ("invalid_client_metadata", e.to_string()))?;
@@ -295,10 +304,13 @@ impl Clients {
         }
         let fetched = within(FETCH_PATIENCE, fetch_public(url, MAX_DOCUMENT)).await?;
         if fetched.status != http::StatusCode::OK {
-            return Err(format!("{url} answered {} (redirects are not followed)", fetched.status));
+            return Err(format!(
+                "{url} answered {} (redirects are not followed)",
+                fetched.status
+            ));
         }
-        let document: Value = serde_json::from_slice(&fetched.body)
-            .map_err(|e| format!("{url}: not JSON: {e}"))?;
+        let document: Value =
+            serde_json::from_slice(&fetched.body).map_err(|e| format!("{url}: not JSON: {e}"))?;
         let keep = max_age(&fetched.headers)
             .unwrap_or(KEEP_DOCUMENT)
             .clamp(KEEP_AT_LEAST, KEEP_AT_MOST);
@@ -353,16 +365,29 @@ mod every_revision {
             ] {
                 assert_eq!(c.redirect(Some(bad)), None, "{bad}");
             }
-            assert_eq!(c.redirect(None), None, "three registered: one must be named");
+            assert_eq!(
+                c.redirect(None),
+                None,
+                "three registered: one must be named"
+            );
         }
 
         #[test]
         fn metadata_without_a_usable_redirect_or_with_a_secret_method_is_refused() {
             for (metadata, error) in [
                 (json!({}), "invalid_redirect_uri"),
-                (json!({"redirect_uris": ["http://app.example/cb"]}), "invalid_redirect_uri"),
-                (json!({"redirect_uris": ["https://a.example/cb#x"]}), "invalid_redirect_uri"),
-                (json!({"redirect_uris": ["javascript:alert(1)"]}), "invalid_redirect_uri"),
+                (
+                    json!({"redirect_uris": ["http://app.example/cb"]}),
+                    "invalid_redirect_uri",
+                ),
+                (
+                    json!({"redirect_uris": ["https://a.example/cb#x"]}),
+                    "invalid_redirect_uri",
+                ),
+                (
+                    json!({"redirect_uris": ["javascript:alert(1)"]}),
+                    "invalid_redirect_uri",
+                ),
                 (
                     json!({"redirect_uris": ["https://a.example/cb"], "token_endpoint_auth_method": "client_secret_basic"}),
                     "invalid_client_metadata",
@@ -375,7 +400,10 @@ mod every_revision {
                 assert_eq!(client(metadata.clone()).unwrap_err().0, error, "{metadata}");
             }
             let refreshless = client(json!({"redirect_uris": ["https://a.example/cb"], "grant_types": ["authorization_code", "urn:ietf:params:oauth:grant-type:jwt-bearer"]})).unwrap();
-            assert!(!refreshless.refreshes, "an unknown grant type is ignored, not refused");
+            assert!(
+                !refreshless.refreshes,
+                "an unknown grant type is ignored, not refused"
+            );
         }
     }
 }

@@ -138,13 +138,20 @@ impl Consents {
 
     /// The request `request` of the form, if its browser's `cookie` and `csrf` are the
     /// request's.
-    pub fn find(&self, request: &str, cookie: Option<&str>, csrf: &str) -> Result<Waiting, Refused> {
+    pub fn find(
+        &self,
+        request: &str,
+        cookie: Option<&str>,
+        csrf: &str,
+    ) -> Result<Waiting, Refused> {
         let all = lock(&self.waiting);
         let waiting = all
             .iter()
             .find(|w| w.request == request && w.opened.elapsed() < PATIENCE)
             .ok_or(Refused::Gone)?;
-        let same = |a: &str, b: &str| -> bool { subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into() };
+        let same = |a: &str, b: &str| -> bool {
+            subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
+        };
         match cookie.is_some_and(|c| same(c, &waiting.cookie)) && same(csrf, &waiting.csrf) {
             true => Ok(waiting.clone()),
             false => Err(Refused::Forged),

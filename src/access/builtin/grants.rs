@@ -42,6 +42,9 @@ struct Code {
     until: Instant,
 }
 
+/// A code exchanged: until when it is remembered, and the refresh family its exchange started.
+type Spent = (Instant, Option<String>);
+
 /// Codes and tokens.
 #[derive(Debug)]
 pub struct Grants {
@@ -52,9 +55,8 @@ pub struct Grants {
     refresh_lifetime: Duration,
     /// By the SHA-256 of the code.
     codes: Mutex<HashMap<[u8; 32], Code>>,
-    /// Codes exchanged, by digest: until when they are remembered, and the family the exchange
-    /// started.
-    spent: Mutex<HashMap<[u8; 32], (Instant, Option<String>)>>,
+    /// Codes exchanged, by digest.
+    spent: Mutex<HashMap<[u8; 32], Spent>>,
 }
 
 impl Grants {
@@ -88,8 +90,14 @@ impl Grants {
 
     /// `grant_type=authorization_code`: the code's tokens, if `form` matches what it is
     /// bound to and `client_id` is its client.
-    pub fn exchange(&self, client_id: &str, form: &HashMap<String, String>) -> Result<Value, GrantError> {
-        let presented = form.get("code").ok_or_else(|| GrantError("invalid_request", "code is required".into()))?;
+    pub fn exchange(
+        &self,
+        client_id: &str,
+        form: &HashMap<String, String>,
+    ) -> Result<Value, GrantError> {
+        let presented = form
+            .get("code")
+            .ok_or_else(|| GrantError("invalid_request", "code is required".into()))?;
         let key = digest(presented);
         let code = lock(&self.codes).remove(&key);
         let Some(code) = code.filter(|c| c.until > Instant::now()) else {
@@ -99,7 +107,9 @@ impl Grants {
                 if let Some(family) = family {
                     self.revoke_family(&family);
                 }
-                return Err(invalid_grant("the code was already used: what it issued is revoked"));
+                return Err(invalid_grant(
+                    "the code was already used: what it issued is revoked",
+                ));
             }
             return Err(invalid_grant("the code is unknown or expired"));
         };
@@ -108,18 +118,32 @@ impl Grants {
             return Err(invalid_grant("the code was issued to another client"));
         }
         if form.get("redirect_uri") != Some(&asked.redirect_uri) {
-            return Err(invalid_grant("redirect_uri is not the one the code was sent to"));
+            return Err(invalid_grant(
+                "redirect_uri is not the one the code was sent to",
+            ));
         }
         let verifier = form.get("code_verifier").map_or("", String::as_str);
         let well_formed = (43..=128).contains(&verifier.len())
-            && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+            && verifier
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
         if !well_formed || URL_SAFE_NO_PAD.encode(Sha256::digest(verifier)) != asked.challenge {
-            return Err(invalid_grant("code_verifier does not match the code's challenge"));
+            return Err(invalid_grant(
+                "code_verifier does not match the code's challenge",
+            ));
         }
         if form.get("resource").is_some_and(|r| *r != asked.resource) {
-            return Err(GrantError("invalid_target", "resource is not the door the code was granted for".into()));
+            return Err(GrantError(
+                "invalid_target",
+                "resource is not the door the code was granted for".into(),
+            ));
         }
-        let (answer, family) = self.tokens(&asked.client.id, &asked.scopes, &asked.resource, asked.client.refreshes)?;
+        let (answer, family) = self.tokens(
+            &asked.client.id,
+            &asked.scopes,
+            &asked.resource,
+            asked.client.refreshes,
+        )?;
         let mut spent = lock(&self.spent);
         spent.retain(|_, (until, _)| *until > Instant::now());
         spent.insert(key, (Instant::now() + CODE_LIFETIME * 10, family));
@@ -127,7 +151,11 @@ impl Grants {
     }
 
     /// `grant_type=refresh_token`: new tokens, the refresh token rotated.
-    pub fn refresh(&self, client_id: &str, form: &HashMap<String, String>) -> Result<Value, GrantError> {
+    pub fn refresh(
+        &self,
+        client_id: &str,
+        form: &HashMap<String, String>,
+    ) -> Result<Value, GrantError> {
         let presented = form.get("refresh_token").map_or("", String::as_str);
         let (family_id, _) = presented
             .strip_prefix(REFRESH_PREFIX)
@@ -165,14 +193,20 @@ impl Grants {
             Some(asked) => {
                 let asked: Vec<String> = asked.split_whitespace().map(str::to_owned).collect();
                 if asked.iter().any(|s| !rotated.scopes.contains(s)) {
-                    return Err(GrantError("invalid_scope", "a refresh may only narrow the scopes".into()));
+                    return Err(GrantError(
+                        "invalid_scope",
+                        "a refresh may only narrow the scopes".into(),
+                    ));
                 }
                 asked
             }
             None => rotated.scopes.clone(),
         };
         if form.get("resource").is_some_and(|r| *r != rotated.resource) {
-            return Err(GrantError("invalid_target", "resource is not the login's door".into()));
+            return Err(GrantError(
+                "invalid_target",
+                "resource is not the login's door".into(),
+            ));
         }
         let mut answer = self.access(client_id, &scopes, &rotated.resource);
         answer["refresh_token"] = json!(new_token);
@@ -182,7 +216,10 @@ impl Grants {
     /// RFC 7009: a refresh token revoked revokes its family. An access token lives out its
     /// short life (it is verified without asking this server); an unknown token is no error.
     pub fn revoke(&self, client_id: &str, token: &str) {
-        let Some((family_id, _)) = token.strip_prefix(REFRESH_PREFIX).and_then(|r| r.split_once('.')) else {
+        let Some((family_id, _)) = token
+            .strip_prefix(REFRESH_PREFIX)
+            .and_then(|r| r.split_once('.'))
+        else {
             return;
         };
         let hash = hex::encode(digest(token));
@@ -218,7 +255,10 @@ impl Grants {
         }
         let fail = |e: String| GrantError("server_error", e);
         let family_id = random_token().map_err(fail)?[..22].to_owned();
-        let token = format!("{REFRESH_PREFIX}{family_id}.{}", random_token().map_err(fail)?);
+        let token = format!(
+            "{REFRESH_PREFIX}{family_id}.{}",
+            random_token().map_err(fail)?
+        );
         let family = Family {
             client_id: client_id.to_owned(),
             scopes: scopes.to_vec(),
@@ -228,7 +268,8 @@ impl Grants {
             expires: unix_now() + self.refresh_lifetime.as_secs(),
             revoked: false,
         };
-        self.store.change(|saved| saved.families.insert(family_id.clone(), family));
+        self.store
+            .change(|saved| saved.families.insert(family_id.clone(), family));
         answer["refresh_token"] = json!(token);
         Ok((answer, Some(family_id)))
     }

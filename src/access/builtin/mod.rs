@@ -165,15 +165,25 @@ impl AuthServer {
             (endpoint, &Method::OPTIONS) if endpoint.open_to_scripts() => {
                 let mut answer = text(StatusCode::NO_CONTENT, "");
                 let headers = answer.headers_mut();
-                headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, OPTIONS"));
-                headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("authorization, content-type, mcp-protocol-version"));
-                headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+                headers.insert(
+                    header::ACCESS_CONTROL_ALLOW_METHODS,
+                    HeaderValue::from_static("GET, POST, OPTIONS"),
+                );
+                headers.insert(
+                    header::ACCESS_CONTROL_ALLOW_HEADERS,
+                    HeaderValue::from_static("authorization, content-type, mcp-protocol-version"),
+                );
+                headers.insert(
+                    header::ACCESS_CONTROL_MAX_AGE,
+                    HeaderValue::from_static("600"),
+                );
                 answer
             }
             (Endpoint::Metadata, &Method::GET) => json_answer(StatusCode::OK, &self.metadata()),
             (Endpoint::Keys, &Method::GET) => json_answer(StatusCode::OK, self.signer.set()),
             (Endpoint::Authorize, &Method::GET) => {
-                self.authorize(&form(request.query.unwrap_or("").as_bytes()), door_exists).await
+                self.authorize(&form(request.query.unwrap_or("").as_bytes()), door_exists)
+                    .await
             }
             (Endpoint::Authorize, &Method::POST) => self.decide(&request),
             (Endpoint::Token, &Method::POST) => self.token(&request).await,
@@ -182,14 +192,23 @@ impl AuthServer {
             }
             (Endpoint::Register, &Method::POST) => oauth_error(
                 StatusCode::FORBIDDEN,
-                GrantError("access_denied", "registration is turned off (auth.builtin.registration)".into()),
+                GrantError(
+                    "access_denied",
+                    "registration is turned off (auth.builtin.registration)".into(),
+                ),
             ),
             (Endpoint::Revoke, &Method::POST) => self.revoke(&request).await,
-            _ => text(StatusCode::METHOD_NOT_ALLOWED, "this endpoint does not take that method\n"),
+            _ => text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this endpoint does not take that method\n",
+            ),
         };
         if endpoint.open_to_scripts() {
             let headers = answer.headers_mut();
-            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
         }
         answer
     }
@@ -236,12 +255,18 @@ impl AuthServer {
             Ok(client) => client,
             Err(why) => {
                 tracing::info!("refused an authorization request: {why}");
-                return error_page(StatusCode::BAD_REQUEST, &format!("This client is not one mcpx can serve: {why}."));
+                return error_page(
+                    StatusCode::BAD_REQUEST,
+                    &format!("This client is not one mcpx can serve: {why}."),
+                );
             }
         };
         let Some(redirect_uri) = client.redirect(asked.get("redirect_uri").map(String::as_str))
         else {
-            return error_page(StatusCode::BAD_REQUEST, "The redirect_uri is not one the client registered.");
+            return error_page(
+                StatusCode::BAD_REQUEST,
+                "The redirect_uri is not one the client registered.",
+            );
         };
         let state = asked.get("state").cloned();
         let back = |error: &str, description: &str| {
@@ -249,16 +274,29 @@ impl AuthServer {
             self.back_to(&redirect_uri, &params, state.as_deref(), StatusCode::FOUND)
         };
         if asked.get("response_type").map(String::as_str) != Some("code") {
-            return back("unsupported_response_type", "only response_type=code is supported");
+            return back(
+                "unsupported_response_type",
+                "only response_type=code is supported",
+            );
         }
-        let challenge = asked.get("code_challenge").filter(|c| (43..=128).contains(&c.len()));
-        let (Some(challenge), Some("S256")) = (challenge, asked.get("code_challenge_method").map(String::as_str)) else {
-            return back("invalid_request", "PKCE with code_challenge_method=S256 is required");
+        let challenge = asked
+            .get("code_challenge")
+            .filter(|c| (43..=128).contains(&c.len()));
+        let (Some(challenge), Some("S256")) = (
+            challenge,
+            asked.get("code_challenge_method").map(String::as_str),
+        ) else {
+            return back(
+                "invalid_request",
+                "PKCE with code_challenge_method=S256 is required",
+            );
         };
         let resource = match asked.get("resource") {
             None => format!("{}/mcp", self.issuer),
             Some(resource) => {
-                let door = resource.strip_prefix(&self.issuer).filter(|door| door_exists(door));
+                let door = resource
+                    .strip_prefix(&self.issuer)
+                    .filter(|door| door_exists(door));
                 match door {
                     Some(_) => resource.clone(),
                     None => return back("invalid_target", "resource is not a door of this mcpx"),
@@ -270,7 +308,10 @@ impl AuthServer {
             Some(scope) => scope.split_whitespace().map(str::to_owned).collect(),
         };
         if let Some(unknown) = scopes.iter().find(|s| !self.grantable.contains(s)) {
-            return back("invalid_scope", &format!("the scope {unknown:?} is not one this server grants"));
+            return back(
+                "invalid_scope",
+                &format!("the scope {unknown:?} is not one this server grants"),
+            );
         }
         let asked = Asked {
             client,
@@ -294,31 +335,66 @@ impl AuthServer {
 
     /// `POST /oauth/authorize`: the owner's answer on the consent page.
     fn decide(&self, request: &Request<'_>) -> Response<String> {
-        let origin = request.headers.get(header::ORIGIN).map(HeaderValue::as_bytes);
+        let origin = request
+            .headers
+            .get(header::ORIGIN)
+            .map(HeaderValue::as_bytes);
         if origin.is_some_and(|o| o != self.issuer.as_bytes()) {
-            return error_page(StatusCode::FORBIDDEN, "The consent form was sent from another site.");
+            return error_page(
+                StatusCode::FORBIDDEN,
+                "The consent form was sent from another site.",
+            );
         }
         let posted = form(request.body);
         let field = |name: &str| posted.get(name).map_or("", String::as_str);
         let cookie = cookie(request.headers, COOKIE);
-        let waiting = match self.consents.find(field("request"), cookie.as_deref(), field("csrf")) {
+        let waiting = match self
+            .consents
+            .find(field("request"), cookie.as_deref(), field("csrf"))
+        {
             Ok(waiting) => waiting,
-            Err(Refused::Forged) => return error_page(StatusCode::FORBIDDEN, "This consent form does not belong to this browser."),
-            Err(_) => return error_page(StatusCode::BAD_REQUEST, "This request is no longer waiting: start again from the app."),
+            Err(Refused::Forged) => {
+                return error_page(
+                    StatusCode::FORBIDDEN,
+                    "This consent form does not belong to this browser.",
+                )
+            }
+            Err(_) => {
+                return error_page(
+                    StatusCode::BAD_REQUEST,
+                    "This request is no longer waiting: start again from the app.",
+                )
+            }
         };
         let state = waiting.asked.state.as_deref();
         if field("decision") != "allow" {
             self.consents.close(&waiting.request);
             tracing::info!("the owner denied {}", waiting.asked.client.name);
-            let params = [("error", "access_denied"), ("error_description", "the owner denied the request")];
-            return self.back_to(&waiting.asked.redirect_uri, &params, state, StatusCode::SEE_OTHER);
+            let params = [
+                ("error", "access_denied"),
+                ("error_description", "the owner denied the request"),
+            ];
+            return self.back_to(
+                &waiting.asked.redirect_uri,
+                &params,
+                state,
+                StatusCode::SEE_OTHER,
+            );
         }
         let secret = posted.get("secret").map(String::as_str);
-        match self.consents.approved(&waiting, secret, self.owner_secret.as_deref()) {
+        match self
+            .consents
+            .approved(&waiting, secret, self.owner_secret.as_deref())
+        {
             Ok(()) => {}
             Err(Refused::Locked(left)) => {
                 let notice = format!("Too many wrong secrets: the secret is refused for {} s more. Approving on the host still works.", left.as_secs().max(1));
-                return self.consent_page(StatusCode::TOO_MANY_REQUESTS, &waiting, Some(&notice), false);
+                return self.consent_page(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &waiting,
+                    Some(&notice),
+                    false,
+                );
             }
             Err(_) => {
                 let notice = match secret.is_some_and(|s| !s.is_empty()) {
@@ -331,18 +407,36 @@ impl AuthServer {
         self.consents.close(&waiting.request);
         let asked = waiting.asked;
         let (redirect_uri, client_id) = (asked.redirect_uri.clone(), asked.client.id.clone());
-        tracing::info!("the owner allowed {} ({client_id}) to reach {}", asked.client.name, asked.resource);
+        tracing::info!(
+            "the owner allowed {} ({client_id}) to reach {}",
+            asked.client.name,
+            asked.resource
+        );
         self.clients.consented(&client_id);
         let state = asked.state.clone();
         match self.grants.code(asked) {
-            Ok(code) => self.back_to(&redirect_uri, &[("code", &code)], state.as_deref(), StatusCode::SEE_OTHER),
+            Ok(code) => self.back_to(
+                &redirect_uri,
+                &[("code", &code)],
+                state.as_deref(),
+                StatusCode::SEE_OTHER,
+            ),
             Err(e) => error_page(StatusCode::INTERNAL_SERVER_ERROR, &e),
         }
     }
 
     /// The consent page, with its security headers (and its cookie when `fresh`).
-    fn consent_page(&self, status: StatusCode, waiting: &Waiting, notice: Option<&str>, fresh: bool) -> Response<String> {
-        let mut answer = html(status, consent::page(waiting, self.owner_secret.is_some(), notice));
+    fn consent_page(
+        &self,
+        status: StatusCode,
+        waiting: &Waiting,
+        notice: Option<&str>,
+        fresh: bool,
+    ) -> Response<String> {
+        let mut answer = html(
+            status,
+            consent::page(waiting, self.owner_secret.is_some(), notice),
+        );
         let headers = answer.headers_mut();
         let redirect = redirect_source(&waiting.asked.redirect_uri);
         let policy = format!("default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {redirect}; frame-ancestors 'none'; base-uri 'none'");
@@ -350,7 +444,10 @@ impl AuthServer {
             headers.insert(header::CONTENT_SECURITY_POLICY, policy);
         }
         if fresh {
-            let cookie = format!("{COOKIE}={}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=600", waiting.cookie);
+            let cookie = format!(
+                "{COOKIE}={}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=600",
+                waiting.cookie
+            );
             if let Ok(cookie) = HeaderValue::try_from(cookie) {
                 headers.insert(header::SET_COOKIE, cookie);
             }
@@ -359,7 +456,13 @@ impl AuthServer {
     }
 
     /// The redirect to the client with `params`, its `state` and the issuer (RFC 9207).
-    fn back_to(&self, redirect_uri: &str, params: &[(&str, &str)], state: Option<&str>, status: StatusCode) -> Response<String> {
+    fn back_to(
+        &self,
+        redirect_uri: &str,
+        params: &[(&str, &str)],
+        state: Option<&str>,
+        status: StatusCode,
+    ) -> Response<String> {
         let Ok(mut url) = url::Url::parse(redirect_uri) else {
             return error_page(StatusCode::BAD_REQUEST, "The redirect_uri is not a URL.");
         };
@@ -390,13 +493,21 @@ impl AuthServer {
         let granted = match posted.get("grant_type").map(String::as_str) {
             Some("authorization_code") => self.grants.exchange(&client.id, &posted),
             Some("refresh_token") => self.grants.refresh(&client.id, &posted),
-            Some(other) => Err(GrantError("unsupported_grant_type", format!("{other:?} is not a grant this server takes"))),
-            None => Err(GrantError("invalid_request", "grant_type is required".into())),
+            Some(other) => Err(GrantError(
+                "unsupported_grant_type",
+                format!("{other:?} is not a grant this server takes"),
+            )),
+            None => Err(GrantError(
+                "invalid_request",
+                "grant_type is required".into(),
+            )),
         };
         match granted {
             Ok(tokens) => {
                 let mut answer = json_answer(StatusCode::OK, &tokens);
-                answer.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+                answer
+                    .headers_mut()
+                    .insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
                 answer
             }
             Err(error) => {
@@ -420,18 +531,28 @@ impl AuthServer {
     }
 
     /// The client a token or revocation request comes from, authenticated as it registered.
-    async fn authenticated(&self, headers: &HeaderMap, posted: &HashMap<String, String>) -> Result<Client, GrantError> {
+    async fn authenticated(
+        &self,
+        headers: &HeaderMap,
+        posted: &HashMap<String, String>,
+    ) -> Result<Client, GrantError> {
         let invalid = |why: String| GrantError("invalid_client", why);
         if headers.contains_key(header::AUTHORIZATION) || posted.contains_key("client_secret") {
-            return Err(invalid("this server issues no client secrets: authenticate with none or private_key_jwt".into()));
+            return Err(invalid(
+                "this server issues no client secrets: authenticate with none or private_key_jwt"
+                    .into(),
+            ));
         }
         let assertion = posted.get("client_assertion");
         let id = match (assertion, posted.get("client_id")) {
             (Some(assertion), named) => {
                 if posted.get("client_assertion_type").map(String::as_str) != Some(JWT_BEARER) {
-                    return Err(invalid(format!("client_assertion_type must be {JWT_BEARER}")));
+                    return Err(invalid(format!(
+                        "client_assertion_type must be {JWT_BEARER}"
+                    )));
                 }
-                let claimed = claimed_client(assertion).ok_or_else(|| invalid("the client assertion names no client".into()))?;
+                let claimed = claimed_client(assertion)
+                    .ok_or_else(|| invalid("the client assertion names no client".into()))?;
                 if named.is_some_and(|named| *named != claimed) {
                     return Err(invalid("client_id is not the assertion's".into()));
                 }
@@ -443,13 +564,23 @@ impl AuthServer {
         let client = self.clients.find(&id).await.map_err(invalid)?;
         match (&client.authentication, assertion) {
             (clients::Authentication::None, None) => Ok(client),
-            (clients::Authentication::None, Some(_)) => Err(invalid("this client is public: it sends no assertion".into())),
-            (clients::Authentication::PrivateKeyJwt { .. }, None) => {
-                Err(invalid("this client authenticates with private_key_jwt: send client_assertion".into()))
-            }
+            (clients::Authentication::None, Some(_)) => Err(invalid(
+                "this client is public: it sends no assertion".into(),
+            )),
+            (clients::Authentication::PrivateKeyJwt { .. }, None) => Err(invalid(
+                "this client authenticates with private_key_jwt: send client_assertion".into(),
+            )),
             (clients::Authentication::PrivateKeyJwt { .. }, Some(assertion)) => {
-                let audiences = [format!("{}/oauth/token", self.issuer), format!("{}/token", self.issuer), self.issuer.clone()];
-                (self.assertions.check(&self.clients, &client, assertion, &audiences).await).map_err(invalid)?;
+                let audiences = [
+                    format!("{}/oauth/token", self.issuer),
+                    format!("{}/token", self.issuer),
+                    self.issuer.clone(),
+                ];
+                (self
+                    .assertions
+                    .check(&self.clients, &client, assertion, &audiences)
+                    .await)
+                    .map_err(invalid)?;
                 Ok(client)
             }
         }
@@ -459,7 +590,15 @@ impl AuthServer {
     fn register(&self, body: &[u8]) -> Response<String> {
         let metadata: Value = match serde_json::from_slice(body) {
             Ok(metadata) => metadata,
-            Err(e) => return oauth_error(StatusCode::BAD_REQUEST, GrantError("invalid_client_metadata", format!("the body is not JSON: {e}"))),
+            Err(e) => {
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    GrantError(
+                        "invalid_client_metadata",
+                        format!("the body is not JSON: {e}"),
+                    ),
+                )
+            }
         };
         match self.clients.register(metadata) {
             Ok(registered) => {
@@ -479,9 +618,8 @@ pub fn unix_now() -> u64 {
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
-    url::Url::parse(origin).is_ok_and(|u| {
-        matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
-    })
+    url::Url::parse(origin)
+        .is_ok_and(|u| matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")))
 }
 
 /// The CSP source a form may go on to: the redirect URI's origin, or its scheme.
@@ -514,14 +652,22 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 fn text(status: StatusCode, body: &str) -> Response<String> {
     let mut answer = Response::new(body.to_owned());
     *answer.status_mut() = status;
-    answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    answer.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    answer.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    answer
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     answer
 }
 
 fn json_answer(status: StatusCode, value: &Value) -> Response<String> {
     let mut answer = text(status, &value.to_string());
-    answer.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    answer.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     answer
 }
 
@@ -529,10 +675,19 @@ fn html(status: StatusCode, page: String) -> Response<String> {
     let mut answer = text(status, "");
     *answer.body_mut() = page;
     let headers = answer.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     answer
 }
 
@@ -543,10 +698,15 @@ fn error_page(status: StatusCode, why: &str) -> Response<String> {
     );
     let mut answer = html(status, page);
     let policy = HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'");
-    answer.headers_mut().insert(header::CONTENT_SECURITY_POLICY, policy);
+    answer
+        .headers_mut()
+        .insert(header::CONTENT_SECURITY_POLICY, policy);
     answer
 }
 
 fn oauth_error(status: StatusCode, GrantError(error, description): GrantError) -> Response<String> {
-    json_answer(status, &json!({"error": error, "error_description": description}))
+    json_answer(
+        status,
+        &json!({"error": error, "error_description": description}),
+    )
 }

@@ -364,9 +364,16 @@ impl FrontDoor {
 
     /// A request to the built-in authorization server, its body read whole (a form or a
     /// registration: small).
-    async fn authorization(&self, server: &AuthServer, request: Request<Incoming>) -> Response<Body> {
+    async fn authorization(
+        &self,
+        server: &AuthServer,
+        request: Request<Incoming>,
+    ) -> Response<Body> {
         let (parts, body) = request.into_parts();
-        let bytes = match self.read_body(&parts.headers, body, builtin::MAX_BODY).await {
+        let bytes = match self
+            .read_body(&parts.headers, body, builtin::MAX_BODY)
+            .await
+        {
             Ok(bytes) => bytes,
             Err(refusal) => return *refusal,
         };
