@@ -663,6 +663,46 @@ mod every_revision {
             assert_eq!(query["state"], "st-1");
         }
 
+        /// Under tmux: the console lists the client waiting, and `a`, `y` approve it; its page
+        /// then continues without a secret.
+        #[test]
+        fn the_console_approves_a_client_waiting_for_consent() {
+            use crate::common::console::{screen_shows, tmux};
+            let b = Builtin::start("");
+            let client = b.register("Tablet", LOOPBACK, &["authorization_code"]);
+            let (_, pkce_challenge) = pkce();
+            let page = Page::of(&b.authorize(&client, LOOPBACK, &pkce_challenge, &[]));
+            let config = std::fs::read_to_string(b.d.config_path()).unwrap();
+            let socket = mcpx::config::Config::parse(&config).unwrap().admin.socket;
+            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
+            let name = format!("mcpx-tui-consent-{}", std::process::id());
+            tmux(&["kill-session", "-t", &name]);
+            let command = format!("{} --socket {}", tui.display(), socket.display());
+            tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "140",
+                "-y",
+                "24",
+                &command,
+            ]);
+            screen_shows(&name, "6 Consents (1)");
+            tmux(&["send-keys", "-t", &name, "6"]);
+            let screen = screen_shows(&name, "Tablet");
+            assert!(screen.contains(&page.code), "{screen}");
+            assert!(screen.contains("self-registered"), "{screen}");
+            tmux(&["send-keys", "-t", &name, "a"]);
+            screen_shows(&name, "(y/n)");
+            tmux(&["send-keys", "-t", &name, "y"]);
+            screen_shows(&name, "approved Tablet");
+            tmux(&["kill-session", "-t", &name]);
+            let back = b.decide(&page, "allow", None);
+            assert_eq!(back.status, 303, "{}", String::from_utf8_lossy(&back.body));
+        }
+
         #[test]
         fn authorization_requests_the_server_cannot_serve_are_refused_without_a_code() {
             let b = Builtin::start("");

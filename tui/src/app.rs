@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-/// The five views.
+/// The six views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
     Upstreams,
@@ -20,14 +20,17 @@ enum View {
     Streams,
     Requests,
     Tasks,
+    /// Clients waiting on the built-in authorization server's consent page.
+    Consents,
 }
 
-const VIEWS: [View; 5] = [
+const VIEWS: [View; 6] = [
     View::Upstreams,
     View::Sessions,
     View::Streams,
     View::Requests,
     View::Tasks,
+    View::Consents,
 ];
 
 impl View {
@@ -38,6 +41,7 @@ impl View {
             View::Streams => "3 Streams",
             View::Requests => "4 Requests",
             View::Tasks => "5 Tasks",
+            View::Consents => "6 Consents",
         }
     }
 }
@@ -212,7 +216,7 @@ impl App {
             }
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.switch(1),
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => self.switch(VIEWS.len() - 1),
-            KeyCode::Char(c @ '1'..='5') => self.set_view(VIEWS[c as usize - '1' as usize]),
+            KeyCode::Char(c @ '1'..='6') => self.set_view(VIEWS[c as usize - '1' as usize]),
             KeyCode::Enter => self.detail = !self.detail,
             KeyCode::Esc => {
                 self.detail = false;
@@ -226,6 +230,7 @@ impl App {
             KeyCode::Char('c') => self.ask_about(View::Requests),
             KeyCode::Char('d') => self.ask_about(View::Sessions),
             KeyCode::Char('r') => self.ask_about(View::Upstreams),
+            KeyCode::Char('a') => self.ask_about(View::Consents),
             KeyCode::Char('L') => self.ask_login(),
             _ => {}
         }
@@ -304,6 +309,14 @@ impl App {
                 let id = row.name.clone().unwrap_or_default();
                 let short = mcpx::view::short_task_id(&id);
                 (format!("cancel task {short}"), Command::CancelTask { id })
+            }
+            View::Consents => {
+                let code = row.name.clone().unwrap_or_default();
+                let client = row.cells.get(1).cloned().unwrap_or_default();
+                (
+                    format!("approve {client} (code {code})"),
+                    Command::ApproveConsent { code },
+                )
             }
             View::Sessions => match row.name.clone() {
                 Some(id) => (format!("end session {id}"), Command::EndSession { id }),

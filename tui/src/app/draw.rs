@@ -120,6 +120,31 @@ impl App {
                     detail: serde_json::to_string_pretty(t).unwrap_or_default(),
                 })
                 .collect(),
+            View::Consents => snapshot
+                .consents
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ViewRow {
+                    key: i as u64,
+                    name: Some(c.code.clone()),
+                    cells: vec![
+                        c.code.clone(),
+                        c.client.clone(),
+                        match c.verified {
+                            true => "document".into(),
+                            false => "self-registered".into(),
+                        },
+                        c.redirect_host.clone(),
+                        c.door.clone(),
+                        match c.approved {
+                            true => "approved".into(),
+                            false => "waiting".into(),
+                        },
+                        seconds(c.age_ms),
+                    ],
+                    detail: serde_json::to_string_pretty(c).unwrap_or_default(),
+                })
+                .collect(),
         };
         match &self.filter {
             Some(filter) if !filter.is_empty() => rows
@@ -151,13 +176,14 @@ impl App {
         };
         frame.render_widget(Line::from(top_line).bold(), top);
         let selected = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
-        let counts = self.snapshot.as_ref().map_or([0; 5], |s| {
+        let counts = self.snapshot.as_ref().map_or([0; 6], |s| {
             [
                 s.upstreams.len(),
                 s.sessions.len(),
                 s.streams.len(),
                 s.requests.len(),
                 s.tasks.len(),
+                s.consents.len(),
             ]
         });
         let titles: Vec<String> = VIEWS
@@ -232,6 +258,20 @@ impl App {
                     Constraint::Length(8),
                 ],
             ),
+            View::Consents => (
+                vec![
+                    "CODE", "CLIENT", "NAMED BY", "SENDS TO", "DOOR", "STATE", "WAITED",
+                ],
+                vec![
+                    Constraint::Length(10),
+                    Constraint::Min(14),
+                    Constraint::Length(16),
+                    Constraint::Length(18),
+                    Constraint::Min(16),
+                    Constraint::Length(9),
+                    Constraint::Length(8),
+                ],
+            ),
             View::Tasks => (
                 vec!["TASK", "TOOL", "CLIENT", "STATE", "AGE", "RUN BY"],
                 vec![
@@ -286,7 +326,7 @@ impl App {
             );
         }
         if self.help {
-            let area = centered(frame.area(), 60, 14);
+            let area = centered(frame.area(), 60, 15);
             frame.render_widget(Clear, area);
             frame.render_widget(
                 Paragraph::new(HELP).block(Block::bordered().title(" keys ")),
@@ -296,7 +336,7 @@ impl App {
     }
 }
 
-const HELP: &str = "1-5, Tab, h/l  switch view\n\
+const HELP: &str = "1-6, Tab, h/l  switch view\n\
 j/k, arrows    move\n\
 Enter          detail pane\n\
 /              filter (Enter keeps, Esc clears)\n\
@@ -305,6 +345,7 @@ p              pick another running mcpx\n\
 d              end the selected HTTP session\n\
 r              restart the selected upstream\n\
 L              log in to the selected upstream\n\
+a              approve the selected client's consent\n\
 q              quit\n\
 (any key closes this help)";
 
