@@ -186,6 +186,11 @@ struct AuthFailureLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AuthorizationLabel {
+    event: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PassedOnLabel {
     kind: PassedOn,
     outcome: &'static str,
@@ -272,6 +277,7 @@ struct Metrics {
     sent: [Counter; 2],
     passed_on: Family<PassedOnLabel, Counter>,
     auth_failures: Family<AuthFailureLabel, Counter>,
+    authorizations: Family<AuthorizationLabel, Counter>,
 }
 
 /// Operation latencies: half a millisecond (a built-in tool) to five minutes (an upstream's
@@ -336,6 +342,7 @@ impl Metrics {
             sent,
             passed_on: Family::default(),
             auth_failures: Family::default(),
+            authorizations: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -389,6 +396,11 @@ impl Metrics {
             "mcpx_auth_failures",
             "Requests the HTTP door refused for their credentials, by reason (missing, expired, audience, scope, policy, ...)",
             metrics.auth_failures.clone(),
+        );
+        registry.register(
+            "mcpx_authorizations",
+            "What the built-in authorization server did, by event (registered, consented, denied, secret_refused, locked, token, refreshed, refused, code_reused, refresh_reused)",
+            metrics.authorizations.clone(),
         );
         Metrics {
             registry,
@@ -449,6 +461,15 @@ pub fn session_ended(transport: &str, lasted: Duration) {
 pub fn refused(reason: Refusal) {
     if let Some(m) = METRICS.get() {
         m.refused.get_or_create(&RefusalLabel { reason }).inc();
+    }
+}
+
+/// Counts one event of the built-in authorization server.
+pub fn authorization(event: &'static str) {
+    if let Some(m) = METRICS.get() {
+        m.authorizations
+            .get_or_create(&AuthorizationLabel { event })
+            .inc();
     }
 }
 

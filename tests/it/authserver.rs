@@ -862,6 +862,18 @@ mod every_revision {
             assert_eq!(replayed.json()["error"], "invalid_grant");
             let after = b.refresh(&client, &second);
             assert_eq!(after.status, 400, "reuse revoked the login");
+            let counted = |event: &str| {
+                let fresh = b.log_in(&client, LOOPBACK, &format!("{}/mcp", b.public));
+                let bearer = format!(
+                    "Authorization: Bearer {}\r\n",
+                    fresh["access_token"].as_str().unwrap()
+                );
+                let text =
+                    String::from_utf8(b.d.bodiless("GET", "/metrics", &bearer).body).unwrap();
+                metric_sample(&text, "mcpx_authorizations_total", &[("event", event)])
+            };
+            assert_eq!(counted("refresh_reused"), 1.0);
+            assert_eq!(counted("refreshed"), 1.0);
             // Revocation (RFC 7009) ends a fresh login.
             let again = b.log_in(&client, LOOPBACK, &format!("{}/mcp", b.public));
             let token = again["refresh_token"].as_str().unwrap();

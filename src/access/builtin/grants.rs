@@ -104,6 +104,7 @@ impl Grants {
             let spent = lock(&self.spent).get(&key).cloned();
             if let Some((_, family)) = spent {
                 tracing::warn!("an authorization code was presented again: its tokens are revoked");
+                crate::metrics::authorization("code_reused");
                 if let Some(family) = family {
                     self.revoke_family(&family);
                 }
@@ -177,6 +178,7 @@ impl Grants {
             if family.current != hash {
                 if family.replaced.contains(&hash) {
                     family.revoked = true;
+                    crate::metrics::authorization("refresh_reused");
                     tracing::warn!("a replaced refresh token of {client_id} was used again: the login is revoked");
                     return Err(invalid_grant("the refresh token was already used: the login is revoked"));
                 }

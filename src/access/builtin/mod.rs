@@ -20,6 +20,7 @@ use super::external::Verifier;
 use super::issuer::Issuer;
 use crate::cluster::ClusterKeys;
 use crate::config::Settings;
+use crate::metrics;
 use assertion::{claimed_client, Seen, JWT_BEARER};
 use clients::{Client, Clients};
 use consent::{Asked, Consents, Refused, Waiting, COOKIE};
@@ -370,6 +371,7 @@ impl AuthServer {
         if field("decision") != "allow" {
             self.consents.close(&waiting.request);
             tracing::info!("the owner denied {}", waiting.asked.client.name);
+            metrics::authorization("denied");
             let params = [
                 ("error", "access_denied"),
                 ("error_description", "the owner denied the request"),
@@ -388,6 +390,7 @@ impl AuthServer {
         {
             Ok(()) => {}
             Err(Refused::Locked(left)) => {
+                metrics::authorization("locked");
                 let notice = format!("Too many wrong secrets: the secret is refused for {} s more. Approving on the host still works.", left.as_secs().max(1));
                 return self.consent_page(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -397,7 +400,11 @@ impl AuthServer {
                 );
             }
             Err(_) => {
-                let notice = match secret.is_some_and(|s| !s.is_empty()) {
+                let wrong = secret.is_some_and(|s| !s.is_empty());
+                if wrong {
+                    metrics::authorization("secret_refused");
+                }
+                let notice = match wrong {
                     true => "That is not the owner secret.",
                     false => "Not approved yet: approve it on the host first.",
                 };
@@ -413,6 +420,7 @@ impl AuthServer {
             asked.resource
         );
         self.clients.consented(&client_id);
+        metrics::authorization("consented");
         let state = asked.state.clone();
         match self.grants.code(asked) {
             Ok(code) => self.back_to(
@@ -488,7 +496,11 @@ impl AuthServer {
         let posted = form(request.body);
         let client = match self.authenticated(request.headers, &posted).await {
             Ok(client) => client,
-            Err(error) => return oauth_error(StatusCode::UNAUTHORIZED, error),
+            Err(error) => {
+                tracing::info!("refused a token request: {}", error.1);
+                metrics::authorization("refused");
+                return oauth_error(StatusCode::UNAUTHORIZED, error);
+            }
         };
         let granted = match posted.get("grant_type").map(String::as_str) {
             Some("authorization_code") => self.grants.exchange(&client.id, &posted),
@@ -504,6 +516,10 @@ impl AuthServer {
         };
         match granted {
             Ok(tokens) => {
+                metrics::authorization(match posted.get("grant_type").map(String::as_str) {
+                    Some("refresh_token") => "refreshed",
+                    _ => "token",
+                });
                 let mut answer = json_answer(StatusCode::OK, &tokens);
                 answer
                     .headers_mut()
@@ -512,6 +528,7 @@ impl AuthServer {
             }
             Err(error) => {
                 tracing::info!("refused a token request of {}: {}", client.id, error.1);
+                metrics::authorization("refused");
                 oauth_error(StatusCode::BAD_REQUEST, error)
             }
         }
@@ -603,6 +620,7 @@ impl AuthServer {
         match self.clients.register(metadata) {
             Ok(registered) => {
                 tracing::info!("a client registered: {}", registered["client_id"]);
+                metrics::authorization("registered");
                 json_answer(StatusCode::CREATED, &registered)
             }
             Err((error, why)) => oauth_error(StatusCode::BAD_REQUEST, GrantError(error, why)),
