@@ -467,7 +467,9 @@ impl FrontDoor {
         }
         if let Some(server) = self.options.gate.authorization_server() {
             if AuthServer::serves(path) {
-                return self.authorization(server, request).await;
+                // Boxed: its state (a client document's fetch among it) stays out of every
+                // other request's future.
+                return Box::pin(self.authorization(server, request)).await;
             }
         }
         let metrics = path == "/metrics" && self.options.metrics;
@@ -561,7 +563,10 @@ impl FrontDoor {
 }
 
 impl FrontDoor {
-    /// A request's body, whole: at most `limit` bytes, within the read timeout.
+    /// A request's body, whole: at most `limit` bytes, within the read timeout. Inlined: it is
+    /// on every call's path (as it was, written out in `post`, before the authorization server
+    /// needed it too).
+    #[inline]
     async fn read_body(
         &self,
         headers: &HeaderMap,
