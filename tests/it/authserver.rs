@@ -672,6 +672,21 @@ mod every_revision {
             let client = b.register("Tablet", LOOPBACK, &["authorization_code"]);
             let (_, pkce_challenge) = pkce();
             let page = Page::of(&b.authorize(&client, LOOPBACK, &pkce_challenge, &[]));
+            // `mcpx status` lists it with the command that approves it.
+            let status = std::process::Command::new(mcpx_bin())
+                .args(["--config", b.d.config_path().to_str().unwrap(), "status"])
+                .output()
+                .unwrap();
+            let status = String::from_utf8_lossy(&status.stdout);
+            assert!(status.contains("waiting for your consent (1)"), "{status}");
+            assert!(
+                status.contains(&format!("mcpx auth approve {}", page.code)),
+                "{status}"
+            );
+            assert!(
+                status.contains("Tablet (self-registered) -> 127.0.0.1"),
+                "{status}"
+            );
             let config = std::fs::read_to_string(b.d.config_path()).unwrap();
             let socket = mcpx::config::Config::parse(&config).unwrap().admin.socket;
             let tui = workspace_bin("mcpx-tui", "mcpx-tui");
