@@ -24,8 +24,9 @@ fn daemon() -> SocketAddr {
         std::thread::spawn(move || {
             smol::block_on(async move {
                 let settings = Settings::from_environment(Config::default());
-                let gate = mcpx::access::Gate::from_settings(&settings).unwrap();
                 let gateway = Gateway::new(&settings, None, None, None);
+                let consents = gateway.live().consents();
+                let gate = mcpx::access::Gate::from_settings(&settings, None, consents).unwrap();
                 gateway.start().await.unwrap();
                 let options = HttpOptions {
                     address,
