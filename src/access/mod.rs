@@ -397,7 +397,7 @@ fn carries_token(query: &str) -> bool {
 }
 
 /// Compared in constant time, so that timing tells nothing of how much of a guess was right.
-fn same_secret(presented: &str, token: &str) -> bool {
+pub(crate) fn same_secret(presented: &str, token: &str) -> bool {
     use subtle::ConstantTimeEq;
     presented.as_bytes().ct_eq(token.as_bytes()).into()
 }

@@ -134,7 +134,7 @@ impl LoginFirst {
         let flow = login::login(name, server, &challenge, previous.as_ref(), |url| {
             let _ = opened.try_send(url.to_owned());
         });
-        let elicitation_id = login::random_token(16);
+        let elicitation_id = login::random_token(16)?;
         let person = async {
             let url = to_open.recv().await.map_err(|e| e.to_string())?;
             let mut params = json!({

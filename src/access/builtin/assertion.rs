@@ -6,6 +6,7 @@
 use super::clients::{Authentication, Client, Clients};
 use crate::access::jose::{self, Alg};
 use crate::sync::lock;
+use crate::upstream::auth::store::now_secs;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -63,7 +64,7 @@ impl Seen {
         if !aud_ok {
             return Err("the assertion's aud does not name the token endpoint".into());
         }
-        let now = super::unix_now();
+        let now = now_secs();
         let number = |name: &str| claims.get(name).and_then(Value::as_u64);
         let exp = number("exp").ok_or("the assertion has no exp")?;
         let from = number("iat").unwrap_or(now);

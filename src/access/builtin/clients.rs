@@ -11,8 +11,8 @@ use crate::config::Builtin;
 use crate::deadline::within;
 use crate::net::client::fetch_public;
 use crate::sync::lock;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
+use crate::upstream::auth::login::random_token;
+use crate::upstream::auth::store::now_secs;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -156,9 +156,12 @@ impl Client {
 
 /// `http://127.0.0.1|localhost|[::1]`, any port.
 fn is_loopback(uri: &str) -> bool {
-    url::Url::parse(uri).is_ok_and(|u| {
-        u.scheme() == "http" && matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
-    })
+    url::Url::parse(uri).is_ok_and(|u| u.scheme() == "http" && on_loopback(&u))
+}
+
+/// Whether `url`'s host is loopback's (`127.0.0.1`, `localhost`, `[::1]`).
+pub fn on_loopback(url: &url::Url) -> bool {
+    matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
 }
 
 fn acceptable_redirect(uri: &str) -> bool {
@@ -226,7 +229,7 @@ impl Clients {
             }
             return Client::from_metadata(id, &document, true).map_err(|(_, why)| why);
         }
-        let now = super::unix_now();
+        let now = now_secs();
         let lifetime = self.registration_lifetime.as_secs();
         let registration = self.store.read(|saved| {
             let registered = saved.clients.get(id)?;
@@ -241,7 +244,7 @@ impl Clients {
 
     /// The owner consented to client `id`: its registration no longer expires.
     pub fn consented(&self, id: &str) {
-        let now = super::unix_now();
+        let now = now_secs();
         self.store
             .change(|saved| saved.consented.insert(id.to_owned(), now));
     }
@@ -254,14 +257,13 @@ impl Clients {
                 "the body is not a JSON object".into(),
             ));
         }
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| ("invalid_client_metadata", e.to_string()))?;
-        let id = format!("mcpx-{}", URL_SAFE_NO_PAD.encode(bytes));
+        let random = random_token(16).map_err(|e| ("invalid_client_metadata", e))?;
+        let id = format!("mcpx-{random}");
         if metadata.get("token_endpoint_auth_method").is_none() {
             metadata["token_endpoint_auth_method"] = json!("none");
         }
         Client::from_metadata(&id, &metadata, false)?;
-        let now = super::unix_now();
+        let now = now_secs();
         let lifetime = self.registration_lifetime.as_secs();
         let quota = self.max_registrations;
         metadata["client_id"] = json!(id);

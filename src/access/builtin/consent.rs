@@ -6,10 +6,10 @@
 //! cookie and a CSRF token, both random per request; it may not be framed.
 
 use super::clients::Client;
+use crate::access::same_secret;
 use crate::sync::lock;
+use crate::upstream::auth::login::random_token;
 use crate::view::ConsentView;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use event_listener::Event;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -102,9 +102,9 @@ impl Consents {
     /// `asked` waits for the owner from now: its form's cookie, token and code are fresh.
     pub fn open(&self, asked: Asked) -> Result<Waiting, String> {
         let waiting = Waiting {
-            request: random_token()?,
-            cookie: random_token()?,
-            csrf: random_token()?,
+            request: random_token(32)?,
+            cookie: random_token(32)?,
+            csrf: random_token(32)?,
             code: approval_code()?,
             asked,
             opened: Instant::now(),
@@ -149,10 +149,8 @@ impl Consents {
             .iter()
             .find(|w| w.request == request && w.opened.elapsed() < PATIENCE)
             .ok_or(Refused::Gone)?;
-        let same = |a: &str, b: &str| -> bool {
-            subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
-        };
-        match cookie.is_some_and(|c| same(c, &waiting.cookie)) && same(csrf, &waiting.csrf) {
+        let bound = cookie.is_some_and(|c| same_secret(c, &waiting.cookie));
+        match bound && same_secret(csrf, &waiting.csrf) {
             true => Ok(waiting.clone()),
             false => Err(Refused::Forged),
         }
@@ -179,7 +177,7 @@ impl Consents {
         if let Some(until) = failures.1.filter(|until| *until > Instant::now()) {
             return Err(Refused::Locked(until - Instant::now()));
         }
-        if subtle::ConstantTimeEq::ct_eq(secret.as_bytes(), owner.as_bytes()).into() {
+        if same_secret(secret, owner) {
             *failures = (0, None);
             return Ok(());
         }
@@ -228,13 +226,6 @@ fn normalized(code: &str) -> String {
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_uppercase())
         .collect()
-}
-
-/// 32 random bytes, base64url: a token nobody guesses.
-pub fn random_token() -> Result<String, String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
-    Ok(URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// `XXXX-XXXX`: about 40 bits, for a code that lives minutes and is typed by a person.

@@ -5,11 +5,12 @@
 //! first use issued (RFC 6749 §4.1.2); a replaced refresh token presented again revokes its
 //! family.
 
-use super::consent::{random_token, Asked};
+use super::consent::Asked;
 use super::signing::Signer;
 use super::store::{Family, Store};
-use super::unix_now;
 use crate::sync::lock;
+use crate::upstream::auth::login::{challenge_of, random_token};
+use crate::upstream::auth::store::now_secs;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -80,7 +81,7 @@ impl Grants {
 
     /// A code for what the owner consented to.
     pub fn code(&self, asked: Asked) -> Result<String, String> {
-        let code = random_token()?;
+        let code = random_token(32)?;
         let mut codes = lock(&self.codes);
         codes.retain(|_, c| c.until > Instant::now());
         let until = Instant::now() + CODE_LIFETIME;
@@ -128,7 +129,7 @@ impl Grants {
             && verifier
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
-        if !well_formed || URL_SAFE_NO_PAD.encode(Sha256::digest(verifier)) != asked.challenge {
+        if !well_formed || challenge_of(verifier) != asked.challenge {
             return Err(invalid_grant(
                 "code_verifier does not match the code's challenge",
             ));
@@ -163,8 +164,8 @@ impl Grants {
             .and_then(|rest| rest.split_once('.'))
             .ok_or_else(|| invalid_grant("not a refresh token of this server"))?;
         let hash = hex::encode(digest(presented));
-        let now = unix_now();
-        let replacement = random_token().map_err(|e| GrantError("server_error", e))?;
+        let now = now_secs();
+        let replacement = random_token(32).map_err(|e| GrantError("server_error", e))?;
         let new_token = format!("{REFRESH_PREFIX}{family_id}.{replacement}");
         let rotated = self.store.change(|saved| {
             let family = saved.families.get_mut(family_id).filter(|f| f.expires > now);
@@ -256,10 +257,10 @@ impl Grants {
             return Ok((answer, None));
         }
         let fail = |e: String| GrantError("server_error", e);
-        let family_id = random_token().map_err(fail)?[..22].to_owned();
+        let family_id = random_token(32).map_err(fail)?[..22].to_owned();
         let token = format!(
             "{REFRESH_PREFIX}{family_id}.{}",
-            random_token().map_err(fail)?
+            random_token(32).map_err(fail)?
         );
         let family = Family {
             client_id: client_id.to_owned(),
@@ -267,7 +268,7 @@ impl Grants {
             resource: resource.to_owned(),
             current: hex::encode(digest(&token)),
             replaced: Vec::new(),
-            expires: unix_now() + self.refresh_lifetime.as_secs(),
+            expires: now_secs() + self.refresh_lifetime.as_secs(),
             revoked: false,
         };
         self.store
@@ -278,7 +279,7 @@ impl Grants {
 
     /// The token endpoint's answer with an access token for `resource`.
     fn access(&self, client_id: &str, scopes: &[String], resource: &str) -> Value {
-        let now = unix_now();
+        let now = now_secs();
         let lifetime = self.access_lifetime.as_secs();
         let mut jti = [0u8; 16];
         // A failed random source leaves a jti of zeros: it names the token, it secures nothing.

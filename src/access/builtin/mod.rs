@@ -34,7 +34,6 @@ use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The subject of every token: the gateway has one owner, who consents for each client.
 pub const OWNER: &str = "owner";
@@ -125,7 +124,9 @@ impl AuthServer {
         }
         grantable.sort();
         grantable.dedup();
-        if !issuer.starts_with("https://") && !is_loopback_origin(&issuer) {
+        if !issuer.starts_with("https://")
+            && !url::Url::parse(&issuer).is_ok_and(|u| clients::on_loopback(&u))
+        {
             tracing::warn!("auth.publicUrl {issuer} is neither https nor loopback: browsers will not keep the consent page's cookie, so no consent can complete");
         }
         Ok(AuthServer {
@@ -239,18 +240,6 @@ impl AuthServer {
         }
         document
     }
-}
-
-/// The seconds since the Unix epoch.
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn is_loopback_origin(origin: &str) -> bool {
-    url::Url::parse(origin)
-        .is_ok_and(|u| matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")))
 }
 
 /// A query string or form body as a map (a name given twice: the last).

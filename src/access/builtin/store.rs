@@ -5,6 +5,7 @@
 //! that cannot be read stops the daemon rather than forgetting every login silently.
 
 use crate::sync::lock;
+use crate::upstream::auth::store::now_secs;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -121,6 +122,6 @@ impl Store {
 
 /// Forgets the families whose login has ended.
 fn prune(saved: &mut Saved) {
-    let now = super::unix_now();
+    let now = now_secs();
     saved.families.retain(|_, family| family.expires > now);
 }

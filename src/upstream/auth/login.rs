@@ -126,8 +126,8 @@ pub async fn login(
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
     let client = identify(name, server, auth, &redirect_uri).await?;
-    let verifier = random_token(32);
-    let state = random_token(16);
+    let verifier = random_token(32)?;
+    let state = random_token(16)?;
     let scope = scope_to_ask(&server, challenge, &discovered, previous);
     let mut authorize = Url::parse(&auth.authorization_endpoint)
         .map_err(|e| format!("authorization_endpoint: {e}"))?;
@@ -294,16 +294,17 @@ async fn identify(
     })
 }
 
-/// `bytes` random bytes, base64url without padding.
-pub fn random_token(bytes: usize) -> String {
+/// `bytes` random bytes, base64url without padding; without the system's randomness no secret
+/// can be made, and what needed one cannot go on (an error, never a panic: the daemon makes
+/// them for its callers too).
+pub fn random_token(bytes: usize) -> Result<String, String> {
     let mut buf = vec![0u8; bytes];
-    // Without the system's randomness no secret can be made; a login cannot go on without one.
-    getrandom::fill(&mut buf).expect("the system's random source failed");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
+    getrandom::fill(&mut buf).map_err(|e| format!("the system's random source failed: {e}"))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf))
 }
 
 /// PKCE's S256 challenge of `verifier`.
-fn challenge_of(verifier: &str) -> String {
+pub fn challenge_of(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
