@@ -27,6 +27,9 @@ const MAX_WAITING: usize = 64;
 /// Failed owner secrets allowed before the page locks.
 const FREE_FAILURES: u32 = 5;
 
+/// How long the page stays locked at the first lock; each lock after doubles it.
+const FIRST_LOCK: Duration = Duration::from_secs(30);
+
 /// The longest the page stays locked after failures.
 const MAX_LOCK: Duration = Duration::from_secs(900);
 
@@ -187,8 +190,8 @@ impl Consents {
             failures.0
         );
         if failures.0 >= FREE_FAILURES {
-            let doubling = 1u64 << (failures.0 - FREE_FAILURES).min(20);
-            let lock_for = Duration::from_secs(doubling).min(MAX_LOCK);
+            let doubling = 1u32 << (failures.0 - FREE_FAILURES).min(10);
+            let lock_for = (FIRST_LOCK * doubling).min(MAX_LOCK);
             failures.1 = Some(Instant::now() + lock_for);
             return Err(Refused::Locked(lock_for));
         }
