@@ -92,6 +92,19 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
+    /// How mcpx confines a sandboxed upstream before running it (internal).
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec {
+        /// What to enforce, as JSON ([`crate::sandbox::Spec`]).
+        #[arg(long)]
+        spec: String,
+        /// The server's program and arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Check what this machine can enforce for sandboxed servers: Landlock's ABI, seccomp,
+    /// private network namespaces, cgroup delegation.
+    Doctor,
     /// Print a completion script for a shell.
     Completions {
         /// The shell.

@@ -47,6 +47,7 @@ pub mod outbox;
 pub mod protocol;
 pub mod registry;
 pub mod runtime;
+pub mod sandbox;
 pub mod sync;
 pub mod telemetry;
 pub mod transport;

@@ -259,6 +259,8 @@ pub struct Live {
     pub in_flight: i64,
     /// The tasks mcpx holds an id for, by kind (`own`, `bridged`, `passed`) and state as last seen.
     pub tasks: Vec<((String, String), i64)>,
+    /// Each sandboxed upstream, and whether its sandbox lacks a layer asked for.
+    pub sandboxes: Vec<(String, bool)>,
 }
 
 struct Metrics {
@@ -270,6 +272,7 @@ struct Metrics {
     streams: Family<KindLabel, Gauge>,
     tasks: Family<TaskLabel, Gauge>,
     in_flight: Gauge,
+    sandbox_degraded: Family<UpstreamLabel, Gauge>,
     restarts: Family<UpstreamLabel, Counter>,
     refused: Family<RefusalLabel, Counter>,
     /// By [`Door`], resolved once: bytes are counted on every message.
@@ -336,6 +339,7 @@ impl Metrics {
             streams: Family::default(),
             tasks: Family::default(),
             in_flight: Gauge::default(),
+            sandbox_degraded: Family::default(),
             restarts: Family::default(),
             refused: Family::default(),
             received,
@@ -364,6 +368,11 @@ impl Metrics {
             "mcpx_requests_in_flight",
             "Client requests being served now",
             metrics.in_flight.clone(),
+        );
+        registry.register(
+            "mcpx_sandbox_degraded",
+            "1 for a sandboxed upstream started without a layer its sandbox asks for (onUnavailable = \"warn\"), else 0",
+            metrics.sandbox_degraded.clone(),
         );
         registry.register(
             "mcpx_upstream_restarts",
@@ -532,6 +541,13 @@ pub fn render(live: Live) -> Option<String> {
     m.tasks.clear();
     for ((kind, state), count) in live.tasks {
         m.tasks.get_or_create(&TaskLabel { kind, state }).set(count);
+    }
+    m.sandbox_degraded.clear();
+    for (upstream, degraded) in live.sandboxes {
+        let label = UpstreamLabel { upstream };
+        m.sandbox_degraded
+            .get_or_create(&label)
+            .set(degraded.into());
     }
     let mut text = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut text, &m.registry).ok()?;

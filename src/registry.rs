@@ -262,6 +262,7 @@ impl Registry {
             listen_streams: streams("listen"),
             in_flight: state.in_flight.len() as i64,
             tasks: Vec::new(),
+            sandboxes: Vec::new(),
         }
     }
 

@@ -127,6 +127,10 @@ pub struct UpstreamView {
     pub resources: usize,
     /// How often mcpx started it again (after a crash, or when asked), served or not.
     pub restarts: u64,
+    /// What its sandbox enforced at its last start; `None` when it is not sandboxed (or has
+    /// not started yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Report>,
 }
 
 /// One client session.

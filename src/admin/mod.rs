@@ -247,6 +247,14 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             u.resources,
             u.restarts
         );
+        if let Some(sandbox) = &u.sandbox {
+            let state = if sandbox.is_degraded() {
+                "DEGRADED"
+            } else {
+                "confined"
+            };
+            let _ = writeln!(text, "    sandbox {state}: {}", p(&sandbox.summary()));
+        }
     }
     if !snapshot.profiles.is_empty() {
         let _ = writeln!(text, "profiles ({}):", snapshot.profiles.len());

@@ -42,6 +42,10 @@ fn set_executor_threads(threads: usize) {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::ExecUpstream { command } => return crate::upstream::supervisor::run(&command),
+        Command::SandboxExec { spec, command } => {
+            return crate::sandbox::helper::run(&spec, &command)
+        }
+        Command::Doctor => return crate::sandbox::probe::doctor(),
         Command::Completions { shell } => {
             let _ =
                 std::io::Write::write_all(&mut std::io::stdout(), &crate::cli::completions(shell));
@@ -218,7 +222,9 @@ async fn execute(
         | Command::Completions { .. }
         | Command::Status { .. }
         | Command::Keygen
-        | Command::ExecUpstream { .. } => {
+        | Command::ExecUpstream { .. }
+        | Command::SandboxExec { .. }
+        | Command::Doctor => {
             unreachable!("handled before the gateway starts")
         }
         Command::Tools => {

@@ -137,10 +137,15 @@ impl Default for Admin {
 /// The uid, not `$USER`, names it: the name is a claim anyone can make, and the directory is
 /// refused unless it is the effective user's own ([`crate::net::private_socket`]).
 fn default_admin_socket() -> PathBuf {
+    runtime_dir().join("admin.sock")
+}
+
+/// `$XDG_RUNTIME_DIR/mcpx`, or [`private_temp_dir`] when there is no runtime directory.
+pub(super) fn runtime_dir() -> PathBuf {
     let dirs = directories::ProjectDirs::from("", "", "mcpx");
     match dirs.as_ref().and_then(|d| d.runtime_dir()) {
-        Some(dir) => dir.join("admin.sock"),
-        None => private_temp_dir().join("admin.sock"),
+        Some(dir) => dir.to_path_buf(),
+        None => private_temp_dir(),
     }
 }
 

@@ -86,10 +86,11 @@ impl Config {
                     if !server.args.is_empty()
                         || !server.env.is_empty()
                         || server.inherit_env
-                        || server.cwd.is_some() =>
+                        || server.cwd.is_some()
+                        || server.sandbox.is_some() =>
                 {
                     return fail(
-                        "`args`, `env`, `inheritEnv` and `cwd` belong to a `command` server, not a `url` one"
+                        "`args`, `env`, `inheritEnv`, `cwd` and `sandbox` belong to a `command` server, not a `url` one"
                             .into(),
                     )
                 }
@@ -104,6 +105,20 @@ impl Config {
                     )
                 }
                 _ => {}
+            }
+            if let Some(sandbox) = &server.sandbox {
+                if server.inherit_env {
+                    return fail("a sandboxed server's environment is cleared: name the variables it needs in `env` rather than `inheritEnv`".into());
+                }
+                if let Some(memory) = &sandbox.memory {
+                    if let Err(e) = super::parse_size(memory) {
+                        return fail(format!("sandbox.memory: {e}"));
+                    }
+                }
+                let ports = !sandbox.tcp_connect.is_empty() || !sandbox.tcp_bind.is_empty();
+                if ports && sandbox.network != super::Network::Tcp {
+                    return fail("sandbox.tcpConnect and tcpBind need `network = \"tcp\"`".into());
+                }
             }
             if server.idle_timeout.is_some() && server.start != Start::Lazy {
                 return fail("`idleTimeout` stops a `start = \"lazy\"` server; this one is started with mcpx and kept running".into());

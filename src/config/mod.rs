@@ -11,6 +11,7 @@ mod duration;
 mod load;
 mod observe;
 mod profile;
+mod sandbox;
 mod server;
 mod settings;
 mod tasks;
@@ -20,6 +21,9 @@ pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use observe::{Audit, Telemetry};
 pub use profile::Profile;
+pub use sandbox::{
+    parse_size, private_tmp_of, Network, OnUnavailable, Sandbox, PRIVATE_TMP, SYSTEM,
+};
 pub use server::{
     Launch, OAuth, RemoteTransport, Server, Start, ToolOverride, UpstreamEra,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT,

@@ -1,6 +1,7 @@
 //! `[servers.NAME]`: one upstream, a child process or a remote server, and its tools' overrides.
 
 use super::duration as humantime_serde;
+use super::sandbox::Sandbox;
 use super::tasks::TaskPolicy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -91,6 +92,9 @@ pub struct Server {
     /// Its working directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
+    /// What it may touch, when it is confined ([`crate::sandbox`]); unconfined without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
     /// The Streamable HTTP endpoint (remote upstream).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,

@@ -483,7 +483,12 @@ impl Gateway {
 
     /// The metrics in the Prometheus text format; `None` when they are off.
     pub fn metrics(&self) -> Option<String> {
-        self.observer.metrics(&self.tasks())
+        let sandboxes = self
+            .summaries()
+            .into_iter()
+            .filter_map(|u| Some((u.name, u.sandbox?.is_degraded())))
+            .collect();
+        self.observer.metrics(&self.tasks(), sandboxes)
     }
 
     /// The configuration file it runs with, if any.

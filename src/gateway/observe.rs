@@ -80,10 +80,15 @@ impl Observer {
         self.audit.get()
     }
 
-    /// The metrics in the Prometheus text format, with `tasks` counted by kind and state;
-    /// `None` when they are off.
-    pub(super) fn metrics(&self, tasks: &[crate::view::TaskView]) -> Option<String> {
+    /// The metrics in the Prometheus text format, with `tasks` counted by kind and state and
+    /// each sandboxed server's (name, degraded); `None` when they are off.
+    pub(super) fn metrics(
+        &self,
+        tasks: &[crate::view::TaskView],
+        sandboxes: Vec<(String, bool)>,
+    ) -> Option<String> {
         let mut live = self.registry.counts();
+        live.sandboxes = sandboxes;
         let mut counted: std::collections::BTreeMap<(String, String), i64> = Default::default();
         for task in tasks {
             *counted

@@ -175,6 +175,8 @@ pub(super) struct Upstream {
     pub(super) waking: smol::lock::Mutex<()>,
     /// When a request last needed it (lazy servers: what `idleTimeout` counts from).
     pub(super) last_needed: Mutex<Instant>,
+    /// What its sandbox enforced at its last start, as the helper reported it.
+    pub(super) sandbox_report: Arc<Mutex<Option<crate::sandbox::Report>>>,
 }
 
 impl Upstream {
@@ -256,6 +258,7 @@ impl Upstream {
             prompts: listing.prompts.len(),
             resources: listing.resources.len(),
             restarts: self.restarts.load(Ordering::Relaxed),
+            sandbox: lock(&self.sandbox_report).clone(),
         }
     }
 }
@@ -319,6 +322,7 @@ impl Upstreams {
             logging_in: smol::lock::Mutex::new(()),
             waking: smol::lock::Mutex::new(()),
             last_needed: Mutex::new(Instant::now()),
+            sandbox_report: Arc::default(),
             relisting: Mutex::default(),
             in_flight: FairLimit::new(
                 format!("servers.{name}.maxInFlight"),
@@ -356,6 +360,7 @@ impl Upstreams {
                         true => FirstTry::Initialize,
                         false => FirstTry::Discover,
                     },
+                    sandbox_report: &upstream.sandbox_report,
                 };
                 Connection::Stdio(StdioUpstream::spawn(
                     name, index, generation, config, &how, events,

@@ -1,6 +1,8 @@
 //! The environment a child upstream starts with. mcpx's environment may hold secrets meant for
 //! one server (written into its `env` as `${VAR}`), so a child gets only a small safe set plus
-//! what its own `env` says, unless its `inheritEnv` asks for everything.
+//! what its own `env` says, unless its `inheritEnv` asks for everything. A sandboxed server gets
+//! less still: no proxies, no XDG directories (they point at sockets and caches outside its
+//! sandbox), and its private temporary directory as `TMPDIR`.
 
 use crate::config::ServerSettings;
 use std::ffi::OsString;
@@ -31,11 +33,27 @@ const SAFE_VARIABLES: &[&str] = &[
 /// Prefixes of families passed whole: locale categories and the XDG base directories.
 const SAFE_PREFIXES: &[&str] = &["LC_", "XDG_"];
 
-/// The whole environment a child upstream starts with.
-pub fn for_child(server: ServerSettings<'_>) -> Vec<(OsString, OsString)> {
+/// What a sandboxed server gets of mcpx's environment (and `LC_*`).
+const SANDBOXED_VARIABLES: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "TERM", "TZ", "LANG", "LANGUAGE",
+];
+
+/// The whole environment a child upstream starts with; `sandbox_tmp` is a sandboxed server's
+/// private temporary directory.
+pub fn for_child(
+    server: ServerSettings<'_>,
+    sandbox_tmp: Option<&std::path::Path>,
+) -> Vec<(OsString, OsString)> {
+    let passed = |name: &str| match sandbox_tmp {
+        Some(_) => SANDBOXED_VARIABLES.contains(&name) || name.starts_with("LC_"),
+        None => server.inherit_env || is_safe(name),
+    };
     let mut variables: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(name, _)| server.inherit_env || name.to_str().is_some_and(is_safe))
+        .filter(|(name, _)| name.to_str().is_some_and(passed))
         .collect();
+    if let Some(tmp) = sandbox_tmp {
+        variables.push(("TMPDIR".into(), tmp.into()));
+    }
     for (name, value) in &server.expanded.env {
         variables.retain(|(existing, _)| existing != name.as_str());
         variables.push((name.into(), value.into()));
@@ -58,10 +76,17 @@ mod every_revision {
         fn child(config: &str) -> Vec<(OsString, OsString)> {
             let settings = Settings::from_environment(Config::parse(config).unwrap());
             let expanded = settings.server("s").unwrap();
-            for_child(crate::config::ServerSettings {
+            let server = crate::config::ServerSettings {
                 config: &settings.config.servers["s"],
                 expanded: &expanded,
-            })
+            };
+            for_child(
+                server,
+                server
+                    .sandbox
+                    .as_ref()
+                    .map(|_| std::path::Path::new("/run/t")),
+            )
         }
 
         fn names(child: &[(OsString, OsString)]) -> Vec<String> {
@@ -85,6 +110,19 @@ mod every_revision {
             // The server's own value replaces the inherited one rather than repeating it.
             assert_eq!(names.iter().filter(|n| *n == "PATH").count(), 1);
             assert!(child.contains(&("PATH".into(), "/opt/bin".into())));
+        }
+
+        #[test]
+        fn a_sandboxed_child_gets_neither_proxies_nor_xdg_but_its_own_tmpdir() {
+            std::env::set_var("XDG_RUNTIME_DIR", "/run/user/1");
+            std::env::set_var("HTTPS_PROXY", "http://user:pw@proxy");
+            let child = child("[servers.s]\ncommand = \"x\"\nenv = { K = \"v\" }\nsandbox = {}\n");
+            let names = names(&child);
+            assert!(!names.contains(&"XDG_RUNTIME_DIR".into()));
+            assert!(!names.contains(&"HTTPS_PROXY".into()));
+            assert!(names.contains(&"PATH".into()));
+            assert!(child.contains(&("TMPDIR".into(), "/run/t".into())));
+            assert!(child.contains(&("K".into(), "v".into())));
         }
 
         #[test]

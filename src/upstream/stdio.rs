@@ -10,10 +10,11 @@ use super::client::{self, FirstTry};
 use super::peer::Peer;
 use super::{Event, Handshake};
 use crate::cancel::Cancel;
-use crate::config::{ServerSettings, UpstreamEra};
+use crate::config::{private_tmp_of, ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
+use crate::sandbox::{Report, Spec, REPORT_PREFIX};
 use crate::sync::lock;
 use async_channel::Sender;
 use smol::io::{AsyncWriteExt, BufReader};
@@ -59,6 +60,8 @@ pub struct Spawning<'a> {
     /// Which handshake `era = "auto"` tries first: `server/discover`, unless the server is
     /// known to exit on it.
     pub first_try: FirstTry,
+    /// Where a sandboxed server's [`Report`] goes, for its status.
+    pub sandbox_report: &'a Arc<Mutex<Option<Report>>>,
 }
 
 impl StdioUpstream {
@@ -80,18 +83,39 @@ impl StdioUpstream {
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let program = server.command.as_deref().unwrap_or_default();
+        let sandbox_tmp = server.sandbox.as_ref().map(|_| private_tmp_of(name));
+        let environment = child_environment::for_child(server, sandbox_tmp.as_deref());
         let mut command = match how.launcher {
             Some(launcher) => {
                 let mut command = std::process::Command::new(launcher);
-                command.args(["exec-upstream", "--", program]);
+                command.args(["exec-upstream", "--"]);
                 command
             }
             None => std::process::Command::new(program),
         };
+        if let (Some(sandbox), Some(tmp)) = (&server.sandbox, &sandbox_tmp) {
+            let Some(launcher) = how.launcher else {
+                return Err(
+                    "a sandboxed server is started by the mcpx binary, which was not found".into(),
+                );
+            };
+            let path = environment
+                .iter()
+                .find(|(name, _)| name == "PATH")
+                .and_then(|(_, value)| value.to_str());
+            let spec = Spec::for_server(sandbox, program, path, tmp)?;
+            let spec = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
+            command
+                .arg(launcher)
+                .args(["__sandbox-exec", "--spec", &spec, "--"]);
+        }
+        if how.launcher.is_some() {
+            command.arg(program);
+        }
         command
             .args(&server.args)
             .env_clear()
-            .envs(child_environment::for_child(server))
+            .envs(environment)
             .process_group(0);
         if let Some(cwd) = &server.cwd {
             command.current_dir(cwd);
@@ -145,9 +169,22 @@ impl StdioUpstream {
         let tag = name.to_owned();
         let stderr_closed = upstream.stderr_closed.clone();
         let chatter = Arc::clone(upstream.peer.chatter());
+        let sandbox_report = server
+            .sandbox
+            .as_ref()
+            .map(|_| Arc::clone(how.sandbox_report));
         crate::runtime::spawn(async move {
             let mut stderr = BufReader::new(stderr);
             let mut line = Vec::new();
+            if let Some(slot) = sandbox_report {
+                // The helper's report is its first line; later lines are the server's own, so
+                // a server cannot pass itself off as confined.
+                if let lines::Read::Line =
+                    lines::read_line(&mut stderr, &mut line, MAX_STDERR_LINE * 4, |_| {}).await
+                {
+                    take_report(&tag, &line, &slot);
+                }
+            }
             loop {
                 let cut =
                     match lines::read_line(&mut stderr, &mut line, MAX_STDERR_LINE, |_| {}).await {
@@ -290,6 +327,27 @@ impl StdioUpstream {
     pub fn is_alive(&self) -> bool {
         self.peer.is_open()
     }
+}
+
+/// Keeps the helper's report for server `name`'s status and logs what it says.
+fn take_report(name: &str, line: &[u8], slot: &Mutex<Option<Report>>) {
+    let text = String::from_utf8_lossy(line);
+    let report = text
+        .trim_end()
+        .strip_prefix(REPORT_PREFIX)
+        .and_then(|json| serde_json::from_str::<Report>(json).ok());
+    let report = report.unwrap_or_else(|| Report {
+        enforced: Vec::new(),
+        missing: vec![format!(
+            "the sandbox helper did not report: {}",
+            text.trim_end()
+        )],
+    });
+    match report.is_degraded() {
+        true => tracing::warn!(server = %name, "sandbox degraded: {}", report.summary()),
+        false => tracing::info!(server = %name, "sandbox: {}", report.summary()),
+    }
+    *lock(slot) = Some(report);
 }
 
 impl Drop for StdioUpstream {

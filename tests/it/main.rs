@@ -23,6 +23,7 @@ mod logging;
 mod observability;
 mod profiles;
 mod remote;
+mod sandbox;
 mod search;
 mod skills;
 mod sse;

@@ -43,6 +43,10 @@ struct Server {
     /// The fixture's own requests to its client, waiting for their responses, by id.
     awaiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_question: std::sync::atomic::AtomicU64,
+    /// With `--hostile`: the tool `hostile`, which tries what an untrusted server might (read
+    /// a file, write one, connect, open a UDP socket) and reports its limits, for the sandbox's
+    /// tests.
+    hostile: bool,
     /// Answers to `pester`'s requests: results, and errors.
     pestered: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
 }
@@ -149,6 +153,11 @@ impl Server {
         }
         if self.conformance {
             tools.extend(conformance::tools());
+        }
+        if self.hostile {
+            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen) and reports how each went, and its rlimits.",
+                "inputSchema": {"type": "object", "properties": {"read": {"type": "string"}, "write": {"type": "string"},
+                    "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"}}}}));
         }
         tools.extend(
             (0..self.generated_tools)
@@ -300,6 +309,8 @@ impl Server {
                 {"type": "resource_link", "uri": "fixture://hello", "name": "hello"}
             ], "structuredContent": {"ok": true}})),
             "extra" if *self.extra_tool.lock().unwrap() => text("extra".into()),
+            "hostile" if self.hostile => Ok(json!({"content": [{"type": "text", "text": "tried"}],
+                "structuredContent": hostile(args)})),
             "ask" | "sample" | "roots" | "ask_twice" => self.ask_tool(&key, name, params),
             _ => Err((-32602, "Unknown tool")),
         };
@@ -605,6 +616,39 @@ fn complete_modern(result: &mut Value) {
     }
 }
 
+/// What `hostile` was asked to try, each as "ok" or the error it met (with its errno), and
+/// the rlimits it runs under.
+fn hostile(args: &Value) -> Value {
+    let outcome = |result: std::io::Result<()>| match result {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!("error {}: {e}", e.raw_os_error().unwrap_or(0)),
+    };
+    let mut report = json!({});
+    if let Some(path) = args["read"].as_str() {
+        report["read"] = json!(outcome(std::fs::read(path).map(drop)));
+    }
+    if let Some(path) = args["write"].as_str() {
+        report["write"] = json!(outcome(std::fs::write(path, "written by the fixture")));
+    }
+    if let Some(port) = args["connect"].as_u64() {
+        let connected = std::net::TcpStream::connect(("127.0.0.1", port as u16));
+        report["connect"] = json!(outcome(connected.map(drop)));
+    }
+    if args["listen"] == true {
+        // Its own listener, then a connection to it: what a server does with its children.
+        let listened = std::net::TcpListener::bind("127.0.0.1:0").and_then(|listener| {
+            let port = listener.local_addr()?.port();
+            std::net::TcpStream::connect(("127.0.0.1", port)).map(drop)
+        });
+        report["listen"] = json!(outcome(listened));
+    }
+    if args["udp"] == true {
+        report["udp"] = json!(outcome(std::net::UdpSocket::bind("127.0.0.1:0").map(drop)));
+    }
+    report["limits"] = json!(std::fs::read_to_string("/proc/self/limits").unwrap_or_default());
+    report
+}
+
 /// An elicitation asking for one string, `name`.
 fn name_question(message: &str) -> Value {
     json!({"message": message, "requestedSchema": {"type": "object",
@@ -644,6 +688,7 @@ fn main() {
             .any(|a| a == "--modern-only" || a == "--conformance-rounds"),
         dual_era: args.iter().any(|a| a == "--dual-era"),
         exit_on_unknown: args.iter().any(|a| a == "--exit-on-unknown"),
+        hostile: args.iter().any(|a| a == "--hostile"),
         rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
         tasks: args.iter().any(|a| a == "--conformance-tasks"),

@@ -29,6 +29,11 @@ impl App {
                         u.revision.clone().unwrap_or_default(),
                         format!("{}/{}/{}", u.tools, u.prompts, u.resources),
                         u.restarts.to_string(),
+                        match &u.sandbox {
+                            None => "-".into(),
+                            Some(s) if s.is_degraded() => "DEGRADED".into(),
+                            Some(_) => "confined".into(),
+                        },
                     ],
                     detail: serde_json::to_string_pretty(u).unwrap_or_default(),
                 })
@@ -206,13 +211,14 @@ impl App {
         };
         let (header, widths): (Vec<&str>, Vec<Constraint>) = match self.view {
             View::Upstreams => (
-                vec!["NAME", "STATE", "REVISION", "T/P/R", "RESTARTS"],
+                vec!["NAME", "STATE", "REVISION", "T/P/R", "RESTARTS", "SANDBOX"],
                 vec![
                     Constraint::Length(18),
                     Constraint::Min(10),
                     Constraint::Length(11),
                     Constraint::Length(10),
                     Constraint::Length(8),
+                    Constraint::Length(9),
                 ],
             ),
             View::Sessions => (

@@ -1,0 +1,90 @@
+//! `mcpx doctor`: what this machine's kernel enforces for a sandboxed server, found by running
+//! the helper exactly as a server would be run (every layer asked for), not by reading version
+//! numbers, plus whether a cgroup is delegated for `memory` and `pids`.
+
+use super::{Report, Spec, REPORT_PREFIX};
+use crate::config::{Network, Sandbox};
+use std::process::ExitCode;
+
+/// Prints what a strict sandbox and a `network = "loopback"` one get here; fails if even the
+/// filesystem layer is missing.
+pub fn doctor() -> ExitCode {
+    let tmp = std::env::temp_dir().join(format!(
+        "mcpx-doctor-{}",
+        rustix::process::getpid().as_raw_nonzero()
+    ));
+    let mut ok = true;
+    for network in [Network::None, Network::Loopback] {
+        let sandbox = Sandbox {
+            network,
+            memory: Some("1G".into()),
+            ..Sandbox::default()
+        };
+        match run_probe(&sandbox, &tmp) {
+            Ok(report) => {
+                let name = serde_json::to_value(network).unwrap_or_default();
+                println!("sandbox with network = {name}:");
+                report
+                    .enforced
+                    .iter()
+                    .for_each(|l| println!("  enforced  {l}"));
+                report
+                    .missing
+                    .iter()
+                    .for_each(|l| println!("  MISSING   {l}"));
+                ok &= !report.missing.iter().any(|l| l.starts_with("filesystem"));
+            }
+            Err(e) => {
+                println!("sandbox: the helper did not run: {e}");
+                ok = false;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!("cgroup: {}", cgroup_delegation());
+    match ok {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    }
+}
+
+/// Runs `/bin/true` under the helper with `sandbox`; the helper's report.
+fn run_probe(sandbox: &Sandbox, tmp: &std::path::Path) -> Result<Report, String> {
+    let spec = Spec {
+        fail_when_unavailable: false,
+        ..Spec::for_server(sandbox, "true", Some("/usr/bin:/bin"), tmp)?
+    };
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(me)
+        .args(["__sandbox-exec", "--spec"])
+        .arg(serde_json::to_string(&spec).map_err(|e| e.to_string())?)
+        .args(["--", "true"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix(REPORT_PREFIX))
+        .ok_or_else(|| format!("no report: {stderr}"))?;
+    serde_json::from_str(line).map_err(|e| e.to_string())
+}
+
+/// Whether this process's cgroup is a cgroup v2 directory it may write (delegated).
+fn cgroup_delegation() -> String {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
+        return "not cgroup v2 (memory falls back to RLIMIT_DATA; pids cannot be limited)".into();
+    };
+    let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+    match rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK) {
+        Ok(()) => format!(
+            "{} is delegated, but mcpx does not manage cgroups yet (memory uses RLIMIT_DATA; pids cannot be limited)",
+            dir.display()
+        ),
+        Err(_) => format!(
+            "{} is not delegated to this user (memory uses RLIMIT_DATA; pids cannot be limited)",
+            dir.display()
+        ),
+    }
+}
