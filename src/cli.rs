@@ -162,7 +162,7 @@ pub fn completions(shell: Shell) -> Vec<u8> {
 }
 
 /// The man pages rendered from this definition: `mcpx.1`, and `mcpx-SUBCOMMAND.1` for each
-/// subcommand, as (file name, page).
+/// subcommand a user types (not the hidden plumbing mcpx runs itself), as (file name, page).
 pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     let mut command = Cli::command();
     command.build();
@@ -173,7 +173,10 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
         page
     };
     let mut pages = vec![("mcpx.1".to_owned(), render(command.clone()))];
-    for subcommand in command.get_subcommands().filter(|c| c.get_name() != "help") {
+    for subcommand in command
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help" && !c.is_hide_set())
+    {
         let name = format!("mcpx-{}", subcommand.get_name());
         pages.push((
             format!("{name}.1"),
