@@ -5,7 +5,7 @@
 //! request ended, as the metrics, the audit log and the traces count it.
 
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, LIMIT_META, RATE_LIMITED};
 use std::time::Duration;
 
 /// A call that got no answer from its server.
@@ -83,6 +83,8 @@ pub enum Outcome {
     Ok,
     /// A tool's result with `isError`.
     ToolError,
+    /// Refused by mcpx's `[limits]`, never sent upstream.
+    Limited,
     /// Cancelled before it was answered.
     Cancelled,
     /// Past its deadline.
@@ -100,6 +102,15 @@ impl Outcome {
     pub fn of(answer: Option<&Result<serde_json::Value, ErrorObject>>) -> Outcome {
         match answer {
             None => Outcome::Cancelled,
+            Some(Ok(result))
+                if result
+                    .member("_meta")
+                    .and_then(|m| m.member(LIMIT_META))
+                    .is_some() =>
+            {
+                Outcome::Limited
+            }
+            Some(Err(e)) if e.code == RATE_LIMITED => Outcome::Limited,
             Some(Ok(result))
                 if result.member("isError") == Some(&serde_json::Value::Bool(true)) =>
             {
@@ -128,6 +139,7 @@ impl std::fmt::Display for Outcome {
         match self {
             Outcome::Ok => f.write_str("ok"),
             Outcome::ToolError => f.write_str("tool_error"),
+            Outcome::Limited => f.write_str("limited"),
             Outcome::Cancelled => f.write_str("cancelled"),
             Outcome::Timeout => f.write_str("timeout"),
             Outcome::Error(code) => write!(f, "{code}"),

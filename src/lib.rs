@@ -28,6 +28,7 @@ pub mod admin;
 pub mod attach;
 pub mod audit;
 pub mod cancel;
+pub mod canonical;
 pub mod cli;
 pub mod cluster;
 pub mod commands;

@@ -181,6 +181,11 @@ struct DoorLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabel {
+    limit: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AuthFailureLabel {
     reason: &'static str,
 }
@@ -280,6 +285,7 @@ struct Metrics {
     sent: [Counter; 2],
     passed_on: Family<PassedOnLabel, Counter>,
     auth_failures: Family<AuthFailureLabel, Counter>,
+    limited: Family<LimitLabel, Counter>,
     authorizations: Family<AuthorizationLabel, Counter>,
 }
 
@@ -346,6 +352,7 @@ impl Metrics {
             sent,
             passed_on: Family::default(),
             auth_failures: Family::default(),
+            limited: Family::default(),
             authorizations: Family::default(),
             registry: Registry::default(),
         };
@@ -405,6 +412,11 @@ impl Metrics {
             "mcpx_auth_failures",
             "Requests the HTTP door refused for their credentials, by reason (missing, expired, audience, scope, policy, ...)",
             metrics.auth_failures.clone(),
+        );
+        registry.register(
+            "mcpx_calls_limited",
+            "Calls refused by [limits] and never sent upstream, by limit (calls, tools.\"GLOB\", loopGuard)",
+            metrics.limited.clone(),
         );
         registry.register(
             "mcpx_authorizations",
@@ -487,6 +499,17 @@ pub fn auth_failed(reason: &'static str) {
     if let Some(m) = METRICS.get() {
         m.auth_failures
             .get_or_create(&AuthFailureLabel { reason })
+            .inc();
+    }
+}
+
+/// Counts a call `limit` refused (`calls`, `tools."GLOB"` or `loopGuard`).
+pub fn limited(limit: &str) {
+    if let Some(m) = METRICS.get() {
+        m.limited
+            .get_or_create(&LimitLabel {
+                limit: limit.to_owned(),
+            })
             .inc();
     }
 }
@@ -595,6 +618,7 @@ mod every_revision {
             let labels = [
                 Outcome::Ok,
                 Outcome::ToolError,
+                Outcome::Limited,
                 Outcome::Cancelled,
                 Outcome::Timeout,
                 Outcome::Error(-32602),
@@ -602,7 +626,14 @@ mod every_revision {
             .map(|o| o.to_string());
             assert_eq!(
                 labels,
-                ["ok", "tool_error", "cancelled", "timeout", "-32602"]
+                [
+                    "ok",
+                    "tool_error",
+                    "limited",
+                    "cancelled",
+                    "timeout",
+                    "-32602"
+                ]
             );
         }
 

@@ -549,6 +549,9 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
         outbound,
         progress_seen: Default::default(),
         timeout: None,
+        caller: Arc::new(crate::access::Identity::of_kind(
+            crate::access::Kind::LocalOwner,
+        )),
     };
     let response = gateway.handle(&client, request, &context).await;
     gateway.close_client(&client);

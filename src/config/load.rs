@@ -134,7 +134,45 @@ impl Config {
         }
         config.check_profiles(&lines)?;
         config.check_auth(&lines)?;
+        config.check_limits(&lines)?;
         Ok(config)
+    }
+
+    /// `[limits.tools]` keys are globs; no burst is zero (it would refuse every call).
+    fn check_limits(&self, lines: &Lines) -> Result<(), (usize, String)> {
+        let limits = &self.limits;
+        if limits.burst == Some(0) {
+            return Err((
+                lines.at(&["limits", "burst"]),
+                "limits.burst must be at least 1".into(),
+            ));
+        }
+        for (pattern, limit) in &limits.tools {
+            let line = lines.at(&["limits", "tools", pattern]);
+            if let Err(e) = globset::Glob::new(pattern) {
+                return Err((
+                    line,
+                    format!("limits.tools: {pattern:?} is not a glob pattern: {e}"),
+                ));
+            }
+            if limit.burst == Some(0) {
+                return Err((
+                    line,
+                    format!("limits.tools.{pattern:?}.burst must be at least 1"),
+                ));
+            }
+        }
+        if limits
+            .loop_guard
+            .as_ref()
+            .is_some_and(|g| g.identical == 0 || g.window.is_zero())
+        {
+            return Err((
+                lines.at(&["limits", "loopGuard"]),
+                "limits.loopGuard needs identical and window above zero".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// `external` names its provider and the public URL its doors are known by; rules name

@@ -8,6 +8,7 @@ mod auth;
 mod cluster;
 mod daemon;
 mod duration;
+mod limits;
 mod load;
 mod observe;
 mod profile;
@@ -19,6 +20,7 @@ mod tasks;
 pub use auth::{Alg, Auth, AuthMode, Builtin, External, Introspection, Rule};
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
+pub use limits::{Limits, LoopGuard, Rate, ToolLimit};
 pub use observe::{Audit, Telemetry};
 pub use profile::Profile;
 pub use sandbox::{
@@ -63,6 +65,8 @@ pub struct Config {
     pub cluster: Cluster,
     /// The tasks mcpx runs itself.
     pub tasks: Tasks,
+    /// How often one caller may call.
+    pub limits: Limits,
 }
 
 /// The default configuration path, if the platform has a configuration directory.

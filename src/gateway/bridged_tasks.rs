@@ -147,6 +147,7 @@ impl Gateway {
             outbound: turn.ctx.outbound.clone(),
             progress_seen: Arc::clone(&turn.ctx.progress_seen),
             timeout: turn.ctx.timeout,
+            caller: Arc::clone(&turn.ctx.caller),
         };
         let mut original = turn.params.clone();
         let mut forwarded = forwardable(Some(turn.params));

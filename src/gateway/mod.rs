@@ -10,6 +10,7 @@ mod apps;
 mod asking;
 mod bridged_tasks;
 mod builtin;
+mod call_limits;
 mod catalog;
 mod catalogs;
 mod client;
@@ -82,6 +83,8 @@ pub struct RequestContext {
     /// How long its upstream call may go unanswered, when not the server's `timeout`: a task's
     /// call runs as long as the task lives.
     pub timeout: Option<Duration>,
+    /// Who sent it: whose `[limits]` budget its calls spend.
+    pub caller: Arc<crate::access::Identity>,
 }
 
 /// The gateway: the upstreams, the merged catalog, the connected clients. It dispatches each
@@ -110,6 +113,8 @@ pub struct Gateway {
     task_ids: Arc<tasks::TaskIds>,
     /// The tasks mcpx runs itself ([`own_tasks`]).
     own_tasks: own_tasks::OwnTasks,
+    /// `[limits]`, with what each caller has used of them ([`call_limits`]).
+    limits: call_limits::CallLimits,
 }
 
 impl Gateway {
@@ -152,6 +157,7 @@ impl Gateway {
             observer: observe::Observer::new(&config.audit, registry),
             task_ids: Arc::new(tasks::TaskIds::new(cluster)),
             own_tasks: own_tasks::OwnTasks::new(&config.tasks),
+            limits: call_limits::CallLimits::new(&config.limits),
         })
     }
 
@@ -189,6 +195,7 @@ impl Gateway {
         let path = self.config_path.as_deref().map(std::path::Path::new);
         let (settings, _) =
             Settings::load(path).map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
+        self.limits.reconfigure(&settings.config.limits);
         self.supervisor.reload(&settings).await
     }
 
@@ -344,7 +351,7 @@ impl Gateway {
         });
         let (gateway, client) = (Arc::clone(self), Arc::clone(client));
         let context_cancel = cancel.clone();
-        let observation = self.observer.observation(&request, caller);
+        let observation = self.observer.observation(&request, Arc::clone(&caller));
         let run = async move {
             let (_place, guard) = match admitted {
                 Ok(admitted) => admitted,
@@ -358,6 +365,7 @@ impl Gateway {
                 outbound,
                 progress_seen: guard.progress_counter(),
                 timeout: None,
+                caller,
             };
             let cancel = &context.cancel;
             let response = cancel
@@ -448,18 +456,49 @@ impl Gateway {
                 let task = self.task_method(client, method, params, revision, extensions, ctx);
                 Box::pin(task).await
             }
-            method if method.is_catalog() => {
-                self.catalogs.ready().await;
-                // Boxed so that the request task stays small for what waits long in it (a
-                // listen stream holds its task for as long as it is open).
-                let catalog =
-                    self.catalog_method(client, method, params, revision, extensions, ctx);
-                Box::pin(catalog).await
-            }
+            method if method.is_catalog() => match self.within_limits(method, params, ctx) {
+                Err(refused) => refused,
+                Ok(()) => {
+                    self.catalogs.ready().await;
+                    // Boxed so that the request task stays small for what waits long in it (a
+                    // listen stream holds its task for as long as it is open).
+                    let catalog =
+                        self.catalog_method(client, method, params, revision, extensions, ctx);
+                    Box::pin(catalog).await
+                }
+            },
             // `initialize` is answered before this, by `handle`.
             _ => Err(not_found(name)),
         }?;
         Ok(shape::result(method, revision, extensions, result))
+    }
+
+    /// Whether `[limits]` let this call of the caller's go upstream; if not, its answer. A
+    /// call through `mcpx__call_tool` counts as the call of the tool it names.
+    fn within_limits(
+        &self,
+        method: Method,
+        params: Option<&Value>,
+        ctx: &RequestContext,
+    ) -> Result<(), Result<Value, ErrorObject>> {
+        let Some(mut name) = method.target(params) else {
+            return Ok(());
+        };
+        let mut arguments = params.and_then(|p| p.member("arguments"));
+        if method == Method::ToolsCall && name == search::call_tool_name() {
+            name = Method::ToolsCall.target(arguments).unwrap_or_default();
+            arguments = arguments.and_then(|a| a.member("arguments"));
+        }
+        let call = call_limits::Call {
+            method,
+            name,
+            arguments,
+        };
+        self.limits.admit(&ctx.caller, &call).map_err(|refusal| {
+            crate::metrics::limited(&refusal.limit);
+            tracing::info!(limit = %refusal.limit, name, "a call was refused by [limits]");
+            refusal.answer(method, params.and_then(|p| p.member("task")).is_some())
+        })
     }
 
     fn discover(&self) -> Value {

@@ -36,6 +36,12 @@ pub const HEADER_MISMATCH: i64 = -32020;
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 /// 2026-07-28: the protocol version in `_meta` is not one mcpx serves.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// mcpx's `[limits]` refused a call other than `tools/call` (whose refusal is a tool result):
+/// outside the reserved range, and reading as HTTP's 429. `data` has `limit` and
+/// `retryAfterMs`.
+pub const RATE_LIMITED: i64 = -31429;
+/// The `_meta` member of a tool result that says which of mcpx's `[limits]` refused the call.
+pub const LIMIT_META: &str = "mcpx/limit";
 
 /// A request id: MCP allows strings and integers, never null, and its JSON type is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

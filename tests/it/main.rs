@@ -19,6 +19,7 @@ mod http_legacy;
 mod http_modern;
 mod input;
 mod lazy;
+mod limits;
 mod logging;
 mod observability;
 mod profiles;

@@ -504,6 +504,7 @@ impl Gateway {
             outbound: reports.clone(),
             progress_seen: Arc::clone(&ctx.progress_seen),
             timeout: ctx.timeout,
+            caller: Arc::clone(&ctx.caller),
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
@@ -547,6 +548,7 @@ impl Gateway {
             }
         };
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
+        let caller = Arc::clone(&ctx.caller);
         crate::runtime::spawn(async move {
             let expiry = async {
                 smol::Timer::at(task.expires).await;
@@ -555,7 +557,14 @@ impl Gateway {
                     "the task outlived its TTL (tasks.ttl)",
                 ))
             };
-            let drive = driven.drive(&client, &task, first, answers, (params, reports), revision);
+            let drive = driven.drive(
+                &client,
+                &task,
+                first,
+                answers,
+                (params, reports, caller),
+                revision,
+            );
             let outcome = smol::future::or(drive, expiry).await;
             task.cancel.cancel();
             gateway.own_tasks.finish(&task, outcome);
@@ -587,6 +596,7 @@ impl Gateway {
             outbound: ctx.outbound.clone(),
             progress_seen: Arc::clone(&ctx.progress_seen),
             timeout: Some(lives),
+            caller: Arc::clone(&ctx.caller),
         };
         async move {
             if let Some(bridge) = &bridge {
@@ -619,7 +629,7 @@ impl Gateway {
         task: &Arc<OwnTask>,
         first: FirstRound,
         answers: async_channel::Receiver<Map<String, Value>>,
-        (params, reports): (Value, outbox::Sender),
+        (params, reports, caller): (Value, outbox::Sender, Arc<crate::access::Identity>),
         revision: Revision,
     ) -> Result<Value, ErrorObject> {
         let mut outcome = first.await;
@@ -628,6 +638,7 @@ impl Gateway {
             outbound: reports,
             progress_seen: Arc::default(),
             timeout: None,
+            caller,
         };
         while asks(&outcome) {
             let questions = outcome.unwrap_or_default();
