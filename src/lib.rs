@@ -45,6 +45,8 @@ pub mod mcpheaders;
 pub mod metrics;
 pub mod net;
 pub mod outbox;
+pub mod pins;
+pub mod private_file;
 pub mod protocol;
 pub mod registry;
 pub mod runtime;

@@ -11,6 +11,7 @@ mod duration;
 mod limits;
 mod load;
 mod observe;
+mod pins;
 mod profile;
 mod sandbox;
 mod server;
@@ -22,6 +23,7 @@ pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use limits::{Limits, LoopGuard, Rate, ToolLimit};
 pub use observe::{Audit, Telemetry};
+pub use pins::{OnChange, OnNew, Pin, Pins};
 pub use profile::Profile;
 pub use sandbox::{
     parse_size, private_tmp_of, Network, OnUnavailable, Sandbox, PRIVATE_TMP, SYSTEM,
@@ -67,6 +69,8 @@ pub struct Config {
     pub tasks: Tasks,
     /// How often one caller may call.
     pub limits: Limits,
+    /// Where pinned definitions are kept, and whether every server is pinned.
+    pub pins: Pins,
 }
 
 /// The default configuration path, if the platform has a configuration directory.

@@ -1,6 +1,7 @@
 //! `[servers.NAME]`: one upstream, a child process or a remote server, and its tools' overrides.
 
 use super::duration as humantime_serde;
+use super::pins::Pin;
 use super::sandbox::Sandbox;
 use super::tasks::TaskPolicy;
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,9 @@ pub struct Server {
     /// What it may touch, when it is confined ([`crate::sandbox`]); unconfined without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandbox>,
+    /// Its definitions are pinned ([`crate::pins`]): changes wait for approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin: Option<Pin>,
     /// The Streamable HTTP endpoint (remote upstream).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,

@@ -5,8 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -132,30 +130,8 @@ impl Store {
     }
 
     fn write(&self, all: &BTreeMap<String, Credential>) -> Result<(), String> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let text = serde_json::to_vec_pretty(all).map_err(|e| e.to_string())?;
-        let temporary = dir.join(format!(".credentials.{}.tmp", std::process::id()));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)
-            .and_then(|mut file| {
-                file.write_all(&text)?;
-                file.sync_all()
-            });
-        written
-            .and_then(|()| std::fs::rename(&temporary, &self.path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&temporary);
-                format!("cannot write {}: {e}", self.path.display())
-            })
+        crate::private_file::write_whole(&self.path, &text)
     }
 }
 
