@@ -102,6 +102,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
+    /// Review the definitions of pinned servers that changed, or appeared, since they were
+    /// approved: list them, show what changed, approve or reject it.
+    Pins {
+        /// What to do.
+        #[command(subcommand)]
+        action: PinsAction,
+    },
     /// Check what this machine can enforce for sandboxed servers: Landlock's ABI, seccomp,
     /// private network namespaces, cgroup delegation.
     Doctor,
@@ -135,6 +142,36 @@ pub enum AuthAction {
     Approve {
         /// The code the page shows (any case; the dash may be left out).
         code: String,
+    },
+}
+
+/// `mcpx pins …`.
+#[derive(Debug, Subcommand)]
+pub enum PinsAction {
+    /// What waits for review (changed or new definitions), and what was rejected.
+    Status,
+    /// What changed: the description word by word, anything else line by line.
+    Diff {
+        /// The server's name in `[servers]`.
+        server: String,
+        /// One item: a tool's or prompt's name, a resource's URI, or `tool:NAME` and the like.
+        item: Option<String>,
+    },
+    /// Serve what the server lists now (every change of SERVER waiting, or ITEM's), and tell
+    /// every running mcpx.
+    Approve {
+        /// The server's name in `[servers]`.
+        server: String,
+        /// One item (as for `diff`).
+        item: Option<String>,
+    },
+    /// Keep refusing what the server lists now (every change of SERVER waiting, or ITEM's),
+    /// without asking again until it changes.
+    Reject {
+        /// The server's name in `[servers]`.
+        server: String,
+        /// One item (as for `diff`).
+        item: Option<String>,
     },
 }
 

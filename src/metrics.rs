@@ -181,6 +181,16 @@ struct DoorLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PinStateLabel {
+    state: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PinEventLabel {
+    event: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimitLabel {
     limit: String,
 }
@@ -266,6 +276,8 @@ pub struct Live {
     pub tasks: Vec<((String, String), i64)>,
     /// Each sandboxed upstream, and whether its sandbox lacks a layer asked for.
     pub sandboxes: Vec<(String, bool)>,
+    /// Pinned definitions, by state (`pinned`, `changed`, `new`, `rejected`).
+    pub pins: Vec<(String, i64)>,
 }
 
 struct Metrics {
@@ -286,6 +298,8 @@ struct Metrics {
     passed_on: Family<PassedOnLabel, Counter>,
     auth_failures: Family<AuthFailureLabel, Counter>,
     limited: Family<LimitLabel, Counter>,
+    pins: Family<PinStateLabel, Gauge>,
+    pin_events: Family<PinEventLabel, Counter>,
     authorizations: Family<AuthorizationLabel, Counter>,
 }
 
@@ -353,6 +367,8 @@ impl Metrics {
             passed_on: Family::default(),
             auth_failures: Family::default(),
             limited: Family::default(),
+            pins: Family::default(),
+            pin_events: Family::default(),
             authorizations: Family::default(),
             registry: Registry::default(),
         };
@@ -417,6 +433,16 @@ impl Metrics {
             "mcpx_calls_limited",
             "Calls refused by [limits] and never sent upstream, by limit (calls, tools.\"GLOB\", loopGuard)",
             metrics.limited.clone(),
+        );
+        registry.register(
+            "mcpx_pinned_definitions",
+            "Definitions of pinned servers, by state (pinned, changed, new, rejected)",
+            metrics.pins.clone(),
+        );
+        registry.register(
+            "mcpx_pin_events",
+            "What happened to pinned definitions, by event (baseline, changed, new, accepted, approved, rejected)",
+            metrics.pin_events.clone(),
         );
         registry.register(
             "mcpx_authorizations",
@@ -514,6 +540,17 @@ pub fn limited(limit: &str) {
     }
 }
 
+/// Counts an event of a pinned definition (`baseline`, `changed`, `approved`, ...).
+pub fn pin_event(event: &str) {
+    if let Some(m) = METRICS.get() {
+        m.pin_events
+            .get_or_create(&PinEventLabel {
+                event: event.to_owned(),
+            })
+            .inc();
+    }
+}
+
 /// Counts a request passed to another replica; `reached` whether it got there.
 pub fn passed_on(kind: PassedOn, reached: bool) {
     if let Some(m) = METRICS.get() {
@@ -571,6 +608,10 @@ pub fn render(live: Live) -> Option<String> {
         m.sandbox_degraded
             .get_or_create(&label)
             .set(degraded.into());
+    }
+    m.pins.clear();
+    for (state, count) in live.pins {
+        m.pins.get_or_create(&PinStateLabel { state }).set(count);
     }
     let mut text = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut text, &m.registry).ok()?;

@@ -263,6 +263,7 @@ impl Registry {
             in_flight: state.in_flight.len() as i64,
             tasks: Vec::new(),
             sandboxes: Vec::new(),
+            pins: Vec::new(),
         }
     }
 

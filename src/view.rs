@@ -44,6 +44,9 @@ pub struct Snapshot {
     /// approval (`mcpx auth approve CODE`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub consents: Vec<ConsentView>,
+    /// Pinned definitions that wait for review, or were rejected (`mcpx pins`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<crate::pins::Review>,
 }
 
 /// A client waiting for the owner's consent.

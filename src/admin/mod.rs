@@ -172,6 +172,15 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
             Some(client) => Ok(format!("approved {client}: its consent page may continue")),
             None => not_found(format!("no consent page waits with the code {code}")),
         },
+        Command::DecidePins {
+            server,
+            item,
+            sha256,
+            decision,
+        } => gateway
+            .decide_pins(&server, item.as_deref(), sha256.as_deref(), decision)
+            .map_err(refused),
+        Command::RefreshPins => Ok(gateway.refresh_pins()),
     };
     match outcome {
         Ok(message) => Reply::Done { message },

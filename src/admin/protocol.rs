@@ -46,6 +46,22 @@ pub enum Command {
         /// The code its page shows.
         code: String,
     },
+    /// Approves or rejects what waits for review of a pinned server (`mcpx pins approve`,
+    /// `reject`, the console's Pins view).
+    DecidePins {
+        /// The server's configured name.
+        server: String,
+        /// One item (`tool:NAME`, or a bare name); every one waiting when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        item: Option<String>,
+        /// The digest of the definition reviewed: refused if the server changed it since.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        /// Approve or reject.
+        decision: crate::pins::Decision,
+    },
+    /// Reads the pinned definitions again (another process decided) and serves them.
+    RefreshPins,
 }
 
 /// What the daemon answers.

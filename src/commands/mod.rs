@@ -6,6 +6,7 @@
 //! `completions` and `exec-upstream` need no gateway.
 
 mod auth;
+mod pins;
 
 use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
@@ -85,6 +86,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Reload => return reload(&config.admin.socket),
         Command::Auth { action } => return auth::run(action, &settings, path.as_deref()),
+        Command::Pins { action } => return pins::run(action, config),
         Command::Serve {
             attach,
             standalone: false,
@@ -221,6 +223,7 @@ async fn execute(
         | Command::Import { .. }
         | Command::Completions { .. }
         | Command::Status { .. }
+        | Command::Pins { .. }
         | Command::Keygen
         | Command::ExecUpstream { .. }
         | Command::SandboxExec { .. }

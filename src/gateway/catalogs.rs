@@ -4,6 +4,7 @@
 
 use super::catalog::{self, Catalog, Collision, Listing};
 use super::clients::Clients;
+use super::pinning::Pinning;
 use super::profile::{Profiles, ViewId, Views};
 use super::upstreams::Upstream;
 use super::Owner;
@@ -24,11 +25,14 @@ pub(super) struct Catalogs {
     /// appear, not at every rebuild.
     collisions: Mutex<Vec<Collision>>,
     ready: OnceCell<()>,
+    /// What pinned servers may show of their listings.
+    pinning: Arc<Pinning>,
 }
 
 impl Catalogs {
-    pub(super) fn new(profiles: Profiles) -> Catalogs {
+    pub(super) fn new(profiles: Profiles, pinning: Arc<Pinning>) -> Catalogs {
         Catalogs {
+            pinning,
             views: RwLock::default(),
             profiles,
             collisions: Mutex::default(),
@@ -62,14 +66,18 @@ impl Catalogs {
         read(&self.views).clone()
     }
 
-    /// The merged catalog of the built-in server and every upstream's listing. A name two
+    /// The merged catalog of the built-in server and every upstream's listing (a pinned
+    /// server's as its pins allow, [`Pinning::served`]). A name two
     /// servers expose stays with the server that had it (the first in order, at start), and
     /// the newcomer's item is left out; each collision is logged as an error naming both when
     /// it first appears, and returned, for `mcpx reload` to report. The same rule holds at
     /// start, when an upstream's list changes, and at reload.
     pub(super) fn build(&self, upstreams: &[Arc<Upstream>]) -> (Catalog, Vec<Collision>) {
         let builtin = super::builtin::listing();
-        let listings: Vec<Listing> = upstreams.iter().map(|u| lock(&u.listing).clone()).collect();
+        let listings: Vec<Listing> = upstreams
+            .iter()
+            .map(|u| self.pinning.served(u, lock(&u.listing).clone()))
+            .collect();
         let mut sources = vec![catalog::Source {
             server: BUILTIN_SERVER,
             prefix: BUILTIN_SERVER,

@@ -118,6 +118,7 @@ impl Gateway {
             tasks: self.tasks(),
             metrics: self.metrics(),
             consents: registry.consents().views(),
+            pins: self.pin_reviews(),
         }
     }
 

@@ -25,6 +25,7 @@ mod login;
 pub mod naming;
 mod observe;
 mod own_tasks;
+mod pinning;
 mod profile;
 mod relay;
 mod request_state;
@@ -115,6 +116,8 @@ pub struct Gateway {
     own_tasks: own_tasks::OwnTasks,
     /// `[limits]`, with what each caller has used of them ([`call_limits`]).
     limits: call_limits::CallLimits,
+    /// Pinned definitions ([`pinning`]), which the catalogs vet listings with.
+    pinning: Arc<pinning::Pinning>,
 }
 
 impl Gateway {
@@ -129,7 +132,8 @@ impl Gateway {
     ) -> Arc<Gateway> {
         let (config, registry) = (&settings.config, Registry::new());
         let profiles = Profiles::new(&config.profiles, &config.auth.rules);
-        let catalogs = Arc::new(Catalogs::new(profiles));
+        let pinning = Arc::new(pinning::Pinning::new(&config.pins));
+        let catalogs = Arc::new(Catalogs::new(profiles, Arc::clone(&pinning)));
         let clients = Arc::new(Clients::new(config.transport.max_in_flight_per_client));
         let subscriptions = Arc::new(HeldSubscriptions::default());
         let supervisor = Supervisor::new(
@@ -158,6 +162,7 @@ impl Gateway {
             task_ids: Arc::new(tasks::TaskIds::new(cluster)),
             own_tasks: own_tasks::OwnTasks::new(&config.tasks),
             limits: call_limits::CallLimits::new(&config.limits),
+            pinning,
         })
     }
 
@@ -165,6 +170,9 @@ impl Gateway {
     /// ([`Supervisor::start`]).
     pub async fn start(&self) -> Result<(), String> {
         self.observer.open_audit()?;
+        if let Some(audit) = self.observer.audit() {
+            self.pinning.audit_to(audit);
+        }
         let me = self.me.clone();
         let heard = move |upstream, params| {
             if let Some(gateway) = me.upgrade() {
@@ -527,7 +535,8 @@ impl Gateway {
             .into_iter()
             .filter_map(|u| Some((u.name, u.sandbox?.is_degraded())))
             .collect();
-        self.observer.metrics(&self.tasks(), sandboxes)
+        self.observer
+            .metrics(&self.tasks(), sandboxes, self.pinning.counts())
     }
 
     /// The configuration file it runs with, if any.

@@ -80,15 +80,18 @@ impl Observer {
         self.audit.get()
     }
 
-    /// The metrics in the Prometheus text format, with `tasks` counted by kind and state and
-    /// each sandboxed server's (name, degraded); `None` when they are off.
+    /// The metrics in the Prometheus text format, with `tasks` counted by kind and state, each
+    /// sandboxed server's (name, degraded) and the pinned definitions by state; `None` when
+    /// they are off.
     pub(super) fn metrics(
         &self,
         tasks: &[crate::view::TaskView],
         sandboxes: Vec<(String, bool)>,
+        pins: Vec<(String, i64)>,
     ) -> Option<String> {
         let mut live = self.registry.counts();
         live.sandboxes = sandboxes;
+        live.pins = pins;
         let mut counted: std::collections::BTreeMap<(String, String), i64> = Default::default();
         for task in tasks {
             *counted

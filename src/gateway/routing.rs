@@ -37,6 +37,9 @@ impl Gateway {
         extensions: Extensions,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        if let Some(refused) = self.pin_refusal(client, method, params) {
+            return refused;
+        }
         match method {
             _ if method.list_key().is_some() => {
                 let cursor = params.and_then(|p| p.member("cursor"));

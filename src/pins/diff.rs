@@ -92,10 +92,16 @@ mod tests {
                 let after = json!({"name": "t", "description": "Reads a file and uploads it.",
                     "annotations": {"readOnlyHint": false}});
                 let text = render(Some(&before), Some(&after));
-                assert!(text.contains("Reads a [-file.-]{+file and uploads it.+}"), "{text}");
+                assert!(
+                    text.contains("Reads a [-file.-]{+file and uploads it.+}"),
+                    "{text}"
+                );
                 assert!(text.contains("-   \"readOnlyHint\": true"), "{text}");
                 assert!(text.contains("+   \"readOnlyHint\": false"), "{text}");
-                assert!(!text.contains("name:"), "unchanged members are not shown: {text}");
+                assert!(
+                    !text.contains("name:"),
+                    "unchanged members are not shown: {text}"
+                );
             }
         }
     }

@@ -1,0 +1,199 @@
+//! Pinned definitions at work ([`crate::pins`]): a pinned server's listing is vetted before it
+//! joins the merged catalog, a call of what waits for review is refused with the command that
+//! reviews it, and a decision taken on this machine (the admin socket) is put in service at
+//! once, with `list_changed` for what it changes.
+
+use super::catalog::Listing;
+use super::upstreams::Upstream;
+use super::{Client, CommandError, Gateway, Owner};
+use crate::audit::{AuditLog, Entry};
+use crate::config::{Pin, Server};
+use crate::json::Member;
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::pins::{Decision, Kind, Pins, Review};
+use crate::protocol::Method;
+use serde_json::{json, Value};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// The book of pins, which servers it covers, and where its events are recorded.
+#[derive(Debug)]
+pub(super) struct Pinning {
+    pins: Pins,
+    every_server: bool,
+    audit: OnceLock<Arc<AuditLog>>,
+}
+
+impl Pinning {
+    pub(super) fn new(config: &crate::config::Pins) -> Pinning {
+        Pinning {
+            pins: Pins::open(&config.file),
+            every_server: config.every_server,
+            audit: OnceLock::new(),
+        }
+    }
+
+    /// Records each event in `audit` from now on.
+    pub(super) fn audit_to(&self, audit: &Arc<AuditLog>) {
+        let _ = self.audit.set(Arc::clone(audit));
+    }
+
+    /// How `server` is pinned, if it is.
+    fn policy(&self, server: &Server) -> Option<Pin> {
+        server.pin.or(self.every_server.then(Pin::default))
+    }
+
+    /// What `upstream` may show of its listing: all of it when it is not pinned.
+    pub(super) fn served(&self, upstream: &Upstream, listing: Listing) -> Listing {
+        let Some(pin) = self.policy(&upstream.config) else {
+            return listing;
+        };
+        let lists = [
+            (Kind::Tool, listing.tools.as_slice()),
+            (Kind::Prompt, listing.prompts.as_slice()),
+            (Kind::Resource, listing.resources.as_slice()),
+            (Kind::Template, listing.templates.as_slice()),
+        ];
+        let (served, events) = self.pins.vet(&upstream.name, pin, &lists);
+        for (server, item, event) in &events {
+            match *event {
+                "baseline" => tracing::debug!(server, item, "pinned"),
+                "accepted" => tracing::info!(
+                    server,
+                    item,
+                    "a definition changed and was accepted (pin.onNew/onChange = \"accept\")"
+                ),
+                _ => tracing::warn!(
+                    server,
+                    item,
+                    "{event}: held until `mcpx pins approve {server} {item}`"
+                ),
+            }
+            self.record(server, item, event);
+        }
+        let mut served = served.into_iter();
+        let mut next = || served.next().unwrap_or_default();
+        Listing {
+            tools: next(),
+            prompts: next(),
+            resources: next(),
+            templates: next(),
+            // Skills are read as resources, which are pinned.
+            skills: listing.skills,
+        }
+    }
+
+    /// Why a call of `item` (a pin key) of `upstream` is refused, if it is.
+    fn refusal(&self, upstream: &Upstream, item: &str) -> Option<String> {
+        self.policy(&upstream.config)?;
+        self.pins.refusal(&upstream.name, item)
+    }
+
+    fn record(&self, server: &str, item: &str, event: &str) {
+        if let Some(audit) = self.audit.get() {
+            audit.record(&Entry {
+                session: 0,
+                method: "pin",
+                name: Some(item),
+                upstream: Some(server),
+                upstream_name: None,
+                outcome: event,
+                took: Duration::ZERO,
+                arguments: None,
+                caller: None,
+            });
+        }
+        crate::metrics::pin_event(event);
+    }
+
+    /// How many definitions are in each state.
+    pub(super) fn counts(&self) -> Vec<(String, i64)> {
+        let counts = self.pins.counts();
+        counts
+            .into_iter()
+            .map(|(state, n)| (state.to_owned(), n))
+            .collect()
+    }
+}
+
+impl Gateway {
+    /// The refusal of a call (`tools/call`, `prompts/get`, `resources/read`) of a pinned
+    /// definition that waits for review: a tool result with `isError` for a tool, an
+    /// invalid-params error otherwise. `None` when the call may go.
+    pub(super) fn pin_refusal(
+        &self,
+        client: &Client,
+        method: Method,
+        params: Option<&Value>,
+    ) -> Option<Result<Value, ErrorObject>> {
+        let catalog = self.catalog_of(client);
+        let mut name = method.target(params)?;
+        let (owner, item) = match method {
+            Method::ToolsCall => {
+                if name == super::search::call_tool_name() {
+                    name = Method::ToolsCall.target(params?.member("arguments"))?;
+                }
+                let route = catalog.tool(name)?;
+                (route.owner, Kind::Tool.key(&route.name))
+            }
+            Method::PromptsGet => {
+                let route = catalog.prompt(name)?;
+                (route.owner, Kind::Prompt.key(&route.name))
+            }
+            Method::ResourcesRead => (catalog.resource_owner(name)?, Kind::Resource.key(name)),
+            _ => return None,
+        };
+        let Owner::Upstream(_) = owner else {
+            return None;
+        };
+        let upstream = self.supervisor.upstreams().of(owner)?;
+        let message = self.pinning.refusal(&upstream, &item)?;
+        Some(match method {
+            Method::ToolsCall => Ok(json!({
+                "content": [{"type": "text", "text": message}],
+                "isError": true,
+            })),
+            _ => Err(ErrorObject::new(INVALID_PARAMS, message)),
+        })
+    }
+
+    /// What waits for review, for the console and `mcpx pins`.
+    pub fn pin_reviews(&self) -> Vec<Review> {
+        self.pinning.pins.reviews()
+    }
+
+    /// Approves or rejects what waits for review of `server` (all of it, or `item`, if it is
+    /// still `sha256`), then serves the catalog the decision makes: clients hear
+    /// `list_changed` for what it changed.
+    pub fn decide_pins(
+        &self,
+        server: &str,
+        item: Option<&str>,
+        sha256: Option<&str>,
+        decision: Decision,
+    ) -> Result<String, CommandError> {
+        let decided = self
+            .pinning
+            .pins
+            .decide(server, item, sha256, decision)
+            .map_err(CommandError::Upstream)?;
+        let event = match decision {
+            Decision::Approve => "approved",
+            Decision::Reject => "rejected",
+        };
+        for item in &decided {
+            self.pinning.record(server, item, event);
+        }
+        self.supervisor.publish_catalog();
+        Ok(match decided.is_empty() {
+            true => format!("nothing of {server} waits for review"),
+            false => format!("{event} {} of {server}", decided.join(", ")),
+        })
+    }
+
+    /// Serves the catalog as the book on disk says now (another process decided).
+    pub fn refresh_pins(&self) -> String {
+        self.supervisor.publish_catalog();
+        "the pinned definitions were read again".into()
+    }
+}
