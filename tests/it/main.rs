@@ -22,6 +22,7 @@ mod lazy;
 mod limits;
 mod logging;
 mod observability;
+mod pins;
 mod profiles;
 mod remote;
 mod sandbox;
