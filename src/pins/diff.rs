@@ -34,6 +34,31 @@ pub fn render(approved: Option<&Value>, seen: Option<&Value>) -> String {
     text
 }
 
+/// `approved` beside `seen`, as pretty JSON in two columns of `width` characters: a line
+/// only one side has is marked `-` (approved) or `+` (listed now), with the other side blank.
+pub fn side_by_side(approved: Option<&Value>, seen: Option<&Value>, width: usize) -> String {
+    let pretty = |v: Option<&Value>| {
+        v.map(|v| serde_json::to_string_pretty(v).unwrap_or_default() + "\n")
+            .unwrap_or_default()
+    };
+    let (old, new) = (pretty(approved), pretty(seen));
+    let fit = |line: &str| {
+        let line = line.trim_end_matches('\n');
+        let cut: String = line.chars().take(width).collect();
+        format!("{cut:<width$}")
+    };
+    let mut text = format!("{:<width$} | {}\n", "  approved", "  listed now");
+    for change in TextDiff::from_lines(&old, &new).iter_all_changes() {
+        let line = fit(change.value());
+        let _ = match change.tag() {
+            ChangeTag::Equal => writeln!(text, "  {line} |   {}", line.trim_end()),
+            ChangeTag::Delete => writeln!(text, "- {line} |"),
+            ChangeTag::Insert => writeln!(text, "  {:<width$} | + {}", "", line.trim_end()),
+        };
+    }
+    text
+}
+
 /// `old` to `new`, word by word; a run of removed or added words is marked once.
 fn words(old: &str, new: &str) -> String {
     let diff = TextDiff::from_words(old, new);

@@ -126,5 +126,53 @@ mod every_revision {
             assert!(status_shows(&config, "rejected"));
             assert_eq!(listed_echo(&mut serve, 3, "fixture__echo2"), None);
         }
+
+        /// Under tmux: the console's Pins view shows the change side by side, and `a`, `y`
+        /// approve it; the client then hears `list_changed` and lists the new definition.
+        #[test]
+        fn the_console_approves_a_change_from_its_pins_view() {
+            use crate::common::console::{screen_shows, tmux};
+            let dir = tempfile::tempdir().unwrap();
+            let config = pinned_config(dir.path(), "description:1");
+            let mut serve = Serve::with_config_file(&config);
+            serve.initialize("2025-06-18");
+            assert_eq!(echo(&mut serve, 1)["isError"], false);
+            assert!(status_shows(&config, "changed"), "{}", serve.stderr());
+            let socket = dir.path().join(format!("serve-{}.sock", serve.pid()));
+            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
+            let name = format!("mcpx-tui-pins-{}", std::process::id());
+            tmux(&["kill-session", "-t", &name]);
+            let command = format!("{} --socket {}", tui.display(), socket.display());
+            tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "160",
+                "-y",
+                "40",
+                &command,
+            ]);
+            screen_shows(&name, "7 Pins (1)");
+            tmux(&["send-keys", "-t", &name, "7"]);
+            screen_shows(&name, "tool:echo");
+            tmux(&["send-keys", "-t", &name, "Enter"]);
+            screen_shows(&name, "listed now");
+            tmux(&["send-keys", "-t", &name, "a"]);
+            screen_shows(&name, "(y/n)");
+            tmux(&["send-keys", "-t", &name, "y"]);
+            screen_shows(&name, "approved tool:echo of fixture");
+            tmux(&["kill-session", "-t", &name]);
+            let heard = serve.drain(Duration::from_secs(2));
+            assert!(
+                heard
+                    .iter()
+                    .any(|m| m["method"] == "notifications/tools/list_changed"),
+                "{heard:?}"
+            );
+            let now = listed_echo(&mut serve, 2, "fixture__echo").unwrap();
+            assert!(now["description"].as_str().unwrap().contains("id_rsa"));
+        }
     }
 }

@@ -7,6 +7,7 @@ use crate::feed::{watch, Feed};
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind};
 use mcpx::admin::protocol::{Command, Reply, Snapshot};
 use mcpx::admin::running_sockets;
+use mcpx::pins::Decision;
 use ratatui::widgets::TableState;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
@@ -22,15 +23,18 @@ enum View {
     Tasks,
     /// Clients waiting on the built-in authorization server's consent page.
     Consents,
+    /// Pinned definitions that changed or appeared, waiting for review.
+    Pins,
 }
 
-const VIEWS: [View; 6] = [
+const VIEWS: [View; 7] = [
     View::Upstreams,
     View::Sessions,
     View::Streams,
     View::Requests,
     View::Tasks,
     View::Consents,
+    View::Pins,
 ];
 
 impl View {
@@ -42,6 +46,7 @@ impl View {
             View::Requests => "4 Requests",
             View::Tasks => "5 Tasks",
             View::Consents => "6 Consents",
+            View::Pins => "7 Pins",
         }
     }
 }
@@ -216,7 +221,7 @@ impl App {
             }
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.switch(1),
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => self.switch(VIEWS.len() - 1),
-            KeyCode::Char(c @ '1'..='6') => self.set_view(VIEWS[c as usize - '1' as usize]),
+            KeyCode::Char(c @ '1'..='7') => self.set_view(VIEWS[c as usize - '1' as usize]),
             KeyCode::Enter => self.detail = !self.detail,
             KeyCode::Esc => {
                 self.detail = false;
@@ -229,6 +234,8 @@ impl App {
             KeyCode::Char('c') if self.view == View::Tasks => self.ask_about(View::Tasks),
             KeyCode::Char('c') => self.ask_about(View::Requests),
             KeyCode::Char('d') => self.ask_about(View::Sessions),
+            KeyCode::Char('a') if self.view == View::Pins => self.ask_pin(Decision::Approve),
+            KeyCode::Char('r') if self.view == View::Pins => self.ask_pin(Decision::Reject),
             KeyCode::Char('r') => self.ask_about(View::Upstreams),
             KeyCode::Char('a') => self.ask_about(View::Consents),
             KeyCode::Char('L') => self.ask_login(),
@@ -288,6 +295,33 @@ impl App {
             Ok(status) => format!("login to {name} failed ({status})"),
             Err(e) => format!("cannot run mcpx auth login: {e}"),
         })
+    }
+
+    /// Prepares the decision on the selected pinned definition: it names the definition's
+    /// digest, so that a change made since it was shown is not what gets approved.
+    fn ask_pin(&mut self, decision: Decision) {
+        let row = self.rows().into_iter().nth(self.selected());
+        let review = row.and_then(|row| {
+            let pins = &self.snapshot.as_ref()?.pins;
+            pins.get(usize::try_from(row.key).ok()?).cloned()
+        });
+        let Some(review) = review else {
+            self.status = "nothing selected".into();
+            return;
+        };
+        let verb = match decision {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        };
+        let question = format!("{verb} {} of {}", review.item, review.server);
+        let command = Command::DecidePins {
+            server: review.server,
+            item: Some(review.item),
+            sha256: review.sha256,
+            decision,
+        };
+        self.status = format!("{question}? (y/n)");
+        self.pending = Some(Pending { question, command });
     }
 
     /// Prepares the command for the selected row, if the view is the one it acts on.

@@ -150,6 +150,25 @@ impl App {
                     detail: serde_json::to_string_pretty(c).unwrap_or_default(),
                 })
                 .collect(),
+            View::Pins => snapshot
+                .pins
+                .iter()
+                .enumerate()
+                .map(|(i, p)| ViewRow {
+                    key: i as u64,
+                    name: Some(p.item.clone()),
+                    cells: vec![p.server.clone(), p.item.clone(), p.state.as_str().into()],
+                    // A server wrote these words: nothing in them may drive the terminal.
+                    detail: [
+                        mcpx::pins::diff::side_by_side(p.approved.as_ref(), p.seen.as_ref(), 48),
+                        mcpx::pins::diff::render(p.approved.as_ref(), p.seen.as_ref()),
+                    ]
+                    .concat()
+                    .lines()
+                    .map(|line| mcpx::view::printable(line).into_owned() + "\n")
+                    .collect(),
+                })
+                .collect(),
         };
         match &self.filter {
             Some(filter) if !filter.is_empty() => rows
@@ -181,7 +200,7 @@ impl App {
         };
         frame.render_widget(Line::from(top_line).bold(), top);
         let selected = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
-        let counts = self.snapshot.as_ref().map_or([0; 6], |s| {
+        let counts = self.snapshot.as_ref().map_or([0; 7], |s| {
             [
                 s.upstreams.len(),
                 s.sessions.len(),
@@ -189,6 +208,7 @@ impl App {
                 s.requests.len(),
                 s.tasks.len(),
                 s.consents.len(),
+                s.pins.len(),
             ]
         });
         let titles: Vec<String> = VIEWS
@@ -278,6 +298,14 @@ impl App {
                     Constraint::Length(8),
                 ],
             ),
+            View::Pins => (
+                vec!["SERVER", "ITEM", "STATE"],
+                vec![
+                    Constraint::Length(16),
+                    Constraint::Min(24),
+                    Constraint::Length(10),
+                ],
+            ),
             View::Tasks => (
                 vec!["TASK", "TOOL", "CLIENT", "STATE", "AGE", "RUN BY"],
                 vec![
@@ -342,7 +370,7 @@ impl App {
     }
 }
 
-const HELP: &str = "1-6, Tab, h/l  switch view\n\
+const HELP: &str = "1-7, Tab, h/l  switch view\n\
 j/k, arrows    move\n\
 Enter          detail pane\n\
 /              filter (Enter keeps, Esc clears)\n\
@@ -351,7 +379,8 @@ p              pick another running mcpx\n\
 d              end the selected HTTP session\n\
 r              restart the selected upstream\n\
 L              log in to the selected upstream\n\
-a              approve the selected client's consent\n\
+a              approve the selected client's consent, or pinned change\n\
+r (Pins)       reject the selected pinned change\n\
 q              quit\n\
 (any key closes this help)";
 
