@@ -404,31 +404,14 @@ mod every_revision {
         /// terminal (the browser follows the redirects), and the daemon serves it right after.
         #[test]
         fn the_console_logs_in_to_the_selected_upstream_with_l() {
-            use common::console::{screen_shows, tmux};
+            use common::console::{open_console, screen_shows, tmux};
             let server = AuthServer::start(Duration::from_secs(60), true);
             let dir = tempfile::tempdir().unwrap();
             let daemon = common::http::Daemon::start(&config(&server, dir.path()), "");
             let socket = dir.path().join("admin.sock");
-            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
             let browser = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/browser");
-            let name = format!("mcpx-tui-login-{}", std::process::id());
-            tmux(&["kill-session", "-t", &name]);
-            let command = format!(
-                "env BROWSER={browser} {} --socket {}",
-                tui.display(),
-                socket.display()
-            );
-            tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                "160",
-                "-y",
-                "30",
-                &command,
-            ]);
+            let prefix = format!("env BROWSER={browser}");
+            let name = open_console("login", &prefix, &socket, (160, 30));
             tmux(&["send-keys", "-t", &name, "1"]);
             screen_shows(&name, "needs-login");
             tmux(&["send-keys", "-t", &name, "L"]);

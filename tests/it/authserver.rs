@@ -667,7 +667,7 @@ mod every_revision {
         /// then continues without a secret.
         #[test]
         fn the_console_approves_a_client_waiting_for_consent() {
-            use crate::common::console::{screen_shows, tmux};
+            use crate::common::console::{open_console, screen_shows, tmux};
             let b = Builtin::start("");
             let client = b.register("Tablet", LOOPBACK, &["authorization_code"]);
             let (_, pkce_challenge) = pkce();
@@ -689,21 +689,7 @@ mod every_revision {
             );
             let config = std::fs::read_to_string(b.d.config_path()).unwrap();
             let socket = mcpx::config::Config::parse(&config).unwrap().admin.socket;
-            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
-            let name = format!("mcpx-tui-consent-{}", std::process::id());
-            tmux(&["kill-session", "-t", &name]);
-            let command = format!("{} --socket {}", tui.display(), socket.display());
-            tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                "140",
-                "-y",
-                "24",
-                &command,
-            ]);
+            let name = open_console("consent", "", &socket, (140, 24));
             screen_shows(&name, "6 Consents (1)");
             tmux(&["send-keys", "-t", &name, "6"]);
             let screen = screen_shows(&name, "Tablet");

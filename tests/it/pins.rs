@@ -51,6 +51,16 @@ fn echo(serve: &mut Serve, id: i64) -> Value {
     serve.call(id, "tools/call", params)["result"].clone()
 }
 
+/// After the poisoned description was approved: `serve`'s client heard `list_changed`, and
+/// lists the new text (asked with `id`).
+fn serves_the_approved_change(serve: &mut Serve, id: i64) {
+    let heard = serve.drain(Duration::from_secs(2));
+    let announced = |m: &Value| m["method"] == "notifications/tools/list_changed";
+    assert!(heard.iter().any(announced), "{heard:?}");
+    let now = listed_echo(serve, id, "fixture__echo").unwrap();
+    assert!(now["description"].as_str().unwrap().contains("id_rsa"));
+}
+
 /// Waits until `mcpx pins status` says `expected` (the fixture's change was seen).
 fn status_shows(config: &Path, expected: &str) -> bool {
     eventually(|| pins(config, &["status"]).1.contains(expected))
@@ -83,15 +93,7 @@ mod every_revision {
             assert!(diff.contains("{+") && diff.contains("id_rsa"), "{diff}");
             let (approved_now, said) = pins(&config, &["approve", "fixture", "echo"]);
             assert!(approved_now, "{said}");
-            let heard = serve.drain(Duration::from_secs(2));
-            assert!(
-                heard
-                    .iter()
-                    .any(|m| m["method"] == "notifications/tools/list_changed"),
-                "{heard:?}"
-            );
-            let now = listed_echo(&mut serve, 6, "fixture__echo").unwrap();
-            assert!(now["description"].as_str().unwrap().contains("id_rsa"));
+            serves_the_approved_change(&mut serve, 6);
             assert_eq!(echo(&mut serve, 7)["isError"], false);
             assert!(pins(&config, &["status"]).1.contains("nothing waits"));
         }
@@ -131,7 +133,7 @@ mod every_revision {
         /// approve it; the client then hears `list_changed` and lists the new definition.
         #[test]
         fn the_console_approves_a_change_from_its_pins_view() {
-            use crate::common::console::{screen_shows, tmux};
+            use crate::common::console::{open_console, screen_shows, tmux};
             let dir = tempfile::tempdir().unwrap();
             let config = pinned_config(dir.path(), "description:1");
             let mut serve = Serve::with_config_file(&config);
@@ -139,21 +141,7 @@ mod every_revision {
             assert_eq!(echo(&mut serve, 1)["isError"], false);
             assert!(status_shows(&config, "changed"), "{}", serve.stderr());
             let socket = dir.path().join(format!("serve-{}.sock", serve.pid()));
-            let tui = workspace_bin("mcpx-tui", "mcpx-tui");
-            let name = format!("mcpx-tui-pins-{}", std::process::id());
-            tmux(&["kill-session", "-t", &name]);
-            let command = format!("{} --socket {}", tui.display(), socket.display());
-            tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                "160",
-                "-y",
-                "40",
-                &command,
-            ]);
+            let name = open_console("pins", "", &socket, (160, 40));
             screen_shows(&name, "7 Pins (1)");
             tmux(&["send-keys", "-t", &name, "7"]);
             screen_shows(&name, "tool:echo");
@@ -164,15 +152,7 @@ mod every_revision {
             tmux(&["send-keys", "-t", &name, "y"]);
             screen_shows(&name, "approved tool:echo of fixture");
             tmux(&["kill-session", "-t", &name]);
-            let heard = serve.drain(Duration::from_secs(2));
-            assert!(
-                heard
-                    .iter()
-                    .any(|m| m["method"] == "notifications/tools/list_changed"),
-                "{heard:?}"
-            );
-            let now = listed_echo(&mut serve, 2, "fixture__echo").unwrap();
-            assert!(now["description"].as_str().unwrap().contains("id_rsa"));
+            serves_the_approved_change(&mut serve, 2);
         }
     }
 }

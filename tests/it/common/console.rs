@@ -12,6 +12,34 @@ pub fn tmux(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Starts `mcpx-tui` on the admin socket `socket` (after `prefix`, e.g. `env BROWSER=…`) in a
+/// new detached tmux session of `size` (columns, rows), named for `label` and this test
+/// process; the session's name.
+pub fn open_console(
+    label: &str,
+    prefix: &str,
+    socket: &std::path::Path,
+    size: (u16, u16),
+) -> String {
+    let tui = super::workspace_bin("mcpx-tui", "mcpx-tui");
+    let name = format!("mcpx-tui-{label}-{}", std::process::id());
+    tmux(&["kill-session", "-t", &name]);
+    let command = format!("{prefix} {} --socket {}", tui.display(), socket.display());
+    let (width, height) = (size.0.to_string(), size.1.to_string());
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        &width,
+        "-y",
+        &height,
+        &command,
+    ]);
+    name
+}
+
 /// Waits until the tmux session's screen shows `text`; the screen.
 pub fn screen_shows(session: &str, text: &str) -> String {
     screen_where(
