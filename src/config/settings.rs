@@ -172,7 +172,10 @@ impl Expanded {
     }
 }
 
-/// Expands `${VAR}` (or `${env:VAR}`) in `value`, each from `variable`.
+/// Expands each placeholder in `value`: `${VAR}` or `${env:VAR}` from `variable` (the
+/// environment), `${file:PATH}` from a file only its owner may read, `${cred:NAME}` from the
+/// systemd credential NAME (`$CREDENTIALS_DIRECTORY/NAME`, `LoadCredential=`). An error never
+/// quotes a value.
 fn expand(value: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
@@ -180,20 +183,108 @@ fn expand(value: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<Stri
         out.push_str(&rest[..start]);
         let end = rest[start..].find('}').ok_or("an unclosed ${")?;
         let placeholder = &rest[start + 2..start + end];
-        // `${env:NAME}` says where the value is; `${NAME}` is the same.
-        let name = placeholder.strip_prefix("env:").unwrap_or(placeholder);
-        out.push_str(
-            &variable(name)
-                .ok_or_else(|| format!("${{{name}}} is not set in mcpx's environment"))?,
-        );
+        out.push_str(&resolve(placeholder, variable)?);
         rest = &rest[start + end + 1..];
     }
     out.push_str(rest);
     Ok(out)
 }
 
+/// The value one placeholder (what stands between `${` and `}`) names.
+fn resolve(placeholder: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    if let Some(path) = placeholder.strip_prefix("file:") {
+        let path = match path.strip_prefix("~/") {
+            Some(rest) => Path::new(&variable("HOME").unwrap_or_default()).join(rest),
+            None => PathBuf::from(path),
+        };
+        return secret_file(&path, "${file:…}");
+    }
+    if let Some(name) = placeholder.strip_prefix("cred:") {
+        let directory = variable("CREDENTIALS_DIRECTORY").ok_or_else(|| {
+            format!("${{cred:{name}}} needs $CREDENTIALS_DIRECTORY: run mcpx under systemd with LoadCredential={name}:…")
+        })?;
+        if name.is_empty() || name.contains('/') {
+            return Err(format!("${{cred:{name}}} is not a credential's name"));
+        }
+        return secret_file(&Path::new(&directory).join(name), "${cred:…}");
+    }
+    if let Some(name) = placeholder.strip_prefix("keyring:") {
+        return Err(format!(
+            "${{keyring:{name}}}: this mcpx reads no keyring yet; put the secret in a file only you can read and use ${{file:PATH}}, or a systemd credential with ${{cred:NAME}}"
+        ));
+    }
+    // `${env:NAME}` says where the value is; `${NAME}` is the same.
+    let name = placeholder.strip_prefix("env:").unwrap_or(placeholder);
+    variable(name).ok_or_else(|| format!("${{{name}}} is not set in mcpx's environment"))
+}
+
+/// A secret kept in the file at `path`, without its final line break. Refused when its group
+/// or others may read it: a secret that every local user can read is no secret.
+fn secret_file(path: &Path, kind: &str) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let metadata = std::fs::metadata(path).map_err(|e| format!("{kind} {shown}: {e}"))?;
+    if metadata.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "{kind} {shown} may be read by others (mode {:o}): chmod 600 it",
+            metadata.permissions().mode() & 0o777
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{kind} {shown}: {e}"))?;
+    Ok(text.strip_suffix('\n').unwrap_or(&text).to_owned())
+}
+
 #[cfg(test)]
 mod every_revision {
+    mod secrets {
+        use crate::config::{Config, Settings};
+        use std::os::unix::fs::PermissionsExt;
+
+        /// A config whose server `a` takes `placeholder` in its env, and `b` names nothing.
+        fn expanded_with(placeholder: &str, variable: &dyn Fn(&str) -> Option<String>) -> Settings {
+            let text = format!(
+                "[servers.a]\ncommand = \"x\"\nenv = {{ K = {placeholder:?} }}\n[servers.b]\ncommand = \"x\"\n"
+            );
+            Settings::expand(Config::parse(&text).unwrap(), variable)
+        }
+
+        #[test]
+        fn a_file_only_its_owner_reads_resolves_for_the_server_that_names_it() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("token");
+            std::fs::write(&path, "s3cret\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            let settings = expanded_with(&format!("${{file:{}}}", path.display()), &|_| None);
+            assert_eq!(settings.server("a").unwrap().env["K"], "s3cret");
+            assert!(settings.server("b").unwrap().env.is_empty());
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let settings = expanded_with(&format!("${{file:{}}}", path.display()), &|_| None);
+            let reason = settings.server("a").unwrap_err();
+            assert!(
+                reason.contains("servers.a.env.K") && reason.contains("chmod 600"),
+                "{reason}"
+            );
+            assert!(!reason.contains("s3cret"), "{reason}");
+        }
+
+        #[test]
+        fn a_systemd_credential_resolves_from_the_credentials_directory() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("api-key");
+            std::fs::write(&path, "k-123").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+            let directory = dir.path().display().to_string();
+            let variable =
+                move |name: &str| (name == "CREDENTIALS_DIRECTORY").then(|| directory.clone());
+            let settings = expanded_with("${cred:api-key}", &variable);
+            assert_eq!(settings.server("a").unwrap().env["K"], "k-123");
+            let outside = expanded_with("${cred:api-key}", &|_| None);
+            assert!(outside.server("a").unwrap_err().contains("LoadCredential="));
+            let keyring = expanded_with("${keyring:api-key}", &|_| None);
+            assert!(keyring.server("a").unwrap_err().contains("${file:PATH}"));
+        }
+    }
+
     mod config {
         use crate::config::{Config, Settings};
         use std::path::Path;
