@@ -116,6 +116,11 @@ impl Pinning {
     }
 }
 
+/// A tool result with `isError` saying `message`.
+fn tool_error(message: String) -> Value {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
+}
+
 impl Gateway {
     /// The refusal of a call (`tools/call`, `prompts/get`, `resources/read`) of a pinned
     /// definition that waits for review: a tool result with `isError` for a tool, an
@@ -133,7 +138,11 @@ impl Gateway {
                 if name == super::search::call_tool_name() {
                     name = Method::ToolsCall.target(params?.member("arguments"))?;
                 }
-                let route = catalog.tool(name)?;
+                let Some(route) = catalog.tool(name) else {
+                    return self
+                        .withheld_tool(name)
+                        .map(|message| Ok(tool_error(message)));
+                };
                 (route.owner, Kind::Tool.key(&route.name))
             }
             Method::PromptsGet => {
@@ -149,12 +158,36 @@ impl Gateway {
         let upstream = self.supervisor.upstreams().of(owner)?;
         let message = self.pinning.refusal(&upstream, &item)?;
         Some(match method {
-            Method::ToolsCall => Ok(json!({
-                "content": [{"type": "text", "text": message}],
-                "isError": true,
-            })),
+            Method::ToolsCall => Ok(tool_error(message)),
             _ => Err(ErrorObject::new(INVALID_PARAMS, message)),
         })
+    }
+
+    /// Why `exposed` names no tool, when a pinned server lists it and mcpx withholds it (new,
+    /// or changed under `onChange = "hide"`): the caller learns what to review, not that the
+    /// tool is unknown. Only a name the catalog lacks comes here.
+    fn withheld_tool(&self, exposed: &str) -> Option<String> {
+        let reviews = self.pinning.pins.reviews();
+        self.supervisor
+            .upstreams()
+            .all()
+            .into_iter()
+            .find_map(|upstream| {
+                let server = &upstream.config;
+                self.pinning.policy(server)?;
+                let review = reviews.iter().find(|review| {
+                    let own = review.item.strip_prefix("tool:");
+                    let shown = own.map(|own| {
+                        let renamed = server.tools.get(own).and_then(|o| o.name.as_deref());
+                        super::naming::exposed(
+                            server.prefix(&upstream.name),
+                            renamed.unwrap_or(own),
+                        )
+                    });
+                    review.server == upstream.name && shown.as_deref() == Some(exposed)
+                })?;
+                self.pinning.refusal(&upstream, &review.item)
+            })
     }
 
     /// What waits for review, for the console and `mcpx pins`.

@@ -123,6 +123,11 @@ mod every_revision {
             assert!(status_shows(&config, "tool:echo2"), "{}", serve.stderr());
             assert!(pins(&config, &["status"]).1.contains("new"));
             assert_eq!(listed_echo(&mut serve, 2, "fixture__echo2"), None);
+            let params = json!({"name": "fixture__echo2", "arguments": {"text": "hi"}});
+            let held = serve.call(4, "tools/call", params)["result"].clone();
+            assert_eq!(held["isError"], true, "{held}");
+            let why = held["content"][0]["text"].as_str().unwrap();
+            assert!(why.contains("waits for approval"), "{why}");
             let (rejected, said) = pins(&config, &["reject", "fixture", "echo2"]);
             assert!(rejected, "{said}");
             assert!(status_shows(&config, "rejected"));
