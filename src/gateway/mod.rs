@@ -489,14 +489,9 @@ impl Gateway {
         params: Option<&Value>,
         ctx: &RequestContext,
     ) -> Result<(), Result<Value, ErrorObject>> {
-        let Some(mut name) = method.target(params) else {
+        let (Some(name), arguments) = search::call_target(method, params) else {
             return Ok(());
         };
-        let mut arguments = params.and_then(|p| p.member("arguments"));
-        if method == Method::ToolsCall && name == search::call_tool_name() {
-            name = Method::ToolsCall.target(arguments).unwrap_or_default();
-            arguments = arguments.and_then(|a| a.member("arguments"));
-        }
         let call = call_limits::Call {
             method,
             name,

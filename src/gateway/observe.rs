@@ -114,12 +114,7 @@ impl Observer {
             return None;
         }
         let params = request.params.as_ref();
-        let mut name = method.and_then(|m| m.target(params));
-        let mut arguments = params.and_then(|p| p.member("arguments"));
-        if method == Some(Method::ToolsCall) && name == Some(search::call_tool_name()) {
-            name = Method::ToolsCall.target(arguments);
-            arguments = arguments.and_then(|a| a.member("arguments"));
-        }
+        let (name, arguments) = method.map_or((None, None), |m| search::call_target(m, params));
         Some(Observation {
             started: Instant::now(),
             method,

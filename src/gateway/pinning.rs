@@ -8,7 +8,6 @@ use super::upstreams::Upstream;
 use super::{Client, CommandError, Gateway, Owner};
 use crate::audit::{AuditLog, Entry};
 use crate::config::{Pin, Server};
-use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::pins::{Decision, Kind, Pins, Review};
 use crate::protocol::Method;
@@ -132,12 +131,9 @@ impl Gateway {
         params: Option<&Value>,
     ) -> Option<Result<Value, ErrorObject>> {
         let catalog = self.catalog_of(client);
-        let mut name = method.target(params)?;
+        let name = super::search::call_target(method, params).0?;
         let (owner, item) = match method {
             Method::ToolsCall => {
-                if name == super::search::call_tool_name() {
-                    name = Method::ToolsCall.target(params?.member("arguments"))?;
-                }
                 let Some(route) = catalog.tool(name) else {
                     return self
                         .withheld_tool(name)

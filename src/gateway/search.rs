@@ -11,6 +11,7 @@ use super::route::{Owner, Route};
 use crate::config::BUILTIN_SERVER;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::protocol::Method;
 use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 use serde_json::{json, Value};
 
@@ -103,6 +104,19 @@ fn words(identifier: &str) -> String {
 pub fn call_tool_name() -> &'static str {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| naming::exposed(BUILTIN_SERVER, CALL_TOOL))
+}
+
+/// What a request of `method` with `params` names (its [`Method::target`]) and the arguments it
+/// passes: for a call through `mcpx__call_tool`, the tool it names and that tool's arguments,
+/// since that is what runs (what limits, pins and the audit log judge).
+pub fn call_target(method: Method, params: Option<&Value>) -> (Option<&str>, Option<&Value>) {
+    let name = method.target(params);
+    let arguments = params.and_then(|p| p.member("arguments"));
+    if method == Method::ToolsCall && name == Some(call_tool_name()) {
+        let inner = arguments.and_then(|a| a.member("arguments"));
+        return (Method::ToolsCall.target(arguments), inner);
+    }
+    (name, arguments)
 }
 
 /// The two tools a search profile lists, and their routes.
