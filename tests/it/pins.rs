@@ -5,7 +5,6 @@
 use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// A configuration pinning the fixture, which pulls the rug `pull` (`KIND:N`), with its book
 /// and admin socket in `dir`; its path.
@@ -54,9 +53,8 @@ fn echo(serve: &mut Serve, id: i64) -> Value {
 /// After the poisoned description was approved: `serve`'s client heard `list_changed`, and
 /// lists the new text (asked with `id`).
 fn serves_the_approved_change(serve: &mut Serve, id: i64) {
-    let heard = serve.drain(Duration::from_secs(2));
-    let announced = |m: &Value| m["method"] == "notifications/tools/list_changed";
-    assert!(heard.iter().any(announced), "{heard:?}");
+    // However busy the machine, the announcement comes: nothing else is waited for.
+    while serve.next()["method"] != "notifications/tools/list_changed" {}
     let now = listed_echo(serve, id, "fixture__echo").unwrap();
     assert!(now["description"].as_str().unwrap().contains("id_rsa"));
 }
