@@ -109,6 +109,13 @@ pub enum Command {
         #[command(subcommand)]
         action: PinsAction,
     },
+    /// Keep secrets in the desktop's keyring, where `${keyring:NAME}` in the configuration
+    /// reads them, and restart the servers that use a secret when it changes.
+    Secret {
+        /// What to do.
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Check what this machine can enforce for sandboxed servers: Landlock's ABI, seccomp,
     /// private network namespaces, cgroup delegation.
     Doctor,
@@ -172,6 +179,26 @@ pub enum PinsAction {
         server: String,
         /// One item (as for `diff`).
         item: Option<String>,
+    },
+}
+
+/// `mcpx secret …`.
+#[derive(Debug, Subcommand)]
+pub enum SecretAction {
+    /// Keep the secret NAME, read from standard input (typed without echo on a terminal,
+    /// else the whole input without its final line break), never from the command line where
+    /// other users' `ps` sees it; every running mcpx restarts the servers that use it.
+    Set {
+        /// Its name: what `${keyring:NAME}` says.
+        name: String,
+    },
+    /// The secrets the keyring holds for mcpx and the servers that name each (never a value),
+    /// and those the configuration names that it lacks.
+    List,
+    /// Forget the secret NAME; the servers that use it stop, saying it is missing.
+    Rm {
+        /// Its name.
+        name: String,
     },
 }
 

@@ -16,6 +16,7 @@
 //! - how a call ended: [`failure`] (an upstream's failures and every request's outcome);
 //! - who may come in: [`access`] (tokens, identities, `[[auth.rules]]`), [`cluster`] (sealed
 //!   session ids), and [`net`]'s checks of the peer;
+//! - where secrets live: [`keyring`] (the desktop's Secret Service);
 //! - watching it run: [`admin`] (the console's socket), [`metrics`], [`telemetry`], [`audit`];
 //! - small tools every part uses: [`runtime`] (the executor), [`cancel`], [`deadline`],
 //!   [`limit`], [`lines`], [`json`], [`sync`].
@@ -39,6 +40,7 @@ pub mod gateway;
 pub mod import;
 pub mod json;
 pub mod jsonrpc;
+pub mod keyring;
 pub mod limit;
 pub mod lines;
 pub mod mcpheaders;

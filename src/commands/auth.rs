@@ -16,7 +16,7 @@ use std::process::ExitCode;
 /// Runs one `mcpx auth` command; `path` is the configuration file in use, if any.
 pub fn run(action: &AuthAction, settings: &Settings, path: Option<&Path>) -> ExitCode {
     let config = &settings.config;
-    let store = Store::new(&config.auth.credentials);
+    let store = Store::configured(&config.auth);
     let outcome = match action {
         AuthAction::Login { name } => remote(config, name).and_then(|server| {
             let expanded = settings.server(name)?;

@@ -7,6 +7,7 @@
 
 mod auth;
 mod pins;
+mod secret;
 
 use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
@@ -67,7 +68,9 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         _ => {}
     }
-    let (settings, path) = match Settings::load(cli.config.as_deref()) {
+    // Expanded only once it is needed: `mcpx status` and an editor's attaching `mcpx serve`
+    // read no secret, so they never wait on the keyring.
+    let (config, path) = match Config::load(cli.config.as_deref()) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("mcpx: {e}");
@@ -78,27 +81,31 @@ pub fn run(cli: Cli) -> ExitCode {
     // started on `/home/me/x.toml` must agree they run the same file, and `./x.toml` in another
     // directory must not.
     let path = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
-    let config = &settings.config;
     set_executor_threads(config.daemon.threads);
     match &cli.command {
         Command::Status { json, socket } => {
             return status(*json, socket.as_deref().unwrap_or(&config.admin.socket))
         }
         Command::Reload => return reload(&config.admin.socket),
-        Command::Auth { action } => return auth::run(action, &settings, path.as_deref()),
-        Command::Pins { action } => return pins::run(action, config),
+        Command::Pins { action } => return pins::run(action, &config),
+        Command::Secret { action } => return secret::run(action, &config),
         Command::Serve {
             attach,
             standalone: false,
             profile,
         } => {
             let who = Attach::this_process(path.as_deref(), profile.as_deref());
-            if let Some(code) = serve_attached(config, who, *attach) {
+            if let Some(code) = serve_attached(&config, who, *attach) {
                 return code;
             }
         }
         _ => {}
     }
+    let settings = Settings::from_environment(config);
+    if let Command::Auth { action } = &cli.command {
+        return auth::run(action, &settings, path.as_deref());
+    }
+    let config = &settings.config;
     crate::metrics::install(config.daemon.metrics);
     if let Some(endpoint) = &config.telemetry.otlp_endpoint {
         if let Err(e) = crate::telemetry::install(endpoint, &config.telemetry.service_name) {
@@ -224,6 +231,7 @@ async fn execute(
         | Command::Completions { .. }
         | Command::Status { .. }
         | Command::Pins { .. }
+        | Command::Secret { .. }
         | Command::Keygen
         | Command::ExecUpstream { .. }
         | Command::SandboxExec { .. }

@@ -15,6 +15,9 @@ use std::time::Duration;
 pub struct Auth {
     /// The credentials file: tokens from `mcpx auth login`, mode 0600.
     pub credentials: PathBuf,
+    /// Where those tokens are kept: the file, the desktop's keyring, or the keyring when one
+    /// answers and else the file.
+    pub credentials_store: CredentialsStore,
     /// How HTTP callers prove who they are.
     pub mode: AuthMode,
     /// The daemon's public origin (`https://mcp.example.com`), of which every door's URL is
@@ -39,6 +42,7 @@ impl Default for Auth {
     fn default() -> Self {
         Auth {
             credentials: state_dir().join("credentials.json"),
+            credentials_store: CredentialsStore::File,
             mode: AuthMode::Token,
             public_url: None,
             scopes: vec!["mcp".into()],
@@ -47,6 +51,20 @@ impl Default for Auth {
             rules: Vec::new(),
         }
     }
+}
+
+/// `[auth] credentialsStore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CredentialsStore {
+    /// The 0600 file `credentials` (the default): it needs no desktop session and survives a
+    /// reboot of a headless machine.
+    File,
+    /// The desktop's keyring (the Secret Service); an upstream needing a token fails to
+    /// connect, saying why, when no keyring answers.
+    Keyring,
+    /// The keyring when one answers (asked once, briefly), else the file.
+    Auto,
 }
 
 /// `[auth] mode`.

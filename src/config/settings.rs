@@ -1,5 +1,7 @@
-//! The configuration as used: the file as written with every `${VAR}` expanded, once, when it is
-//! loaded (at start and at each reload). The parts of mcpx take their values from here and
+//! The configuration as used: the file as written with every placeholder expanded, once, when
+//! it is loaded (at start and at each reload): `${VAR}` and `${env:VAR}` from mcpx's environment,
+//! `${file:PATH}`, `${cred:NAME}` (systemd credentials) and `${keyring:NAME}` (the desktop's
+//! keyring). The parts of mcpx take their values from here and
 //! expand nothing themselves, so a value means the same thing everywhere it is read.
 //!
 //! A value whose variable is unset is kept as the reason, for the part that needs it to refuse:
@@ -32,9 +34,13 @@ pub struct Settings {
     pub cluster_peers: Result<Vec<String>, String>,
 }
 
-/// A server's values that may name `${VAR}`s, expanded.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// A server's values that may name placeholders, expanded. They hold its secrets, so its
+/// `Debug` shows only which keys are set, never a value.
+#[derive(Clone, Default, PartialEq, Serialize)]
 pub struct Expanded {
+    /// `args`: the command's arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
     /// `env`: added to the child's environment.
     pub env: BTreeMap<String, String>,
     /// `headers`: sent with every request to a `url` server.
@@ -42,6 +48,26 @@ pub struct Expanded {
     /// `oauth.clientSecret`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+}
+
+impl std::fmt::Debug for Expanded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Expanded")
+            .field("args", &self.args.len())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("client_secret", &self.client_secret.is_some())
+            .finish()
+    }
+}
+
+/// Where placeholders take their values.
+pub struct Sources<'a> {
+    /// The environment: `${VAR}`, `${env:VAR}`, and the `HOME` and `CREDENTIALS_DIRECTORY`
+    /// that `${file:~/…}` and `${cred:NAME}` read.
+    pub variable: &'a dyn Fn(&str) -> Option<String>,
+    /// `${keyring:NAME}`: the secret, or why there is none.
+    pub keyring: &'a dyn Fn(&str) -> Result<String, String>,
 }
 
 /// One server as used: its keys as written, and its `${VAR}`s expanded. It reads as the
@@ -69,15 +95,33 @@ impl Settings {
         Ok((Settings::from_environment(config), path))
     }
 
-    /// `config` expanded from mcpx's environment.
+    /// `config` expanded from mcpx's environment and the desktop's keyring. It blocks while
+    /// the keyring answers, if the file names a `${keyring:…}`.
     pub fn from_environment(config: Config) -> Settings {
-        Settings::expand(config, &|name| std::env::var(name).ok())
+        let keyring = crate::keyring::Reader::default();
+        let sources = Sources {
+            variable: &|name| std::env::var(name).ok(),
+            keyring: &|name| keyring.read(name),
+        };
+        Settings::expand_from(config, &sources)
     }
 
-    /// `config` expanded with `variable` as the environment.
+    /// `config` expanded with `variable` as the environment and no keyring.
     pub fn expand(config: Config, variable: &dyn Fn(&str) -> Option<String>) -> Settings {
+        let keyring = |name: &str| Err(format!("${{keyring:{name}}}: no keyring is read here"));
+        Settings::expand_from(
+            config,
+            &Sources {
+                variable,
+                keyring: &keyring,
+            },
+        )
+    }
+
+    /// `config` expanded from `sources`.
+    pub fn expand_from(config: Config, sources: &Sources<'_>) -> Settings {
         let expand = |key: &str, value: &str| {
-            expand(value, variable).map_err(|reason| format!("{key}: {reason}"))
+            expand(value, sources).map_err(|reason| format!("{key}: {reason}"))
         };
         let optional = |key: &str, value: &Option<String>| {
             value.as_deref().map(|v| expand(key, v)).transpose()
@@ -162,7 +206,11 @@ impl Expanded {
             .oauth
             .as_ref()
             .and_then(|o| o.client_secret.as_deref());
+        let args = server.args.iter().enumerate();
         Ok(Expanded {
+            args: args
+                .map(|(index, arg)| expand(&format!("args[{index}]"), arg))
+                .collect::<Result<_, _>>()?,
             env: each("env", &server.env)?,
             headers: each("headers", &server.headers)?,
             client_secret: client_secret
@@ -172,18 +220,18 @@ impl Expanded {
     }
 }
 
-/// Expands each placeholder in `value`: `${VAR}` or `${env:VAR}` from `variable` (the
-/// environment), `${file:PATH}` from a file only its owner may read, `${cred:NAME}` from the
-/// systemd credential NAME (`$CREDENTIALS_DIRECTORY/NAME`, `LoadCredential=`). An error never
-/// quotes a value.
-fn expand(value: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+/// Expands each placeholder in `value`: `${VAR}` or `${env:VAR}` from the environment,
+/// `${file:PATH}` from a file only its owner may read, `${cred:NAME}` from the systemd
+/// credential NAME (`$CREDENTIALS_DIRECTORY/NAME`, `LoadCredential=`), `${keyring:NAME}` from
+/// the keyring. An error never quotes a value.
+fn expand(value: &str, sources: &Sources<'_>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let end = rest[start..].find('}').ok_or("an unclosed ${")?;
         let placeholder = &rest[start + 2..start + end];
-        out.push_str(&resolve(placeholder, variable)?);
+        out.push_str(&resolve(placeholder, sources)?);
         rest = &rest[start + end + 1..];
     }
     out.push_str(rest);
@@ -191,7 +239,8 @@ fn expand(value: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<Stri
 }
 
 /// The value one placeholder (what stands between `${` and `}`) names.
-fn resolve(placeholder: &str, variable: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn resolve(placeholder: &str, sources: &Sources<'_>) -> Result<String, String> {
+    let variable = sources.variable;
     if let Some(path) = placeholder.strip_prefix("file:") {
         let path = match path.strip_prefix("~/") {
             Some(rest) => Path::new(&variable("HOME").unwrap_or_default()).join(rest),
@@ -209,9 +258,7 @@ fn resolve(placeholder: &str, variable: &dyn Fn(&str) -> Option<String>) -> Resu
         return secret_file(&Path::new(&directory).join(name), "${cred:…}");
     }
     if let Some(name) = placeholder.strip_prefix("keyring:") {
-        return Err(format!(
-            "${{keyring:{name}}}: this mcpx reads no keyring yet; put the secret in a file only you can read and use ${{file:PATH}}, or a systemd credential with ${{cred:NAME}}"
-        ));
+        return (sources.keyring)(name);
     }
     // `${env:NAME}` says where the value is; `${NAME}` is the same.
     let name = placeholder.strip_prefix("env:").unwrap_or(placeholder);
@@ -237,6 +284,7 @@ fn secret_file(path: &Path, kind: &str) -> Result<String, String> {
 #[cfg(test)]
 mod every_revision {
     mod secrets {
+        use crate::config::settings::Sources;
         use crate::config::{Config, Settings};
         use std::os::unix::fs::PermissionsExt;
 
@@ -280,8 +328,41 @@ mod every_revision {
             assert_eq!(settings.server("a").unwrap().env["K"], "k-123");
             let outside = expanded_with("${cred:api-key}", &|_| None);
             assert!(outside.server("a").unwrap_err().contains("LoadCredential="));
-            let keyring = expanded_with("${keyring:api-key}", &|_| None);
-            assert!(keyring.server("a").unwrap_err().contains("${file:PATH}"));
+        }
+
+        #[test]
+        fn a_keyring_secret_resolves_in_env_args_and_headers_of_the_server_that_names_it() {
+            let text = "[servers.a]\ncommand = \"x\"\nargs = [\"--key=${keyring:api-key}\", \"plain\"]\n\
+                        env = { K = \"${keyring:api-key}\" }\n\
+                        [servers.h]\nurl = \"https://h.example/mcp\"\n\
+                        headers = { Authorization = \"Bearer ${keyring:h-token}\" }\n\
+                        [servers.b]\ncommand = \"x\"\nenv = { K = \"${keyring:absent}\" }\n";
+            let asked = std::cell::RefCell::new(Vec::new());
+            let keyring = |name: &str| {
+                asked.borrow_mut().push(name.to_owned());
+                match name {
+                    "api-key" => Ok("k-123".to_owned()),
+                    "h-token" => Ok("t-456".to_owned()),
+                    _ => Err(format!("${{keyring:{name}}}: the keyring holds no such secret")),
+                }
+            };
+            let sources = Sources {
+                variable: &|_| None,
+                keyring: &keyring,
+            };
+            let settings = Settings::expand_from(Config::parse(text).unwrap(), &sources);
+            let a = settings.server("a").unwrap();
+            assert_eq!(a.args, ["--key=k-123", "plain"]);
+            assert_eq!(a.env["K"], "k-123");
+            assert!(a.headers.is_empty());
+            assert_eq!(
+                settings.server("h").unwrap().headers["Authorization"],
+                "Bearer t-456"
+            );
+            let reason = settings.server("b").unwrap_err();
+            assert!(reason.contains("servers.b.env.K") && reason.contains("absent"), "{reason}");
+            assert_eq!(*asked.borrow(), ["api-key", "api-key", "absent", "h-token"]);
+            assert!(!format!("{a:?}").contains("k-123"), "{a:?}");
         }
     }
 

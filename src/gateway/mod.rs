@@ -200,9 +200,11 @@ impl Gateway {
     /// `[servers]`: unchanged servers keep running, removed ones stop, new ones start. A file
     /// with errors is refused with its file, line and key, and the running one stays.
     pub async fn reload_from_disk(&self) -> Result<String, CommandError> {
-        let path = self.config_path.as_deref().map(std::path::Path::new);
-        let (settings, _) =
-            Settings::load(path).map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
+        let path = self.config_path.clone().map(std::path::PathBuf::from);
+        // Off the executor: a `${keyring:…}` waits on the keyring's answer.
+        let (settings, _) = smol::unblock(move || Settings::load(path.as_deref()))
+            .await
+            .map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
         self.limits.reconfigure(&settings.config.limits);
         self.supervisor.reload(&settings).await
     }

@@ -273,8 +273,8 @@ pub(super) struct Upstreams {
     launcher: Option<PathBuf>,
     /// `transport.maxMessageBytes`, which bounds what upstreams send as well as what clients do.
     max_message_bytes: usize,
-    /// `auth.credentials`: where remote servers' tokens are kept.
-    credentials: PathBuf,
+    /// `auth.credentials` and `auth.credentialsStore`: where remote servers' tokens are kept.
+    credentials: Store,
 }
 
 impl Upstreams {
@@ -285,7 +285,7 @@ impl Upstreams {
             next_id: AtomicUsize::new(0),
             launcher,
             max_message_bytes: config.transport.max_message_bytes,
-            credentials: config.auth.credentials.clone(),
+            credentials: Store::configured(&config.auth),
         };
         let list = settings
             .config
@@ -333,7 +333,7 @@ impl Upstreams {
 
     /// The store of remote servers' tokens.
     pub(super) fn credentials(&self) -> Store {
-        Store::new(&self.credentials)
+        self.credentials.clone()
     }
 
     /// A connection to the server as `config` says to reach it (nothing is sent yet).

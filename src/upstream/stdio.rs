@@ -113,7 +113,7 @@ impl StdioUpstream {
             command.arg(program);
         }
         command
-            .args(&server.args)
+            .args(&server.expanded.args)
             .env_clear()
             .envs(environment)
             .process_group(0);

@@ -2,11 +2,21 @@
 //! under the XDG state directory), mode 0600 in a directory of mode 0700, written whole to a
 //! temporary file and renamed over the old one, so a crash never leaves half a file and no other
 //! user can read a token. Tokens are never logged: [`Credential`]'s `Debug` hides them.
+//!
+//! With `[auth] credentialsStore = "keyring"` (or `"auto"` and a keyring answering) each
+//! server's credential is an item of the desktop's keyring instead (service
+//! `mcpx-credentials`, username the server's name). The file is still read for the servers the
+//! keyring lacks, and a credential written to the keyring leaves the file, so switching stores
+//! loses no login. The keyring is asked only at a login, a connect and a refresh, never per
+//! request.
 
+use crate::config::{Auth, CredentialsStore};
+use crate::keyring::Keyring;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What mcpx holds for one server after a login.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -87,25 +97,125 @@ pub fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The credentials file.
+/// The `service` of the keyring items that hold credentials.
+const KEYRING_SERVICE: &str = "mcpx-credentials";
+
+/// How briefly `credentialsStore = "auto"` waits for a keyring before settling on the file.
+const AUTO_PATIENCE: Duration = Duration::from_millis(200);
+
+/// Where the credentials are kept: the file, and maybe the keyring.
 #[derive(Debug, Clone)]
 pub struct Store {
     path: PathBuf,
+    kind: CredentialsStore,
+    /// For `auto`: whether a keyring answered, once asked.
+    keyring_answers: Arc<OnceLock<bool>>,
 }
 
 impl Store {
-    /// The store at `path`.
+    /// The file store at `path`.
     pub fn new(path: impl Into<PathBuf>) -> Store {
-        Store { path: path.into() }
+        Store::with_kind(path, CredentialsStore::File)
     }
 
-    /// Where it is.
+    /// The store `[auth]` configures.
+    pub fn configured(auth: &Auth) -> Store {
+        Store::with_kind(&auth.credentials, auth.credentials_store)
+    }
+
+    fn with_kind(path: impl Into<PathBuf>, kind: CredentialsStore) -> Store {
+        Store {
+            path: path.into(),
+            kind,
+            keyring_answers: Arc::default(),
+        }
+    }
+
+    /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Every credential, by server name; an absent file holds none.
+    /// Every credential, by server name: the file's, and the keyring's over them.
     pub fn load(&self) -> Result<BTreeMap<String, Credential>, String> {
+        let mut all = self.load_file()?;
+        if let Some(keyring) = self.keyring()? {
+            smol::block_on(async {
+                for server in keyring.names(KEYRING_SERVICE).await? {
+                    if let Some(credential) = keyring_get(&keyring, &server).await? {
+                        all.insert(server, credential);
+                    }
+                }
+                Ok::<_, String>(())
+            })?;
+        }
+        Ok(all)
+    }
+
+    /// The credential for `server`, if any.
+    pub fn get(&self, server: &str) -> Option<Credential> {
+        let from_keyring = self.keyring().and_then(|keyring| match keyring {
+            Some(keyring) => smol::block_on(keyring_get(&keyring, server)),
+            None => Ok(None),
+        });
+        match from_keyring {
+            Ok(Some(credential)) => Some(credential),
+            Ok(None) => self.load_file().ok()?.remove(server),
+            Err(e) => {
+                tracing::warn!(server, "the keyring's credential cannot be read: {e}");
+                None
+            }
+        }
+    }
+
+    /// Sets (or, with `None`, forgets) the credential for `server`.
+    pub fn put(&self, server: &str, credential: Option<Credential>) -> Result<(), String> {
+        if let Some(keyring) = self.keyring()? {
+            smol::block_on(async {
+                match &credential {
+                    Some(credential) => {
+                        let text = serde_json::to_string(credential).map_err(|e| e.to_string())?;
+                        keyring.set(KEYRING_SERVICE, server, &text).await
+                    }
+                    None => keyring.remove(KEYRING_SERVICE, server).await.map(drop),
+                }
+            })?;
+            // Kept in the keyring now: a copy left in the file would outlive a logout.
+            let mut file = self.load_file()?;
+            return match file.remove(server) {
+                Some(_) => self.write(&file),
+                None => Ok(()),
+            };
+        }
+        let mut all = self.load_file()?;
+        match credential {
+            Some(credential) => all.insert(server.to_owned(), credential),
+            None => all.remove(server),
+        };
+        self.write(&all)
+    }
+
+    /// A session with the keyring when the credentials are kept there; an error when they
+    /// must be and no keyring answers.
+    fn keyring(&self) -> Result<Option<Keyring>, String> {
+        match self.kind {
+            CredentialsStore::File => Ok(None),
+            CredentialsStore::Keyring => smol::block_on(Keyring::connect())
+                .map(Some)
+                .map_err(|e| format!("credentialsStore = \"keyring\": {e}")),
+            CredentialsStore::Auto => {
+                if self.keyring_answers.get() == Some(&false) {
+                    return Ok(None);
+                }
+                let keyring = smol::block_on(Keyring::connect_within(AUTO_PATIENCE)).ok();
+                let _ = self.keyring_answers.set(keyring.is_some());
+                Ok(keyring)
+            }
+        }
+    }
+
+    /// Every credential the file holds; an absent file holds none.
+    fn load_file(&self) -> Result<BTreeMap<String, Credential>, String> {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| format!("{} is not a credentials file: {e}", self.path.display())),
@@ -114,24 +224,19 @@ impl Store {
         }
     }
 
-    /// The credential for `server`, if any.
-    pub fn get(&self, server: &str) -> Option<Credential> {
-        self.load().ok()?.remove(server)
-    }
-
-    /// Sets (or, with `None`, forgets) the credential for `server`.
-    pub fn put(&self, server: &str, credential: Option<Credential>) -> Result<(), String> {
-        let mut all = self.load()?;
-        match credential {
-            Some(credential) => all.insert(server.to_owned(), credential),
-            None => all.remove(server),
-        };
-        self.write(&all)
-    }
-
     fn write(&self, all: &BTreeMap<String, Credential>) -> Result<(), String> {
         let text = serde_json::to_vec_pretty(all).map_err(|e| e.to_string())?;
         crate::private_file::write_whole(&self.path, &text)
+    }
+}
+
+/// The credential the keyring holds for `server`.
+async fn keyring_get(keyring: &Keyring, server: &str) -> Result<Option<Credential>, String> {
+    match keyring.get(KEYRING_SERVICE, server).await? {
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| format!("the keyring's credential of {server} is not one: {e}")),
+        None => Ok(None),
     }
 }
 
