@@ -26,6 +26,7 @@ mod pins;
 mod profiles;
 mod remote;
 mod sandbox;
+mod secrets;
 mod search;
 mod skills;
 mod sse;

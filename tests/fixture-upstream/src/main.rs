@@ -47,6 +47,9 @@ struct Server {
     /// a file, write one, connect, open a UDP socket) and reports its limits, for the sandbox's
     /// tests.
     hostile: bool,
+    /// With `--show-environment`: the tool `environment`, which reports the variables it is
+    /// asked for and its own arguments, for the secrets' tests.
+    show_environment: bool,
     /// With `--rug-pull KIND:N`: after `N` calls of `echo`, its definition changes (KIND
     /// `description`: a poisoned description; `readonly`: only `readOnlyHint` flips; `rename`:
     /// it is called `echo2`) and `tools/list_changed` is announced, for the pins' tests.
@@ -176,6 +179,10 @@ impl Server {
             tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen) and reports how each went, and its rlimits.",
                 "inputSchema": {"type": "object", "properties": {"read": {"type": "string"}, "write": {"type": "string"},
                     "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"}}}}));
+        }
+        if self.show_environment {
+            tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` and its own arguments.",
+                "inputSchema": {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}}}));
         }
         tools.extend(
             (0..self.generated_tools)
@@ -343,6 +350,17 @@ impl Server {
             "extra" if *self.extra_tool.lock().unwrap() => text("extra".into()),
             "hostile" if self.hostile => Ok(json!({"content": [{"type": "text", "text": "tried"}],
                 "structuredContent": hostile(args)})),
+            "environment" if self.show_environment => {
+                let names = args["names"].as_array().cloned().unwrap_or_default();
+                let variables: serde_json::Map<String, Value> = names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|n| (n.to_owned(), std::env::var(n).map_or(Value::Null, Value::from)))
+                    .collect();
+                let arguments: Vec<String> = std::env::args().skip(1).collect();
+                Ok(json!({"content": [{"type": "text", "text": "reported"}],
+                    "structuredContent": {"variables": variables, "arguments": arguments}}))
+            }
             "ask" | "sample" | "roots" | "ask_twice" => self.ask_tool(&key, name, params),
             _ => Err((-32602, "Unknown tool")),
         };
@@ -721,6 +739,7 @@ fn main() {
         dual_era: args.iter().any(|a| a == "--dual-era"),
         exit_on_unknown: args.iter().any(|a| a == "--exit-on-unknown"),
         hostile: args.iter().any(|a| a == "--hostile"),
+        show_environment: args.iter().any(|a| a == "--show-environment"),
         rug_pull: args
             .iter()
             .position(|a| a == "--rug-pull")

@@ -169,22 +169,54 @@ pub fn nginx() -> PathBuf {
 /// Headless Chromium, from Debian's `chromium-headless-shell` and whichever of its libraries the
 /// machine lacks, unpacked beside it (nothing is installed): the command to run it with.
 pub fn chromium() -> Command {
-    let dir = deps_dir().join("chromium");
+    let dir = debian_with_libraries("chromium-headless-shell", "chromium");
+    let libraries = [
+        "usr/lib/x86_64-linux-gnu",
+        "usr/lib/x86_64-linux-gnu/pulseaudio",
+        "usr/lib/chromium",
+    ]
+    .map(|l| dir.join(l).display().to_string())
+    .join(":");
+    let mut command = Command::new(dir.join("usr/lib/chromium/chromium-headless-shell"));
+    command.env("LD_LIBRARY_PATH", libraries);
+    command
+}
+
+/// `gnome-keyring-daemon`, a real Secret Service, from Debian's `gnome-keyring` and whichever
+/// of its libraries the machine lacks, unpacked (nothing is installed): the command to run it
+/// with.
+pub fn gnome_keyring_daemon() -> Command {
+    let dir = debian_with_libraries("gnome-keyring", "gnome-keyring");
+    let mut command = Command::new(dir.join("usr/bin/gnome-keyring-daemon"));
+    command.env("LD_LIBRARY_PATH", dir.join("usr/lib/x86_64-linux-gnu"));
+    command
+}
+
+/// `dbus-daemon`: the machine's own, else Debian's unpacked (the tests give it its
+/// configuration, so none of the package's paths matter).
+pub fn dbus_daemon() -> PathBuf {
+    let installed = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).map(|d| d.join("dbus-daemon")).collect())
+        .unwrap_or_else(Vec::new)
+        .into_iter()
+        .find(|candidate: &PathBuf| candidate.is_file());
+    installed.unwrap_or_else(|| debian_program("dbus-daemon", "usr/bin/dbus-daemon"))
+}
+
+/// Debian's `package` and the packages it needs that the machine lacks, downloaded with
+/// `apt-get download` (no root needed) and unpacked into one directory, which is returned.
+fn debian_with_libraries(package: &str, name: &str) -> PathBuf {
+    let dir = deps_dir().join(name);
     ensure(
-        &deps_dir().join("chromium.lock"),
+        &deps_dir().join(format!("{name}.lock")),
         &dir.join("mcpx-stamp"),
-        "chromium-headless-shell",
+        package,
         || {
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             let missing = || {
                 let plan = Command::new("apt-get")
-                    .args([
-                        "install",
-                        "--simulate",
-                        "--no-install-recommends",
-                        "chromium-headless-shell",
-                    ])
+                    .args(["install", "--simulate", "--no-install-recommends", package])
                     .output()
                     .unwrap();
                 let plan = String::from_utf8_lossy(&plan.stdout).into_owned();
@@ -205,12 +237,9 @@ pub fn chromium() -> Command {
                 );
                 packages = missing();
             }
-            assert!(
-                !packages.is_empty(),
-                "apt-get knows no chromium-headless-shell"
-            );
+            assert!(!packages.is_empty(), "apt-get knows no {package}");
             run(
-                "Debian's chromium-headless-shell and the libraries it needs",
+                &format!("Debian's {package} and the libraries it needs"),
                 Command::new("apt-get")
                     .args(["download", "--quiet"])
                     .args(&packages)
@@ -220,7 +249,7 @@ pub fn chromium() -> Command {
                 let deb = deb.path();
                 if deb.extension().is_some_and(|e| e == "deb") {
                     run(
-                        "chromium (unpacking its packages)",
+                        &format!("{package} (unpacking its packages)"),
                         Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir),
                     );
                     let _ = fs::remove_file(deb);
@@ -228,16 +257,7 @@ pub fn chromium() -> Command {
             }
         },
     );
-    let libraries = [
-        "usr/lib/x86_64-linux-gnu",
-        "usr/lib/x86_64-linux-gnu/pulseaudio",
-        "usr/lib/chromium",
-    ]
-    .map(|l| dir.join(l).display().to_string())
-    .join(":");
-    let mut command = Command::new(dir.join("usr/lib/chromium/chromium-headless-shell"));
-    command.env("LD_LIBRARY_PATH", libraries);
-    command
+    dir
 }
 
 /// A program from a Debian package, downloaded with `apt-get download` (no root needed) and

@@ -207,7 +207,12 @@ impl Serve {
 
     /// `mcpx serve` with `options` on a configuration file the test keeps.
     pub fn spawn(path: &std::path::Path, options: &[&str]) -> Serve {
-        let mut child = serve_command(path, options).spawn().unwrap();
+        Serve::from_command(serve_command(path, options))
+    }
+
+    /// `mcpx serve` as `command` (a [`serve_command`] the test changed) starts it.
+    pub fn from_command(mut command: Command) -> Serve {
+        let mut child = command.spawn().unwrap();
         let (tx, lines) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
