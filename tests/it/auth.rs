@@ -470,6 +470,61 @@ mod every_revision {
             }
         }
 
+        /// With `credentialsStore = "keyring"` (a real gnome-keyring on a private bus) a login's
+        /// tokens go to the keyring and never to the file, a serving mcpx reads them from
+        /// there, and a logout takes them out.
+        #[test]
+        fn a_login_with_the_keyring_store_keeps_its_tokens_in_the_keyring() {
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let keyring = crate::secrets::SessionKeyring::start(dir.path());
+            let bus = [("DBUS_SESSION_BUS_ADDRESS", keyring.address.as_str())];
+            let config = config(&server, dir.path())
+                .replace("[auth]\n", "[auth]\ncredentialsStore = \"keyring\"\n");
+            let (succeeded, said) = try_login_with(&config, dir.path(), BROWSER, &bus);
+            assert!(succeeded, "{said}");
+            let file = std::fs::read_to_string(dir.path().join("credentials.json"));
+            assert!(file.is_err() || !file.unwrap().contains("remote"));
+            let auth = |action: &str| {
+                let output = std::process::Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(dir.path().join("config.toml"))
+                    .args(["auth", action])
+                    .args((action == "logout").then_some("remote"))
+                    .envs(bus)
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&output.stdout).into_owned()
+                    + &String::from_utf8_lossy(&output.stderr)
+            };
+            assert!(auth("status").contains("remote: logged in"));
+            let mut command = serve_command(&dir.path().join("config.toml"), &[]);
+            command.envs(bus);
+            let mut mcpx = Serve::from_command(command);
+            mcpx.initialize("2025-11-25");
+            assert_eq!(
+                whoami(&mut mcpx, 1)["result"]["content"][0]["text"],
+                "you are logged in"
+            );
+            auth("logout");
+            assert!(auth("status").contains("remote: not logged in"));
+        }
+
+        /// `credentialsStore = "auto"` where no keyring answers keeps the tokens in the file.
+        #[test]
+        fn a_login_with_the_auto_store_and_no_keyring_keeps_its_tokens_in_the_file() {
+            let server = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            let nobody = format!("unix:path={}", dir.path().join("no-bus").display());
+            let config = config(&server, dir.path())
+                .replace("[auth]\n", "[auth]\ncredentialsStore = \"auto\"\n");
+            let bus = [("DBUS_SESSION_BUS_ADDRESS", nobody.as_str())];
+            let (succeeded, said) = try_login_with(&config, dir.path(), BROWSER, &bus);
+            assert!(succeeded, "{said}");
+            let file = std::fs::read_to_string(dir.path().join("credentials.json")).unwrap();
+            assert!(file.contains("\"remote\""), "{file}");
+        }
+
         #[test]
         fn many_calls_on_an_expired_token_make_exactly_one_refresh() {
             let (server, _dir, mut mcpx) = logged_in_then_expired(Duration::from_secs(3), true);

@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// A session bus of its own with gnome-keyring on it, unlocked; both stop when it is dropped.
-struct SessionKeyring {
-    address: String,
+pub(crate) struct SessionKeyring {
+    pub(crate) address: String,
     bus: Child,
     keyring: Child,
 }
 
 impl SessionKeyring {
     /// Starts both with their files under `dir`.
-    fn start(dir: &Path) -> SessionKeyring {
+    pub(crate) fn start(dir: &Path) -> SessionKeyring {
         let home = dir.join("keyring-home");
         std::fs::create_dir_all(home.join("run")).unwrap();
         std::fs::set_permissions(home.join("run"), std::fs::Permissions::from_mode(0o700))
