@@ -72,11 +72,7 @@ impl Keyring {
     /// Keeps `value` as the secret `name` of `service`, replacing what it held.
     pub async fn set(&self, service: &str, name: &str, value: &str) -> Result<(), String> {
         within(PATIENCE, async {
-            let collection = self
-                .service
-                .get_any_collection()
-                .await
-                .map_err(explain)?;
+            let collection = self.service.get_any_collection().await.map_err(explain)?;
             collection.ensure_unlocked().await.map_err(explain)?;
             let label = format!("{service}: {name}");
             collection

@@ -332,7 +332,8 @@ mod every_revision {
 
         #[test]
         fn a_keyring_secret_resolves_in_env_args_and_headers_of_the_server_that_names_it() {
-            let text = "[servers.a]\ncommand = \"x\"\nargs = [\"--key=${keyring:api-key}\", \"plain\"]\n\
+            let text =
+                "[servers.a]\ncommand = \"x\"\nargs = [\"--key=${keyring:api-key}\", \"plain\"]\n\
                         env = { K = \"${keyring:api-key}\" }\n\
                         [servers.h]\nurl = \"https://h.example/mcp\"\n\
                         headers = { Authorization = \"Bearer ${keyring:h-token}\" }\n\
@@ -343,7 +344,9 @@ mod every_revision {
                 match name {
                     "api-key" => Ok("k-123".to_owned()),
                     "h-token" => Ok("t-456".to_owned()),
-                    _ => Err(format!("${{keyring:{name}}}: the keyring holds no such secret")),
+                    _ => Err(format!(
+                        "${{keyring:{name}}}: the keyring holds no such secret"
+                    )),
                 }
             };
             let sources = Sources {
@@ -360,7 +363,10 @@ mod every_revision {
                 "Bearer t-456"
             );
             let reason = settings.server("b").unwrap_err();
-            assert!(reason.contains("servers.b.env.K") && reason.contains("absent"), "{reason}");
+            assert!(
+                reason.contains("servers.b.env.K") && reason.contains("absent"),
+                "{reason}"
+            );
             assert_eq!(*asked.borrow(), ["api-key", "api-key", "absent", "h-token"]);
             assert!(!format!("{a:?}").contains("k-123"), "{a:?}");
         }

@@ -22,8 +22,7 @@ impl SessionKeyring {
     pub(crate) fn start(dir: &Path) -> SessionKeyring {
         let home = dir.join("keyring-home");
         std::fs::create_dir_all(home.join("run")).unwrap();
-        std::fs::set_permissions(home.join("run"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
+        std::fs::set_permissions(home.join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
         let socket = dir.join("bus");
         let config = dir.join("session.conf");
         std::fs::write(
@@ -45,7 +44,10 @@ impl SessionKeyring {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        assert!(eventually(|| socket.exists()), "the session bus did not start");
+        assert!(
+            eventually(|| socket.exists()),
+            "the session bus did not start"
+        );
         let address = format!("unix:path={}", socket.display());
         let mut keyring = gnome_keyring_daemon()
             .args(["--foreground", "--unlock", "--components=secrets"])
@@ -220,7 +222,11 @@ mod every_revision {
             assert_eq!(variables["FROM_KEYRING"], "from-keyring-e81");
             let (listed, said) = keyring.secret(Some(&config), &["list"], None);
             assert!(listed, "{said}");
-            assert!(said.lines().any(|l| l.starts_with("kr ") && l.ends_with("holder")), "{said}");
+            assert!(
+                said.lines()
+                    .any(|l| l.starts_with("kr ") && l.ends_with("holder")),
+                "{said}"
+            );
 
             let secrets = [
                 "from-env-3c9",

@@ -355,7 +355,12 @@ impl Server {
                 let variables: serde_json::Map<String, Value> = names
                     .iter()
                     .filter_map(Value::as_str)
-                    .map(|n| (n.to_owned(), std::env::var(n).map_or(Value::Null, Value::from)))
+                    .map(|n| {
+                        (
+                            n.to_owned(),
+                            std::env::var(n).map_or(Value::Null, Value::from),
+                        )
+                    })
                     .collect();
                 let arguments: Vec<String> = std::env::args().skip(1).collect();
                 Ok(json!({"content": [{"type": "text", "text": "reported"}],

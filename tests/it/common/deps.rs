@@ -195,11 +195,10 @@ pub fn gnome_keyring_daemon() -> Command {
 /// `dbus-daemon`: the machine's own, else Debian's unpacked (the tests give it its
 /// configuration, so none of the package's paths matter).
 pub fn dbus_daemon() -> PathBuf {
-    let installed = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).map(|d| d.join("dbus-daemon")).collect())
-        .unwrap_or_else(Vec::new)
-        .into_iter()
-        .find(|candidate: &PathBuf| candidate.is_file());
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let installed = std::env::split_paths(&path)
+        .map(|dir| dir.join("dbus-daemon"))
+        .find(|candidate| candidate.is_file());
     installed.unwrap_or_else(|| debian_program("dbus-daemon", "usr/bin/dbus-daemon"))
 }
 
