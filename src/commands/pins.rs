@@ -7,6 +7,7 @@ use crate::admin::protocol::{Command as AdminCommand, Reply};
 use crate::cli::PinsAction;
 use crate::config::Config;
 use crate::pins::{diff, Decision, Pins, Review};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Runs `mcpx pins ACTION`.
@@ -79,38 +80,88 @@ fn show_diff(pins: &Pins, server: &str, item: Option<&str>) -> Result<String, St
     Ok(text)
 }
 
-/// Decides through a running mcpx (the daemon first), then has the others read the book.
+/// Decides on what waits now, each item by the digest read here, so that a change made after
+/// it was read is refused rather than decided on unseen. On a terminal an approval first shows
+/// what it approves and asks. The decision is taken through a running mcpx (the daemon first),
+/// which serves it at once, and the others are told to read the book.
 fn decide(
     config: &Config,
     server: &str,
     item: &Option<String>,
     decision: Decision,
 ) -> Result<String, String> {
+    let pins = Pins::open(&config.pins.file);
+    let waiting: Vec<Review> = pins
+        .reviews()
+        .into_iter()
+        .filter(|r| r.server == server && item.as_deref().is_none_or(|i| r.is(i)))
+        .filter(|r| r.sha256.is_some() && !matches!(r.state, crate::pins::State::Rejected))
+        .collect();
+    if waiting.is_empty() {
+        return Err(format!("nothing of {server} waits for review"));
+    }
+    if decision == Decision::Approve && std::io::stdin().is_terminal() && !confirmed(&waiting)? {
+        return Err("nothing approved".into());
+    }
     let running = crate::admin::running_sockets(&config.admin.socket);
-    let Some((first, others)) = running.split_first() else {
-        let pins = Pins::open(&config.pins.file);
-        let decided = pins.decide(server, item.as_deref(), None, decision)?;
-        return Ok(format!(
-            "{} (no mcpx is running: the next one to start serves it)\n",
-            decided.join(", ")
-        ));
-    };
-    let command = AdminCommand::DecidePins {
-        server: server.to_owned(),
-        item: item.clone(),
-        sha256: None,
-        decision,
-    };
-    let message = match crate::admin::ask(first, &command) {
-        Ok(Reply::Done { message }) => message,
-        Ok(Reply::Error { message, .. }) => return Err(message),
-        Ok(_) => return Err("the running mcpx answered something else".into()),
-        Err(e) => return Err(format!("cannot reach {}: {e}", first.display())),
-    };
-    for other in others {
-        if let Err(e) = crate::admin::ask(other, &AdminCommand::RefreshPins) {
-            eprintln!("mcpx pins: {} did not hear of it: {e}", other.display());
+    let mut said = String::new();
+    for review in &waiting {
+        let sha256 = review.sha256.as_deref();
+        let message = match running.first() {
+            None => pins
+                .decide(server, Some(&review.item), sha256, decision)?
+                .join(", "),
+            Some(first) => ask_decided(first, server, review, decision)?,
+        };
+        said.push_str(&format!("{message}\n"));
+    }
+    match running.split_first() {
+        None => said.push_str("(no mcpx is running: the next one to start serves it)\n"),
+        Some((_, others)) => {
+            for other in others {
+                if let Err(e) = crate::admin::ask(other, &AdminCommand::RefreshPins) {
+                    eprintln!("mcpx pins: {} did not hear of it: {e}", other.display());
+                }
+            }
         }
     }
-    Ok(format!("{message}\n"))
+    Ok(said)
+}
+
+/// Shows what an approval would serve and asks; whether the answer was yes.
+fn confirmed(waiting: &[Review]) -> Result<bool, String> {
+    for review in waiting {
+        eprintln!("{} ({})", review.item, review.state.as_str());
+        let changes = diff::render(review.approved.as_ref(), review.seen.as_ref());
+        for line in changes.lines() {
+            eprintln!("{}", crate::view::printable(line));
+        }
+    }
+    eprint!("approve {} item(s)? [y/N] ", waiting.len());
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| e.to_string())?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// Has the mcpx at `socket` take `decision` on `review`, naming the digest that was read.
+fn ask_decided(
+    socket: &std::path::Path,
+    server: &str,
+    review: &Review,
+    decision: Decision,
+) -> Result<String, String> {
+    let command = AdminCommand::DecidePins {
+        server: server.to_owned(),
+        item: Some(review.item.clone()),
+        sha256: review.sha256.clone(),
+        decision,
+    };
+    match crate::admin::ask(socket, &command) {
+        Ok(Reply::Done { message }) => Ok(message),
+        Ok(Reply::Error { message, .. }) => Err(message),
+        Ok(_) => Err("the running mcpx answered something else".into()),
+        Err(e) => Err(format!("cannot reach {}: {e}", socket.display())),
+    }
 }

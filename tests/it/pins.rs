@@ -157,5 +157,50 @@ mod every_revision {
             tmux(&["kill-session", "-t", &name]);
             serves_the_approved_change(&mut serve, 2);
         }
+
+        /// On a terminal, `mcpx pins approve` shows the change it would approve and asks: no
+        /// approves nothing, yes approves exactly what was shown.
+        #[test]
+        fn on_a_terminal_approve_shows_the_change_and_asks_first() {
+            use crate::common::console::{screen_shows, tmux};
+            let dir = tempfile::tempdir().unwrap();
+            let config = pinned_config(dir.path(), "description:1");
+            let mut serve = Serve::with_config_file(&config);
+            serve.initialize("2025-06-18");
+            assert_eq!(echo(&mut serve, 1)["isError"], false);
+            assert!(status_shows(&config, "changed"), "{}", serve.stderr());
+            let approve = |answer: &str| {
+                let name = format!("mcpx-pins-approve-{answer}-{}", std::process::id());
+                tmux(&["kill-session", "-t", &name]);
+                let command = format!(
+                    "{} --config {} pins approve fixture echo; echo exit=$?; sleep 60",
+                    mcpx_bin().display(),
+                    config.display()
+                );
+                tmux(&[
+                    "new-session",
+                    "-d",
+                    "-s",
+                    &name,
+                    "-x",
+                    "200",
+                    "-y",
+                    "50",
+                    &command,
+                ]);
+                screen_shows(&name, "[y/N]");
+                let shown = screen_shows(&name, "id_rsa");
+                tmux(&["send-keys", "-t", &name, answer, "Enter"]);
+                let after = screen_shows(&name, "exit=");
+                tmux(&["kill-session", "-t", &name]);
+                (shown, after)
+            };
+            let (_, declined) = approve("n");
+            assert!(declined.contains("nothing approved"), "{declined}");
+            assert!(pins(&config, &["status"]).1.contains("changed"));
+            let (_, approved) = approve("y");
+            assert!(approved.contains("exit=0"), "{approved}");
+            serves_the_approved_change(&mut serve, 2);
+        }
     }
 }
