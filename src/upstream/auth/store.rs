@@ -203,14 +203,17 @@ impl Store {
             CredentialsStore::Keyring => smol::block_on(Keyring::connect())
                 .map(Some)
                 .map_err(|e| format!("credentialsStore = \"keyring\": {e}")),
-            CredentialsStore::Auto => {
-                if self.keyring_answers.get() == Some(&false) {
-                    return Ok(None);
+            // Asked once: a keyring that answered is then used as `"keyring"` is, so that a
+            // slow answer later is an error rather than a token quietly written to the file.
+            CredentialsStore::Auto => match self.keyring_answers.get() {
+                Some(false) => Ok(None),
+                Some(true) => smol::block_on(Keyring::connect()).map(Some),
+                None => {
+                    let keyring = smol::block_on(Keyring::connect_within(AUTO_PATIENCE)).ok();
+                    let _ = self.keyring_answers.set(keyring.is_some());
+                    Ok(keyring)
                 }
-                let keyring = smol::block_on(Keyring::connect_within(AUTO_PATIENCE)).ok();
-                let _ = self.keyring_answers.set(keyring.is_some());
-                Ok(keyring)
-            }
+            },
         }
     }
 
