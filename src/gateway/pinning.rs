@@ -52,6 +52,7 @@ impl Pinning {
             (Kind::Prompt, listing.prompts.as_slice()),
             (Kind::Resource, listing.resources.as_slice()),
             (Kind::Template, listing.templates.as_slice()),
+            (Kind::Skill, listing.skills.as_slice()),
         ];
         let (served, events) = self.pins.vet(&upstream.name, pin, &lists);
         for (server, item, event) in &events {
@@ -77,8 +78,7 @@ impl Pinning {
             prompts: next(),
             resources: next(),
             templates: next(),
-            // Skills are read as resources, which are pinned.
-            skills: listing.skills,
+            skills: next(),
         }
     }
 
