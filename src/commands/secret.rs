@@ -58,8 +58,7 @@ fn check_name(name: &str) -> Result<(), String> {
 fn read_secret(name: &str) -> Result<String, String> {
     let stdin = std::io::stdin();
     let text = if stdin.is_terminal() {
-        eprint!("{name}: ");
-        let typed = read_without_echo(&stdin);
+        let typed = read_without_echo(&stdin, &format!("{name}: "));
         eprintln!();
         typed?
     } else {
@@ -80,13 +79,15 @@ fn read_secret(name: &str) -> Result<String, String> {
     }
 }
 
-/// One line from the terminal, with its echo off while it is typed.
-fn read_without_echo(stdin: &std::io::Stdin) -> Result<String, String> {
+/// One line from the terminal, asked for with `prompt` once its echo is off (so that nothing
+/// typed after the prompt shows), the echo restored after.
+fn read_without_echo(stdin: &std::io::Stdin, prompt: &str) -> Result<String, String> {
     use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
     let saved = tcgetattr(stdin).map_err(|e| e.to_string())?;
     let mut quiet = saved.clone();
     quiet.local_modes.remove(LocalModes::ECHO);
     tcsetattr(stdin, OptionalActions::Flush, &quiet).map_err(|e| e.to_string())?;
+    eprint!("{prompt}");
     let mut line = String::new();
     let read = stdin.read_line(&mut line);
     let restored = tcsetattr(stdin, OptionalActions::Flush, &saved);

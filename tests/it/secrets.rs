@@ -299,5 +299,59 @@ mod every_revision {
             let (variables, _) = environment(&mut serve, 3, "bystander", &["TOKEN"]);
             assert_eq!(variables["TOKEN"], Value::Null);
         }
+
+        /// On a terminal, `mcpx secret set` asks for the secret without echoing it, and a
+        /// server naming it then gets what was typed.
+        #[test]
+        fn on_a_terminal_a_secret_is_typed_without_echo() {
+            use crate::common::console::{screen_shows, tmux};
+            let dir = tempfile::tempdir().unwrap();
+            let keyring = SessionKeyring::start(dir.path());
+            let session = format!("mcpx-secret-set-{}", std::process::id());
+            tmux(&["kill-session", "-t", &session]);
+            let command = format!(
+                "env DBUS_SESSION_BUS_ADDRESS={} {} secret set typed; echo exit=$?; sleep 60",
+                keyring.address,
+                mcpx_bin().display()
+            );
+            tmux(&[
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                "120",
+                "-y",
+                "20",
+                &command,
+            ]);
+            screen_shows(&session, "typed:");
+            tmux(&["send-keys", "-t", &session, "typed-value-0c7", "Enter"]);
+            let after = screen_shows(&session, "exit=");
+            tmux(&["kill-session", "-t", &session]);
+            assert!(
+                after.contains("exit=0") && after.contains("kept typed"),
+                "{after}"
+            );
+            assert!(!after.contains("typed-value-0c7"), "echoed: {after}");
+
+            let config = dir.path().join("mcpx.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[admin]\nsocket = {:?}\n[servers.holder]\ncommand = {:?}\n\
+                     args = [\"--show-environment\"]\nenv = {{ TYPED = \"${{keyring:typed}}\" }}\n",
+                    dir.path().join("admin.sock").display().to_string(),
+                    fixture_bin(),
+                ),
+            )
+            .unwrap();
+            let mut command = serve_command(&config, &[]);
+            command.env("DBUS_SESSION_BUS_ADDRESS", &keyring.address);
+            let mut serve = Serve::from_command(command);
+            serve.initialize("2025-06-18");
+            let (variables, _) = environment(&mut serve, 1, "holder", &["TYPED"]);
+            assert_eq!(variables["TYPED"], "typed-value-0c7");
+        }
     }
 }
