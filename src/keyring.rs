@@ -9,7 +9,7 @@
 //! No error here ever quotes a secret.
 
 use crate::deadline::within;
-use secret_service::{EncryptionType, Error, SecretService};
+use secret_service::{EncryptionType, Error, Item, SearchItemsResult, SecretService};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -48,11 +48,7 @@ impl Keyring {
     /// The secret `name` of `service`, if it holds one.
     pub async fn get(&self, service: &str, name: &str) -> Result<Option<String>, String> {
         within(PATIENCE, async {
-            let found = self
-                .service
-                .search_items(attributes(service, name))
-                .await
-                .map_err(explain)?;
+            let found = self.search(attributes(service, name)).await?;
             let item = match (found.unlocked.first(), found.locked.first()) {
                 (Some(item), _) => item,
                 (None, Some(item)) => {
@@ -93,11 +89,7 @@ impl Keyring {
     /// Forgets the secret `name` of `service`; whether there was one.
     pub async fn remove(&self, service: &str, name: &str) -> Result<bool, String> {
         within(PATIENCE, async {
-            let found = self
-                .service
-                .search_items(attributes(service, name))
-                .await
-                .map_err(explain)?;
+            let found = self.search(attributes(service, name)).await?;
             let items: Vec<_> = found.unlocked.iter().chain(&found.locked).collect();
             for item in &items {
                 item.delete().await.map_err(explain)?;
@@ -110,11 +102,7 @@ impl Keyring {
     /// The names of every secret of `service`, sorted (their values are not read).
     pub async fn names(&self, service: &str) -> Result<Vec<String>, String> {
         within(PATIENCE, async {
-            let found = self
-                .service
-                .search_items(HashMap::from([("service", service)]))
-                .await
-                .map_err(explain)?;
+            let found = self.search(HashMap::from([("service", service)])).await?;
             let mut names = Vec::new();
             for item in found.unlocked.iter().chain(&found.locked) {
                 let attributes = item.get_attributes().await.map_err(explain)?;
@@ -125,6 +113,16 @@ impl Keyring {
             Ok(names)
         })
         .await
+    }
+}
+
+impl Keyring {
+    /// The items `attributes` find, unlocked and locked.
+    async fn search(
+        &self,
+        attributes: HashMap<&str, &str>,
+    ) -> Result<SearchItemsResult<Item<'_>>, String> {
+        self.service.search_items(attributes).await.map_err(explain)
     }
 }
 

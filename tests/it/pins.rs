@@ -64,6 +64,19 @@ fn status_shows(config: &Path, expected: &str) -> bool {
     eventually(|| pins(config, &["status"]).1.contains(expected))
 }
 
+/// `mcpx serve` (speaking `revision`) in front of a pinned fixture that pulls the rug `pull`
+/// after one call, which was made and whose change `mcpx pins status` shows: the directory of
+/// its files, its configuration, and it.
+fn changed_after_one_call(pull: &str, revision: &str) -> (tempfile::TempDir, PathBuf, Serve) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = pinned_config(dir.path(), pull);
+    let mut serve = Serve::with_config_file(&config);
+    serve.initialize(revision);
+    assert_eq!(echo(&mut serve, 1)["isError"], false);
+    assert!(status_shows(&config, "changed"), "{}", serve.stderr());
+    (dir, config, serve)
+}
+
 mod every_revision {
     pub mod pins {
         use super::super::*;
@@ -98,12 +111,7 @@ mod every_revision {
 
         #[test]
         fn a_flip_of_read_only_hint_alone_is_a_change() {
-            let dir = tempfile::tempdir().unwrap();
-            let config = pinned_config(dir.path(), "readonly:1");
-            let mut serve = Serve::with_config_file(&config);
-            serve.initialize("2025-11-25");
-            assert_eq!(echo(&mut serve, 1)["isError"], false);
-            assert!(status_shows(&config, "changed"), "{}", serve.stderr());
+            let (_dir, config, mut serve) = changed_after_one_call("readonly:1", "2025-11-25");
             let listed = listed_echo(&mut serve, 2, "fixture__echo").unwrap();
             assert_eq!(listed["annotations"]["readOnlyHint"], true);
             assert_eq!(echo(&mut serve, 3)["isError"], true);
@@ -137,12 +145,7 @@ mod every_revision {
         #[test]
         fn the_console_approves_a_change_from_its_pins_view() {
             use crate::common::console::{open_console, screen_shows, tmux};
-            let dir = tempfile::tempdir().unwrap();
-            let config = pinned_config(dir.path(), "description:1");
-            let mut serve = Serve::with_config_file(&config);
-            serve.initialize("2025-06-18");
-            assert_eq!(echo(&mut serve, 1)["isError"], false);
-            assert!(status_shows(&config, "changed"), "{}", serve.stderr());
+            let (dir, _config, mut serve) = changed_after_one_call("description:1", "2025-06-18");
             let socket = dir.path().join(format!("serve-{}.sock", serve.pid()));
             let name = open_console("pins", "", &socket, (160, 40));
             screen_shows(&name, "7 Pins (1)");
@@ -162,43 +165,26 @@ mod every_revision {
         /// approves nothing, yes approves exactly what was shown.
         #[test]
         fn on_a_terminal_approve_shows_the_change_and_asks_first() {
-            use crate::common::console::{screen_shows, tmux};
-            let dir = tempfile::tempdir().unwrap();
-            let config = pinned_config(dir.path(), "description:1");
-            let mut serve = Serve::with_config_file(&config);
-            serve.initialize("2025-06-18");
-            assert_eq!(echo(&mut serve, 1)["isError"], false);
-            assert!(status_shows(&config, "changed"), "{}", serve.stderr());
+            use crate::common::console::{open_terminal, screen_shows, tmux};
+            let (_dir, config, mut serve) = changed_after_one_call("description:1", "2025-06-18");
             let approve = |answer: &str| {
-                let name = format!("mcpx-pins-approve-{answer}-{}", std::process::id());
-                tmux(&["kill-session", "-t", &name]);
                 let command = format!(
                     "{} --config {} pins approve fixture echo; echo exit=$?; sleep 60",
                     mcpx_bin().display(),
                     config.display()
                 );
-                tmux(&[
-                    "new-session",
-                    "-d",
-                    "-s",
-                    &name,
-                    "-x",
-                    "200",
-                    "-y",
-                    "50",
-                    &command,
-                ]);
+                let name = open_terminal(&format!("mcpx-pins-{answer}"), &command, (200, 50));
                 screen_shows(&name, "[y/N]");
-                let shown = screen_shows(&name, "id_rsa");
+                screen_shows(&name, "id_rsa");
                 tmux(&["send-keys", "-t", &name, answer, "Enter"]);
                 let after = screen_shows(&name, "exit=");
                 tmux(&["kill-session", "-t", &name]);
-                (shown, after)
+                after
             };
-            let (_, declined) = approve("n");
+            let declined = approve("n");
             assert!(declined.contains("nothing approved"), "{declined}");
             assert!(pins(&config, &["status"]).1.contains("changed"));
-            let (_, approved) = approve("y");
+            let approved = approve("y");
             assert!(approved.contains("exit=0"), "{approved}");
             serves_the_approved_change(&mut serve, 2);
         }

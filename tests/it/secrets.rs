@@ -304,27 +304,15 @@ mod every_revision {
         /// server naming it then gets what was typed.
         #[test]
         fn on_a_terminal_a_secret_is_typed_without_echo() {
-            use crate::common::console::{screen_shows, tmux};
+            use crate::common::console::{open_terminal, screen_shows, tmux};
             let dir = tempfile::tempdir().unwrap();
             let keyring = SessionKeyring::start(dir.path());
-            let session = format!("mcpx-secret-set-{}", std::process::id());
-            tmux(&["kill-session", "-t", &session]);
             let command = format!(
                 "env DBUS_SESSION_BUS_ADDRESS={} {} secret set typed; echo exit=$?; sleep 60",
                 keyring.address,
                 mcpx_bin().display()
             );
-            tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                &session,
-                "-x",
-                "120",
-                "-y",
-                "20",
-                &command,
-            ]);
+            let session = open_terminal("mcpx-secret-set", &command, (120, 20));
             screen_shows(&session, "typed:");
             tmux(&["send-keys", "-t", &session, "typed-value-0c7", "Enter"]);
             let after = screen_shows(&session, "exit=");

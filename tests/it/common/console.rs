@@ -22,9 +22,15 @@ pub fn open_console(
     size: (u16, u16),
 ) -> String {
     let tui = super::workspace_bin("mcpx-tui", "mcpx-tui");
-    let name = format!("mcpx-tui-{label}-{}", std::process::id());
-    tmux(&["kill-session", "-t", &name]);
     let command = format!("{prefix} {} --socket {}", tui.display(), socket.display());
+    open_terminal(&format!("mcpx-tui-{label}"), &command, size)
+}
+
+/// Runs the shell command `command` in a new detached tmux session of `size` (columns, rows),
+/// named for `label` and this test process; the session's name.
+pub fn open_terminal(label: &str, command: &str, size: (u16, u16)) -> String {
+    let name = format!("{label}-{}", std::process::id());
+    tmux(&["kill-session", "-t", &name]);
     let (width, height) = (size.0.to_string(), size.1.to_string());
     tmux(&[
         "new-session",
@@ -35,7 +41,7 @@ pub fn open_console(
         &width,
         "-y",
         &height,
-        &command,
+        command,
     ]);
     name
 }
