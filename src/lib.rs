@@ -16,7 +16,8 @@
 //! - how a call ended: [`failure`] (an upstream's failures and every request's outcome);
 //! - who may come in: [`access`] (tokens, identities, `[[auth.rules]]`), [`cluster`] (sealed
 //!   session ids), and [`net`]'s checks of the peer;
-//! - where secrets live: [`keyring`] (the desktop's Secret Service);
+//! - secrets: [`keyring`] (the desktop's Secret Service), [`redact`] (masked in what a server
+//!   writes);
 //! - watching it run: [`admin`] (the console's socket), [`metrics`], [`telemetry`], [`audit`];
 //! - small tools every part uses: [`runtime`] (the executor), [`cancel`], [`deadline`],
 //!   [`limit`], [`lines`], [`json`], [`sync`].
@@ -50,6 +51,7 @@ pub mod outbox;
 pub mod pins;
 pub mod private_file;
 pub mod protocol;
+pub mod redact;
 pub mod registry;
 pub mod runtime;
 pub mod sandbox;

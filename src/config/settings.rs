@@ -10,6 +10,7 @@
 
 use super::{Config, ConfigError, Server};
 use serde::Serialize;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,10 @@ pub struct Expanded {
     /// `oauth.clientSecret`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+    /// What each of its placeholders gave: masked in the lines the server writes to its stderr
+    /// before mcpx logs them ([`crate::redact`]).
+    #[serde(skip)]
+    pub secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for Expanded {
@@ -57,6 +62,7 @@ impl std::fmt::Debug for Expanded {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("client_secret", &self.client_secret.is_some())
+            .field("secrets", &self.secrets.len())
             .finish()
     }
 }
@@ -120,9 +126,10 @@ impl Settings {
 
     /// `config` expanded from `sources`.
     pub fn expand_from(config: Config, sources: &Sources<'_>) -> Settings {
-        let expand = |key: &str, value: &str| {
-            expand(value, sources).map_err(|reason| format!("{key}: {reason}"))
+        let expand_noting = |key: &str, value: &str, secrets: &RefCell<Vec<String>>| {
+            expand(value, sources, secrets).map_err(|reason| format!("{key}: {reason}"))
         };
+        let expand = |key: &str, value: &str| expand_noting(key, value, &RefCell::default());
         let optional = |key: &str, value: &Option<String>| {
             value.as_deref().map(|v| expand(key, v)).transpose()
         };
@@ -130,10 +137,12 @@ impl Settings {
             .servers
             .iter()
             .map(|(name, server)| {
+                let secrets = RefCell::default();
                 let expanded = Expanded::of(server, &|key, value| {
-                    expand(&format!("servers.{name}.{key}"), value)
+                    expand_noting(&format!("servers.{name}.{key}"), value, &secrets)
                 });
-                (name.clone(), expanded)
+                let secrets = secrets.into_inner();
+                (name.clone(), expanded.map(|e| Expanded { secrets, ..e }))
             })
             .collect();
         let daemon_token =
@@ -216,6 +225,8 @@ impl Expanded {
             client_secret: client_secret
                 .map(|secret| expand("oauth.clientSecret", secret))
                 .transpose()?,
+            // What `expand` noted, which the caller holds.
+            secrets: Vec::new(),
         })
     }
 }
@@ -223,15 +234,21 @@ impl Expanded {
 /// Expands each placeholder in `value`: `${VAR}` or `${env:VAR}` from the environment,
 /// `${file:PATH}` from a file only its owner may read, `${cred:NAME}` from the systemd
 /// credential NAME (`$CREDENTIALS_DIRECTORY/NAME`, `LoadCredential=`), `${keyring:NAME}` from
-/// the keyring. An error never quotes a value.
-fn expand(value: &str, sources: &Sources<'_>) -> Result<String, String> {
+/// the keyring. What each gave is noted in `secrets`. An error never quotes a value.
+fn expand(
+    value: &str,
+    sources: &Sources<'_>,
+    secrets: &RefCell<Vec<String>>,
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let end = rest[start..].find('}').ok_or("an unclosed ${")?;
         let placeholder = &rest[start + 2..start + end];
-        out.push_str(&resolve(placeholder, sources)?);
+        let resolved = resolve(placeholder, sources)?;
+        out.push_str(&resolved);
+        secrets.borrow_mut().push(resolved);
         rest = &rest[start + end + 1..];
     }
     out.push_str(rest);

@@ -61,6 +61,15 @@ pub fn for_child(
     variables
 }
 
+/// The values of mcpx's variables that every child is given: no secret, though a placeholder
+/// may name one (`${HOME}`).
+pub fn given_to_every_child() -> Vec<String> {
+    std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_some_and(is_safe))
+        .filter_map(|(_, value)| value.into_string().ok())
+        .collect()
+}
+
 fn is_safe(name: &str) -> bool {
     SAFE_VARIABLES.contains(&name) || SAFE_PREFIXES.iter().any(|p| name.starts_with(p))
 }

@@ -167,6 +167,8 @@ impl StdioUpstream {
         })
         .detach();
         let tag = name.to_owned();
+        let public = child_environment::given_to_every_child();
+        let secrets = crate::redact::pieces(&server.expanded.secrets, &public);
         let stderr_closed = upstream.stderr_closed.clone();
         let chatter = Arc::clone(upstream.peer.chatter());
         let sandbox_report = server
@@ -198,6 +200,7 @@ impl StdioUpstream {
                 match chatter.admit() {
                     Verdict::Pass => {
                         let text = String::from_utf8_lossy(&line);
+                        let text = crate::redact::mask(&text, &secrets);
                         tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
                     }
                     Verdict::Drop => {}

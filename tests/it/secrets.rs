@@ -152,8 +152,9 @@ mod every_revision {
         ];
 
         /// `${env:}`, `${file:}`, `${cred:}` and `${keyring:}` each reach the server that names
-        /// them (in `env`, and in `args`) and no other; none appears in mcpx's debug log, its
-        /// status or its audit log; `mcpx secret set` restarts only the server that uses it.
+        /// them (in `env`, and in `args`) and no other; none appears in mcpx's debug log (not
+        /// even where the server prints them), its status or its audit log; `mcpx secret set`
+        /// restarts only the server that uses it.
         #[test]
         fn each_placeholder_kind_resolves_for_its_server_only_and_is_never_logged() {
             let dir = tempfile::tempdir().unwrap();
@@ -240,6 +241,9 @@ mod every_revision {
             assert!(audited.contains("holder__environment"), "{audited}");
             let log = serve.stderr();
             assert!(log.contains("DEBUG"), "not a debug log: {log}");
+            // What the server itself printed is masked before mcpx logs it.
+            assert!(log.contains("FROM_KEYRING=[redacted]"), "{log}");
+            assert!(log.contains("FROM_ENV=[redacted]"), "{log}");
             for secret in secrets {
                 assert!(!log.contains(secret), "{secret} in the log: {log}");
                 assert!(!shown.contains(secret), "{secret} in the status: {shown}");

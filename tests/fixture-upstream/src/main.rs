@@ -181,7 +181,7 @@ impl Server {
                     "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"}}}}));
         }
         if self.show_environment {
-            tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` and its own arguments.",
+            tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` (on stderr too) and its own arguments.",
                 "inputSchema": {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}}}));
         }
         tools.extend(
@@ -352,6 +352,10 @@ impl Server {
                 "structuredContent": hostile(args)})),
             "environment" if self.show_environment => {
                 let names = args["names"].as_array().cloned().unwrap_or_default();
+                // As a careless server might: its environment on stderr, which mcpx logs.
+                for name in names.iter().filter_map(Value::as_str) {
+                    eprintln!("{name}={}", std::env::var(name).unwrap_or_default());
+                }
                 let variables: serde_json::Map<String, Value> = names
                     .iter()
                     .filter_map(Value::as_str)
