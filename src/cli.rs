@@ -116,8 +116,9 @@ pub enum Command {
         #[command(subcommand)]
         action: SecretAction,
     },
-    /// Check what this machine can enforce for sandboxed servers: Landlock's ABI, seccomp,
-    /// private network namespaces, cgroup delegation.
+    /// Check what this machine can enforce for sandboxed servers (Landlock's ABI, seccomp,
+    /// private network namespaces, cgroup delegation) and whether a keyring answers for
+    /// `${keyring:…}`.
     Doctor,
     /// Print a completion script for a shell.
     Completions {

@@ -126,6 +126,23 @@ impl Keyring {
     }
 }
 
+/// Whether a keyring answers here, for `mcpx doctor`: how many secrets it holds for mcpx, or
+/// why none answers.
+pub fn doctor_line() -> String {
+    smol::block_on(async {
+        let keyring = match Keyring::connect_within(Duration::from_secs(2)).await {
+            Ok(keyring) => keyring,
+            Err(reason) => {
+                return format!("{reason} (${{keyring:}} fails here: use ${{file:}} or ${{cred:}})")
+            }
+        };
+        match keyring.names(SECRETS).await {
+            Ok(names) => format!("answers; it holds {} secret(s) for mcpx", names.len()),
+            Err(reason) => format!("answers, but cannot be searched: {reason}"),
+        }
+    })
+}
+
 /// What finds the secret `name` of `service`.
 fn attributes<'a>(service: &'a str, name: &'a str) -> HashMap<&'a str, &'a str> {
     HashMap::from([("service", service), ("username", name)])

@@ -47,7 +47,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::SandboxExec { spec, command } => {
             return crate::sandbox::helper::run(&spec, &command)
         }
-        Command::Doctor => return crate::sandbox::probe::doctor(),
+        Command::Doctor => {
+            let sandbox = crate::sandbox::probe::doctor();
+            println!("keyring: {}", crate::keyring::doctor_line());
+            return sandbox;
+        }
         Command::Completions { shell } => {
             let _ =
                 std::io::Write::write_all(&mut std::io::stdout(), &crate::cli::completions(shell));

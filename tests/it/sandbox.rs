@@ -345,11 +345,17 @@ mod every_revision {
 
         #[test]
         fn doctor_reports_what_this_kernel_enforces() {
+            let nobody = tempfile::tempdir().unwrap();
             let output = std::process::Command::new(mcpx_bin())
                 .arg("doctor")
+                .env(
+                    "DBUS_SESSION_BUS_ADDRESS",
+                    format!("unix:path={}", nobody.path().join("bus").display()),
+                )
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&output.stdout);
+            assert!(text.contains("keyring: no keyring answers"), "{text}");
             assert!(text.contains("sandbox with network = \"none\":"), "{text}");
             assert!(
                 text.contains("sandbox with network = \"loopback\":"),

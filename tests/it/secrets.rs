@@ -161,6 +161,16 @@ mod every_revision {
             let keyring = SessionKeyring::start(dir.path());
             let (kept, said) = keyring.secret(None, &["set", "kr"], Some("from-keyring-9d4\n"));
             assert!(kept, "{said}");
+            let doctor = Command::new(mcpx_bin())
+                .arg("doctor")
+                .env("DBUS_SESSION_BUS_ADDRESS", &keyring.address)
+                .output()
+                .unwrap();
+            let doctor = String::from_utf8_lossy(&doctor.stdout);
+            assert!(
+                doctor.contains("keyring: answers; it holds 1 secret(s) for mcpx"),
+                "{doctor}"
+            );
             let file = secret_file(&dir.path().join("file-secret"), "from-file-5f1\n", 0o600);
             let credentials = dir.path().join("credentials");
             std::fs::create_dir(&credentials).unwrap();
