@@ -73,8 +73,13 @@ fn run_probe(sandbox: &Sandbox, tmp: &std::path::Path) -> Result<Report, String>
 /// Whether this process's cgroup is a cgroup v2 directory it may write (delegated).
 fn cgroup_delegation() -> String {
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
-        return "not cgroup v2 (memory falls back to RLIMIT_DATA; pids cannot be limited)".into();
+    // cgroup v2 alone: a hybrid system has a `0::` line too, its unified tree elsewhere and
+    // without the memory and pids controllers.
+    let unified = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"));
+    let (Some(path), true) = (path, unified) else {
+        return "not cgroup v2 alone (memory falls back to RLIMIT_DATA; pids cannot be limited)"
+            .into();
     };
     let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
     match rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK) {

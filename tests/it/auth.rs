@@ -229,12 +229,18 @@ impl AuthServer {
             state.next += 1;
             format!("s{}", state.next)
         };
+        // Registered before the endpoint is announced: a client quick to POST (or a machine
+        // slow to run this thread) must find the stream its answer goes on.
+        if let Ok(held) = stream.try_clone() {
+            self.state
+                .lock()
+                .unwrap()
+                .streams
+                .insert(session.clone(), held);
+        }
         let opened = format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\ndata: /message?session={session}\n\n");
         if stream.write_all(opened.as_bytes()).is_err() {
             return;
-        }
-        if let Ok(held) = stream.try_clone() {
-            self.state.lock().unwrap().streams.insert(session, held);
         }
         let _ = stream.read(&mut [0; 1]);
     }
