@@ -27,9 +27,9 @@ pub struct Sandbox {
     pub tcp_bind: Vec<u16>,
     /// The most files it may hold open (`RLIMIT_NOFILE`).
     pub nofile: u64,
-    /// Its memory, as `"512M"`: its cgroup's `memory.max` where one is delegated, else
-    /// `RLIMIT_DATA` (never `RLIMIT_AS`, which breaks Node: it reserves far more address space
-    /// than it uses).
+    /// Its memory, as `"512M"`: its cgroup's `memory.max` where mcpx has a delegated cgroup,
+    /// and `RLIMIT_DATA` per process (never `RLIMIT_AS`, which breaks Node: it reserves far more
+    /// address space than it uses).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<String>,
     /// The most processes and threads it may run: its cgroup's `pids.max`, which needs a

@@ -48,15 +48,16 @@ pub fn run(spec: &str, command: &[OsString]) -> ExitCode {
     ExitCode::from(127)
 }
 
-/// Applies every layer of `spec` to this process, in the order each needs: the namespace while
-/// netlink sockets are still allowed, Landlock before seccomp (its own syscalls would be
+/// Applies every layer of `spec` to this process, in the order each needs: the limits (and the
+/// move into its cgroup) while this process is still in mcpx's user namespace, the namespace
+/// while netlink sockets are still allowed, Landlock before seccomp (its own syscalls would be
 /// filtered otherwise).
 pub fn confine(spec: &Spec) -> Report {
     let mut report = Report::default();
+    limits::apply(spec, &mut report);
     if spec.network == Network::Loopback {
         network_namespace::apply(spec, &mut report);
     }
-    limits::apply(spec, &mut report);
     // Landlock and seccomp both require it; set once here so neither depends on the other.
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         report.missing.push(format!("no_new_privs: {e}"));

@@ -1,12 +1,13 @@
 //! Resource limits: open files, core dumps, memory and processes.
 //!
-//! `RLIMIT_AS` is never set: Node and WebAssembly runtimes reserve gigabytes of address space
-//! they never touch, and die under it. Memory is `RLIMIT_DATA` instead (since Linux 4.7 it
-//! counts private mappings too). A process count has no per-tree rlimit (`RLIMIT_NPROC` counts
-//! every process of the user), so `pids` needs a delegated cgroup, which mcpx does not manage
-//! yet: asked for, it is reported missing.
+//! Memory and processes are limited by the server's cgroup where mcpx has one to give
+//! ([`super::cgroup`]): it counts the whole tree the server starts. Memory is also
+//! `RLIMIT_DATA`, per process (since Linux 4.7 it counts private mappings too), and never
+//! `RLIMIT_AS`: Node and WebAssembly runtimes reserve gigabytes of address space they never
+//! touch, and die under it. A process count has no per-tree rlimit (`RLIMIT_NPROC` counts every
+//! process of the user), so without a cgroup `pids` is reported missing.
 
-use super::{Report, Spec};
+use super::{cgroup, Report, Spec};
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
 /// Sets the limits `spec` asks for on this process (inherited by the program it becomes).
@@ -33,14 +34,40 @@ pub fn apply(spec: &Spec, report: &mut Report) {
         limit(Resource::Data, "data", memory);
     }
     report.enforced.push(format!("rlimits: {}", set.join(", ")));
-    if spec.memory.is_some() {
-        report
-            .enforced
-            .push("memory: RLIMIT_DATA (no delegated cgroup for memory.max)".into());
+    if spec.memory.is_none() && spec.pids.is_none() {
+        return;
     }
-    if let Some(pids) = spec.pids {
-        report.missing.push(format!(
-            "pids {pids}: needs a delegated cgroup, which mcpx does not manage yet"
-        ));
+    let joined = match &spec.cgroup {
+        Some(Ok(path)) => cgroup::join(path)
+            .map(|()| path)
+            .map_err(|e| format!("joining it failed: {e}")),
+        Some(Err(reason)) => Err(reason.clone()),
+        None => Err("none was made".into()),
+    };
+    match joined {
+        Ok(path) => {
+            let limits = [("memory.max", spec.memory), ("pids.max", spec.pids)];
+            let limits: Vec<String> = limits
+                .iter()
+                .filter_map(|(name, value)| Some(format!("{name} {}", (*value)?)))
+                .collect();
+            report.enforced.push(format!(
+                "cgroup: {} ({})",
+                path.display(),
+                limits.join(", ")
+            ));
+        }
+        Err(reason) => {
+            if spec.memory.is_some() {
+                report.enforced.push(format!(
+                    "memory: RLIMIT_DATA per process (no cgroup: {reason})"
+                ));
+            }
+            if let Some(pids) = spec.pids {
+                report
+                    .missing
+                    .push(format!("pids {pids}: no cgroup ({reason})"));
+            }
+        }
     }
 }

@@ -19,6 +19,7 @@
 //! the kernel cannot apply is never passed over in silence: `onUnavailable` refuses to start
 //! the server, or starts it and says what is missing.
 
+pub mod cgroup;
 pub mod filesystem;
 pub mod helper;
 pub mod limits;
@@ -53,6 +54,10 @@ pub struct Spec {
     pub memory: Option<u64>,
     /// Processes and threads, if limited.
     pub pids: Option<u64>,
+    /// With `memory` or `pids`: the server's cgroup to join, its limits written by mcpx, or
+    /// why there is none (the limits then fall back to rlimits, or are missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<Result<PathBuf, String>>,
     /// Whether a missing layer stops the start.
     pub fail_when_unavailable: bool,
     /// Layers to treat as missing, as if the kernel lacked them: `MCPX_SANDBOX_ASSUME_MISSING`
@@ -192,6 +197,7 @@ impl Spec {
             nofile: sandbox.nofile,
             memory: sandbox.memory.as_deref().map(parse_size).transpose()?,
             pids: sandbox.pids,
+            cgroup: None,
             fail_when_unavailable: sandbox.on_unavailable == OnUnavailable::Fail,
             assume_missing: std::env::var(ASSUME_MISSING)
                 .unwrap_or_default()

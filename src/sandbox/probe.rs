@@ -70,26 +70,15 @@ fn run_probe(sandbox: &Sandbox, tmp: &std::path::Path) -> Result<Report, String>
     serde_json::from_str(line).map_err(|e| e.to_string())
 }
 
-/// Whether this process's cgroup is a cgroup v2 directory it may write (delegated).
+/// Whether this process's cgroup could hold its servers' cgroups, and why not.
 fn cgroup_delegation() -> String {
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    // cgroup v2 alone: a hybrid system has a `0::` line too, its unified tree elsewhere and
-    // without the memory and pids controllers.
-    let unified = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"));
-    let (Some(path), true) = (path, unified) else {
-        return "not cgroup v2 alone (memory falls back to RLIMIT_DATA; pids cannot be limited)"
-            .into();
-    };
-    let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    match rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK) {
-        Ok(()) => format!(
-            "{} is delegated, but mcpx does not manage cgroups yet (memory uses RLIMIT_DATA; pids cannot be limited)",
-            dir.display()
+    match super::cgroup::inspect() {
+        Ok(own) => format!(
+            "{} is mcpx's own: each sandboxed server's memory and pids are its cgroup's limits",
+            own.display()
         ),
-        Err(_) => format!(
-            "{} is not delegated to this user (memory uses RLIMIT_DATA; pids cannot be limited)",
-            dir.display()
-        ),
+        Err(reason) => {
+            format!("{reason} (memory falls back to RLIMIT_DATA; pids cannot be limited)")
+        }
     }
 }

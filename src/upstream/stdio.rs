@@ -14,6 +14,7 @@ use crate::config::{private_tmp_of, ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
+use crate::sandbox::cgroup::{self, ServerCgroup};
 use crate::sandbox::{Report, Spec, REPORT_PREFIX};
 use crate::sync::lock;
 use async_channel::Sender;
@@ -47,6 +48,8 @@ pub struct StdioUpstream {
     /// `transport.maxMessageBytes`: a longer line on stdout is read past, never held.
     max_message_bytes: usize,
     child: Mutex<Option<Child>>,
+    /// A sandboxed server's cgroup, removed once the server is gone.
+    _cgroup: Option<ServerCgroup>,
 }
 
 /// How mcpx starts its stdio upstreams.
@@ -93,6 +96,7 @@ impl StdioUpstream {
             }
             None => std::process::Command::new(program),
         };
+        let mut server_cgroup = None;
         if let (Some(sandbox), Some(tmp)) = (&server.sandbox, &sandbox_tmp) {
             let Some(launcher) = how.launcher else {
                 return Err(
@@ -103,7 +107,18 @@ impl StdioUpstream {
                 .iter()
                 .find(|(name, _)| name == "PATH")
                 .and_then(|(_, value)| value.to_str());
-            let spec = Spec::for_server(sandbox, program, path, tmp)?;
+            let mut spec = Spec::for_server(sandbox, program, path, tmp)?;
+            if spec.memory.is_some() || spec.pids.is_some() {
+                let made = cgroup::delegated()
+                    .map_err(str::to_owned)
+                    .and_then(|parent| ServerCgroup::create(parent, name, spec.memory, spec.pids));
+                spec.cgroup = Some(
+                    made.as_ref()
+                        .map(|c| c.path().to_owned())
+                        .map_err(Clone::clone),
+                );
+                server_cgroup = made.ok();
+            }
             let spec = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
             command
                 .arg(launcher)
@@ -143,6 +158,7 @@ impl StdioUpstream {
             era_choice: server.era,
             first_try: how.first_try,
             max_message_bytes: how.max_message_bytes,
+            _cgroup: server_cgroup,
         });
         crate::runtime::spawn(async move {
             // Lines queued together go out in one write: a syscall per line would dominate a

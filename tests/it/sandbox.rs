@@ -166,6 +166,45 @@ mod every_revision {
             );
         }
 
+        /// `memory` and `pids` are the limits of the server's own cgroup where mcpx has a
+        /// delegated one; elsewhere `pids` is reported missing saying why, and memory is
+        /// `RLIMIT_DATA`: never a silent pass.
+        #[test]
+        fn memory_and_pids_are_its_cgroups_limits_or_reported_missing_with_why() {
+            let sandbox = "memory = \"256M\"\npids = 64\nonUnavailable = \"warn\"";
+            let daemon = ready(&open_and_boxed(sandbox), &[]);
+            let report = upstream(&daemon, "boxed")["sandbox"].clone();
+            let lines = |key: &str| -> Vec<String> {
+                let lines = report[key].as_array().cloned().unwrap_or_default();
+                lines
+                    .iter()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect()
+            };
+            let (enforced, missing) = (lines("enforced"), lines("missing"));
+            match enforced.iter().find(|l| l.starts_with("cgroup: ")) {
+                Some(cgroup) => {
+                    assert!(cgroup.contains("memory.max 268435456"), "{cgroup}");
+                    assert!(cgroup.contains("pids.max 64"), "{cgroup}");
+                    let seen = try_as(&daemon, "boxed", json!({}))["cgroup"].clone();
+                    assert!(seen.as_str().unwrap().contains("/server-boxed-"), "{seen}");
+                }
+                None => {
+                    let why = missing
+                        .iter()
+                        .find(|l| l.starts_with("pids 64: no cgroup ("));
+                    let why = why.unwrap_or_else(|| panic!("{report}"));
+                    assert!(
+                        enforced
+                            .iter()
+                            .any(|l| l.starts_with("memory: RLIMIT_DATA per process (no cgroup: ")),
+                        "{report}"
+                    );
+                    println!("no delegated cgroup here, as the server's report says: {why}");
+                }
+            }
+        }
+
         #[test]
         fn network_loopback_hides_the_hosts_loopback_but_keeps_its_own() {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -176,7 +176,7 @@ impl Server {
             tools.extend(conformance::tools());
         }
         if self.hostile {
-            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen) and reports how each went, and its rlimits.",
+            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen) and reports how each went, its rlimits and its cgroup.",
                 "inputSchema": {"type": "object", "properties": {"read": {"type": "string"}, "write": {"type": "string"},
                     "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"}}}}));
         }
@@ -705,6 +705,7 @@ fn hostile(args: &Value) -> Value {
         report["udp"] = json!(outcome(std::net::UdpSocket::bind("127.0.0.1:0").map(drop)));
     }
     report["limits"] = json!(std::fs::read_to_string("/proc/self/limits").unwrap_or_default());
+    report["cgroup"] = json!(std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default());
     report
 }
 
