@@ -50,8 +50,17 @@ pub fn doctor() -> ExitCode {
 
 /// Runs `/bin/true` under the helper with `sandbox`; the helper's report.
 fn run_probe(sandbox: &Sandbox, tmp: &std::path::Path) -> Result<Report, String> {
+    // The probe is no server: it gets no cgroup, and says why a server would or would not.
+    let cgroup = match super::cgroup::inspect() {
+        Ok(own) => format!(
+            "a server's is made under {}, not the probe's",
+            own.display()
+        ),
+        Err(reason) => reason,
+    };
     let spec = Spec {
         fail_when_unavailable: false,
+        cgroup: Some(Err(cgroup)),
         ..Spec::for_server(sandbox, "true", Some("/usr/bin:/bin"), tmp)?
     };
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
