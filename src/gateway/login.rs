@@ -100,7 +100,7 @@ impl LoginFirst {
         let refused = |why: String| Failure::Refused(format!("logging in to {name} failed: {why}"));
         let credential = self.log_in(asks).await.map_err(refused)?;
         let store = self.gateway.supervisor.upstreams().credentials();
-        store.put(name, Some(credential)).map_err(refused)?;
+        store.keep(name, Some(credential)).await.map_err(refused)?;
         tracing::info!(server = %name, "logged in from the client");
         self.gateway
             .restart_upstream(name)
@@ -129,7 +129,7 @@ impl LoginFirst {
         let url = server.url.as_deref().unwrap_or_default();
         let challenge = login::probe(url).await?.unwrap_or_default();
         let store = self.gateway.supervisor.upstreams().credentials();
-        let previous = store.get(name).filter(|c| c.server_url == url);
+        let previous = store.read(name).await.filter(|c| c.server_url == url);
         let (opened, to_open) = async_channel::bounded(1);
         let flow = login::login(name, server, &challenge, previous.as_ref(), |url| {
             let _ = opened.try_send(url.to_owned());

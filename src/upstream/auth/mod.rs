@@ -114,7 +114,8 @@ impl Authorizer {
         let _one_at_a_time = self.refreshing.lock().await;
         let stored = self
             .store
-            .get(&self.server)
+            .read(&self.server)
+            .await
             .filter(|c| c.server_url == self.url);
         let current = lock(&self.current).clone();
         let newest = match (current, stored) {
@@ -140,7 +141,7 @@ impl Authorizer {
             Ok(answer) => {
                 let refreshed = answer.apply(newest);
                 *lock(&self.current) = Some(refreshed.clone());
-                if let Err(e) = self.store.put(&self.server, Some(refreshed.clone())) {
+                if let Err(e) = self.store.keep(&self.server, Some(refreshed.clone())).await {
                     tracing::warn!(server = %self.server, "the refreshed token could not be saved: {e}");
                 }
                 tracing::info!(server = %self.server, "access token refreshed");
@@ -155,7 +156,7 @@ impl Authorizer {
                     ..newest
                 };
                 *lock(&self.current) = Some(spent.clone());
-                let _ = self.store.put(&self.server, Some(spent));
+                let _ = self.store.keep(&self.server, Some(spent)).await;
                 Err(self.needs_login())
             }
         }

@@ -8,7 +8,7 @@
 //! `mcpx-credentials`, username the server's name). The file is still read for the servers the
 //! keyring lacks, and a credential written to the keyring leaves the file, so switching stores
 //! loses no login. The keyring is asked only at a login, a connect and a refresh, never per
-//! request.
+//! request, and async code asks through [`Store::read`] and [`Store::keep`], off the executor.
 
 use crate::config::{Auth, CredentialsStore};
 use crate::keyring::Keyring;
@@ -183,7 +183,7 @@ impl Store {
             // Kept in the keyring now: a copy left in the file would outlive a logout.
             let mut file = self.load_file()?;
             return match file.remove(server) {
-                Some(_) => self.write(&file),
+                Some(_) => self.write_file(&file),
                 None => Ok(()),
             };
         }
@@ -192,7 +192,20 @@ impl Store {
             Some(credential) => all.insert(server.to_owned(), credential),
             None => all.remove(server),
         };
-        self.write(&all)
+        self.write_file(&all)
+    }
+
+    /// [`Store::get`] from async code: a keyring's answer is waited for on a blocking thread,
+    /// not on the executor.
+    pub async fn read(&self, server: &str) -> Option<Credential> {
+        let (store, server) = (self.clone(), server.to_owned());
+        smol::unblock(move || store.get(&server)).await
+    }
+
+    /// [`Store::put`] from async code, as [`Store::read`].
+    pub async fn keep(&self, server: &str, credential: Option<Credential>) -> Result<(), String> {
+        let (store, server) = (self.clone(), server.to_owned());
+        smol::unblock(move || store.put(&server, credential)).await
     }
 
     /// A session with the keyring when the credentials are kept there; an error when they
@@ -227,7 +240,7 @@ impl Store {
         }
     }
 
-    fn write(&self, all: &BTreeMap<String, Credential>) -> Result<(), String> {
+    fn write_file(&self, all: &BTreeMap<String, Credential>) -> Result<(), String> {
         let text = serde_json::to_vec_pretty(all).map_err(|e| e.to_string())?;
         crate::private_file::write_whole(&self.path, &text)
     }
