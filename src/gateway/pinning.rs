@@ -121,8 +121,8 @@ fn tool_error(message: String) -> Value {
 }
 
 impl Gateway {
-    /// The refusal of a call (`tools/call`, `prompts/get`, `resources/read`) of a pinned
-    /// definition that waits for review: a tool result with `isError` for a tool, an
+    /// The refusal of a call (`tools/call`, `prompts/get`, `resources/read`, `skills/get`) of a
+    /// pinned definition that waits for review: a tool result with `isError` for a tool, an
     /// invalid-params error otherwise. `None` when the call may go.
     pub(super) fn pin_refusal(
         &self,
@@ -145,14 +145,32 @@ impl Gateway {
                 let route = catalog.prompt(name)?;
                 (route.owner, Kind::Prompt.key(&route.name))
             }
-            Method::ResourcesRead => (catalog.resource_owner(name)?, Kind::Resource.key(name)),
+            Method::ResourcesRead | Method::SkillsGet => {
+                let owner = catalog.resource_owner(name)?;
+                // Pinned under the server's own URI, which a shared skill URI is renamed from.
+                let own = catalog.shared_uris().own_uri(owner, name);
+                let own = own.as_deref().unwrap_or(name);
+                let kind = match method {
+                    Method::SkillsGet => Kind::Skill,
+                    _ => Kind::Resource,
+                };
+                (owner, kind.key(own))
+            }
             _ => return None,
         };
         let Owner::Upstream(_) = owner else {
             return None;
         };
         let upstream = self.supervisor.upstreams().of(owner)?;
-        let message = self.pinning.refusal(&upstream, &item)?;
+        // A skill's entry read as a resource is the skill used: refused as `skills/get` is.
+        let skill_entry = || {
+            let own = item.strip_prefix("resource:")?;
+            self.pinning.refusal(&upstream, &Kind::Skill.key(own))
+        };
+        let message = self
+            .pinning
+            .refusal(&upstream, &item)
+            .or_else(skill_entry)?;
         Some(match method {
             Method::ToolsCall => Ok(tool_error(message)),
             _ => Err(ErrorObject::new(INVALID_PARAMS, message)),

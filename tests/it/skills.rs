@@ -157,5 +157,57 @@ mod every_revision {
             );
             assert!(hidden.get("error").is_some(), "{hidden}");
         }
+
+        /// A pinned server whose skill changes between two runs (its words now team b's):
+        /// `skills/list` keeps the approved entry, `skills/get` and a read of its entry are
+        /// refused naming the review, and `mcpx pins` shows the change.
+        #[test]
+        fn a_pinned_servers_changed_skill_keeps_its_approved_entry_and_is_refused() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("mcpx.toml");
+            let run_as = |team: &str| {
+                let script = concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/sdk/fastmcp_skills_server.py"
+                );
+                let text = format!(
+                    "[admin]\nsocket = {:?}\n[pins]\nfile = {:?}\n\
+                     [servers.s]\ncommand = {:?}\nargs = [{script:?}, {team:?}]\n[servers.s.pin]\n",
+                    dir.path().join("admin.sock").display().to_string(),
+                    dir.path().join("pins.json").display().to_string(),
+                    deps::python(),
+                );
+                std::fs::write(&config, text).unwrap();
+                Serve::with_config_file(&config)
+            };
+            let entry = |mcpx: &mut Serve| {
+                let listed = mcpx.call(1, "skills/list", with_skills(json!({})));
+                listed["result"]["skills"][0].clone()
+            };
+            let approved = entry(&mut run_as("a"));
+            assert!(approved.to_string().contains("team a"), "{approved}");
+            let mut changed = run_as("b");
+            assert_eq!(entry(&mut changed), approved);
+            let uri = json!({"uri": "skill://review/SKILL.md"});
+            for (id, method) in [(2, "skills/get"), (3, "resources/read")] {
+                let refused = changed.call(id, method, with_skills(uri.clone()));
+                let message = refused["error"]["message"].as_str().unwrap_or_default();
+                assert!(
+                    message.contains("mcpx pins approve s skill:skill://review/SKILL.md"),
+                    "{method}: {refused}"
+                );
+            }
+            let status = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(&config)
+                .args(["pins", "status"])
+                .output()
+                .unwrap();
+            let status = String::from_utf8_lossy(&status.stdout);
+            assert!(
+                status.contains("skill:skill://review/SKILL.md") && status.contains("changed"),
+                "{status}"
+            );
+        }
     }
 }
