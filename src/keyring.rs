@@ -17,8 +17,12 @@ use std::time::Duration;
 pub const SECRETS: &str = "mcpx";
 
 /// How long the keyring may take to answer one question. A bus without a keyring says so at
-/// once; this bounds one that hangs (a locked keyring waiting on a prompt nobody sees).
+/// once; this bounds one that hangs.
 const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long a locked keyring's unlock may take: the desktop asks its user for the password, who
+/// needs longer than a machine; where nobody sees the prompt, this bounds the wait.
+const UNLOCK_PATIENCE: Duration = Duration::from_secs(60);
 
 /// A session with the keyring, encrypted end to end (Diffie-Hellman), as its own items are.
 pub struct Keyring {
@@ -45,31 +49,34 @@ impl Keyring {
         Ok(Keyring { service })
     }
 
-    /// The secret `name` of `service`, if it holds one.
+    /// The secret `name` of `service`, if it holds one. A locked item is unlocked first, which
+    /// may ask the desktop's user.
     pub async fn get(&self, service: &str, name: &str) -> Result<Option<String>, String> {
-        within(PATIENCE, async {
-            let found = self.search(attributes(service, name)).await?;
-            let item = match (found.unlocked.first(), found.locked.first()) {
-                (Some(item), _) => item,
-                (None, Some(item)) => {
-                    item.unlock().await.map_err(explain)?;
-                    item
-                }
-                (None, None) => return Ok(None),
-            };
-            let secret = item.get_secret().await.map_err(explain)?;
-            String::from_utf8(secret)
-                .map(Some)
-                .map_err(|_| format!("the keyring's {service}/{name} is not text"))
-        })
-        .await
+        let found = within(PATIENCE, self.search(attributes(service, name))).await?;
+        let item = match (found.unlocked.first(), found.locked.first()) {
+            (Some(item), _) => item,
+            (None, Some(item)) => {
+                let unlock = async { item.unlock().await.map_err(explain) };
+                within(UNLOCK_PATIENCE, unlock).await?;
+                item
+            }
+            (None, None) => return Ok(None),
+        };
+        let secret = within(PATIENCE, async { item.get_secret().await.map_err(explain) }).await?;
+        String::from_utf8(secret)
+            .map(Some)
+            .map_err(|_| format!("the keyring's {service}/{name} is not text"))
     }
 
     /// Keeps `value` as the secret `name` of `service`, replacing what it held.
     pub async fn set(&self, service: &str, name: &str, value: &str) -> Result<(), String> {
+        let collection = within(PATIENCE, async {
+            self.service.get_any_collection().await.map_err(explain)
+        })
+        .await?;
+        let unlock = async { collection.ensure_unlocked().await.map_err(explain) };
+        within(UNLOCK_PATIENCE, unlock).await?;
         within(PATIENCE, async {
-            let collection = self.service.get_any_collection().await.map_err(explain)?;
-            collection.ensure_unlocked().await.map_err(explain)?;
             let label = format!("{service}: {name}");
             collection
                 .create_item(
