@@ -9,11 +9,7 @@ use std::path::Path;
 /// file renamed over it.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    create_dir(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::OpenOptions::new()
@@ -32,4 +28,13 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
             let _ = std::fs::remove_file(&temporary);
             format!("cannot write {}: {e}", path.display())
         })
+}
+
+/// Makes `dir` and its missing parents, each 0700 (an existing one is left as it is).
+pub fn create_dir(dir: &Path) -> Result<(), String> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }

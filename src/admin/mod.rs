@@ -236,6 +236,17 @@ pub fn ask(path: &Path, command: &Command) -> std::io::Result<Reply> {
     serde_json::from_str(&reply).map_err(std::io::Error::other)
 }
 
+/// What the mcpx at `path` says it did about `command`, or why it did not (its refusal, or that
+/// it could not be reached).
+pub fn done(path: &Path, command: &Command) -> Result<String, String> {
+    match ask(path, command) {
+        Ok(Reply::Done { message }) => Ok(message),
+        Ok(Reply::Error { message, .. }) => Err(message),
+        Ok(_) => Err(format!("{} answered something else", path.display())),
+        Err(e) => Err(format!("cannot reach {}: {e}", path.display())),
+    }
+}
+
 /// A snapshot as text for people: one line per upstream, session, stream and request.
 pub fn describe(snapshot: &protocol::Snapshot) -> String {
     use crate::view::printable as p;

@@ -130,19 +130,9 @@ fn approve(config: &Config, code: &str) -> Result<(), String> {
     let command = AdminCommand::ApproveConsent {
         code: code.to_owned(),
     };
-    let socket = &config.admin.socket;
-    match crate::admin::ask(socket, &command) {
-        Ok(Reply::Done { message }) => {
-            eprintln!("{message}");
-            Ok(())
-        }
-        Ok(Reply::Error { message, .. }) => Err(message),
-        Ok(_) => Err("the daemon answered something else".into()),
-        Err(e) => Err(format!(
-            "cannot reach the daemon at {}: {e}",
-            socket.display()
-        )),
-    }
+    let message = crate::admin::done(&config.admin.socket, &command)?;
+    eprintln!("{message}");
+    Ok(())
 }
 
 fn status(config: &Config, store: &Store) -> Result<(), String> {

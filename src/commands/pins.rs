@@ -3,7 +3,7 @@
 //! running mcpx, which serves it at once, and the others are told to read the book again.
 //! With none running, the book is changed directly and read at the next start.
 
-use crate::admin::protocol::{Command as AdminCommand, Reply};
+use crate::admin::protocol::Command as AdminCommand;
 use crate::cli::PinsAction;
 use crate::config::Config;
 use crate::pins::{diff, Decision, Pins, Review};
@@ -59,25 +59,38 @@ fn status(pins: &Pins) -> String {
 }
 
 fn show_diff(pins: &Pins, server: &str, item: Option<&str>) -> Result<String, String> {
+    let reviews = reviews_of(pins, server, item)?;
+    Ok(reviews.iter().map(changes).collect())
+}
+
+/// What waits for review of `server` (or only `item`), and what was rejected; an error when
+/// there is none.
+fn reviews_of(pins: &Pins, server: &str, item: Option<&str>) -> Result<Vec<Review>, String> {
     let reviews: Vec<Review> = pins
         .reviews()
         .into_iter()
         .filter(|r| r.server == server && item.is_none_or(|i| r.is(i)))
         .collect();
-    if reviews.is_empty() {
-        return Err(format!("nothing of {server} waits for review"));
+    match reviews.is_empty() {
+        true => Err(format!("nothing of {server} waits for review")),
+        false => Ok(reviews),
     }
-    let mut text = String::new();
-    for review in reviews {
-        text.push_str(&format!("{} ({})\n", review.item, review.state.as_str()));
-        let changes = diff::render(review.approved.as_ref(), review.seen.as_ref());
-        // A server wrote these words: nothing in them may drive the terminal.
-        for line in changes.lines() {
-            text.push_str(&crate::view::printable(line));
-            text.push('\n');
-        }
+}
+
+/// One item's change as a person reads it. A server wrote these words, its item's name among
+/// them: nothing in them may drive the terminal.
+fn changes(review: &Review) -> String {
+    let mut text = format!(
+        "{} ({})\n",
+        crate::view::printable(&review.item),
+        review.state.as_str()
+    );
+    let changes = diff::render(review.approved.as_ref(), review.seen.as_ref());
+    for line in changes.lines() {
+        text.push_str(&crate::view::printable(line));
+        text.push('\n');
     }
-    Ok(text)
+    text
 }
 
 /// Decides on what waits now, each item by the digest read here, so that a change made after
@@ -91,10 +104,8 @@ fn decide(
     decision: Decision,
 ) -> Result<String, String> {
     let pins = Pins::open(&config.pins.file);
-    let waiting: Vec<Review> = pins
-        .reviews()
+    let waiting: Vec<Review> = reviews_of(&pins, server, item.as_deref())?
         .into_iter()
-        .filter(|r| r.server == server && item.as_deref().is_none_or(|i| r.is(i)))
         .filter(|r| r.sha256.is_some() && !matches!(r.state, crate::pins::State::Rejected))
         .collect();
     if waiting.is_empty() {
@@ -131,11 +142,7 @@ fn decide(
 /// Shows what an approval would serve and asks; whether the answer was yes.
 fn confirmed(waiting: &[Review]) -> Result<bool, String> {
     for review in waiting {
-        eprintln!("{} ({})", review.item, review.state.as_str());
-        let changes = diff::render(review.approved.as_ref(), review.seen.as_ref());
-        for line in changes.lines() {
-            eprintln!("{}", crate::view::printable(line));
-        }
+        eprint!("{}", changes(review));
     }
     eprint!("approve {} item(s)? [y/N] ", waiting.len());
     let mut answer = String::new();
@@ -158,10 +165,5 @@ fn ask_decided(
         sha256: review.sha256.clone(),
         decision,
     };
-    match crate::admin::ask(socket, &command) {
-        Ok(Reply::Done { message }) => Ok(message),
-        Ok(Reply::Error { message, .. }) => Err(message),
-        Ok(_) => Err("the running mcpx answered something else".into()),
-        Err(e) => Err(format!("cannot reach {}: {e}", socket.display())),
-    }
+    crate::admin::done(socket, &command)
 }

@@ -3,7 +3,7 @@
 //! user), and no command prints one. After a change every running mcpx reloads, which restarts
 //! exactly the servers whose expanded values changed: those that name the secret.
 
-use crate::admin::protocol::{Command as AdminCommand, Reply};
+use crate::admin::protocol::Command as AdminCommand;
 use crate::cli::SecretAction;
 use crate::config::Config;
 use crate::keyring::{Keyring, SECRETS};
@@ -140,12 +140,8 @@ fn reload_running(config: &Config) -> String {
     }
     let mut text = String::new();
     for socket in running {
-        let said = match crate::admin::ask(&socket, &AdminCommand::Reload) {
-            Ok(Reply::Done { message }) => message,
-            Ok(Reply::Error { message, .. }) => format!("not reloaded: {message}"),
-            Ok(_) => "not reloaded: it answered something else".into(),
-            Err(e) => format!("not reloaded: {e}"),
-        };
+        let said = crate::admin::done(&socket, &AdminCommand::Reload)
+            .unwrap_or_else(|why| format!("not reloaded: {why}"));
         text.push_str(&format!("{}: {said}\n", socket.display()));
     }
     text

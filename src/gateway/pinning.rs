@@ -12,6 +12,7 @@ use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::pins::{Decision, Kind, Pins, Review};
 use crate::protocol::Method;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -82,10 +83,18 @@ impl Pinning {
         }
     }
 
-    /// Why a call of `item` (a pin key) of `upstream` is refused, if it is.
-    fn refusal(&self, upstream: &Upstream, item: &str) -> Option<String> {
+    /// Why a call of `upstream`'s definition of `kind` named `name` (its own name or URI) is
+    /// refused, if it is. An unpinned server costs a call no key.
+    fn refusal(&self, upstream: &Upstream, kind: Kind, name: &str) -> Option<String> {
         self.policy(&upstream.config)?;
-        self.pins.refusal(&upstream.name, item)
+        let refused = |kind: Kind| self.pins.refusal(&upstream.name, &kind.key(name));
+        // A skill's entry read as a resource is the skill used: refused as `skills/get` is.
+        let skill_entry = || {
+            (kind == Kind::Resource)
+                .then(|| refused(Kind::Skill))
+                .flatten()
+        };
+        refused(kind).or_else(skill_entry)
     }
 
     fn record(&self, server: &str, item: &str, event: &str) {
@@ -132,29 +141,28 @@ impl Gateway {
     ) -> Option<Result<Value, ErrorObject>> {
         let catalog = self.catalog_of(client);
         let name = super::search::call_target(method, params).0?;
-        let (owner, item) = match method {
-            Method::ToolsCall => {
-                let Some(route) = catalog.tool(name) else {
+        let (owner, kind, own) = match method {
+            Method::ToolsCall => match catalog.tool(name) {
+                Some(route) => (route.owner, Kind::Tool, Cow::from(route.name.as_str())),
+                None => {
                     return self
                         .withheld_tool(name)
-                        .map(|message| Ok(tool_error(message)));
-                };
-                (route.owner, Kind::Tool.key(&route.name))
-            }
+                        .map(|message| Ok(tool_error(message)))
+                }
+            },
             Method::PromptsGet => {
                 let route = catalog.prompt(name)?;
-                (route.owner, Kind::Prompt.key(&route.name))
+                (route.owner, Kind::Prompt, Cow::from(route.name.as_str()))
             }
             Method::ResourcesRead | Method::SkillsGet => {
                 let owner = catalog.resource_owner(name)?;
                 // Pinned under the server's own URI, which a shared skill URI is renamed from.
                 let own = catalog.shared_uris().own_uri(owner, name);
-                let own = own.as_deref().unwrap_or(name);
                 let kind = match method {
                     Method::SkillsGet => Kind::Skill,
                     _ => Kind::Resource,
                 };
-                (owner, kind.key(own))
+                (owner, kind, own.map_or(Cow::from(name), Cow::from))
             }
             _ => return None,
         };
@@ -162,15 +170,7 @@ impl Gateway {
             return None;
         };
         let upstream = self.supervisor.upstreams().of(owner)?;
-        // A skill's entry read as a resource is the skill used: refused as `skills/get` is.
-        let skill_entry = || {
-            let own = item.strip_prefix("resource:")?;
-            self.pinning.refusal(&upstream, &Kind::Skill.key(own))
-        };
-        let message = self
-            .pinning
-            .refusal(&upstream, &item)
-            .or_else(skill_entry)?;
+        let message = self.pinning.refusal(&upstream, kind, &own)?;
         Some(match method {
             Method::ToolsCall => Ok(tool_error(message)),
             _ => Err(ErrorObject::new(INVALID_PARAMS, message)),
@@ -200,7 +200,7 @@ impl Gateway {
                     });
                     review.server == upstream.name && shown.as_deref() == Some(exposed)
                 })?;
-                self.pinning.refusal(&upstream, &review.item)
+                self.pinning.pins.refusal(&upstream.name, &review.item)
             })
     }
 

@@ -1,5 +1,5 @@
-//! Pinned definitions: what a pinned server's tools, prompts, resources and resource templates
-//! said when the user first trusted them, so that a server cannot change what the model reads
+//! Pinned definitions: what a pinned server's tools, prompts, resources, resource templates and
+//! skills said when the user first trusted them, so that a server cannot change what the model reads
 //! (a tool's description, its schema, a `readOnlyHint`) behind the user's back: the "rug pull"
 //! of tool poisoning.
 //!
@@ -101,9 +101,10 @@ struct Definition {
 }
 
 impl Definition {
-    fn of(definition: &Value) -> Definition {
+    /// `definition`, whose digest is `sha256`, as of now.
+    fn of(definition: &Value, sha256: String) -> Definition {
         Definition {
-            sha256: crate::canonical::sha256(definition),
+            sha256,
             definition: definition.clone(),
             at: crate::upstream::auth::store::now_secs(),
         }
@@ -420,35 +421,25 @@ fn name_member(kind: Kind) -> &'static str {
         .map_or("name", |(_, m)| m)
 }
 
-/// Notes that `item` is listed as `definition`; the event, if this is news.
+/// Notes that `item` is listed as `definition`; the event, if this is news. A definition as
+/// approved (the usual listing) costs its digest only.
 fn note(item: &mut Item, definition: &Value, baseline: bool, pin: Pin) -> Option<&'static str> {
-    let listed = Definition::of(definition);
-    if item
-        .approved
-        .as_ref()
-        .is_some_and(|a| a.sha256 == listed.sha256)
-    {
+    let sha256 = crate::canonical::sha256(definition);
+    if item.approved.as_ref().is_some_and(|a| a.sha256 == sha256) {
         item.seen = None;
         return None;
     }
-    if baseline {
-        item.approved = Some(listed);
-        return Some("baseline");
-    }
     let accept = match item.approved {
+        _ if baseline => true,
         Some(_) => pin.on_change == OnChange::Accept,
         None => pin.on_new == OnNew::Accept,
     };
     if accept {
-        item.approved = Some(listed);
+        item.approved = Some(Definition::of(definition, sha256));
         item.seen = None;
-        return Some("accepted");
+        return Some(if baseline { "baseline" } else { "accepted" });
     }
-    if item
-        .seen
-        .as_ref()
-        .is_some_and(|s| s.sha256 == listed.sha256)
-    {
+    if item.seen.as_ref().is_some_and(|s| s.sha256 == sha256) {
         return None;
     }
     let event = if item.approved.is_some() {
@@ -456,7 +447,7 @@ fn note(item: &mut Item, definition: &Value, baseline: bool, pin: Pin) -> Option
     } else {
         "new"
     };
-    item.seen = Some(listed);
+    item.seen = Some(Definition::of(definition, sha256));
     Some(event)
 }
 
@@ -509,18 +500,18 @@ fn read_book(path: &Path) -> Result<Book, String> {
 }
 
 /// An exclusive lock on the book (a file beside it), held while it is read, changed and
-/// written, so that two processes cannot each write what the other did not see.
-struct BookLock(std::fs::File);
+/// written, so that two processes cannot each write what the other did not see. Closing the
+/// file releases it.
+struct BookLock {
+    _held: std::fs::File,
+}
 
 impl BookLock {
     fn take(book: &Path) -> Result<BookLock, String> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::OpenOptionsExt;
         let path = book.with_extension("lock");
         if let Some(dir) = path.parent() {
-            let _ = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir);
+            crate::private_file::create_dir(dir)?;
         }
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -531,13 +522,7 @@ impl BookLock {
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
-        Ok(BookLock(file))
-    }
-}
-
-impl Drop for BookLock {
-    fn drop(&mut self) {
-        let _ = rustix::fs::flock(&self.0, rustix::fs::FlockOperation::Unlock);
+        Ok(BookLock { _held: file })
     }
 }
 

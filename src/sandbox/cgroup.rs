@@ -11,6 +11,7 @@
 //! editor's `mcpx serve` shares its terminal's cgroup, which is not mcpx's to rearrange).
 //! Anywhere else nothing is written, and the helper falls back to rlimits and says so.
 
+use super::Spec;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -33,7 +34,7 @@ pub fn delegated() -> Result<&'static Path, &'static str> {
     static PREPARED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     PREPARED
         .get_or_init(|| {
-            let own = own_cgroup(Path::new(MOUNT), &marked_delegated)?;
+            let own = inspect()?;
             prepare(&own, std::process::id())?;
             Ok(own)
         })
@@ -41,15 +42,11 @@ pub fn delegated() -> Result<&'static Path, &'static str> {
         .map_err(String::as_str)
 }
 
-/// For `mcpx doctor`: whether this process's cgroup could hold its servers', changing nothing.
+/// This process's cgroup, if it may hold servers' cgroups: cgroup v2 alone, delegated (as the
+/// service manager marks it), offering both controllers, and holding no process but this one.
+/// Nothing is changed (`mcpx doctor` asks this too).
 pub fn inspect() -> Result<PathBuf, String> {
-    own_cgroup(Path::new(MOUNT), &marked_delegated)
-}
-
-/// This process's cgroup under `mount`, if it may hold servers' cgroups: cgroup v2 alone,
-/// `delegated` (as the service manager marks it), offering both controllers, and holding no
-/// process but this one.
-fn own_cgroup(mount: &Path, delegated: &dyn Fn(&Path) -> bool) -> Result<PathBuf, String> {
+    let mount = Path::new(MOUNT);
     if !mount.join("cgroup.controllers").exists() {
         return Err("not cgroup v2 alone".into());
     }
@@ -59,7 +56,7 @@ fn own_cgroup(mount: &Path, delegated: &dyn Fn(&Path) -> bool) -> Result<PathBuf
         .find_map(|line| line.strip_prefix("0::"))
         .ok_or("no cgroup v2 entry in /proc/self/cgroup")?;
     let own = mount.join(path.trim_start_matches('/'));
-    check_own(&own, delegated, std::process::id())?;
+    check_own(&own, &marked_delegated, std::process::id())?;
     Ok(own)
 }
 
@@ -128,7 +125,7 @@ pub struct ServerCgroup {
 
 impl ServerCgroup {
     /// `server-NAME-N` under `parent`, with `memory.max` and `pids.max` as given.
-    pub fn create(
+    fn create(
         parent: &Path,
         server: &str,
         memory: Option<u64>,
@@ -152,9 +149,18 @@ impl ServerCgroup {
         Ok(cgroup)
     }
 
-    /// Where it is.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The cgroup of server `server`'s start that `spec`'s `memory` and `pids` ask for, if they
+    /// ask and mcpx has one to give: `spec` names it for the helper to join, or says why there
+    /// is none.
+    pub fn for_spec(spec: &mut Spec, server: &str) -> Option<ServerCgroup> {
+        if spec.memory.is_none() && spec.pids.is_none() {
+            return None;
+        }
+        let made = delegated()
+            .map_err(str::to_owned)
+            .and_then(|parent| ServerCgroup::create(parent, server, spec.memory, spec.pids));
+        spec.cgroup = Some(made.as_ref().map(|c| c.path.clone()).map_err(Clone::clone));
+        made.ok()
     }
 }
 
@@ -236,10 +242,10 @@ mod tests {
                 assert!(!own.join("server-left_over-3").exists());
                 let server = ServerCgroup::create(&own, "my files", Some(1 << 29), Some(64));
                 let server = server.unwrap();
-                let name = server.path().file_name().unwrap().to_string_lossy();
+                let name = server.path.file_name().unwrap().to_string_lossy();
                 assert!(name.starts_with("server-my_files-"), "{name}");
-                assert_eq!(read(&server.path().join("memory.max")), "536870912");
-                assert_eq!(read(&server.path().join("pids.max")), "64");
+                assert_eq!(read(&server.path.join("memory.max")), "536870912");
+                assert_eq!(read(&server.path.join("pids.max")), "64");
                 std::mem::forget(server);
             }
         }

@@ -14,7 +14,7 @@ use crate::config::{private_tmp_of, ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
-use crate::sandbox::cgroup::{self, ServerCgroup};
+use crate::sandbox::cgroup::ServerCgroup;
 use crate::sandbox::{Report, Spec, REPORT_PREFIX};
 use crate::sync::lock;
 use async_channel::Sender;
@@ -108,17 +108,7 @@ impl StdioUpstream {
                 .find(|(name, _)| name == "PATH")
                 .and_then(|(_, value)| value.to_str());
             let mut spec = Spec::for_server(sandbox, program, path, tmp)?;
-            if spec.memory.is_some() || spec.pids.is_some() {
-                let made = cgroup::delegated()
-                    .map_err(str::to_owned)
-                    .and_then(|parent| ServerCgroup::create(parent, name, spec.memory, spec.pids));
-                spec.cgroup = Some(
-                    made.as_ref()
-                        .map(|c| c.path().to_owned())
-                        .map_err(Clone::clone),
-                );
-                server_cgroup = made.ok();
-            }
+            server_cgroup = ServerCgroup::for_spec(&mut spec, name);
             let spec = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
             command
                 .arg(launcher)
