@@ -40,8 +40,23 @@ fn set_executor_threads(threads: usize) {
     crate::runtime::set_threads(threads);
 }
 
+/// Makes this process not dumpable: its `/proc/PID/environ`, `mem` and file descriptors (where
+/// secrets and tokens live) are then readable only with `CAP_SYS_PTRACE`, which no server of
+/// the same user, or sandboxed server of root, holds; and it leaves no core dump. Every mcpx
+/// process but the sandbox helper, which is about to become the server (and must still write its
+/// own `/proc/self/uid_map`).
+fn keep_memory_private() {
+    use rustix::process::{set_dumpable_behavior, DumpableBehavior};
+    if let Err(e) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
+        tracing::warn!("cannot make this process undumpable: {e}");
+    }
+}
+
 /// Runs the parsed command line; the exit code says how it went.
 pub fn run(cli: Cli) -> ExitCode {
+    if !matches!(cli.command, Command::SandboxExec { .. }) {
+        keep_memory_private();
+    }
     match cli.command {
         Command::ExecUpstream { command } => return crate::upstream::supervisor::run(&command),
         Command::SandboxExec { spec, command } => {

@@ -25,6 +25,11 @@ pub struct Sandbox {
     /// With `network = "tcp"`: the TCP ports it may listen on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tcp_bind: Vec<u16>,
+    /// The Unix sockets it may connect to, by path (`~` is the home directory). None by
+    /// default, in every network mode: mcpx's own admin socket, the session bus and the
+    /// Docker socket are each a way out of a sandbox.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unix_sockets: Vec<String>,
     /// The most files it may hold open (`RLIMIT_NOFILE`).
     pub nofile: u64,
     /// Its memory, as `"512M"`: its cgroup's `memory.max` where mcpx has a delegated cgroup,
@@ -49,6 +54,7 @@ impl Default for Sandbox {
             network: Network::None,
             tcp_connect: Vec::new(),
             tcp_bind: Vec::new(),
+            unix_sockets: Vec::new(),
             nofile: 1024,
             memory: None,
             pids: None,
@@ -67,7 +73,7 @@ pub const PRIVATE_TMP: &str = "$TMP";
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
-    /// No Internet sockets at all, TCP or UDP, and no Unix sockets of its own making.
+    /// No Internet sockets at all, TCP or UDP.
     #[default]
     None,
     /// A private network namespace: its own loopback, for itself and its children, and not

@@ -1,9 +1,12 @@
-//! Landlock: the filesystem allowlists, the TCP ports of `network = "none" | "tcp"`, and scoped
-//! IPC (abstract Unix sockets and signals stay inside the sandbox).
+//! Landlock: the filesystem allowlists, the TCP ports of `network = "none" | "tcp"`, the Unix
+//! sockets a server may connect to, and scoped IPC (abstract Unix sockets and signals stay
+//! inside the sandbox).
 //!
 //! Each right is asked for best effort: the kernel applies what its Landlock ABI knows, and the
-//! ABI it reports tells which of the three are in force (filesystem from 1, TCP from 4, IPC
-//! scoping from 6). Paths that do not exist are skipped (a rule needs an open file).
+//! ABI it reports tells which are in force (filesystem from 1, TCP from 4, IPC scoping from 6,
+//! Unix socket paths from 9). Paths that do not exist are skipped (a rule needs an open file).
+//! Whatever the rights, a Landlocked process cannot trace, or read the `/proc` entries of, a
+//! process outside its sandbox.
 
 use super::{Report, Spec};
 use crate::config::Network;
@@ -13,7 +16,7 @@ use landlock::{
 };
 
 /// The newest ABI whose rights mcpx asks for; newer kernels are held to these.
-const VETTED: ABI = ABI::V6;
+const VETTED: ABI = ABI::V9;
 
 /// What the filesystem layer enforced, by what the kernel supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +87,12 @@ fn restrict(spec: &Spec) -> Result<LandlockStatus, landlock::RulesetError> {
                 _ => access,
             };
             created = created.add_rule(PathBeneath::new(fd, access))?;
+        }
+    }
+    // Before ABI 9 the kernel cannot check this right, and a best-effort ruleset skips the rule.
+    for socket in &spec.unix_sockets {
+        if let Ok(fd) = PathFd::new(socket) {
+            created = created.add_rule(PathBeneath::new(fd, AccessFs::ResolveUnix))?;
         }
     }
     if spec.network == Network::Tcp {

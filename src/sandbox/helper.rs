@@ -7,7 +7,10 @@
 //! line, then `execve`s; with `onUnavailable = "fail"` and a layer missing it writes why and
 //! exits instead, and the server never runs.
 
-use super::{filesystem, limits, network_namespace, syscalls, Report, Spec, REPORT_PREFIX};
+use super::{
+    capabilities, filesystem, limits, namespaces, syscalls, unix_sockets, Report, Spec,
+    REPORT_PREFIX,
+};
 use crate::config::Network;
 use std::ffi::OsString;
 use std::io::Write;
@@ -49,21 +52,20 @@ pub fn run(spec: &str, command: &[OsString]) -> ExitCode {
 }
 
 /// Applies every layer of `spec` to this process, in the order each needs: the limits (and the
-/// move into its cgroup) while this process is still in mcpx's user namespace, the namespace
-/// while netlink sockets are still allowed, Landlock before seccomp (its own syscalls would be
-/// filtered otherwise).
+/// move into its cgroup) while this process is still in mcpx's user namespace, the namespaces
+/// while netlink sockets and mounts are still allowed, the capabilities dropped once nothing
+/// needs them, Landlock before seccomp (its own syscalls would be filtered otherwise).
 pub fn confine(spec: &Spec) -> Report {
     let mut report = Report::default();
     limits::apply(spec, &mut report);
-    if spec.network == Network::Loopback {
-        network_namespace::apply(spec, &mut report);
-    }
-    // Landlock and seccomp both require it; set once here so neither depends on the other.
-    if let Err(e) = rustix::thread::set_no_new_privs(true) {
-        report.missing.push(format!("no_new_privs: {e}"));
-    }
+    let hidden = namespaces::apply(spec, unix_sockets::wants_hiding(spec), &mut report);
+    capabilities::drop_all(&mut report);
     let landlock = filesystem::apply(spec, &mut report);
-    syscalls::apply(spec, &mut report);
+    let seccomp = syscalls::apply(spec, &mut report);
+    match unix_sockets::verdict(spec, seccomp, landlock.abi, hidden) {
+        Ok(line) => report.enforced.push(line),
+        Err(line) => report.missing.push(line),
+    }
     match spec.network {
         Network::None if landlock.tcp() => report
             .enforced
@@ -77,7 +79,9 @@ pub fn confine(spec: &Spec) -> Report {
             .missing
             .push("network: tcp ports need landlock v4 (Linux 6.7)".into()),
         Network::Loopback => {}
-        Network::Any => report.enforced.push("network: any (not restricted)".into()),
+        Network::Any => report
+            .enforced
+            .push("network: any Internet address (not restricted)".into()),
     }
     report
 }

@@ -7,11 +7,16 @@
 //! process ([`helper`]) that applies each layer to itself and then becomes the program. The
 //! layers, in the order the helper applies them:
 //!
-//! 1. a private network namespace, for `network = "loopback"` ([`network_namespace`]);
-//! 2. resource limits: open files, no core dumps, data size ([`limits`]);
-//! 3. Landlock: the filesystem allowlists, TCP ports, and scoped IPC ([`filesystem`]);
-//! 4. a seccomp filter: no Internet sockets for `none`, never `io_uring` or `ptrace`
-//!    ([`syscalls`]).
+//! 1. resource limits: open files, no core dumps, data size ([`limits`]);
+//! 2. private namespaces: a network namespace for `network = "loopback"`, a mount namespace
+//!    that hides the directories where Unix sockets live when some are allowed and Landlock
+//!    cannot say which ([`namespaces`], [`unix_sockets`]);
+//! 3. no capabilities and `no_new_privs`, so that even root's server holds no privilege
+//!    ([`capabilities`]);
+//! 4. Landlock: the filesystem allowlists, TCP ports, Unix socket paths, and scoped IPC
+//!    ([`filesystem`]);
+//! 5. a seccomp filter: only the socket families the network mode needs (Unix sockets only
+//!    where some are allowed), never `io_uring` or `ptrace` ([`syscalls`]).
 //!
 //! The daemon builds the [`Spec`] from the configuration ([`Spec::for_server`]); the helper
 //! answers with a [`Report`] of what the kernel actually enforced, as its first stderr line,
@@ -19,13 +24,15 @@
 //! the kernel cannot apply is never passed over in silence: `onUnavailable` refuses to start
 //! the server, or starts it and says what is missing.
 
+pub mod capabilities;
 pub mod cgroup;
 pub mod filesystem;
 pub mod helper;
 pub mod limits;
-pub mod network_namespace;
+pub mod namespaces;
 pub mod probe;
 pub mod syscalls;
+pub mod unix_sockets;
 
 use crate::config::{parse_size, Network, OnUnavailable, Sandbox, PRIVATE_TMP, SYSTEM};
 use serde::{Deserialize, Serialize};
@@ -48,6 +55,9 @@ pub struct Spec {
     pub tcp_connect: Vec<u16>,
     /// With [`Network::Tcp`]: ports it may bind.
     pub tcp_bind: Vec<u16>,
+    /// The Unix sockets it may connect to; none when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unix_sockets: Vec<PathBuf>,
     /// `RLIMIT_NOFILE`.
     pub nofile: u64,
     /// Memory in bytes, if limited.
@@ -194,6 +204,11 @@ impl Spec {
             network: sandbox.network,
             tcp_connect: sandbox.tcp_connect.clone(),
             tcp_bind: sandbox.tcp_bind.clone(),
+            unix_sockets: sandbox
+                .unix_sockets
+                .iter()
+                .map(|entry| expand_path(entry, home.as_deref()))
+                .collect::<Result<_, _>>()?,
             nofile: sandbox.nofile,
             memory: sandbox.memory.as_deref().map(parse_size).transpose()?,
             pids: sandbox.pids,

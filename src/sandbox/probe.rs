@@ -6,24 +6,36 @@ use super::{Report, Spec, REPORT_PREFIX};
 use crate::config::{Network, Sandbox};
 use std::process::ExitCode;
 
-/// Prints what a strict sandbox and a `network = "loopback"` one get here; fails if even the
-/// filesystem layer is missing.
+/// Prints what a strict sandbox, a `network = "loopback"` one and one allowed a Unix socket get
+/// here; fails if even the filesystem layer is missing.
 pub fn doctor() -> ExitCode {
     let tmp = std::env::temp_dir().join(format!(
         "mcpx-doctor-{}",
         rustix::process::getpid().as_raw_nonzero()
     ));
     let mut ok = true;
-    for network in [Network::None, Network::Loopback] {
+    let allowed_socket = std::env::temp_dir().join("mcpx-doctor.sock");
+    let probes = [
+        (Network::None, None),
+        (Network::Loopback, None),
+        (Network::None, Some(allowed_socket.display().to_string())),
+    ];
+    for (network, socket) in probes {
         let sandbox = Sandbox {
             network,
             memory: Some("1G".into()),
+            unix_sockets: socket.iter().cloned().collect(),
             ..Sandbox::default()
         };
         match run_probe(&sandbox, &tmp) {
             Ok(report) => {
                 let name = serde_json::to_value(network).unwrap_or_default();
-                println!("sandbox with network = {name}:");
+                match socket {
+                    Some(socket) => {
+                        println!("sandbox with network = {name}, unixSockets = [{socket:?}]:")
+                    }
+                    None => println!("sandbox with network = {name}:"),
+                }
                 report
                     .enforced
                     .iter()

@@ -26,6 +26,7 @@ mod pins;
 mod profiles;
 mod remote;
 mod sandbox;
+mod sandbox_escape;
 mod search;
 mod secrets;
 mod skills;

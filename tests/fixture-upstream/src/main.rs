@@ -176,9 +176,10 @@ impl Server {
             tools.extend(conformance::tools());
         }
         if self.hostile {
-            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen) and reports how each went, its rlimits and its cgroup.",
+            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen, a line said on a Unix socket) and reports how each went, its rlimits, capabilities and cgroup.",
                 "inputSchema": {"type": "object", "properties": {"read": {"type": "string"}, "write": {"type": "string"},
-                    "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"}}}}));
+                    "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"},
+                    "unix": {"type": "string"}, "say": {"type": "string"}}}}));
         }
         if self.show_environment {
             tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` (on stderr too) and its own arguments.",
@@ -704,9 +705,37 @@ fn hostile(args: &Value) -> Value {
     if args["udp"] == true {
         report["udp"] = json!(outcome(std::net::UdpSocket::bind("127.0.0.1:0").map(drop)));
     }
+    // A Unix socket: connect, send one line, and report the first line back ("ok: LINE").
+    if let Some(path) = args["unix"].as_str() {
+        let said = args["say"].as_str().unwrap_or_default();
+        report["unix"] = json!(match unix_exchange(path, said) {
+            Ok(answer) => format!("ok: {answer}"),
+            Err(e) => format!("error {}: {e}", e.raw_os_error().unwrap_or(0)),
+        });
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        let line = status.lines().find(|l| l.starts_with(name));
+        line.map(|l| l[name.len()..].trim().to_owned())
+    };
+    report["pid"] = json!(std::process::id());
+    report["ppid"] = json!(std::os::unix::process::parent_id());
+    report["capEff"] = json!(field("CapEff:"));
+    report["capBnd"] = json!(field("CapBnd:"));
+    report["noNewPrivs"] = json!(field("NoNewPrivs:"));
     report["limits"] = json!(std::fs::read_to_string("/proc/self/limits").unwrap_or_default());
     report["cgroup"] = json!(std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default());
     report
+}
+
+/// Connects to the Unix socket at `path`, sends `line`, and reads one line back.
+fn unix_exchange(path: &str, line: &str) -> std::io::Result<String> {
+    let mut stream = std::os::unix::net::UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    writeln!(stream, "{line}")?;
+    let mut answer = String::new();
+    std::io::BufReader::new(stream).read_line(&mut answer)?;
+    Ok(answer.trim_end().to_owned())
 }
 
 /// An elicitation asking for one string, `name`.

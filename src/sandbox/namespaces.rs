@@ -1,40 +1,78 @@
+//! Private namespaces, entered inside a user namespace of the server's own.
+//!
 //! `network = "loopback"`: a private network namespace, whose only interface is a loopback of
 //! its own. The server and its children reach each other on 127.0.0.1; the host's 127.0.0.1
 //! (where the user's databases and the mcpx daemon itself listen) and every other network are
 //! out of reach, whatever the port.
 //!
-//! Creating a network namespace needs `CAP_SYS_ADMIN`, which an unprivileged user has only
-//! inside a user namespace of their own: so a user namespace first, with this user mapped to
-//! itself (the program sees its own uid), then the network namespace, then the new loopback
-//! brought up (a namespace's `lo` starts down) with one netlink request. Where unprivileged user
-//! namespaces are off (a sysctl, Ubuntu's AppArmor policy, a container's seccomp profile),
-//! `unshare` fails and the layer is reported missing.
+//! Allowed Unix sockets that Landlock cannot name: a private mount namespace in which the
+//! directories where sockets live are covered ([`super::unix_sockets::hide`]).
+//!
+//! Creating either needs `CAP_SYS_ADMIN`, which an unprivileged user has only inside a user
+//! namespace of their own: so a user namespace first, with this user mapped to itself (the
+//! program sees its own uid), then the others, then the new loopback brought up (a namespace's
+//! `lo` starts down) with one netlink request. Where unprivileged user namespaces are off (a
+//! sysctl, Ubuntu's AppArmor policy, a container's seccomp profile), `unshare` fails and each
+//! layer that needed it is reported missing.
 
-use super::{Report, Spec};
+use super::{unix_sockets, Report, Spec};
+use crate::config::Network;
 use nix::sched::CloneFlags;
 use rustix::net::{netlink, AddressFamily, RecvFlags, SendFlags, SocketType};
 
-/// Moves this process into a private user and network namespace, loopback up.
-pub fn apply(spec: &Spec, report: &mut Report) {
-    if spec.assumes_missing("userns") {
-        report.missing.push(
-            "network: private namespace (assumed missing: MCPX_SANDBOX_ASSUME_MISSING)".into(),
-        );
-        return;
+/// Enters the namespaces `spec` needs: a network namespace for `loopback`, a mount namespace
+/// when `hide_sockets`. Returns whether the sockets are hidden.
+pub fn apply(spec: &Spec, hide_sockets: bool, report: &mut Report) -> bool {
+    let network = spec.network == Network::Loopback;
+    if !network && !hide_sockets {
+        return false;
     }
-    match enter() {
-        Ok(()) => report
-            .enforced
-            .push("network: private namespace, its own loopback only".into()),
-        Err(e) => report
+    let mut wanted = Vec::new();
+    network.then(|| wanted.push("network: private namespace"));
+    hide_sockets.then(|| wanted.push("unix sockets: private mount namespace"));
+    let entered = match spec.assumes_missing("userns") {
+        true => Err("assumed missing: MCPX_SANDBOX_ASSUME_MISSING".to_owned()),
+        false => enter(network, hide_sockets),
+    };
+    if let Err(e) = entered {
+        report
             .missing
-            .push(format!("network: private namespace: {e}")),
+            .extend(wanted.iter().map(|layer| format!("{layer}: {e}")));
+        return false;
+    }
+    if network {
+        match loopback_up() {
+            Ok(()) => report
+                .enforced
+                .push("network: private namespace, its own loopback only".into()),
+            Err(e) => report
+                .missing
+                .push(format!("network: private namespace: bringing lo up: {e}")),
+        }
+    }
+    hide_sockets && {
+        match unix_sockets::hide(spec) {
+            Ok(()) => true,
+            Err(e) => {
+                report
+                    .missing
+                    .push(format!("unix sockets: private mount namespace: {e}"));
+                false
+            }
+        }
     }
 }
 
-fn enter() -> Result<(), String> {
+fn enter(network: bool, mount: bool) -> Result<(), String> {
     let (uid, gid) = (rustix::process::getuid(), rustix::process::getgid());
-    nix::sched::unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
+    let mut flags = CloneFlags::CLONE_NEWUSER;
+    if network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if mount {
+        flags |= CloneFlags::CLONE_NEWNS;
+    }
+    nix::sched::unshare(flags)
         .map_err(|e| format!("unshare: {e} (unprivileged user namespaces unavailable?)"))?;
     let write = |file: &str, text: String| {
         std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| format!("{file}: {e}"))
@@ -42,8 +80,7 @@ fn enter() -> Result<(), String> {
     // setgroups must be denied before an unprivileged process may write its gid_map.
     write("setgroups", "deny".into())?;
     write("uid_map", format!("{0} {0} 1", uid.as_raw()))?;
-    write("gid_map", format!("{0} {0} 1", gid.as_raw()))?;
-    loopback_up().map_err(|e| format!("bringing lo up: {e}"))
+    write("gid_map", format!("{0} {0} 1", gid.as_raw()))
 }
 
 /// `ip link set lo up`, as one `RTM_NEWLINK` request on a route netlink socket.
