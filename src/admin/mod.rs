@@ -106,6 +106,7 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
         let _ = send(&mut writer, &refusal).await;
         return;
     }
+    let from_upstream = crate::net::peer_process::descends_from_this_process(&stream);
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
     loop {
@@ -129,6 +130,12 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
                         kind: Refusal::NotACommand,
                     },
                     Ok(Command::Watch) => return watch(&gateway, &mut writer, &mut reader).await,
+                    Ok(command) if from_upstream && command.is_an_approval() => Reply::Error {
+                        message: "approvals are not taken from mcpx's own upstream servers \
+                                  (or what they run): approve from your own shell or the console"
+                            .into(),
+                        kind: Refusal::FromAnUpstream,
+                    },
                     Ok(command) => act(&gateway, command).await,
                 }
             }

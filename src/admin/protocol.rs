@@ -64,6 +64,25 @@ pub enum Command {
     RefreshPins,
 }
 
+impl Command {
+    /// Whether it decides what a person must: a client's consent, a pinned server's change.
+    /// The admin socket refuses these from mcpx's own upstream servers
+    /// ([`crate::net::peer_process`]), which could otherwise approve their own changes.
+    pub fn is_an_approval(&self) -> bool {
+        match self {
+            Command::ApproveConsent { .. } | Command::DecidePins { .. } => true,
+            Command::Snapshot
+            | Command::Watch
+            | Command::Cancel { .. }
+            | Command::EndSession { .. }
+            | Command::RestartUpstream { .. }
+            | Command::Reload
+            | Command::CancelTask { .. }
+            | Command::RefreshPins => false,
+        }
+    }
+}
+
 /// What the daemon answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -99,6 +118,9 @@ pub enum Refusal {
     NotReady,
     /// The configuration file cannot be used; the running configuration stays.
     InvalidConfig,
+    /// An approval sent by one of mcpx's own upstream servers (or what they started): what a
+    /// person approves is not taken from the server it is about.
+    FromAnUpstream,
     /// Any other.
     #[default]
     Failed,

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod hyper_io;
+pub mod peer_process;
 pub mod peer_user;
 pub mod private_socket;
 pub mod public;

@@ -277,5 +277,64 @@ mod every_revision {
             // An undumpable process's /proc files belong to root.
             assert_eq!(String::from_utf8_lossy(&stat.stdout).trim(), "0");
         }
+
+        /// An unsandboxed server has its user's trust, but the approvals mcpx asks of a person
+        /// are not taken from it: a pinned server approving its own rug pull over the admin
+        /// socket is refused, while its owner's `mcpx pins approve` goes through.
+        #[test]
+        fn an_upstream_server_cannot_approve_its_own_change_over_the_admin_socket() {
+            let dir = tempfile::tempdir().unwrap();
+            let fixture = fixture_bin();
+            let config = format!(
+                "[pins]\nfile = {:?}\n\
+                 [servers.pulled]\ncommand = {fixture:?}\n\
+                 args = [\"--hostile\", \"--rug-pull\", \"description:1\"]\n\
+                 [servers.pulled.pin]\n",
+                dir.path().join("pins.json").display().to_string()
+            );
+            let daemon = Daemon::start(&config, "");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let text = std::fs::read_to_string(daemon.config_path()).unwrap();
+            let admin = mcpx::config::Config::parse(&text).unwrap().admin.socket;
+            let pins = |args: &[&str]| {
+                let output = std::process::Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(daemon.config_path())
+                    .arg("pins")
+                    .args(args)
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&output.stdout).into_owned()
+                    + &String::from_utf8_lossy(&output.stderr)
+            };
+            let echo = json!({"name": "pulled__echo", "arguments": {"text": "hi"}});
+            daemon.modern(2, "tools/call", echo).json();
+            assert!(eventually(|| pins(&["status"]).contains("changed")));
+            for line in admin_lines().into_iter().skip(1) {
+                let args = json!({"unix": admin.display().to_string(), "say": line.to_string()});
+                let tried = try_as(&daemon, "pulled", args);
+                let answer = tried["unix"].as_str().unwrap();
+                assert!(answer.contains("\"kind\":\"from-an-upstream\""), "{answer}");
+            }
+            // Reading is not refused: the server has its user's trust for that.
+            let args =
+                json!({"unix": admin.display().to_string(), "say": admin_lines()[0].to_string()});
+            let snapshot = try_as(&daemon, "pulled", args);
+            assert!(snapshot["unix"]
+                .as_str()
+                .unwrap()
+                .contains("\"type\":\"snapshot\""));
+            assert!(
+                pins(&["status"]).contains("changed"),
+                "{}",
+                pins(&["status"])
+            );
+            // The owner, from outside mcpx's process tree, approves.
+            let approved = pins(&["approve", "pulled"]);
+            assert!(
+                eventually(|| !pins(&["status"]).contains("changed")),
+                "{approved}"
+            );
+        }
     }
 }
