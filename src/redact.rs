@@ -5,8 +5,20 @@
 //! anyway (`${HOME}` is no secret: see [`pieces`]). A piece shorter than [`SHORTEST`] is left
 //! alone: masking every `a` or `42` would garble the log while hiding nothing a guess would not
 //! find.
+//!
+//! Past the server's stderr, a server's secret can reach mcpx's log by many paths: a log message
+//! it sends (`notifications/message`, whose data goes to clients too), a line on stdout that is
+//! not JSON-RPC, an error mcpx builds from its answer. So every secret a started server was
+//! given is also [`register`]ed, and the log itself is written through [`MaskedStderr`], the one
+//! door every log line leaves by; a log message's data is masked before it goes anywhere
+//! ([`mask_value`]), string by string, so that JSON's escaping cannot hide a secret from the mask.
 
+use serde_json::Value;
 use std::borrow::Cow;
+use std::sync::RwLock;
+
+/// The pieces of every started server's secrets, longest first: what the log never shows.
+static REGISTERED: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// The shortest piece of a secret that is masked.
 pub const SHORTEST: usize = 4;
@@ -41,6 +53,82 @@ pub fn mask<'a>(text: &'a str, pieces: &[String]) -> Cow<'a, str> {
     text
 }
 
+/// Adds `pieces` (from [`pieces`]) to what the log and log messages never show. A secret stays
+/// registered after its server is removed: masking an old value costs nothing.
+pub fn register(new: &[String]) {
+    let known = REGISTERED.read().unwrap_or_else(|p| p.into_inner());
+    if new.iter().all(|piece| known.contains(piece)) {
+        return;
+    }
+    drop(known);
+    let mut known = REGISTERED.write().unwrap_or_else(|p| p.into_inner());
+    known.extend(new.iter().cloned());
+    known.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    known.dedup();
+}
+
+/// `text` with every registered secret masked.
+pub fn mask_registered(text: &str) -> Cow<'_, str> {
+    let known = REGISTERED.read().unwrap_or_else(|p| p.into_inner());
+    match known.is_empty() {
+        true => Cow::Borrowed(text),
+        false => Cow::Owned(mask(text, &known).into_owned()),
+    }
+}
+
+/// Masks every registered secret in each string of `value`, at any depth, keys included.
+pub fn mask_value(value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            if let Cow::Owned(masked) = mask_registered(text) {
+                *text = masked;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_value),
+        Value::Object(members) => {
+            let masked_keys = members
+                .keys()
+                .any(|key| matches!(mask_registered(key), Cow::Owned(_)));
+            if masked_keys {
+                let entries = std::mem::take(members);
+                members.extend(
+                    entries
+                        .into_iter()
+                        .map(|(key, value)| (mask_registered(&key).into_owned(), value)),
+                );
+            }
+            members.values_mut().for_each(mask_value);
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// The log's writer: standard error, every registered secret masked in each line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MaskedStderr;
+
+impl std::io::Write for MaskedStderr {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(line);
+        std::io::stderr()
+            .lock()
+            .write_all(mask_registered(&text).as_bytes())?;
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskedStderr {
+    type Writer = MaskedStderr;
+
+    fn make_writer(&'a self) -> MaskedStderr {
+        MaskedStderr
+    }
+}
+
 #[cfg(test)]
 mod every_revision {
     mod secrets {
@@ -69,6 +157,19 @@ mod every_revision {
                 mask("nothing here", &pieces),
                 std::borrow::Cow::Borrowed(_)
             ));
+        }
+
+        #[test]
+        fn a_registered_secret_is_masked_in_every_string_of_a_value_at_any_depth() {
+            crate::redact::register(&["sk-registered-0451".to_owned()]);
+            let mut value = serde_json::json!({"data": {"deep": ["x sk-registered-0451 y", 7],
+                "sk-registered-0451": "key"}, "logger": "l"});
+            crate::redact::mask_value(&mut value);
+            assert_eq!(
+                value,
+                serde_json::json!({"data": {"deep": ["x [redacted] y", 7],
+                    "[redacted]": "key"}, "logger": "l"})
+            );
         }
     }
 }

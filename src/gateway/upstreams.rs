@@ -348,6 +348,8 @@ impl Upstreams {
         let (name, index) = (upstream.name.as_str(), upstream.id);
         let misconfigured = |reason: &String| StartError::Misconfigured(reason.clone());
         let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
+        let public = crate::upstream::child_environment::given_to_every_child();
+        crate::redact::register(&crate::redact::pieces(&expanded.secrets, &public));
         let config = ServerSettings { config, expanded };
         Ok(match (config.launch(), config.transport) {
             (Launch::Stdio(_), _) => {

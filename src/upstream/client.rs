@@ -203,17 +203,27 @@ pub fn put_progress_token(params: &mut Option<Value>, token: &str) {
     }
 }
 
-/// An upstream's log message in mcpx's own log, tagged with the server's name.
-pub fn log_in_mcpx(server: &str, params: &Value) {
+/// An upstream's log message (masked: [`masked_log`]) in mcpx's own log, tagged with the
+/// server's name.
+fn log_in_mcpx(server: &str, params: &Value) {
     tracing::info!(target: "upstream", server = %server, "log: {params}");
+}
+
+/// A server's log message with every secret a server was given masked in each string: it goes
+/// to mcpx's log and to clients, and JSON's escaping would hide a secret from the log's own mask.
+fn masked_log(params: &Value) -> Value {
+    let mut params = params.clone();
+    crate::redact::mask_value(&mut params);
+    params
 }
 
 /// Where a server's log message goes when it came during a call whose client takes it: to that
 /// client (and mcpx's log); true if it went.
 pub fn log_to_caller(server: &str, sink: Option<&super::LogSink>, params: &Value) -> bool {
     let Some(sink) = sink else { return false };
-    log_in_mcpx(server, params);
-    sink.forward(server, params);
+    let params = masked_log(params);
+    log_in_mcpx(server, &params);
+    sink.forward(server, &params);
     true
 }
 
@@ -236,10 +246,11 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
             params: params.clone(),
         }),
         "notifications/message" => {
-            log_in_mcpx(server, params);
+            let params = masked_log(params);
+            log_in_mcpx(server, &params);
             Some(Event::Log {
                 server: server.to_owned(),
-                params: params.clone(),
+                params,
             })
         }
         _ => None,

@@ -254,6 +254,12 @@ mod every_revision {
             // What the server itself printed is masked before mcpx logs it.
             assert!(log.contains("FROM_KEYRING=[redacted]"), "{log}");
             assert!(log.contains("FROM_ENV=[redacted]"), "{log}");
+            // So is what it sent as a log message, at any depth, and a line on its stdout.
+            assert!(
+                log.contains(r#"{"name":"FROM_FILE","value":"[redacted]"}"#),
+                "{log}"
+            );
+            assert!(log.contains("debug: FROM_CRED=[redacted]"), "{log}");
             for secret in secrets {
                 assert!(!log.contains(secret), "{secret} in the log: {log}");
                 assert!(!shown.contains(secret), "{secret} in the status: {shown}");

@@ -353,9 +353,16 @@ impl Server {
                 "structuredContent": hostile(args)})),
             "environment" if self.show_environment => {
                 let names = args["names"].as_array().cloned().unwrap_or_default();
-                // As a careless server might: its environment on stderr, which mcpx logs.
+                // As a careless server might: its environment on stderr, in a log message (deep
+                // in its data, and in a key) and on stdout as a line that is not JSON-RPC, each
+                // of which mcpx logs.
                 for name in names.iter().filter_map(Value::as_str) {
-                    eprintln!("{name}={}", std::env::var(name).unwrap_or_default());
+                    let value = std::env::var(name).unwrap_or_default();
+                    eprintln!("{name}={value}");
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "error", "logger": "env",
+                            "data": {"variables": [{"name": name, "value": value}], value.clone(): "as a key"}}}));
+                    self.send_line(&format!("debug: {name}={value}"));
                 }
                 let variables: serde_json::Map<String, Value> = names
                     .iter()
