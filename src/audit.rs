@@ -126,7 +126,9 @@ impl AuditLog {
                 line["arguments"] = arguments.clone();
             }
         }
-        let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
+        // Names and client information in it may be anyone's: no text that reads reversed.
+        let text = crate::log_writer::escape_bidi_in_json(line.to_string());
+        let mut bytes = text.into_bytes();
         bytes.push(b'\n');
         self.send(Message::Line(bytes));
     }

@@ -44,6 +44,7 @@ pub mod jsonrpc;
 pub mod keyring;
 pub mod limit;
 pub mod lines;
+pub mod log_writer;
 pub mod mcpheaders;
 pub mod metrics;
 pub mod net;

@@ -13,9 +13,10 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
-        .with_writer(mcpx::redact::MaskedStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(mcpx::log_writer::LogWriter { colours })
+        .with_ansi(colours)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MCPX_LOG")
                 .unwrap_or_else(|_| "info".into()),

@@ -9,8 +9,8 @@
 //! Past the server's stderr, a server's secret can reach mcpx's log by many paths: a log message
 //! it sends (`notifications/message`, whose data goes to clients too), a line on stdout that is
 //! not JSON-RPC, an error mcpx builds from its answer. So every secret a started server was
-//! given is also [`register`]ed, and the log itself is written through [`MaskedStderr`], the one
-//! door every log line leaves by; a log message's data is masked before it goes anywhere
+//! given is also [`register`]ed, and the log itself is written through
+//! [`crate::log_writer::LogWriter`], the one door every log line leaves by; a log message's data is masked before it goes anywhere
 //! ([`mask_value`]), string by string, so that JSON's escaping cannot hide a secret from the mask.
 
 use serde_json::Value;
@@ -100,32 +100,6 @@ pub fn mask_value(value: &mut Value) {
             members.values_mut().for_each(mask_value);
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}
-
-/// The log's writer: standard error, every registered secret masked in each line.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MaskedStderr;
-
-impl std::io::Write for MaskedStderr {
-    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(line);
-        std::io::stderr()
-            .lock()
-            .write_all(mask_registered(&text).as_bytes())?;
-        Ok(line.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskedStderr {
-    type Writer = MaskedStderr;
-
-    fn make_writer(&'a self) -> MaskedStderr {
-        MaskedStderr
     }
 }
 

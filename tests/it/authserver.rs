@@ -12,7 +12,7 @@ use sha2::Digest;
 use std::collections::HashMap;
 
 /// The owner secret of every daemon here.
-const OWNER_SECRET: &str = "correct horse battery staple";
+pub(crate) const OWNER_SECRET: &str = "correct horse battery staple";
 
 /// A daemon with the built-in server, its public URL its own address, its state, keys and
 /// pinned documents in `dir`.
@@ -54,12 +54,12 @@ impl Builtin {
         Builtin { d, public, dir }
     }
 
-    fn get(&self, target: &str) -> Reply {
+    pub(crate) fn get(&self, target: &str) -> Reply {
         self.d.bodiless("GET", target, "")
     }
 
     /// A form POST to `path`, with `extra` header lines.
-    fn post_form(&self, path: &str, fields: &[(&str, &str)], extra: &str) -> Reply {
+    pub(crate) fn post_form(&self, path: &str, fields: &[(&str, &str)], extra: &str) -> Reply {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(fields)
             .finish();
@@ -72,7 +72,7 @@ impl Builtin {
     }
 
     /// Registers a public client with `redirect` (RFC 7591); its id.
-    fn register(&self, name: &str, redirect: &str, grants: &[&str]) -> String {
+    pub(crate) fn register(&self, name: &str, redirect: &str, grants: &[&str]) -> String {
         let body = json!({"client_name": name, "redirect_uris": [redirect], "grant_types": grants,
             "token_endpoint_auth_method": "none"})
         .to_string();
@@ -92,7 +92,7 @@ impl Builtin {
     }
 
     /// `GET /oauth/authorize` for `client` to `redirect` with PKCE `challenge`, `extra` query.
-    fn authorize(
+    pub(crate) fn authorize(
         &self,
         client: &str,
         redirect: &str,
@@ -113,7 +113,7 @@ impl Builtin {
     }
 
     /// The owner's answer on `page`: `decision`, with `secret` if given.
-    fn decide(&self, page: &Page, decision: &str, secret: Option<&str>) -> Reply {
+    pub(crate) fn decide(&self, page: &Page, decision: &str, secret: Option<&str>) -> Reply {
         let mut fields = vec![
             ("request", page.request.as_str()),
             ("csrf", page.csrf.as_str()),
@@ -191,13 +191,13 @@ impl Builtin {
 pub(crate) struct Page {
     request: String,
     csrf: String,
-    code: String,
+    pub code: String,
     cookie: String,
     html: String,
 }
 
 impl Page {
-    fn of(reply: &Reply) -> Page {
+    pub(crate) fn of(reply: &Reply) -> Page {
         let html = String::from_utf8_lossy(&reply.body).into_owned();
         assert_eq!(reply.status, 200, "{html}");
         let value = |name: &str| {
@@ -231,7 +231,7 @@ impl Page {
 }
 
 /// A PKCE verifier and its S256 challenge.
-fn pkce() -> (String, String) {
+pub(crate) fn pkce() -> (String, String) {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).unwrap();
     let verifier = b64(&bytes);

@@ -33,5 +33,6 @@ mod skills;
 mod sse;
 mod stdio;
 mod stdio_attached;
+mod strangers;
 mod supervision;
 mod tasks;

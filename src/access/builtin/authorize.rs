@@ -2,7 +2,7 @@
 //! the redirect back to the client with a code (or an error), its `state` and `iss`.
 
 use super::answers::{cookie, error_page, html, text};
-use super::consent::{self, Asked, Refused, Waiting, COOKIE};
+use super::consent::{self, Asked, Full, Refused, Waiting, COOKIE};
 use super::{form, AuthServer, Request};
 use crate::metrics;
 use http::{header, HeaderValue, Response, StatusCode};
@@ -92,13 +92,25 @@ impl AuthServer {
         };
         match self.consents.open(asked) {
             Ok(waiting) => {
+                // The client's name and what it asks are anyone's words: quoted fields.
                 tracing::info!(
-                    "{} asks to reach {}: its consent page waits (approve with `mcpx auth approve {}`)",
-                    waiting.asked.client.name, waiting.asked.resource, waiting.code
+                    client = ?waiting.asked.client.name,
+                    resource = ?waiting.asked.resource,
+                    "a client asks to reach a resource: its consent page waits (approve with `mcpx auth approve {}`)",
+                    waiting.code
                 );
                 self.consent_page(StatusCode::OK, &waiting, None, true)
             }
-            Err(e) => error_page(StatusCode::INTERNAL_SERVER_ERROR, &e),
+            Err(full @ (Full::Client(_) | Full::Room(_))) => {
+                metrics::authorization("waiting_room_full");
+                error_page(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!("The owner cannot be asked now: {full}. Try again later."),
+                )
+            }
+            Err(e @ Full::NoRandomness(_)) => {
+                error_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
+            }
         }
     }
 
@@ -138,7 +150,7 @@ impl AuthServer {
         let state = waiting.asked.state.as_deref();
         if field("decision") != "allow" {
             self.consents.close(&waiting.request);
-            tracing::info!("the owner denied {}", waiting.asked.client.name);
+            tracing::info!(client = ?waiting.asked.client.name, "the owner denied a client");
             metrics::authorization("denied");
             let params = [
                 ("error", "access_denied"),
@@ -183,9 +195,10 @@ impl AuthServer {
         let asked = waiting.asked;
         let (redirect_uri, client_id) = (asked.redirect_uri.clone(), asked.client.id.clone());
         tracing::info!(
-            "the owner allowed {} ({client_id}) to reach {}",
-            asked.client.name,
-            asked.resource
+            client = ?asked.client.name,
+            client_id = ?client_id,
+            resource = ?asked.resource,
+            "the owner allowed a client to reach a resource"
         );
         self.clients.consented(&client_id);
         metrics::authorization("consented");

@@ -108,7 +108,11 @@ impl Client {
         };
         Ok(Client {
             id: id.to_owned(),
-            name: text("client_name").unwrap_or(id).to_owned(),
+            name: Some(super::registration::display_name(
+                text("client_name").unwrap_or(id),
+            ))
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| id.to_owned()),
             by_document,
             redirect_uris,
             authentication,
@@ -250,13 +254,8 @@ impl Clients {
     }
 
     /// RFC 7591: registers the client `metadata` describes; the registration's answer.
-    pub fn register(&self, mut metadata: Value) -> Result<Value, Invalid> {
-        if !metadata.is_object() {
-            return Err((
-                "invalid_client_metadata",
-                "the body is not a JSON object".into(),
-            ));
-        }
+    pub fn register(&self, metadata: Value) -> Result<Value, Invalid> {
+        let mut metadata = super::registration::normalized(&metadata)?;
         let random = random_token(16).map_err(|e| ("invalid_client_metadata", e))?;
         let id = format!("mcpx-{random}");
         if metadata.get("token_endpoint_auth_method").is_none() {

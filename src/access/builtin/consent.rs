@@ -1,8 +1,13 @@
 //! The owner's consent, never silent: each authorization request waits on a page that names
 //! the client, the host its code goes back to, the door and the scopes it asks, until the owner
-//! approves it there with the owner secret (compared in constant time; failures lock the page
-//! for longer and longer), or on the host with the code the page shows (`mcpx auth approve
-//! CODE`, or the console). The page's form is bound to the browser that opened it: a `__Host-`
+//! approves it there with the owner secret (compared in constant time), or on the host with the
+//! code the page shows (`mcpx auth approve CODE`, or the console).
+//!
+//! What a stranger does can never lock the owner out. Wrong secrets lock the request they were
+//! tried on, and the client that asked (across its requests), for longer and longer; never
+//! another client's page, so the owner's own page takes the right secret whatever strangers
+//! tried. The waiting room holds a few requests per client and a bounded number in all; when
+//! either is full the newcomer is refused, and no waiting request is ever pushed out for it. The page's form is bound to the browser that opened it: a `__Host-`
 //! cookie and a CSRF token, both random per request; it may not be framed.
 
 use super::clients::Client;
@@ -11,7 +16,7 @@ use crate::sync::lock;
 use crate::upstream::auth::login::random_token;
 use crate::view::ConsentView;
 use event_listener::Event;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,11 +26,21 @@ pub const COOKIE: &str = "__Host-mcpx-consent";
 /// How long a request waits for the owner.
 const PATIENCE: Duration = Duration::from_secs(600);
 
-/// The most requests waiting at once; the oldest goes first.
+/// The most requests waiting at once; past it, new ones are refused.
 const MAX_WAITING: usize = 64;
 
-/// Failed owner secrets allowed before the page locks.
+/// The most requests of one client waiting at once; past it, its new ones are refused.
+const MAX_WAITING_PER_CLIENT: usize = 8;
+
+/// Failed owner secrets allowed on one request before it locks.
 const FREE_FAILURES: u32 = 5;
+
+/// Failed owner secrets allowed across one client's requests before the client locks: a
+/// stranger's guesses are bounded by what it can register, not by how many pages it opens.
+const FREE_CLIENT_FAILURES: u32 = 20;
+
+/// The most clients whose failures are remembered; the ones no longer locked go first.
+const MAX_THROTTLED_CLIENTS: usize = 4096;
 
 /// How long the page stays locked at the first lock; each lock after doubles it.
 const FIRST_LOCK: Duration = Duration::from_secs(30);
@@ -68,13 +83,43 @@ pub struct Waiting {
     pub asked: Asked,
     opened: Instant,
     approved: bool,
+    /// Wrong owner secrets tried on this request.
+    failures: Throttle,
 }
 
-/// The requests waiting, and the lock on the owner secret.
+/// Wrong owner secrets, and the lock they earned.
+#[derive(Debug, Clone, Copy, Default)]
+struct Throttle {
+    failures: u32,
+    until: Option<Instant>,
+}
+
+impl Throttle {
+    /// How long it stays locked, if it is.
+    fn locked(&self) -> Option<Duration> {
+        let until = self.until?;
+        until.checked_duration_since(Instant::now())
+    }
+
+    /// Counts a failure; how long it now locks, past `free` failures (doubling each time).
+    fn fail(&mut self, free: u32) -> Option<Duration> {
+        self.failures += 1;
+        if self.failures < free {
+            return None;
+        }
+        let doubling = 1u32 << (self.failures - free).min(10);
+        let lock_for = (FIRST_LOCK * doubling).min(MAX_LOCK);
+        self.until = Some(Instant::now() + lock_for);
+        Some(lock_for)
+    }
+}
+
+/// The requests waiting, and the locks wrong owner secrets earned.
 #[derive(Debug)]
 pub struct Consents {
     waiting: Mutex<VecDeque<Waiting>>,
-    failures: Mutex<(u32, Option<Instant>)>,
+    /// By client id.
+    client_failures: Mutex<HashMap<String, Throttle>>,
     /// The registry's: the console redraws when a request comes or goes.
     changed: Arc<Event>,
 }
@@ -92,31 +137,63 @@ pub enum Refused {
     Locked(Duration),
 }
 
+/// Why a request cannot wait for the owner.
+#[derive(Debug, PartialEq)]
+pub enum Full {
+    /// Its client already has this many requests waiting.
+    Client(usize),
+    /// This many requests wait already.
+    Room(usize),
+    /// No randomness for its tokens.
+    NoRandomness(String),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Client(n) => write!(
+                f,
+                "this client already has {n} requests waiting for the owner"
+            ),
+            Full::Room(n) => write!(f, "{n} requests already wait for the owner"),
+            Full::NoRandomness(why) => f.write_str(why),
+        }
+    }
+}
+
 impl Consents {
     /// No request waiting; `changed` is notified whenever that changes.
     pub fn new(changed: Arc<Event>) -> Consents {
         Consents {
             waiting: Mutex::default(),
-            failures: Mutex::default(),
+            client_failures: Mutex::default(),
             changed,
         }
     }
 
     /// `asked` waits for the owner from now: its form's cookie, token and code are fresh.
-    pub fn open(&self, asked: Asked) -> Result<Waiting, String> {
+    /// Refused when its client, or the room, is full: nothing waiting is pushed out for it.
+    pub fn open(&self, asked: Asked) -> Result<Waiting, Full> {
+        let fresh = |t: Result<String, String>| t.map_err(Full::NoRandomness);
         let waiting = Waiting {
-            request: random_token(32)?,
-            cookie: random_token(32)?,
-            csrf: random_token(32)?,
-            code: approval_code()?,
+            request: fresh(random_token(32))?,
+            cookie: fresh(random_token(32))?,
+            csrf: fresh(random_token(32))?,
+            code: fresh(approval_code())?,
             asked,
             opened: Instant::now(),
             approved: false,
+            failures: Throttle::default(),
         };
         let mut all = lock(&self.waiting);
         all.retain(|w| w.opened.elapsed() < PATIENCE);
+        let client = &waiting.asked.client.id;
+        let of_client = all.iter().filter(|w| &w.asked.client.id == client).count();
+        if of_client >= MAX_WAITING_PER_CLIENT {
+            return Err(Full::Client(of_client));
+        }
         if all.len() >= MAX_WAITING {
-            all.pop_front();
+            return Err(Full::Room(all.len()));
         }
         all.push_back(waiting.clone());
         drop(all);
@@ -160,42 +237,50 @@ impl Consents {
     }
 
     /// Whether `waiting` is approved: on the host, or by `secret` matching the owner's. A
-    /// wrong secret counts towards the lock; while it holds, no secret is even compared.
+    /// wrong secret counts towards the lock of this request and of its client; while either
+    /// holds, no secret is even compared.
     pub fn approved(
         &self,
         waiting: &Waiting,
         secret: Option<&str>,
         owner: Option<&str>,
     ) -> Result<(), Refused> {
-        let approved_on_host = lock(&self.waiting)
-            .iter()
-            .any(|w| w.request == waiting.request && w.approved);
-        if approved_on_host {
+        let mut all = lock(&self.waiting);
+        let Some(stored) = all.iter_mut().find(|w| w.request == waiting.request) else {
+            return Err(Refused::Gone);
+        };
+        if stored.approved {
             return Ok(());
         }
         let (Some(secret), Some(owner)) = (secret.filter(|s| !s.is_empty()), owner) else {
             return Err(Refused::NotApproved);
         };
-        let mut failures = lock(&self.failures);
-        if let Some(until) = failures.1.filter(|until| *until > Instant::now()) {
-            return Err(Refused::Locked(until - Instant::now()));
+        let client = &stored.asked.client.id;
+        let mut clients = lock(&self.client_failures);
+        let client_lock = clients.get(client).and_then(Throttle::locked);
+        if let Some(left) = stored.failures.locked().max(client_lock) {
+            return Err(Refused::Locked(left));
         }
         if same_secret(secret, owner) {
-            *failures = (0, None);
+            stored.failures = Throttle::default();
             return Ok(());
         }
-        failures.0 += 1;
-        tracing::warn!(
-            "a wrong owner secret on the consent page ({} in a row)",
-            failures.0
-        );
-        if failures.0 >= FREE_FAILURES {
-            let doubling = 1u32 << (failures.0 - FREE_FAILURES).min(10);
-            let lock_for = (FIRST_LOCK * doubling).min(MAX_LOCK);
-            failures.1 = Some(Instant::now() + lock_for);
-            return Err(Refused::Locked(lock_for));
+        let request_lock = stored.failures.fail(FREE_FAILURES);
+        if clients.len() >= MAX_THROTTLED_CLIENTS {
+            clients.retain(|_, throttle| throttle.locked().is_some());
         }
-        Err(Refused::NotApproved)
+        let of_client = clients.entry(client.clone()).or_default();
+        let client_lock = of_client.fail(FREE_CLIENT_FAILURES);
+        tracing::warn!(
+            client_id = ?client,
+            "a wrong owner secret on a consent page ({} on this request, {} by this client)",
+            stored.failures.failures,
+            of_client.failures
+        );
+        match request_lock.max(client_lock) {
+            Some(lock_for) => Err(Refused::Locked(lock_for)),
+            None => Err(Refused::NotApproved),
+        }
     }
 
     /// The request is answered (allowed or denied): it waits no more.

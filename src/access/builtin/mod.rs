@@ -17,6 +17,7 @@ mod authorize;
 pub mod clients;
 pub mod consent;
 pub mod grants;
+mod registration;
 pub mod signing;
 pub mod store;
 mod token;

@@ -179,7 +179,7 @@ impl Server {
             tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen, a line said on a Unix socket) and reports how each went, its rlimits, capabilities and cgroup.",
                 "inputSchema": {"type": "object", "properties": {"read": {"type": "string"}, "write": {"type": "string"},
                     "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"},
-                    "unix": {"type": "string"}, "say": {"type": "string"}}}}));
+                    "unix": {"type": "string"}, "say": {"type": "string"}, "stderr": {"type": "string"}}}}));
         }
         if self.show_environment {
             tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` (on stderr too) and its own arguments.",
@@ -711,6 +711,10 @@ fn hostile(args: &Value) -> Value {
     }
     if args["udp"] == true {
         report["udp"] = json!(outcome(std::net::UdpSocket::bind("127.0.0.1:0").map(drop)));
+    }
+    // A line on stderr, which mcpx logs: a hostile one forges a log line of its own.
+    if let Some(line) = args["stderr"].as_str() {
+        eprintln!("{line}");
     }
     // A Unix socket: connect, send one line, and report the first line back ("ok: LINE").
     if let Some(path) = args["unix"].as_str() {
