@@ -256,7 +256,7 @@ fn installation_key(path: &Path) -> std::io::Result<Vec<u8>> {
         Ok(_) => std::fs::read(path),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)?;
+                crate::private_file::create_dir(dir)?;
             }
             let mut key = vec![0u8; 32];
             getrandom::fill(&mut key).map_err(std::io::Error::other)?;
@@ -276,7 +276,7 @@ fn installation_key(path: &Path) -> std::io::Result<Vec<u8>> {
 fn open_append(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        crate::private_file::create_dir(dir)?;
     }
     OpenOptions::new()
         .create(true)

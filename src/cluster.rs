@@ -128,7 +128,7 @@ impl ClusterKeys {
         if !path.exists() {
             let fail = |e: std::io::Error| format!("cannot make the key {}: {e}", path.display());
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(fail)?;
+                crate::private_file::create_dir(dir).map_err(fail)?;
             }
             let key = keygen()?;
             let mut file = std::fs::OpenOptions::new()
@@ -172,6 +172,11 @@ impl SealingKeys {
     /// others'.
     pub fn derived(keys: &ClusterKeys, label: &[u8]) -> SealingKeys {
         let (current, previous) = keys.derive(label);
+        SealingKeys::of(current, previous)
+    }
+
+    /// Sealing under `current`, opening under it or `previous`.
+    pub fn of(current: [u8; 32], previous: Option<[u8; 32]>) -> SealingKeys {
         SealingKeys {
             current: XChaCha20Poly1305::new(&current.into()),
             previous: previous.map(|key| XChaCha20Poly1305::new(&key.into())),

@@ -32,6 +32,8 @@ pub struct Verifier {
     issuer: Issuer,
     audiences: Vec<String>,
     algorithms: Vec<Alg>,
+    /// The `typ` an access token must carry.
+    typ: String,
     leeway: Duration,
     introspection: Option<(Introspection, Option<String>)>,
     /// Verdicts by the SHA-256 of the door and the token: verified JWTs, introspection answers.
@@ -57,6 +59,7 @@ impl Verifier {
             issuer: Issuer::new(issuer, external.jwks_uri.clone(), endpoint),
             audiences: external.audiences.clone(),
             algorithms: external.algorithms.clone(),
+            typ: external.typ.clone(),
             leeway: external.leeway,
             introspection: external.introspection.clone().map(|i| (i, secret)),
             kept: Mutex::default(),
@@ -70,6 +73,7 @@ impl Verifier {
             issuer,
             audiences: Vec::new(),
             algorithms: vec![Alg::EdDsa],
+            typ: "at+jwt".into(),
             leeway: Duration::from_secs(5),
             introspection: None,
             kept: Mutex::default(),
@@ -129,6 +133,20 @@ impl Verifier {
 
     async fn verify_jwt(&self, token: &str, door_url: &str) -> Result<Identity, Rejection> {
         let jws = jose::parse(token).map_err(|why| Rejection::invalid("malformed", why))?;
+        if !jws.has_type(&self.typ) {
+            let typ = jws
+                .header
+                .get("typ")
+                .map_or("none".into(), Value::to_string);
+            return Err(Rejection::invalid(
+                "type",
+                format!(
+                    "the token's typ ({typ}) is not {:?}, that of the provider's access tokens \
+                     ([auth.external] typ; \"JWT\" for a provider that issues plain JWTs)",
+                    self.typ
+                ),
+            ));
+        }
         let alg = jws
             .alg(&self.algorithms)
             .map_err(|why| Rejection::invalid("algorithm", why))?;

@@ -149,6 +149,10 @@ pub fn parse(token: &str) -> Result<Jws<'_>, &'static str> {
     let (Some(header), Some(claims)) = (object(header), object(payload)) else {
         return Err("the token's header or claims are not base64url JSON objects");
     };
+    // RFC 7515 §4.1.11: extensions named critical must be understood, and mcpx knows none.
+    if header.contains_key("crit") {
+        return Err("the token's header names critical extensions (crit) mcpx does not understand");
+    }
     let signature = URL_SAFE_NO_PAD
         .decode(signature)
         .map_err(|_| "the token's signature is not base64url")?;
@@ -161,6 +165,22 @@ pub fn parse(token: &str) -> Result<Jws<'_>, &'static str> {
 }
 
 impl Jws<'_> {
+    /// Whether its header's `typ` is `expected` (RFC 7515 §4.1.9: case aside, and with or
+    /// without `application/`); a token without `typ` is a plain `JWT`.
+    pub fn has_type(&self, expected: &str) -> bool {
+        let bare = |t: &str| {
+            let t = t.to_ascii_lowercase();
+            t.strip_prefix("application/")
+                .map(str::to_owned)
+                .unwrap_or(t)
+        };
+        match self.header.get("typ") {
+            Some(Value::String(typ)) => bare(typ) == bare(expected),
+            None => bare(expected) == "jwt",
+            Some(_) => false,
+        }
+    }
+
     /// The `kid` its header names.
     pub fn kid(&self) -> Option<&str> {
         self.header.get("kid").and_then(Value::as_str)

@@ -178,6 +178,7 @@ async fn execute(
     gateway: Arc<Gateway>,
 ) -> Result<ExitCode, String> {
     let config = &settings.config;
+    crate::private_file::make_private(&crate::config::state_dir());
     match command {
         Command::Serve { profile, .. } => {
             let mut options = StdioOptions::from_config(config, "stdio");

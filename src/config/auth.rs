@@ -142,6 +142,10 @@ pub struct External {
     pub audiences: Vec<String>,
     /// The signature algorithms accepted; never `none` nor an HMAC.
     pub algorithms: Vec<Alg>,
+    /// The `typ` the provider's access tokens carry: `at+jwt` (RFC 9068), or `JWT` for one that
+    /// issues plain JWTs (a token without `typ` is then taken too). An ID token or another
+    /// JWT of the provider's, replayed as an access token, carries another.
+    pub typ: String,
     /// How far `exp` and `nbf` may be off, for clocks that differ.
     #[serde(with = "humantime_serde")]
     pub leeway: Duration,
@@ -159,6 +163,7 @@ impl Default for External {
             issuer: None,
             audiences: Vec::new(),
             algorithms: vec![Alg::Rs256, Alg::Ps256, Alg::Es256, Alg::Es384, Alg::EdDsa],
+            typ: "at+jwt".into(),
             leeway: Duration::from_secs(60),
             jwks_uri: None,
             introspection: None,
@@ -295,7 +300,7 @@ fn every_door() -> Vec<String> {
 }
 
 /// Where mcpx keeps what it must remember (`$XDG_STATE_HOME/mcpx`): credentials, keys.
-pub(super) fn state_dir() -> PathBuf {
+pub fn state_dir() -> PathBuf {
     let dirs = directories::ProjectDirs::from("", "", "mcpx");
     dirs.as_ref()
         .map(|d| {

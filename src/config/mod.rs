@@ -18,7 +18,9 @@ mod server;
 mod settings;
 mod tasks;
 
-pub use auth::{Alg, Auth, AuthMode, Builtin, CredentialsStore, External, Introspection, Rule};
+pub use auth::{
+    state_dir, Alg, Auth, AuthMode, Builtin, CredentialsStore, External, Introspection, Rule,
+};
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use limits::{Limits, LoopGuard, Rate, ToolLimit};

@@ -1,14 +1,17 @@
 //! The `requestState` mcpx mints when a modern client's call waits on an upstream's question.
 //!
 //! It names the waiting call, the method and target it was for, the mcpx process holding the call
-//! (and where other replicas reach it), and when it expires, and is signed with HMAC-SHA256: the
-//! client holds it between rounds but can neither forge one nor alter one (the specification
-//! requires integrity protection, since the state decides which call a retry resumes). The key
-//! is made when mcpx starts, or derived from the cluster key, so that a replica the retry lands
-//! on can trust the address it names and forward the retry there. States of mcpx's own start
-//! with [`PREFIX`] and the id of the key that signed them; any other `requestState` (another
-//! mcpx's too, when this one is its client) is a modern upstream's, passed through untouched.
+//! (and where other replicas reach it), and when it expires, and is sealed (XChaCha20-Poly1305,
+//! [`SealingKeys`]): the client holds it between rounds but can neither forge one nor alter one
+//! (the specification requires integrity protection, since the state decides which call a retry
+//! resumes), nor read it (it names the replica's address inside the cluster, which is nobody
+//! else's business). The key is made when mcpx starts, or derived from the cluster key, so that
+//! a replica the retry lands on can trust the address it names and forward the retry there.
+//! States of mcpx's own start with [`PREFIX`] and the id of the key that sealed them; any other
+//! `requestState` (another mcpx's too, when this one is its client) is a modern upstream's,
+//! passed through untouched.
 
+use crate::cluster::SealingKeys;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -37,27 +40,21 @@ pub struct Claims {
     pub expires_ms: u64,
 }
 
-/// Mints states under one secret key, and checks them under it or the key it replaces.
+/// Mints states under one secret key, and opens them under it or the key it replaces.
 pub struct Signer {
-    key: Key,
-    previous: Option<Key>,
+    keys: SealingKeys,
+    /// The public id of each key, the current one first: every state sealed under a key
+    /// carries its id, so that an mcpx whose upstream is another mcpx (minting states with the
+    /// same prefix) tells its own states from those it passes through.
+    ids: Vec<String>,
 }
 
-/// A signing key and its public id, which every state signed under it carries: an mcpx that is
-/// the upstream of another mints states with the same prefix, and the id tells the outer one
-/// which states are its own (the rest pass through to the upstream that minted them).
-struct Key {
-    secret: [u8; 32],
-    id: String,
-}
-
-impl Key {
-    fn new(secret: [u8; 32]) -> Key {
-        let mut mac = Signer::mac(&secret);
-        mac.update(b"mcpx requestState key id");
-        let id = URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..6]);
-        Key { secret, id }
-    }
+/// The public id of `secret`: a digest of it, which tells nothing of it.
+fn key_id(secret: &[u8; 32]) -> String {
+    // HMAC takes a key of any length, so this cannot fail.
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC accepts any key length");
+    mac.update(b"mcpx requestState key id");
+    URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..6])
 }
 
 impl std::fmt::Debug for Signer {
@@ -77,32 +74,27 @@ impl Signer {
     /// A signer every replica of a cluster shares (keys derived from the cluster key).
     pub fn shared(key: [u8; 32], previous: Option<[u8; 32]>) -> Signer {
         Signer {
-            key: Key::new(key),
-            previous: previous.map(Key::new),
+            keys: SealingKeys::of(key, previous),
+            ids: std::iter::once(key)
+                .chain(previous)
+                .map(|k| key_id(&k))
+                .collect(),
         }
     }
 
-    /// Whether `state` was signed by this signer's keys (intact or not), not by another mcpx.
+    /// Whether `state` was sealed by this signer's keys (intact or not), not by another mcpx.
     pub fn owns(&self, state: &str) -> bool {
-        self.key_of(state).is_some()
+        self.sealed_part(state).is_some()
     }
 
-    /// The key whose id `state` carries, and the rest of it.
-    fn key_of<'s>(&self, state: &'s str) -> Option<(&Key, &'s str)> {
+    /// What follows [`PREFIX`] and the id of one of this signer's keys in `state`.
+    fn sealed_part<'s>(&self, state: &'s str) -> Option<&'s str> {
         let (id, rest) = state.strip_prefix(PREFIX)?.split_once('.')?;
-        let key = std::iter::once(&self.key)
-            .chain(self.previous.as_ref())
-            .find(|key| key.id == id)?;
-        Some((key, rest))
+        self.ids.iter().any(|known| known == id).then_some(rest)
     }
 
-    fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
-        // HMAC takes a key of any length, so this cannot fail.
-        Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length")
-    }
-
-    /// The state for `claims`.
-    pub fn sign(&self, claims: &Claims) -> String {
+    /// The state for `claims`; `None` when the system has no randomness for its nonce.
+    pub fn sign(&self, claims: &Claims) -> Option<String> {
         let payload = json!({
             "holder": claims.holder,
             "at": claims.at,
@@ -112,28 +104,15 @@ impl Signer {
             "exp": claims.expires_ms,
         })
         .to_string();
-        let mut mac = Self::mac(&self.key.secret);
-        mac.update(payload.as_bytes());
-        let tag = mac.finalize().into_bytes();
-        format!(
-            "{PREFIX}{}.{}.{}",
-            self.key.id,
-            URL_SAFE_NO_PAD.encode(payload),
-            URL_SAFE_NO_PAD.encode(tag)
-        )
+        let sealed = self.keys.seal("", payload.as_bytes()).ok()?;
+        Some(format!("{PREFIX}{}.{sealed}", self.ids[0]))
     }
 
     /// What a state of mcpx's says, if it is intact and not expired at `now`.
     pub fn verify(&self, state: &str, now: SystemTime) -> Result<Claims, ErrorObject> {
         let tampered = failed_integrity;
-        let (key, signed) = self.key_of(state).ok_or_else(tampered)?;
-        let (payload, tag) = signed.split_once('.').ok_or_else(tampered)?;
-        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| tampered())?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| tampered())?;
-        let mut mac = Self::mac(&key.secret);
-        mac.update(&payload);
-        // Constant-time comparison: timing tells a forger nothing.
-        mac.verify_slice(&tag).map_err(|_| tampered())?;
+        let sealed = self.sealed_part(state).ok_or_else(tampered)?;
+        let payload = self.keys.open("", sealed).ok_or_else(tampered)?;
         let payload: Value = serde_json::from_slice(&payload).map_err(|_| tampered())?;
         let claims = Claims {
             holder: payload["holder"].as_str().ok_or_else(tampered)?.to_owned(),
@@ -192,7 +171,7 @@ mod v2026_07_28 {
         fn a_state_verifies_under_its_key_only() {
             let signer = Signer::new().unwrap();
             let signed = claims();
-            let state = signer.sign(&signed);
+            let state = signer.sign(&signed).unwrap();
             assert!(state.starts_with(PREFIX));
             assert_eq!(signer.verify(&state, SystemTime::now()).unwrap(), signed);
             let other = Signer::new().unwrap();
@@ -205,7 +184,7 @@ mod v2026_07_28 {
         fn a_shared_key_verifies_on_every_replica_and_as_the_previous_one() {
             let (old, new) = ([1u8; 32], [2u8; 32]);
             let signed = claims();
-            let state = Signer::shared(old, None).sign(&signed);
+            let state = Signer::shared(old, None).sign(&signed).unwrap();
             let now = SystemTime::now();
             assert_eq!(
                 Signer::shared(old, None).verify(&state, now).unwrap(),
@@ -221,7 +200,7 @@ mod v2026_07_28 {
         #[test]
         fn a_tampered_state_is_refused_with_invalid_params() {
             let signer = Signer::new().unwrap();
-            let state = signer.sign(&claims());
+            let state = signer.sign(&claims()).unwrap();
             // Flip each character of the payload and the tag in turn.
             for at in PREFIX.len()..state.len() {
                 let mut bytes = state.clone().into_bytes();
@@ -237,10 +216,34 @@ mod v2026_07_28 {
             assert!(signer.verify("", SystemTime::now()).is_err());
         }
 
+        /// Sealed, not only signed: nothing of the claims (the replica's address, the holder,
+        /// the tool) can be read from the state, in any encoding.
+        #[test]
+        fn a_state_reveals_nothing_of_what_it_names() {
+            use base64::Engine;
+            let signer = Signer::new().unwrap();
+            let state = signer.sign(&claims()).unwrap();
+            let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+            let decoded: Vec<u8> = state
+                .split('.')
+                .filter_map(|part| engine.decode(part).ok())
+                .flatten()
+                .collect();
+            let readable = String::from_utf8_lossy(&decoded);
+            for secret in ["10.0.0.2", "7777", "0123456789abcdef", "fixture__ask"] {
+                assert!(
+                    !state.contains(secret) && !readable.contains(secret),
+                    "{secret}"
+                );
+            }
+            // Two states of the same claims differ: each has a nonce of its own.
+            assert_ne!(state, signer.sign(&claims()).unwrap());
+        }
+
         #[test]
         fn an_expired_state_is_refused() {
             let signer = Signer::new().unwrap();
-            let state = signer.sign(&claims());
+            let state = signer.sign(&claims()).unwrap();
             let later = SystemTime::now() + Duration::from_secs(61);
             let error = signer.verify(&state, later).unwrap_err();
             assert!(error.message.contains("expired"), "{}", error.message);

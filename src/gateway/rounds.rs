@@ -435,14 +435,16 @@ impl Rounds {
         parked.call = parked.call.take().map(Running::detach_from_request);
         let signer = self.signer.as_ref().ok_or_else(no_randomness)?;
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = signer.sign(&Claims {
-            holder: self.holder.clone(),
-            at: self.at.get().cloned(),
-            call: number,
-            method: parked.method.as_str().to_owned(),
-            target: parked.target.clone(),
-            expires_ms: request_state::expiry(SystemTime::now(), self.wait),
-        });
+        let state = signer
+            .sign(&Claims {
+                holder: self.holder.clone(),
+                at: self.at.get().cloned(),
+                call: number,
+                method: parked.method.as_str().to_owned(),
+                target: parked.target.clone(),
+                expires_ms: request_state::expiry(SystemTime::now(), self.wait),
+            })
+            .ok_or_else(no_randomness)?;
         let requests: Map<String, Value> = parked
             .open
             .iter()

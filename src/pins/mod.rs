@@ -511,7 +511,8 @@ impl BookLock {
         use std::os::unix::fs::OpenOptionsExt;
         let path = book.with_extension("lock");
         if let Some(dir) = path.parent() {
-            crate::private_file::create_dir(dir)?;
+            crate::private_file::create_dir(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let file = std::fs::OpenOptions::new()
             .create(true)

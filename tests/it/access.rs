@@ -228,8 +228,10 @@ impl Provider {
                                     "client_id": code.client_id,
                                 });
                                 let kid = format!("{}ec", kid.lock().unwrap());
-                                let token =
-                                    keys.token(json!({"alg": "ES256", "kid": kid}), &claims);
+                                let token = keys.token(
+                                    json!({"alg": "ES256", "kid": kid, "typ": "at+jwt"}),
+                                    &claims,
+                                );
                                 json(
                                     json!({"access_token": token, "token_type": "Bearer", "expires_in": 300, "scope": "mcp"}),
                                 )
@@ -552,21 +554,24 @@ mod every_revision {
                 ),
                 (
                     "alg none",
-                    provider
-                        .keys
-                        .token(json!({"alg": "none", "kid": "one-ec"}), &good),
+                    provider.keys.token(
+                        json!({"alg": "none", "kid": "one-ec", "typ": "at+jwt"}),
+                        &good,
+                    ),
                 ),
                 (
                     "HS256 keyed with the RSA key",
-                    provider
-                        .keys
-                        .token(json!({"alg": "HS256", "kid": "one-rsa"}), &good),
+                    provider.keys.token(
+                        json!({"alg": "HS256", "kid": "one-rsa", "typ": "at+jwt"}),
+                        &good,
+                    ),
                 ),
                 (
                     "RS256 under the EC key",
-                    provider
-                        .keys
-                        .token(json!({"alg": "RS256", "kid": "one-ec"}), &good),
+                    provider.keys.token(
+                        json!({"alg": "RS256", "kid": "one-ec", "typ": "at+jwt"}),
+                        &good,
+                    ),
                 ),
                 ("forged", {
                     let token = provider.good("alice");
@@ -575,6 +580,27 @@ mod every_revision {
                     format!("{}.{forged}.{}", parts[0], parts[2])
                 }),
                 ("garbage", "not-a-token".to_owned()),
+                (
+                    "an unknown critical extension",
+                    provider.keys.token(
+                        json!({"alg": "ES256", "kid": "one-ec", "typ": "at+jwt",
+                            "crit": ["exp-of-the-future"], "exp-of-the-future": 1}),
+                        &good,
+                    ),
+                ),
+                (
+                    "an ID token's typ",
+                    provider.keys.token(
+                        json!({"alg": "ES256", "kid": "one-ec", "typ": "JWT"}),
+                        &good,
+                    ),
+                ),
+                (
+                    "no typ",
+                    provider
+                        .keys
+                        .token(json!({"alg": "ES256", "kid": "one-ec"}), &good),
+                ),
             ];
             for (case, token) in &refused {
                 let reply = list(&d, Some(token));
@@ -595,6 +621,12 @@ mod every_revision {
                     .unwrap()
                     .starts_with("Unauthorized"));
             }
+            // `application/at+jwt` is the same type (RFC 7515 §4.1.9).
+            let long_form = provider.keys.token(
+                json!({"alg": "ES256", "kid": "one-ec", "typ": "application/AT+JWT"}),
+                &good,
+            );
+            assert_eq!(list(&d, Some(&long_form)).status, 200);
             // No token at all: the challenge names no error (RFC 6750 §3.1).
             let none = list(&d, None);
             assert_eq!(none.status, 401);
@@ -645,6 +677,7 @@ mod every_revision {
                 ("missing", 1.0),
                 ("scope", 1.0),
                 ("query_token", 1.0),
+                ("type", 2.0),
             ] {
                 let counted =
                     metric_sample(&text, "mcpx_auth_failures_total", &[("reason", reason)]);
@@ -669,7 +702,7 @@ mod every_revision {
             let claims = provider.claims("mallory", "/mcp", "mcp");
             for n in 0..5 {
                 let made_up = provider.keys.token(
-                    json!({"alg": "ES256", "kid": format!("made-up-{n}")}),
+                    json!({"alg": "ES256", "kid": format!("made-up-{n}"), "typ": "at+jwt"}),
                     &claims,
                 );
                 let reply = list(&d, Some(&made_up));
@@ -682,6 +715,32 @@ mod every_revision {
                 "at most one fetch a minute"
             );
             assert_eq!(list(&d, Some(&rotated)).status, 200);
+        }
+
+        /// RFC 9068's `at+jwt` by default; a provider that issues plain JWTs as access tokens
+        /// is named so, and then its tokens (with `typ: JWT` or none) are taken, and no other.
+        #[test]
+        fn a_providers_token_type_is_checked_as_configured() {
+            let provider = Provider::start();
+            let config = format!(
+                "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\n\
+                 [auth.external]\nissuer = \"{}\"\ntyp = \"JWT\"\n\
+                 [servers.fixture]\ncommand = {:?}\n",
+                provider.issuer,
+                fixture_bin()
+            );
+            let d = Daemon::start(&config, "");
+            let good = provider.claims("alice", "/mcp", "mcp");
+            let typed = |header: Value| provider.keys.token(header, &good);
+            let plain = typed(json!({"alg": "ES256", "kid": "one-ec", "typ": "JWT"}));
+            let untyped = typed(json!({"alg": "ES256", "kid": "one-ec"}));
+            let profiled = typed(json!({"alg": "ES256", "kid": "one-ec", "typ": "at+jwt"}));
+            assert_eq!(list(&d, Some(&plain)).status, 200);
+            assert_eq!(list(&d, Some(&untyped)).status, 200);
+            let refused = list(&d, Some(&profiled));
+            assert_eq!(refused.status, 401);
+            let description = &challenge(&refused)["error_description"];
+            assert!(description.contains("typ"), "{description}");
         }
 
         #[test]

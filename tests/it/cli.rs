@@ -19,6 +19,47 @@ mod every_revision {
     pub mod config {
         use super::super::*;
 
+        /// `$XDG_STATE_HOME/mcpx` holds keys, credentials and the audit key: only its user may
+        /// enter it, whether mcpx makes it or an older mcpx left it 0755.
+        #[test]
+        fn the_state_directory_is_private_made_or_found() {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |path: &std::path::Path| {
+                std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+            };
+            for existing in [false, true] {
+                let home = tempfile::tempdir().unwrap();
+                let state = home.path().join("state/mcpx");
+                if existing {
+                    std::fs::create_dir_all(&state).unwrap();
+                    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755))
+                        .unwrap();
+                }
+                let config = home.path().join("mcpx.toml");
+                let audit = state.join("audit.jsonl");
+                std::fs::write(
+                    &config,
+                    format!("[audit]\npath = {:?}\n", audit.display().to_string()),
+                )
+                .unwrap();
+                let mut command = serve_command(&config, &[]);
+                command.env("XDG_STATE_HOME", home.path().join("state"));
+                let mut serve = Serve::from_command(command);
+                serve.initialize("2025-11-25");
+                assert!(
+                    eventually(|| state.join("audit.key").exists()),
+                    "{}",
+                    serve.stderr()
+                );
+                assert_eq!(mode(&state), 0o700, "existing: {existing}");
+                assert_eq!(
+                    mode(&state.join("audit.key")) & 0o077,
+                    0,
+                    "existing: {existing}"
+                );
+            }
+        }
+
         #[test]
         fn a_cap_of_zero_stops_mcpx_naming_the_file_line_and_key() {
             for (text, key, line) in [

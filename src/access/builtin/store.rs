@@ -105,7 +105,7 @@ impl Store {
 
     fn write(&self, saved: &Saved) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            crate::private_file::create_dir(dir)?;
         }
         let temporary = self.path.with_extension("json.new");
         let mut file = std::fs::OpenOptions::new()

@@ -173,7 +173,8 @@ impl Supervisor {
             .store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(dir) = &self.catalog_cache {
             let mark = legacy_mark(dir, &upstream.name, &upstream.config);
-            let written = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&mark, b""));
+            let written =
+                crate::private_file::create_dir(dir).and_then(|()| std::fs::write(&mark, b""));
             if let Err(e) = written {
                 tracing::warn!(server = %upstream.name, "cannot note it in {}: {e}", mark.display());
             }
@@ -213,7 +214,7 @@ fn read_cached(dir: &Path, name: &str, server: &Server) -> Option<Listing> {
 /// Writes the file whole or not at all (a temporary file renamed over it).
 fn write_cached(path: &Path, listing: &Listing) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::private_file::create_dir(dir)?;
     }
     let temporary = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&temporary, serde_json::to_vec(listing)?)?;
