@@ -371,7 +371,15 @@ mod v2026_07_28 {
             let first = mcpx.call(1, "tools/call", params.clone());
             let state = first["result"]["requestState"].as_str().unwrap().to_owned();
             let mut tampered = params.clone();
-            tampered["requestState"] = json!(state.replacen(".eyJ", ".eyK", 1));
+            // One character of the sealed part changed: the seal no longer opens.
+            let middle = state.len() - 20;
+            let flipped = if &state[middle..=middle] == "A" {
+                "B"
+            } else {
+                "A"
+            };
+            let altered = format!("{}{flipped}{}", &state[..middle], &state[middle + 1..]);
+            tampered["requestState"] = json!(altered);
             tampered["inputResponses"] = json!({"elicitation-1": accept("Eve")});
             let refused = mcpx.call(2, "tools/call", tampered);
             assert_eq!(refused["error"]["code"], -32602, "{refused}");

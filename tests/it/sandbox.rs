@@ -20,7 +20,7 @@ fn open_and_boxed(sandbox: &str) -> String {
 }
 
 /// What `SERVER__hostile` reports for `args`.
-fn try_as(daemon: &Daemon, server: &str, args: Value) -> Value {
+pub(crate) fn try_as(daemon: &Daemon, server: &str, args: Value) -> Value {
     let reply = daemon
         .modern(
             1,
@@ -34,7 +34,7 @@ fn try_as(daemon: &Daemon, server: &str, args: Value) -> Value {
 }
 
 /// The daemon's one view of `name` in `mcpx__upstreams`.
-fn upstream(daemon: &Daemon, name: &str) -> Value {
+pub(crate) fn upstream(daemon: &Daemon, name: &str) -> Value {
     let report = daemon
         .modern(
             9,

@@ -6,6 +6,7 @@
 
 use crate::common::http::*;
 use crate::common::*;
+use crate::sandbox::{try_as, upstream};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
@@ -26,36 +27,9 @@ fn echo_socket(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// What `SERVER__hostile` reports for `args`.
-fn try_as(daemon: &Daemon, server: &str, args: Value) -> Value {
-    let reply = daemon
-        .modern(
-            1,
-            "tools/call",
-            json!({"name": format!("{server}__hostile"), "arguments": args}),
-        )
-        .json();
-    let report = reply["result"]["structuredContent"].clone();
-    assert!(report.is_object(), "no report from {server}: {reply}");
-    report
-}
-
 /// The report's `enforced` and `missing` lines for server `name`.
 fn sandbox_report(daemon: &Daemon, name: &str) -> Value {
-    let report = daemon
-        .modern(
-            9,
-            "tools/call",
-            json!({"name": "mcpx__upstreams", "arguments": {}}),
-        )
-        .json();
-    let upstreams = report["result"]["structuredContent"]["upstreams"].clone();
-    let upstream = upstreams
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["name"] == name);
-    upstream.unwrap()["sandbox"].clone()
+    upstream(daemon, name)["sandbox"].clone()
 }
 
 /// Whether a Unix socket outcome is the sandbox's refusal: `EPERM` from seccomp's refusal to

@@ -62,9 +62,7 @@ pub struct Client {
     pub refreshes: bool,
 }
 
-/// Why a client's metadata is refused: RFC 7591's `invalid_redirect_uri` or
-/// `invalid_client_metadata`, with a description.
-pub type Invalid = (&'static str, String);
+pub use super::registration::Invalid;
 
 impl Client {
     /// The client `metadata` describes, or why it is not one mcpx serves.

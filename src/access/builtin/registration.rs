@@ -4,9 +4,12 @@
 //! bound, past which the registration is refused saying which; a name is made one printable
 //! line (no control or bidirectional character, at most [`MAX_NAME`] characters).
 
-use super::clients::Invalid;
 use crate::log_writer::is_bidi_control;
 use serde_json::{Map, Value};
+
+/// Why a client's metadata is refused: RFC 7591's `invalid_redirect_uri` or
+/// `invalid_client_metadata`, with a description.
+pub type Invalid = (&'static str, String);
 
 /// The longest client name kept, in characters.
 pub const MAX_NAME: usize = 100;
