@@ -249,11 +249,17 @@ impl Upstream {
     fn view(&self) -> UpstreamView {
         let handshake = lock(&self.handshake).clone();
         let listing = lock(&self.listing);
+        // A failed state quotes the server's own answer, and its server info is its own words:
+        // neither shows a secret a server was given.
+        let mut server_info = handshake
+            .as_ref()
+            .map_or(Value::Null, |h| h.server_info.clone());
+        crate::redact::mask_value(&mut server_info);
         UpstreamView {
             name: self.name.clone(),
-            state: self.describe_state(),
+            state: crate::redact::mask_registered(&self.describe_state()).into_owned(),
             revision: handshake.as_ref().map(|h| h.revision.as_str().to_owned()),
-            server_info: handshake.map(|h| h.server_info).unwrap_or(Value::Null),
+            server_info,
             tools: listing.tools.len(),
             prompts: listing.prompts.len(),
             resources: listing.resources.len(),
