@@ -19,6 +19,7 @@ mod command_error;
 mod cursor;
 mod forwarded;
 mod inbound;
+mod listens_held;
 mod live;
 mod logging;
 mod login;

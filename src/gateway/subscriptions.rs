@@ -20,6 +20,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Default)]
 pub(super) struct HeldSubscriptions {
     by_uri: Mutex<HashMap<String, usize>>,
+    /// Notified when a URI is first held or last released: what a 2026-07-28 upstream is asked
+    /// to listen for changes.
+    changed: event_listener::Event,
 }
 
 impl HeldSubscriptions {
@@ -28,7 +31,28 @@ impl HeldSubscriptions {
         let mut held = lock(&self.by_uri);
         let count = held.entry(uri.to_owned()).or_insert(0);
         *count += 1;
-        *count == 1
+        let first = *count == 1;
+        drop(held);
+        if first {
+            self.changed.notify(usize::MAX);
+        }
+        first
+    }
+
+    /// Fires at the next change of which URIs are held.
+    pub(super) fn changed(&self) -> event_listener::EventListener {
+        self.changed.listen()
+    }
+
+    /// The URIs held that `owns` says yes to, in order.
+    pub(super) fn held(&self, owns: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut uris: Vec<String> = lock(&self.by_uri)
+            .keys()
+            .filter(|uri| owns(uri))
+            .cloned()
+            .collect();
+        uris.sort();
+        uris
     }
 
     /// One client lets go of `uri`; true if it was the last (a URI no one held is not).
@@ -42,6 +66,8 @@ impl HeldSubscriptions {
             return false;
         }
         held.remove(uri);
+        drop(held);
+        self.changed.notify(usize::MAX);
         true
     }
 
@@ -80,7 +106,8 @@ impl Gateway {
     }
 
     /// Subscribes the owning upstream to `uri` when the first client asks for it (a modern
-    /// upstream has no `resources/subscribe`).
+    /// upstream has no `resources/subscribe`: its listen asks for the URIs held,
+    /// [`super::supervision`]).
     async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
         let first = self.subscriptions.hold(uri);
         // A lazy server is started for it; held, the subscription then keeps it running.
@@ -88,7 +115,19 @@ impl Gateway {
         let Ok((upstream, connection)) = self.supervisor.upstreams().connection(owner) else {
             return;
         };
-        if first && upstream.supports_subscribe() && !upstream.is_modern() {
+        if upstream.supports_subscribe() && upstream.is_modern() {
+            // Answered once the upstream's listen covers it: a change the client causes next
+            // is then heard.
+            if !upstream
+                .listening
+                .covers(uri, super::supervision::ACK_PATIENCE)
+                .await
+            {
+                tracing::warn!(server = %upstream.name, "no subscriptions/listen covers {uri} yet");
+            }
+            return;
+        }
+        if first && upstream.supports_subscribe() {
             let params = Some(json!({"uri": uri}));
             if let Err(e) = connection
                 .request(

@@ -165,6 +165,8 @@ pub(super) struct Upstream {
     /// The catalogs being listed again after a `list_changed`, each with whether another came
     /// meanwhile (see `Supervisor::list_changed`).
     pub(super) relisting: Mutex<hashbrown::HashMap<ListKind, bool>>,
+    /// What its `subscriptions/listen`s were acknowledged for (2026-07-28).
+    pub(super) listening: super::listens_held::Listening,
     /// Its requests in flight, against `maxInFlight`, shared fairly among its clients.
     pub(super) in_flight: Arc<FairLimit>,
     /// The HTTP transport a `url` server speaks, once its first start found it: restarts use it.
@@ -330,6 +332,7 @@ impl Upstreams {
             last_needed: Mutex::new(Instant::now()),
             sandbox_report: Arc::default(),
             relisting: Mutex::default(),
+            listening: Default::default(),
             in_flight: FairLimit::new(
                 format!("servers.{name}.maxInFlight"),
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),

@@ -241,6 +241,7 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
                 uri: uri.to_owned(),
             })
         }
+        "notifications/subscriptions/acknowledged" => Some(Event::ListenAcknowledged { upstream }),
         "notifications/tasks/status" => Some(Event::TaskStatus {
             upstream,
             params: params.clone(),

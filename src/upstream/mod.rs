@@ -225,6 +225,11 @@ pub enum Event {
         /// The notification's params: the task, under the server's own id.
         params: Value,
     },
+    /// The server acknowledged a `subscriptions/listen` (2026-07-28).
+    ListenAcknowledged {
+        /// The upstream's index in the gateway.
+        upstream: usize,
+    },
     /// A resource the server was subscribed to changed.
     ResourceUpdated {
         /// The resource (or a sub-resource of the one subscribed).

@@ -261,12 +261,13 @@ mod every_revision {
         }
 
         /// `era = "auto"` over stdio: a server that speaks both eras is spoken to in
-        /// 2026-07-28 (the published `mcp-server-time`, and the fixture with `--dual-era`), a
-        /// legacy one in its revision after refusing `server/discover`.
+        /// 2026-07-28 (the published `mcp-server-time`, and the fixture, which speaks both), a
+        /// legacy one (the fixture with `--legacy-only`) in its revision after refusing
+        /// `server/discover`.
         #[test]
         fn auto_speaks_the_newest_era_a_stdio_server_knows() {
             let config = format!(
-                "[servers.time]\ncommand = {:?}\n[servers.dual]\ncommand = {:?}\nargs = [\"--dual-era\"]\n[servers.legacy]\ncommand = {:?}\n",
+                "[servers.time]\ncommand = {:?}\n[servers.dual]\ncommand = {:?}\n[servers.legacy]\ncommand = {:?}\nargs = [\"--legacy-only\"]\n",
                 deps::mcp_server_time(),
                 fixture_bin(),
                 fixture_bin()

@@ -7,6 +7,8 @@
 //! what reaches every client through [`Clients`].
 
 mod lazy;
+mod listening;
+pub(super) use listening::ACK_PATIENCE;
 mod reload;
 
 use super::catalogs::Catalogs;
@@ -29,6 +31,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+/// What one listing after `list_changed` found: one kind of the server's catalog.
+enum Relisted {
+    Tools(Vec<Value>),
+    Prompts(Vec<Value>),
+    Resources(Vec<Value>, Vec<Value>),
+}
+
 /// The least time between two listings of one upstream's catalog after `list_changed`.
 const RELIST_GAP: Duration = Duration::from_millis(250);
 
@@ -47,6 +56,8 @@ pub(super) struct Supervisor {
     registry: Arc<Registry>,
     /// Who hears of a task's status change, which only the gateway can route to its client.
     task_status: OnceLock<TaskStatusHeard>,
+    /// Itself, for the tasks a start leaves running ([`Supervisor::keep_listening`]).
+    me: std::sync::Weak<Supervisor>,
 }
 
 /// Hears an upstream's `notifications/tasks/status`: the upstream, and the notification's params.
@@ -66,7 +77,7 @@ impl Supervisor {
         subscriptions: Arc<HeldSubscriptions>,
         registry: Arc<Registry>,
     ) -> Arc<Supervisor> {
-        Arc::new(Supervisor {
+        Arc::new_cyclic(|me| Supervisor {
             upstreams,
             events: OnceLock::new(),
             catalog_cache: lazy::default_cache_dir(),
@@ -75,6 +86,7 @@ impl Supervisor {
             subscriptions,
             registry,
             task_status: OnceLock::new(),
+            me: me.clone(),
         })
     }
 
@@ -189,9 +201,14 @@ impl Supervisor {
         let started = match outcome {
             Ok((handshake, listing)) => {
                 tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
+                let modern = handshake.revision.era() == Era::Modern;
                 *lock(&upstream.handshake) = Some(handshake);
                 *lock(&upstream.listing) = listing;
                 *lock(&upstream.state) = UpstreamState::Ready;
+                if let Some(me) = self.me.upgrade().filter(|_| modern) {
+                    let listening = me.keep_listening(Arc::clone(upstream), generation);
+                    crate::runtime::spawn(listening).detach();
+                }
                 lock(&upstream.backoff).succeeded();
                 self.remember_listing(upstream);
                 Ok(())
@@ -242,6 +259,11 @@ impl Supervisor {
                 }
                 Event::Log { server, params } => self.clients.broadcast_log(&server, &params),
                 Event::ResourceUpdated { uri } => self.clients.resource_updated(&uri),
+                Event::ListenAcknowledged { upstream } => {
+                    if let Some(upstream) = self.upstreams.get(upstream) {
+                        upstream.listening.heard();
+                    }
+                }
                 Event::TaskStatus { upstream, params } => {
                     if let Some(heard) = self.task_status.get() {
                         (heard.0)(upstream, params);
@@ -304,12 +326,16 @@ impl Supervisor {
         .detach();
     }
 
+    /// Lists `kind` again and applies the answer to that kind alone: listings of other kinds may
+    /// be in flight at the same time (a late `resources/list` answer must not put back the tools
+    /// a newer `tools/list` replaced), and one of a start that has since been replaced is
+    /// dropped. Listings of one kind never overlap ([`Supervisor::list_changed`]).
     async fn relist(&self, upstream: &Upstream, kind: ListKind) {
         let Some(connection) = lock(&upstream.connection).clone() else {
             return;
         };
+        let generation = upstream.generation.load(Ordering::Acquire);
         let cancel = Cancel::new();
-        let mut fresh = lock(&upstream.listing).clone();
         let listed = match kind {
             ListKind::Tools => {
                 list_all(&connection, Method::ToolsList, &cancel)
@@ -318,30 +344,44 @@ impl Supervisor {
                         if let Some(handshake) = &*lock(&upstream.handshake) {
                             task::drop_unbacked_task_support(&mut tools, &handshake.capabilities);
                         }
-                        fresh.tools = tools
+                        Relisted::Tools(tools)
                     })
             }
             ListKind::Prompts => list_all(&connection, Method::PromptsList, &cancel)
                 .await
-                .map(|p| fresh.prompts = p),
+                .map(Relisted::Prompts),
             ListKind::Resources => {
                 match list_all(&connection, Method::ResourcesList, &cancel).await {
-                    Ok(resources) => {
-                        fresh.resources = resources;
-                        fresh.templates =
-                            list_all(&connection, Method::ResourcesTemplatesList, &cancel)
-                                .await
-                                .unwrap_or_default();
-                        Ok(())
-                    }
+                    Ok(resources) => Ok(Relisted::Resources(
+                        resources,
+                        list_all(&connection, Method::ResourcesTemplatesList, &cancel)
+                            .await
+                            .unwrap_or_default(),
+                    )),
                     Err(e) => Err(e),
                 }
             }
         };
-        if let Err(reason) = listed {
-            return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}");
+        let relisted = match listed {
+            Ok(relisted) => relisted,
+            Err(reason) => {
+                return tracing::warn!(server = %upstream.name, "could not re-list after list_changed: {reason}")
+            }
+        };
+        {
+            let mut listing = lock(&upstream.listing);
+            if upstream.generation.load(Ordering::Acquire) != generation {
+                return;
+            }
+            match relisted {
+                Relisted::Tools(tools) => listing.tools = tools,
+                Relisted::Prompts(prompts) => listing.prompts = prompts,
+                Relisted::Resources(resources, templates) => {
+                    listing.resources = resources;
+                    listing.templates = templates;
+                }
+            }
         }
-        *lock(&upstream.listing) = fresh;
         self.remember_listing(upstream);
         self.publish_catalog();
     }

@@ -9,8 +9,8 @@
 //! is re-initialized once, transparently), a GET stream for their notifications, and
 //! `notifications/cancelled` for cancellation. Modern servers get the `_meta` envelope and the
 //! mirrored headers on every request (`headers`), including `Mcp-Param-*` from the tools'
-//! `x-mcp-header` annotations; closing the request's stream cancels it, and a
-//! `subscriptions/listen` stream carries their notifications.
+//! `x-mcp-header` annotations; closing the request's stream cancels it, and the
+//! `subscriptions/listen` the gateway keeps open to them carries their notifications.
 
 mod authorization;
 mod headers;
@@ -176,11 +176,12 @@ impl HttpUpstream {
     }
 
     /// Handshakes in the configured era, `server/discover` first in `auto` (see
-    /// [`super::client`] for why), then follows the server's notifications.
+    /// [`super::client`] for why), then follows a legacy server's notifications on its session's
+    /// GET stream (a modern server's come on the listens the gateway keeps open).
     pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
         let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
-        self.follow_notifications(&handshake.capabilities);
         if !self.is_modern() {
+            self.follow_notifications();
             // A legacy server may send a call's question on the GET stream: it is ready once
             // that stream is open (or refused), so that no question is lost.
             smol::future::or(self.stream_opened.cancelled(), async {

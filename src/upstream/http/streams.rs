@@ -1,6 +1,6 @@
 //! The server's event streams: a call's own stream read to its answer (and resumed with
-//! `Last-Event-ID` when a legacy server closes it early), the legacy session's GET stream and
-//! the modern `subscriptions/listen` stream that carry the server's notifications.
+//! `Last-Event-ID` when a legacy server closes it early), and the legacy session's GET stream
+//! that carries the server's notifications.
 
 use super::{HttpUpstream, Reply, MAX_UPSTREAM_MESSAGE};
 use crate::jsonrpc;
@@ -12,8 +12,6 @@ use crate::upstream::event_stream::EventStream;
 use crate::upstream::Caller;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,33 +74,14 @@ impl HttpUpstream {
         ))
     }
 
-    /// Keeps a stream open for the server's notifications: the session's GET stream (legacy) or
-    /// a `subscriptions/listen` (modern), reopened while the upstream lives.
-    pub(super) fn follow_notifications(self: &Arc<Self>, capabilities: &Value) {
-        let wants = |key: &str| capabilities[key]["listChanged"] == json!(true);
-        let filter = json!({
-            "toolsListChanged": wants("tools"),
-            "promptsListChanged": wants("prompts"),
-            "resourcesListChanged": wants("resources"),
-        });
+    /// Keeps the legacy session's GET stream open for the server's notifications, reopened
+    /// while the upstream lives. (A modern server's notifications come on the
+    /// `subscriptions/listen` the gateway keeps open to it, over any transport.)
+    pub(super) fn follow_notifications(self: &Arc<Self>) {
         let this = Arc::clone(self);
         let task = async move {
             loop {
-                let opened = if this.is_modern() {
-                    let id = this.next_id.fetch_add(1, Ordering::Relaxed);
-                    let params = json!({ "notifications": filter });
-                    this.exchange(
-                        id,
-                        crate::protocol::Method::SubscriptionsListen.as_str(),
-                        Some(&params),
-                        &Caller::default(),
-                    )
-                    .await
-                    .map(|_| ())
-                } else {
-                    this.listen_legacy().await
-                };
-                if let Err(e) = opened {
+                if let Err(e) = this.listen_legacy().await {
                     tracing::debug!(server = %this.name, "notification stream ended: {e}");
                 }
                 smol::Timer::after(Duration::from_secs(1)).await;

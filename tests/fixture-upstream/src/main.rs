@@ -22,9 +22,11 @@ struct Server {
     cancelled: Mutex<HashSet<String>>,
     extra_tool: Mutex<bool>,
     modern_only: bool,
-    /// With `--dual-era`: `server/discover` is answered too, as a server speaking both eras
-    /// does (without it, and without `--modern-only`, the fixture is a legacy server).
-    dual_era: bool,
+    /// With `--legacy-only`: `server/discover` is refused, as a server that knows only the
+    /// legacy revisions does. Without it (and without `--modern-only`) the fixture speaks both
+    /// eras, as FastMCP 4, `mcp-server-time` and the SDKs do: each test that needs a legacy-only
+    /// server says so.
+    legacy_only: bool,
     /// With `--exit-on-unknown`: a first request other than `initialize` ends the process, as
     /// some legacy servers do.
     exit_on_unknown: bool,
@@ -58,11 +60,133 @@ struct Server {
     echo_calls: std::sync::atomic::AtomicU64,
     /// Answers to `pester`'s requests: results, and errors.
     pestered: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
+    /// Whether a client began a legacy session (`initialize`): announcements then go to it
+    /// untagged, as a legacy server's do.
+    legacy_session: std::sync::atomic::AtomicBool,
+    /// The open 2026-07-28 `subscriptions/listen` requests: their ids and filters.
+    listens: Mutex<Vec<(Value, Value)>>,
+    /// The prompt `extra` and the resource `fixture://extra`, once `change` added them.
+    extra_prompt: Mutex<bool>,
+    extra_resource: Mutex<bool>,
+    /// `race_lists`'s state: the next `resources/list` answer waits for a `tools/list` answer.
+    race: Mutex<Race>,
+    /// The resource `fixture://late`, which the held `resources/list` answer adds.
+    late_resource: Mutex<bool>,
+}
+
+/// Where `race_lists` is: armed, then holding a `resources/list` answer until the next
+/// `tools/list` is answered.
+#[derive(Default)]
+enum Race {
+    #[default]
+    Off,
+    Armed,
+    Holding(mpsc::Sender<()>),
+}
+
+/// Whether an open listen's `filter` asked for the announcement `method` (with `params`).
+fn listen_wants(filter: &Value, method: &str, params: &Value) -> bool {
+    let flag = |key: &str| filter[key] == true;
+    match method {
+        "notifications/tools/list_changed" => flag("toolsListChanged"),
+        "notifications/prompts/list_changed" => flag("promptsListChanged"),
+        "notifications/resources/list_changed" => flag("resourcesListChanged"),
+        "notifications/resources/updated" => {
+            let uri = params["uri"].as_str().unwrap_or_default();
+            let subscribed = filter["resourceSubscriptions"].as_array();
+            subscribed
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .any(|s| uri == s || uri.starts_with(&format!("{}/", s.trim_end_matches('/'))))
+        }
+        _ => false,
+    }
 }
 
 impl Server {
+    /// Sends a message; an announcement (a list changed, a resource updated) goes as a real
+    /// server's does: untagged to a legacy session, and to each 2026-07-28 listen that asked
+    /// for it, tagged with its subscription id.
     fn send(&self, message: Value) {
-        self.send_line(&message.to_string());
+        let method = message["method"].as_str().unwrap_or_default();
+        let announced =
+            method.ends_with("/list_changed") || method == "notifications/resources/updated";
+        if !announced {
+            return self.send_line(&message.to_string());
+        }
+        if self
+            .legacy_session
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.send_line(&message.to_string());
+        }
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        let listens = self.listens.lock().unwrap().clone();
+        for (id, _) in listens
+            .iter()
+            .filter(|(_, f)| listen_wants(f, method, &params))
+        {
+            let mut tagged = params.clone();
+            tagged["_meta"] = json!({"io.modelcontextprotocol/subscriptionId": id});
+            eprintln!("fixture: {method} on listen {id}");
+            self.send_line(
+                &json!({"jsonrpc": "2.0", "method": method, "params": tagged}).to_string(),
+            );
+        }
+    }
+
+    /// A `subscriptions/listen`: acknowledged with what the fixture honours, then open until the
+    /// client cancels it (no answer then) or `drop_listens` ends it.
+    fn listen(&self, id: Value, params: &Value) {
+        let asked = &params["notifications"];
+        let mut honoured = serde_json::Map::new();
+        for key in [
+            "toolsListChanged",
+            "promptsListChanged",
+            "resourcesListChanged",
+        ] {
+            if asked[key] == true {
+                honoured.insert(key.into(), json!(true));
+            }
+        }
+        if let Some(uris) = asked["resourceSubscriptions"].as_array() {
+            honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let honoured = Value::Object(honoured);
+        eprintln!("fixture: listening on {id} for {honoured}");
+        self.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}}).to_string());
+        self.listens.lock().unwrap().push((id, honoured));
+    }
+
+    /// The resources it lists: `fixture://hello`, and what tools added.
+    fn resources(&self) -> Vec<Value> {
+        let mut resources =
+            vec![json!({"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"})];
+        if *self.extra_resource.lock().unwrap() {
+            resources.push(json!({"uri": "fixture://extra", "name": "extra"}));
+        }
+        if *self.late_resource.lock().unwrap() {
+            resources.push(json!({"uri": "fixture://late", "name": "late"}));
+        }
+        if self.conformance {
+            resources.extend(conformance::resources());
+        }
+        resources
+    }
+
+    /// Ends every open listen on purpose, with the result that says so.
+    fn drop_listens(&self) -> usize {
+        let listens = std::mem::take(&mut *self.listens.lock().unwrap());
+        for (id, _) in &listens {
+            eprintln!("fixture: ending listen {id}");
+            self.send(
+                json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+                "_meta": {"io.modelcontextprotocol/subscriptionId": id}}}),
+            );
+        }
+        listens.len()
     }
 
     fn send_line(&self, line: &str) {
@@ -141,6 +265,10 @@ impl Server {
             json!({"name": "crash", "description": "Exits the server mid-call.", "inputSchema": {"type": "object"}}),
             json!({"name": "misbehave", "description": "Writes a line that is not JSON and a response to no request, then answers twice.", "inputSchema": {"type": "object"}}),
             json!({"name": "add_tool", "description": "Adds the tool `extra` and announces list_changed.", "inputSchema": {"type": "object"}}),
+            json!({"name": "change", "description": "Adds the tool, prompt or resource `extra` (kind: tools, prompts, resources) and announces that list's change.",
+                "inputSchema": {"type": "object", "properties": {"kind": {"type": "string"}}}}),
+            json!({"name": "drop_listens", "description": "Ends every open subscriptions/listen, as a server that restarts its streams does.", "inputSchema": {"type": "object"}}),
+            json!({"name": "race_lists", "description": "Announces a resources change whose listing it answers only after the tools change it then announces has been listed.", "inputSchema": {"type": "object"}}),
             json!({"name": "touch", "description": "Announces resources/updated for fixture://hello.", "inputSchema": {"type": "object"}}),
             json!({"name": "kinds", "description": "Returns text, audio and a resource link.", "inputSchema": {"type": "object"},
                 "title": "Content kinds", "outputSchema": {"type": "object"}, "icons": [], "execution": {"taskSupport": "forbidden"}}),
@@ -339,6 +467,33 @@ impl Server {
                 self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
                 text("added".into())
             }
+            "change" => {
+                let kind = args["kind"].as_str().unwrap_or("tools");
+                match kind {
+                    "prompts" => *self.extra_prompt.lock().unwrap() = true,
+                    "resources" => *self.extra_resource.lock().unwrap() = true,
+                    _ => *self.extra_tool.lock().unwrap() = true,
+                }
+                self.send(json!({"jsonrpc": "2.0", "method": format!("notifications/{kind}/list_changed")}));
+                text(format!("changed {kind}"))
+            }
+            "drop_listens" => text(format!("ended {} listens", self.drop_listens())),
+            "race_lists" => {
+                *self.race.lock().unwrap() = Race::Armed;
+                self.send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}),
+                );
+                // Once the resources' listing is held, the tools change and say so.
+                let until = Instant::now() + Duration::from_secs(30);
+                while !matches!(*self.race.lock().unwrap(), Race::Holding(_))
+                    && Instant::now() < until
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                *self.extra_tool.lock().unwrap() = true;
+                self.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+                text("raced".into())
+            }
             "touch" => {
                 self.send(json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fixture://hello"}}));
                 text("touched".into())
@@ -529,6 +684,13 @@ impl Server {
         let params = message.get("params").cloned().unwrap_or(json!({}));
         let Some(id) = id else {
             if method == "notifications/cancelled" {
+                let mut listens = self.listens.lock().unwrap();
+                let before = listens.len();
+                listens.retain(|(id, _)| *id != params["requestId"]);
+                if listens.len() < before {
+                    eprintln!("fixture: listen {} cancelled", params["requestId"]);
+                }
+                drop(listens);
                 eprintln!("fixture: told to cancel request {}", params["requestId"]);
                 self.cancelled
                     .lock()
@@ -544,7 +706,7 @@ impl Server {
             eprintln!("fixture: exiting on a first request of {method}");
             std::process::exit(4);
         }
-        if method == "server/discover" && !self.modern_only && !self.dual_era {
+        if method == "server/discover" && self.legacy_only {
             return self.reply(&id, Err((-32601, "Method not found")));
         }
         if self.modern_only
@@ -554,20 +716,37 @@ impl Server {
             return self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
                 "data": {"supported": ["2026-07-28"], "requested": params["protocolVersion"]}}}));
         }
+        if method == "subscriptions/listen" {
+            return self.listen(id, &params);
+        }
+        if method == "initialize" {
+            self.legacy_session
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let capabilities = json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true}, "completions": {}});
         let result = match method.as_str() {
             "initialize" => Ok(
                 json!({"protocolVersion": params["protocolVersion"], "serverInfo": {"name": "fixture", "version": "1"},
-                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}}}),
+                "capabilities": capabilities}),
             ),
             "server/discover" => Ok(
                 json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "private",
-                "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}},
+                "capabilities": capabilities,
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}}),
             ),
             "ping" => Ok(json!({})),
             "tools/list" => {
                 eprintln!("fixture: listing tools");
-                Ok(json!({"tools": self.tools()}))
+                let tools = json!({"tools": self.tools()});
+                self.reply(&id, Ok(tools));
+                let mut race = self.race.lock().unwrap();
+                if matches!(*race, Race::Holding(_)) {
+                    if let Race::Holding(release) = std::mem::take(&mut *race) {
+                        let _ = release.send(());
+                    }
+                }
+                return;
             }
             // Echo answers in line (the benchmark's upstream); the rest may block, so each gets
             // a thread of its own.
@@ -590,6 +769,9 @@ impl Server {
             "prompts/list" => {
                 let mut prompts = vec![json!({"name": "greet", "description": "Greets someone.",
                     "arguments": [{"name": "who", "required": true, "title": "Who"}]})];
+                if *self.extra_prompt.lock().unwrap() {
+                    prompts.push(json!({"name": "extra", "description": "Added by `change`."}));
+                }
                 if self.conformance {
                     prompts.extend(conformance::prompts());
                 }
@@ -607,15 +789,21 @@ impl Server {
                     ),
                 }
             }
-            "resources/list" => {
-                let mut resources = vec![
-                    json!({"uri": "fixture://hello", "name": "hello", "mimeType": "text/plain"}),
-                ];
-                if self.conformance {
-                    resources.extend(conformance::resources());
-                }
-                Ok(json!({ "resources": resources }))
+            "resources/list" if matches!(*self.race.lock().unwrap(), Race::Armed) => {
+                // Answered late: after the next `tools/list` answer, with `fixture://late`.
+                let (release, released) = mpsc::channel();
+                *self.race.lock().unwrap() = Race::Holding(release);
+                let server = Arc::clone(self);
+                std::thread::spawn(move || {
+                    let _ = released.recv();
+                    *server.late_resource.lock().unwrap() = true;
+                    let listed = server.resources();
+                    eprintln!("fixture: answering resources/list late");
+                    server.reply(&id, Ok(json!({ "resources": listed })));
+                });
+                return;
             }
+            "resources/list" => Ok(json!({ "resources": self.resources() })),
             "resources/templates/list" => {
                 let mut templates =
                     vec![json!({"uriTemplate": "fixture://items/{id}", "name": "item"})];
@@ -786,7 +974,7 @@ fn main() {
         modern_only: args
             .iter()
             .any(|a| a == "--modern-only" || a == "--conformance-rounds"),
-        dual_era: args.iter().any(|a| a == "--dual-era"),
+        legacy_only: args.iter().any(|a| a == "--legacy-only"),
         exit_on_unknown: args.iter().any(|a| a == "--exit-on-unknown"),
         hostile: args.iter().any(|a| a == "--hostile"),
         show_environment: args.iter().any(|a| a == "--show-environment"),
