@@ -113,7 +113,7 @@ mod every_revision {
             let text = String::from_utf8(out.stdout).unwrap();
             assert!(text.contains("mcpx (built-in)"), "{text}");
             assert!(
-                text.contains("fixture [ready, revision 2025-11-25]"),
+                text.contains("fixture [ready, revision 2026-07-28]"),
                 "{text}"
             );
             assert!(text.contains("  fixture__echo"), "{text}");

@@ -386,7 +386,9 @@ mod v2026_07_28 {
             let passed = [("kind", "retry"), ("outcome", "ok")];
             let counted = metric_sample(&other.metrics(), "mcpx_cluster_passed_on_total", &passed);
             assert_eq!(counted, 1.0);
-            let stranger = Daemon::start(&fixture_config(""), "");
+            // Behind a legacy server (which mints no state a retry could carry), a state no one
+            // this daemon can reach sealed is refused, not passed on.
+            let stranger = Daemon::start(&fixture_config("args = [\"--legacy-only\"]\n"), "");
             let refused = stranger.modern(3, "tools/call", answer(&first)).json();
             assert_eq!(refused["error"]["code"], -32602, "{refused}");
         }

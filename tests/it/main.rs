@@ -36,3 +36,4 @@ mod stdio_attached;
 mod strangers;
 mod supervision;
 mod tasks;
+mod upstream_listens;

@@ -366,7 +366,8 @@ mod every_revision {
                 mcpx.call(1, "resources/subscribe", json!({"uri": "fixture://hello"}))["result"],
                 json!({})
             );
-            assert!(mcpx.log_shows("fixture: resources/subscribe"));
+            // The fixture speaks 2026-07-28: mcpx's listen to it now asks for the URI.
+            assert!(mcpx.log_shows("\"resourceSubscriptions\":[\"fixture://hello\"]"));
             mcpx.call(
                 2,
                 "tools/call",
