@@ -13,6 +13,11 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // A stdio server's supervisor, one per server: before anything else, so that it holds no
+    // logging, no executor and no thread (the `exec-upstream` subcommand, read by hand).
+    if let Some(invocation) = mcpx::upstream::supervisor::invoked() {
+        return mcpx::upstream::supervisor::run(&invocation);
+    }
     let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_writer(mcpx::log_writer::LogWriter { colours })

@@ -196,6 +196,12 @@ struct LimitLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToleratedLabel {
+    what: &'static str,
+    method: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AuthFailureLabel {
     reason: &'static str,
 }
@@ -298,6 +304,7 @@ struct Metrics {
     passed_on: Family<PassedOnLabel, Counter>,
     auth_failures: Family<AuthFailureLabel, Counter>,
     limited: Family<LimitLabel, Counter>,
+    tolerated: Family<ToleratedLabel, Counter>,
     pins: Family<PinStateLabel, Gauge>,
     pin_events: Family<PinEventLabel, Counter>,
     authorizations: Family<AuthorizationLabel, Counter>,
@@ -367,6 +374,7 @@ impl Metrics {
             passed_on: Family::default(),
             auth_failures: Family::default(),
             limited: Family::default(),
+            tolerated: Family::default(),
             pins: Family::default(),
             pin_events: Family::default(),
             authorizations: Family::default(),
@@ -433,6 +441,11 @@ impl Metrics {
             "mcpx_calls_limited",
             "Calls refused by [limits] and never sent upstream, by limit (calls, tools.\"GLOB\", loopGuard)",
             metrics.limited.clone(),
+        );
+        registry.register(
+            "mcpx_requests_tolerated",
+            "Requests taken though they lack what a strict reading wants, by what and method (mcp_name_missing: a tasks/* request without Mcp-Name, as FastMCP's task client sends)",
+            metrics.tolerated.clone(),
         );
         registry.register(
             "mcpx_pinned_definitions",
@@ -536,6 +549,15 @@ pub fn limited(limit: &str) {
             .get_or_create(&LimitLabel {
                 limit: limit.to_owned(),
             })
+            .inc();
+    }
+}
+
+/// Counts a request taken though it lacks `what` (`mcp_name_missing`), by its method.
+pub fn tolerated(what: &'static str, method: &'static str) {
+    if let Some(m) = METRICS.get() {
+        m.tolerated
+            .get_or_create(&ToleratedLabel { what, method })
             .inc();
     }
 }

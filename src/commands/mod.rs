@@ -58,7 +58,10 @@ pub fn run(cli: Cli) -> ExitCode {
         keep_memory_private();
     }
     match cli.command {
-        Command::ExecUpstream { command } => return crate::upstream::supervisor::run(&command),
+        Command::ExecUpstream { command } => {
+            let invocation = crate::upstream::supervisor::Invocation::parse(command);
+            return crate::upstream::supervisor::run(&invocation);
+        }
         Command::SandboxExec { spec, command } => {
             return crate::sandbox::helper::run(&spec, &command)
         }

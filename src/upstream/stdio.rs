@@ -88,10 +88,18 @@ impl StdioUpstream {
         let program = server.command.as_deref().unwrap_or_default();
         let sandbox_tmp = server.sandbox.as_ref().map(|_| private_tmp_of(name));
         let environment = child_environment::for_child(server, sandbox_tmp.as_deref());
+        // The supervisor's allocator is kept small; the server gets its environment as it was.
+        let (quiet, quiet_value) = super::supervisor::ALLOCATOR_QUIET;
+        let quiet_allocator =
+            how.launcher.is_some() && !environment.iter().any(|(n, _)| n == quiet);
         let mut command = match how.launcher {
             Some(launcher) => {
                 let mut command = std::process::Command::new(launcher);
-                command.args(["exec-upstream", "--"]);
+                command.arg("exec-upstream");
+                if quiet_allocator {
+                    command.args(["--unset", quiet]);
+                }
+                command.arg("--");
                 command
             }
             None => std::process::Command::new(program),
@@ -122,6 +130,9 @@ impl StdioUpstream {
             .env_clear()
             .envs(environment)
             .process_group(0);
+        if quiet_allocator {
+            command.env(quiet, quiet_value);
+        }
         if let Some(cwd) = &server.cwd {
             command.current_dir(cwd);
         }

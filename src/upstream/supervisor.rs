@@ -10,7 +10,8 @@
 //! every process of the group and every descendant it adopted, then exits as the program did.
 //! When mcpx stops a server it kills the group itself, this process with it.
 
-use rustix::process::{Pid, Signal, WaitOptions};
+use nix::sys::signal::{SigSet, Signal as Caught};
+use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -18,18 +19,78 @@ use std::process::ExitCode;
 /// its own children, adopted in turn.
 const SWEEPS: usize = 64;
 
+/// The variable mcpx sets for a supervisor alone: mimalloc then commits its first arena as it
+/// is used, not whole (about 4 MiB per supervisor, one per stdio server).
+pub const ALLOCATOR_QUIET: (&str, &str) = ("MIMALLOC_ARENA_EAGER_COMMIT", "0");
+
+/// What `mcpx exec-upstream [--unset NAME]... -- PROGRAM ARGS` asks: the program, and the
+/// variables of the supervisor's own environment it must not pass on.
+#[derive(Debug, Default, PartialEq)]
+pub struct Invocation {
+    /// Removed from the program's environment.
+    pub unset: Vec<OsString>,
+    /// The program and its arguments.
+    pub command: Vec<OsString>,
+}
+
+impl Invocation {
+    /// Reads the arguments after `exec-upstream`.
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Invocation {
+        let mut args = args.into_iter();
+        let mut invocation = Invocation::default();
+        while let Some(arg) = args.next() {
+            match arg.to_str() {
+                Some("--unset") => invocation.unset.extend(args.next()),
+                Some("--") => break,
+                _ => {
+                    invocation.command.push(arg);
+                    break;
+                }
+            }
+        }
+        invocation.command.extend(args);
+        invocation
+    }
+}
+
+/// What to supervise, when this process was started as `mcpx exec-upstream …`: read straight
+/// from the arguments, so that `main` runs the supervisor before anything else (no logging, no
+/// executor, no thread; one runs per stdio server, and each costs what it holds).
+pub fn invoked() -> Option<Invocation> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != "exec-upstream" {
+        return None;
+    }
+    Some(Invocation::parse(args))
+}
+
 /// Runs `command` under supervision; the exit code is the program's (128 + its signal).
-pub fn run(command: &[OsString]) -> ExitCode {
-    let Some((program, args)) = command.split_first() else {
+///
+/// One thread, blocking: the signals that matter (the program's end, mcpx's death as SIGTERM,
+/// an interrupt) are blocked and taken one at a time with `sigwait`, so nothing runs between
+/// them.
+pub fn run(invocation: &Invocation) -> ExitCode {
+    let Some((program, args)) = invocation.command.split_first() else {
         eprintln!("mcpx exec-upstream: no program");
         return ExitCode::from(2);
     };
+    // Not dumpable: its environment is the server's, secrets included.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let parent = rustix::process::getppid();
-    // Caught rather than fatal, so that this process can take the tree down with it.
-    let Ok(mut signals) = async_signal::Signals::new([async_signal::Signal::Term]) else {
+    let mut awaited = SigSet::empty();
+    for signal in [
+        Caught::SIGCHLD,
+        Caught::SIGTERM,
+        Caught::SIGINT,
+        Caught::SIGHUP,
+    ] {
+        awaited.add(signal);
+    }
+    // Blocked before mcpx's death can be signalled, so the signal waits for `sigwait`.
+    if awaited.thread_block().is_err() {
         eprintln!("mcpx exec-upstream: cannot watch for signals");
         return ExitCode::FAILURE;
-    };
+    }
     if rustix::process::set_parent_process_death_signal(Some(Signal::TERM)).is_err()
         || rustix::process::getppid() != parent
     {
@@ -37,13 +98,20 @@ pub fn run(command: &[OsString]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-    let mut child = match std::process::Command::new(program).args(args).spawn() {
+    // The program starts with no signal blocked (std resets the mask in the child).
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    for name in &invocation.unset {
+        command.env_remove(name);
+    }
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
             eprintln!("mcpx: cannot start {}: {error}", program.to_string_lossy());
             return ExitCode::from(127);
         }
     };
+    let child = Pid::from_child(&child);
     // The pipes are the program's now: mcpx sees its stdout end when the program's ends.
     if let Ok(null) = std::fs::File::options()
         .read(true)
@@ -53,29 +121,43 @@ pub fn run(command: &[OsString]) -> ExitCode {
         let _ = rustix::stdio::dup2_stdin(&null);
         let _ = rustix::stdio::dup2_stdout(&null);
     }
-    let ended = smol::block_on(async {
-        let exited = smol::unblock(move || child.wait());
-        let terminated = async {
-            smol::stream::StreamExt::next(&mut signals).await;
-            None
-        };
-        smol::future::or(async { Some(exited.await) }, terminated).await
-    });
+    let ended = loop {
+        match awaited.wait() {
+            Ok(Caught::SIGCHLD) => {
+                if let Some(status) = reap(child) {
+                    break Some(status);
+                }
+            }
+            // mcpx is gone (or asked this process to end).
+            Ok(_) => break None,
+            Err(_) => {}
+        }
+    };
     kill_the_tree();
     match ended {
-        Some(Ok(status)) => exit_code(status),
-        Some(Err(_)) => ExitCode::FAILURE,
-        // mcpx is gone (or asked this process to end): as a shell reports SIGTERM.
+        Some(status) => exit_code(status),
+        // As a shell reports SIGTERM.
         None => ExitCode::from(128 + 15),
     }
 }
 
+/// Reaps every child that ended (the program, and descendants adopted since their parent
+/// ended); the program's status if it was among them.
+fn reap(program: Pid) -> Option<WaitStatus> {
+    let mut status_of_program = None;
+    while let Ok(Some((pid, status))) = rustix::process::wait(WaitOptions::NOHANG) {
+        if pid == program {
+            status_of_program = Some(status);
+        }
+    }
+    status_of_program
+}
+
 /// The program's exit status as this process's: its code, or 128 + the signal that killed it.
-fn exit_code(status: std::process::ExitStatus) -> ExitCode {
-    use std::os::unix::process::ExitStatusExt;
+fn exit_code(status: WaitStatus) -> ExitCode {
     let code = status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
+        .exit_status()
+        .or_else(|| status.terminating_signal().map(|s| 128 + s))
         .unwrap_or(1);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
@@ -133,6 +215,25 @@ mod tests {
     mod every_revision {
         mod supervision {
             use crate::upstream::supervisor::parse_stat;
+
+            #[test]
+            fn the_supervisors_arguments_name_what_to_unset_then_the_program() {
+                use crate::upstream::supervisor::Invocation;
+                let words = |w: &[&str]| {
+                    w.iter()
+                        .map(Into::into)
+                        .collect::<Vec<std::ffi::OsString>>()
+                };
+                let parsed =
+                    Invocation::parse(words(&["--unset", "A", "--", "prog", "--unset", "x"]));
+                assert_eq!(parsed.unset, words(&["A"]));
+                assert_eq!(parsed.command, words(&["prog", "--unset", "x"]));
+                assert_eq!(
+                    Invocation::parse(words(&["prog", "a"])).command,
+                    words(&["prog", "a"])
+                );
+                assert!(Invocation::parse(words(&[])).command.is_empty());
+            }
 
             /// A command name with spaces and parentheses does not shift the fields.
             #[test]

@@ -379,6 +379,70 @@ mod every_revision {
         }
     }
 
+    pub mod footprint {
+        use super::super::*;
+
+        /// The memory a supervisor holds of its own: anonymous pages outside the mcpx
+        /// executable's image (its heap, its stack). The image's pages are the binary's, shared
+        /// text and relocated data, larger in a debug build than in a release one; the whole
+        /// figure, release, is `bench/per_upstream`'s.
+        fn own_memory_kib(pid: u32) -> Option<u64> {
+            let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+            let image = mcpx_bin().display().to_string();
+            let mut in_image = false;
+            let mut total = 0;
+            for line in smaps.lines() {
+                let mut words = line.split_whitespace();
+                match words.next() {
+                    Some(first) if first.contains('-') && !first.ends_with(':') => {
+                        in_image = line.ends_with(image.as_str());
+                    }
+                    Some("Anonymous:") if !in_image => {
+                        total += words.next()?.parse::<u64>().ok()?;
+                    }
+                    _ => {}
+                }
+            }
+            Some(total)
+        }
+
+        /// Twenty stdio servers: each one's supervisor is one thread, and holds at most 1 MiB of
+        /// its own (it used to be the whole of mcpx: an executor, threads, logging, ~7 MiB).
+        #[test]
+        fn a_stdio_servers_supervisor_is_one_thread_and_holds_under_a_mebibyte() {
+            let fixture = fixture_bin();
+            let servers: String = (0..20)
+                .map(|n| format!("[servers.s{n}]\ncommand = {fixture:?}\n"))
+                .collect();
+            let daemon = Daemon::start(&servers, "");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let children = std::fs::read_dir(format!("/proc/{}/task", daemon.pid()))
+                .unwrap()
+                .flatten()
+                .flat_map(|task| std::fs::read_to_string(task.path().join("children")))
+                .collect::<String>();
+            let supervisors: Vec<u32> = children
+                .split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .filter(|pid| {
+                    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    String::from_utf8_lossy(&cmdline).contains("exec-upstream")
+                })
+                .collect();
+            assert_eq!(supervisors.len(), 20, "{children}");
+            for pid in supervisors {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+                assert!(status.lines().any(|l| l == "Threads:\t1"), "{status}");
+                // Supervisors are not dumpable: only root reads their memory map.
+                let Some(own) = own_memory_kib(pid) else {
+                    eprintln!("SKIPPED the memory bound: /proc/{pid}/smaps needs root here");
+                    continue;
+                };
+                assert!(own <= 1024, "supervisor {pid} holds {own} KiB of its own");
+            }
+        }
+    }
+
     pub mod limits {
         use super::super::*;
 

@@ -244,6 +244,46 @@ mod v2026_07_28 {
             }
         }
 
+        /// FastMCP 4's own client in front of mcpx's HTTP door, FastMCP with `fastmcp-tasks`
+        /// behind it: its `tasks/get`, `tasks/update` and `tasks/cancel` carry no `Mcp-Name`
+        /// (the task id in the body routes them), and are taken, and counted; a task created
+        /// and its result awaited, a plain call to a task tool, a cancel, all work as they do
+        /// without mcpx. A wrong `Mcp-Name` is still refused (below).
+        #[test]
+        fn fastmcps_own_task_client_creates_awaits_calls_and_cancels_through_the_http_door() {
+            let d = Daemon::start(&(tasks_server("t") + "prefix = \"\"\n"), "metrics = true");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let script = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/sdk/fastmcp_tasks_client.py"
+            );
+            let out = std::process::Command::new(deps::python())
+                .arg(script)
+                .arg(format!("http://{}/mcp", d.addr))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                d.stderr()
+            );
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(report["result"], "first done after 0.2s", "{report}");
+            assert_eq!(report["plain"], "plain done after 0.1s", "{report}");
+            assert_eq!(report["cancelled"], "cancelled", "{report}");
+            let metrics = d.metrics();
+            let tolerated = |method: &str| {
+                metric_sample(
+                    &metrics,
+                    "mcpx_requests_tolerated_total",
+                    &[("what", "mcp_name_missing"), ("method", method)],
+                )
+            };
+            assert!(tolerated("tasks/get") >= 1.0, "{metrics}");
+            assert!(tolerated("tasks/cancel") >= 1.0, "{metrics}");
+        }
+
         /// Over HTTP: the extension first (-32021), then the routing header (-32020), then the
         /// id (-32602); and the POST that created a task ending does not end the task.
         #[test]

@@ -102,7 +102,7 @@ mod v2026_07_28 {
                 .stderr()
                 .lines()
                 .filter(|l| l.contains("fixture: listening on"))
-                .last()
+                .next_back()
                 .map(str::to_owned);
             assert!(!last.unwrap_or_default().contains("fixture://hello"));
         }
