@@ -101,8 +101,7 @@ mod v2026_07_28 {
             let last = mcpx
                 .stderr()
                 .lines()
-                .filter(|l| l.contains("fixture: listening on"))
-                .next_back()
+                .rfind(|l| l.contains("fixture: listening on"))
                 .map(str::to_owned);
             assert!(!last.unwrap_or_default().contains("fixture://hello"));
         }
