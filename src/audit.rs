@@ -63,6 +63,9 @@ pub struct Entry<'a> {
     pub arguments: Option<&'a Value>,
     /// Who sent it (never its token).
     pub caller: Option<&'a crate::access::Identity>,
+    /// The `clientInfo` the request itself carried (2026-07-28's `_meta`): it names the client
+    /// where no session does.
+    pub client: Option<&'a Value>,
 }
 
 impl AuditLog {
@@ -101,6 +104,9 @@ impl AuditLog {
             if let Some(line) = line.as_object_mut() {
                 line.extend(who);
             }
+        }
+        if let Some(client) = entry.client {
+            line["client"] = client.clone();
         }
         if let Some(caller) = entry.caller {
             line["caller"] = caller.audited();
@@ -178,6 +184,7 @@ impl Questions {
             took,
             arguments: None,
             caller: None,
+            client: None,
         });
     }
 }

@@ -36,6 +36,8 @@ pub struct Client {
     /// The least severe log level it takes (a rank in [`crate::upstream::LOG_LEVELS`]; all,
     /// until it says).
     log_level: Arc<AtomicU8>,
+    /// Whether a 2026-07-28 request named it in the registry yet (its `clientInfo`).
+    named: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
 }
 
@@ -93,8 +95,15 @@ impl Client {
             closing: Cancel::new(),
             in_flight,
             log_level: Arc::default(),
+            named: Default::default(),
             state: Mutex::default(),
         })
+    }
+
+    /// Whether this is the first 2026-07-28 request to name a client of its own (the client
+    /// that stands for every modern HTTP caller has none: each request names its own).
+    pub fn first_to_name(&self) -> bool {
+        self.in_flight.is_some() && !self.named.swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A place for one more request in flight, or the error that refuses it.

@@ -435,6 +435,13 @@ impl Gateway {
                         crate::metrics::refused(crate::metrics::Refusal::unsupported_version);
                     }
                 })?;
+                // A modern client names itself on every request: its session (stdio, an
+                // attached editor) is named by the first, as `initialize` names a legacy one.
+                if client.first_to_name() {
+                    let info = envelope::client_info(params).cloned();
+                    let registry = self.live.registry();
+                    registry.set_initialized(client.session, Revision::V2026_07_28, info);
+                }
                 Revision::V2026_07_28
             }
             // The modern-only methods without a modern envelope are missing their `_meta`.

@@ -45,6 +45,8 @@ pub(super) struct Observation {
     arguments: Option<Value>,
     /// Who sent it.
     caller: Arc<crate::access::Identity>,
+    /// The `clientInfo` a 2026-07-28 request carries, when the audit log records it.
+    client: Option<Value>,
 }
 
 impl Observer {
@@ -122,6 +124,7 @@ impl Observer {
             era: envelope::era_of(params),
             arguments: arguments.filter(|_| audited).cloned(),
             caller,
+            client: envelope::client_info(params).filter(|_| audited).cloned(),
         })
     }
 
@@ -172,6 +175,7 @@ impl Observer {
             took,
             arguments: seen.arguments.as_ref(),
             caller: Some(&seen.caller),
+            client: seen.client.as_ref(),
         });
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer
@@ -189,6 +193,7 @@ impl Observer {
                 took: Duration::ZERO,
                 arguments: None,
                 caller: Some(&seen.caller),
+                client: seen.client.as_ref(),
             });
         }
     }
@@ -273,6 +278,7 @@ impl Observer {
                 took: origin.created.elapsed(),
                 arguments: None,
                 caller: None,
+                client: None,
             });
         }
     }

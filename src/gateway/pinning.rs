@@ -109,6 +109,7 @@ impl Pinning {
                 took: Duration::ZERO,
                 arguments: None,
                 caller: None,
+                client: None,
             });
         }
         crate::metrics::pin_event(event);

@@ -46,6 +46,11 @@ pub fn client_capabilities(params: Option<&Value>) -> Option<&Value> {
     params?.member("_meta")?.member(CLIENT_CAPABILITIES)
 }
 
+/// The `clientInfo` a modern request carries in its `_meta`, if any.
+pub fn client_info(params: Option<&Value>) -> Option<&Value> {
+    params?.member("_meta")?.member(CLIENT_INFO)
+}
+
 /// Checks a modern request's envelope: missing fields are -32602, and a version mcpx does not
 /// serve is -32022 listing every revision it does (a dual-era client learns from the list that
 /// `initialize` would work too).

@@ -21,6 +21,7 @@ mod input;
 mod lazy;
 mod limits;
 mod logging;
+mod naming;
 mod observability;
 mod pins;
 mod profiles;
