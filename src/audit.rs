@@ -335,6 +335,7 @@ mod every_revision {
                     took: Duration::from_millis(3),
                     arguments: Some(&secret),
                     caller: None,
+                    client: None,
                 });
             }
             let all = || {
