@@ -459,7 +459,7 @@ impl Metrics {
         );
         registry.register(
             "mcpx_authorizations",
-            "What the built-in authorization server did, by event (registered, consented, denied, secret_refused, locked, waiting_room_full, token, refreshed, refused, code_reused, refresh_reused)",
+            "What the built-in authorization server did, by event (registered, consented, denied, secret_refused, locked, waiting_room_full, token, refreshed, refresh_repeated, refused, code_reused, refresh_reused)",
             metrics.authorizations.clone(),
         );
         Metrics {

@@ -94,6 +94,10 @@ pub struct Builtin {
     /// How long a login lasts without the owner's consent again: a refresh token's family.
     #[serde(with = "humantime_serde")]
     pub refresh_lifetime: Duration,
+    /// How long after a refresh token is rotated presenting it again gets the same answer
+    /// (clients that refresh twice at once, Gemini CLI's way) instead of revoking the login.
+    #[serde(with = "humantime_serde")]
+    pub refresh_reuse: Duration,
     /// Whether clients may register themselves (RFC 7591 dynamic registration).
     pub registration: bool,
     /// The most registrations not yet consented to, kept at once.
@@ -120,6 +124,7 @@ impl Default for Builtin {
             owner_secret: None,
             access_lifetime: Duration::from_secs(3600),
             refresh_lifetime: Duration::from_secs(30 * 24 * 3600),
+            refresh_reuse: Duration::from_secs(10),
             registration: true,
             max_registrations: 100,
             registration_lifetime: Duration::from_secs(3600),

@@ -321,7 +321,9 @@ async fn write_frames(
         }
         metrics::sent(metrics::Door::stdio, batch.len());
         if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
-            tracing::warn!("stdout is closed; stopping");
+            // The client went away: an editor stops its servers by closing the pipe or by a
+            // signal, which is how a session normally ends, not a fault.
+            tracing::info!("the client closed its end of stdout; stopping");
             break;
         }
         batch.clear();

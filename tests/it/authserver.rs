@@ -821,7 +821,8 @@ mod every_revision {
         fn refresh_tokens_rotate_survive_a_restart_and_a_replayed_one_revokes_the_login() {
             let dir = tempfile::tempdir().unwrap();
             let port = free_port();
-            let b = Builtin::start_in(dir, port, None, "");
+            let reuse = "refreshReuse = \"300ms\"\n";
+            let b = Builtin::start_in(dir, port, None, reuse);
             let client = b.register("Editor", LOOPBACK, &["authorization_code", "refresh_token"]);
             let tokens = b.log_in(&client, LOOPBACK, &format!("{}/mcp", b.public));
             let first = tokens["refresh_token"].as_str().unwrap().to_owned();
@@ -836,7 +837,7 @@ mod every_revision {
             // The daemon restarts: the login holds (and so does the key, so old tokens verify).
             let Builtin { mut d, dir, .. } = b;
             d.signal("TERM");
-            let b = Builtin::start_in(dir, port, None, "");
+            let b = Builtin::start_in(dir, port, None, reuse);
             assert_eq!(
                 b.list("/mcp", tokens["access_token"].as_str().unwrap())
                     .status,
@@ -857,7 +858,9 @@ mod every_revision {
                     .status,
                 200
             );
-            // The replaced token again: refused, and the whole family with it.
+            // The replaced token again, past the reuse interval: refused, and the whole family
+            // with it.
+            std::thread::sleep(std::time::Duration::from_millis(400));
             let replayed = b.refresh(&client, &first);
             assert_eq!(replayed.status, 400);
             assert_eq!(replayed.json()["error"], "invalid_grant");
@@ -885,6 +888,43 @@ mod every_revision {
             );
             assert_eq!(revoked.status, 200);
             assert_eq!(b.refresh(&client, token).status, 400);
+        }
+
+        /// A client that refreshes twice at once with one refresh token (Gemini CLI does, five
+        /// minutes before expiry, without a lock): within `refreshReuse` the second gets the
+        /// first's refresh token back, and the login is kept.
+        #[test]
+        fn a_refresh_token_presented_twice_within_the_reuse_interval_keeps_the_login() {
+            let b = Builtin::start("refreshReuse = \"60s\"\n");
+            let client = b.register("Gemini", LOOPBACK, &["authorization_code", "refresh_token"]);
+            let tokens = b.log_in(&client, LOOPBACK, &format!("{}/mcp", b.public));
+            let first = tokens["refresh_token"].as_str().unwrap().to_owned();
+            let once = b.refresh(&client, &first);
+            let twice = b.refresh(&client, &first);
+            assert_eq!(
+                (once.status, twice.status),
+                (200, 200),
+                "{}",
+                String::from_utf8_lossy(&twice.body)
+            );
+            let (once, twice) = (once.json(), twice.json());
+            assert_eq!(once["refresh_token"], twice["refresh_token"]);
+            assert_ne!(once["refresh_token"], json!(first));
+            for answer in [&once, &twice] {
+                let access = answer["access_token"].as_str().unwrap();
+                assert_eq!(b.list("/mcp", access).status, 200);
+            }
+            // The login goes on from the token both got.
+            let next = b.refresh(&client, once["refresh_token"].as_str().unwrap());
+            assert_eq!(next.status, 200, "{}", String::from_utf8_lossy(&next.body));
+            // The first token again, now that the login rotated past it: a replay, revoked.
+            assert_eq!(b.refresh(&client, &first).status, 400);
+            let latest = next.json()["refresh_token"].as_str().unwrap().to_owned();
+            assert_eq!(
+                b.refresh(&client, &latest).status,
+                400,
+                "reuse revoked the login"
+            );
         }
 
         /// The document and keys of a ChatGPT-shaped client, pinned; its assertions signed RS256.

@@ -54,6 +54,12 @@ pub struct Grants {
     store: Arc<Store>,
     access_lifetime: Duration,
     refresh_lifetime: Duration,
+    /// `refreshReuse`: how long a rotated refresh token still gets its rotation's answer.
+    refresh_reuse: Duration,
+    /// The rotations of the last [`Grants::refresh_reuse`], by the replaced token's hash: when,
+    /// and the token that replaced it. In memory only (it holds tokens in the clear), so a
+    /// restart forgets them, and a presentation after it revokes as any replay does.
+    rotations: Mutex<HashMap<String, (Instant, String)>>,
     /// By the SHA-256 of the code.
     codes: Mutex<HashMap<[u8; 32], Code>>,
     /// Codes exchanged, by digest.
@@ -66,14 +72,16 @@ impl Grants {
         issuer: String,
         signer: Arc<Signer>,
         store: Arc<Store>,
-        lifetimes: (Duration, Duration),
+        config: &crate::config::Builtin,
     ) -> Grants {
         Grants {
             issuer,
             signer,
             store,
-            access_lifetime: lifetimes.0,
-            refresh_lifetime: lifetimes.1,
+            access_lifetime: config.access_lifetime,
+            refresh_lifetime: config.refresh_lifetime,
+            refresh_reuse: config.refresh_reuse,
+            rotations: Mutex::default(),
             codes: Mutex::default(),
             spent: Mutex::default(),
         }
@@ -152,7 +160,10 @@ impl Grants {
         Ok(answer)
     }
 
-    /// `grant_type=refresh_token`: new tokens, the refresh token rotated.
+    /// `grant_type=refresh_token`: new tokens, the refresh token rotated. The token it replaced,
+    /// presented again within `refreshReuse` of the rotation, gets the same refresh token back
+    /// (a client that refreshed twice at once keeps its login); later, or once the login rotated
+    /// on, it is a replay, and revokes the login.
     pub fn refresh(
         &self,
         client_id: &str,
@@ -166,8 +177,11 @@ impl Grants {
         let hash = hex::encode(digest(presented));
         let now = now_secs();
         let replacement = random_token(32).map_err(|e| GrantError("server_error", e))?;
-        let new_token = format!("{REFRESH_PREFIX}{family_id}.{replacement}");
-        let rotated = self.store.change(|saved| {
+        let fresh_token = format!("{REFRESH_PREFIX}{family_id}.{replacement}");
+        let mut rotations = lock(&self.rotations);
+        rotations.retain(|_, (at, _)| at.elapsed() < self.refresh_reuse);
+        let reused = rotations.get(&hash).map(|(_, token)| token.clone());
+        let (rotated, new_token) = self.store.change(|saved| {
             let family = saved.families.get_mut(family_id).filter(|f| f.expires > now);
             let family = family.ok_or_else(|| invalid_grant("the refresh token is unknown or expired"))?;
             if family.revoked {
@@ -177,21 +191,30 @@ impl Grants {
                 return Err(invalid_grant("the refresh token was issued to another client"));
             }
             if family.current != hash {
+                let still_current = |token: &String| family.current == hex::encode(digest(token));
+                if let Some(token) = reused.filter(still_current) {
+                    crate::metrics::authorization("refresh_repeated");
+                    return Ok((family.clone(), token));
+                }
                 if family.replaced.contains(&hash) {
                     family.revoked = true;
                     crate::metrics::authorization("refresh_reused");
-                    tracing::warn!("a replaced refresh token of {client_id} was used again: the login is revoked");
+                    tracing::warn!(client_id = ?client_id, "a replaced refresh token was used again: the login is revoked");
                     return Err(invalid_grant("the refresh token was already used: the login is revoked"));
                 }
                 return Err(invalid_grant("the refresh token is unknown"));
             }
-            let replaced = std::mem::replace(&mut family.current, hex::encode(digest(&new_token)));
+            let replaced = std::mem::replace(&mut family.current, hex::encode(digest(&fresh_token)));
             family.replaced.push(replaced);
             if family.replaced.len() > REMEMBERED {
                 family.replaced.remove(0);
             }
-            Ok(family.clone())
+            Ok((family.clone(), fresh_token.clone()))
         })?;
+        if new_token == fresh_token && !self.refresh_reuse.is_zero() {
+            rotations.insert(hash, (Instant::now(), fresh_token));
+        }
+        drop(rotations);
         let scopes = match form.get("scope") {
             Some(asked) => {
                 let asked: Vec<String> = asked.split_whitespace().map(str::to_owned).collect();

@@ -135,7 +135,7 @@ impl AuthServer {
                 issuer.clone(),
                 Arc::clone(&signer),
                 Arc::clone(&store),
-                (builtin.access_lifetime, builtin.refresh_lifetime),
+                builtin,
             ),
             clients: Clients::new(builtin, store),
             issuer,
