@@ -44,9 +44,26 @@ pub struct Snapshot {
     /// approval (`mcpx auth approve CODE`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub consents: Vec<ConsentView>,
+    /// Clients that name themselves by a metadata document mcpx could not fetch (in the last
+    /// ten minutes): their authorization was refused before any consent page, and pinning a
+    /// copy of the document (`[auth.builtin.pinned]`) lets them in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfetched_clients: Vec<UnfetchedClient>,
     /// Pinned definitions that wait for review, or were rejected (`mcpx pins`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pins: Vec<crate::pins::Review>,
+}
+
+/// A client whose metadata document could not be fetched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnfetchedClient {
+    /// Its client id: the document's URL.
+    pub client_id: String,
+    /// Why the fetch failed.
+    pub why: String,
+    /// How long ago, in milliseconds.
+    pub age_ms: u64,
 }
 
 /// A client waiting for the owner's consent.

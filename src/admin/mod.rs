@@ -327,6 +327,15 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             seconds(c.age_ms)
         );
     }
+    for u in &snapshot.unfetched_clients {
+        let _ = writeln!(
+            text,
+            "  refused: {}: its metadata document cannot be fetched ({}; {} ago): pin a copy in [auth.builtin.pinned]",
+            p(&u.client_id),
+            p(&u.why),
+            seconds(u.age_ms)
+        );
+    }
     if !snapshot.tasks.is_empty() {
         let _ = writeln!(text, "tasks ({}):", snapshot.tasks.len());
     }

@@ -118,6 +118,7 @@ impl Gateway {
             tasks: self.tasks(),
             metrics: self.metrics(),
             consents: registry.consents().views(),
+            unfetched_clients: registry.consents().unfetched(),
             pins: self.pin_reviews(),
         }
     }

@@ -1102,6 +1102,41 @@ mod every_revision {
                 let page = String::from_utf8_lossy(&refused.body);
                 assert!(page.contains(said), "{id}: {page}");
             }
+            // Said once per client at WARN, naming what to pin, and listed by `mcpx status`.
+            let warned = b.d.stderr();
+            let warnings = warned
+                .lines()
+                .filter(|l| l.contains("WARN") && l.contains("metadata document cannot be fetched"))
+                .count();
+            assert_eq!(warnings, 4, "{warned}");
+            assert!(warned.contains("[auth.builtin.pinned]"), "{warned}");
+            b.authorize(
+                "https://localhost/client.json",
+                "https://app.example/cb",
+                &pkce_challenge,
+                &[],
+            );
+            let status = std::process::Command::new(mcpx_bin())
+                .args(["--config"])
+                .arg(b.d.config_path())
+                .args(["status", "--json"])
+                .output()
+                .unwrap();
+            let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+            let listed = status["unfetchedClients"].as_array().unwrap();
+            assert_eq!(listed.len(), 4, "{status}");
+            assert_eq!(listed[0]["clientId"], "https://localhost/client.json");
+            let text = std::process::Command::new(mcpx_bin())
+                .args(["--config"])
+                .arg(b.d.config_path())
+                .arg("status")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&text.stdout);
+            assert!(
+                text.contains("refused: https://localhost/client.json"),
+                "{text}"
+            );
             let off = Builtin::start("clientDocuments = false\nregistration = false\n");
             let metadata = off.get("/.well-known/oauth-authorization-server").json();
             assert_eq!(metadata["client_id_metadata_document_supported"], false);

@@ -2,6 +2,7 @@
 //! the redirect back to the client with a code (or an error), its `state` and `iss`.
 
 use super::answers::{cookie, error_page, html, text};
+use super::clients::NotFound;
 use super::consent::{self, Asked, Full, Refused, Waiting, COOKIE};
 use super::{form, AuthServer, Request};
 use crate::metrics;
@@ -23,7 +24,14 @@ impl AuthServer {
         let client = match self.clients.find(client_id).await {
             Ok(client) => client,
             Err(why) => {
-                tracing::info!("refused an authorization request: {why}");
+                match &why {
+                    NotFound::Unfetched(fetch) => {
+                        self.consents.unfetched_document(client_id, fetch)
+                    }
+                    NotFound::Refused(_) => {
+                        tracing::info!(why = %why, "refused an authorization request")
+                    }
+                }
                 return error_page(
                     StatusCode::BAD_REQUEST,
                     &format!("This client is not one mcpx can serve: {why}."),

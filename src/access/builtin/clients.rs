@@ -64,6 +64,25 @@ pub struct Client {
 
 pub use super::registration::Invalid;
 
+/// Why a client id names no client mcpx serves.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotFound {
+    /// Its metadata document could not be fetched (and no copy is pinned): it may be a real
+    /// client that mcpx cannot reach from here.
+    Unfetched(String),
+    /// It is not one: unregistered, expired, or its metadata says what mcpx does not serve.
+    Refused(String),
+}
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotFound::Unfetched(why) => write!(f, "its metadata document cannot be fetched: {why}"),
+            NotFound::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
 impl Client {
     /// The client `metadata` describes, or why it is not one mcpx serves.
     fn from_metadata(id: &str, metadata: &Value, by_document: bool) -> Result<Client, Invalid> {
@@ -217,19 +236,22 @@ impl Clients {
     }
 
     /// The client `id`, or why there is none.
-    pub async fn find(&self, id: &str) -> Result<Client, String> {
+    pub async fn find(&self, id: &str) -> Result<Client, NotFound> {
         if id.starts_with("https://") {
             if !self.client_documents {
-                return Err(
+                return Err(NotFound::Refused(
                     "client metadata documents are turned off (auth.builtin.clientDocuments)"
                         .into(),
-                );
+                ));
             }
-            let document = self.document(id).await?;
+            let document = self.document(id).await.map_err(NotFound::Unfetched)?;
             if document.get("client_id").and_then(Value::as_str) != Some(id) {
-                return Err(format!("the document at {id} names another client_id"));
+                return Err(NotFound::Refused(format!(
+                    "the document at {id} names another client_id"
+                )));
             }
-            return Client::from_metadata(id, &document, true).map_err(|(_, why)| why);
+            return Client::from_metadata(id, &document, true)
+                .map_err(|(_, why)| NotFound::Refused(why));
         }
         let now = now_secs();
         let lifetime = self.registration_lifetime.as_secs();
@@ -239,9 +261,11 @@ impl Clients {
             live.then(|| registered.metadata.clone())
         });
         let metadata = registration.ok_or_else(|| {
-            format!("no client {id:?} is registered (or its registration expired unconsented)")
+            NotFound::Refused(format!(
+                "no client {id:?} is registered (or its registration expired unconsented)"
+            ))
         })?;
-        Client::from_metadata(id, &metadata, false).map_err(|(_, why)| why)
+        Client::from_metadata(id, &metadata, false).map_err(|(_, why)| NotFound::Refused(why))
     }
 
     /// The owner consented to client `id`: its registration no longer expires.

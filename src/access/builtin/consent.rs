@@ -39,6 +39,9 @@ const FREE_FAILURES: u32 = 5;
 /// stranger's guesses are bounded by what it can register, not by how many pages it opens.
 const FREE_CLIENT_FAILURES: u32 = 20;
 
+/// The most clients whose unfetchable documents `mcpx status` shows.
+const MAX_UNFETCHED: usize = 16;
+
 /// The most clients whose failures are remembered; the ones no longer locked go first.
 const MAX_THROTTLED_CLIENTS: usize = 4096;
 
@@ -120,6 +123,8 @@ pub struct Consents {
     waiting: Mutex<VecDeque<Waiting>>,
     /// By client id.
     client_failures: Mutex<HashMap<String, Throttle>>,
+    /// Clients whose metadata document could not be fetched, lately: id, why, when.
+    unfetched: Mutex<VecDeque<(String, String, Instant)>>,
     /// The registry's: the console redraws when a request comes or goes.
     changed: Arc<Event>,
 }
@@ -167,6 +172,7 @@ impl Consents {
         Consents {
             waiting: Mutex::default(),
             client_failures: Mutex::default(),
+            unfetched: Mutex::default(),
             changed,
         }
     }
@@ -281,6 +287,43 @@ impl Consents {
             Some(lock_for) => Err(Refused::Locked(lock_for)),
             None => Err(Refused::NotApproved),
         }
+    }
+
+    /// Client `id`'s metadata document could not be fetched, for `why`: said at WARN, naming
+    /// what to pin, the first time in [`PATIENCE`] (anyone may name any URL: a bounded list,
+    /// and no line per request), and shown by `mcpx status` meanwhile.
+    pub fn unfetched_document(&self, id: &str, why: &str) {
+        let mut unfetched = lock(&self.unfetched);
+        unfetched.retain(|(_, _, at)| at.elapsed() < PATIENCE);
+        if unfetched.iter().any(|(known, _, _)| known == id) {
+            return;
+        }
+        if unfetched.len() >= MAX_UNFETCHED {
+            unfetched.pop_front();
+        }
+        unfetched.push_back((id.to_owned(), why.to_owned(), Instant::now()));
+        drop(unfetched);
+        tracing::warn!(
+            client_id = ?id,
+            why = ?why,
+            "a client's metadata document cannot be fetched: its authorization is refused until \
+             mcpx can reach it, or a copy is pinned ([auth.builtin.pinned] with its URL = a local file)"
+        );
+        self.changed.notify(usize::MAX);
+    }
+
+    /// The clients whose document could not be fetched lately, for `mcpx status`.
+    pub fn unfetched(&self) -> Vec<crate::view::UnfetchedClient> {
+        let unfetched = lock(&self.unfetched);
+        unfetched
+            .iter()
+            .filter(|(_, _, at)| at.elapsed() < PATIENCE)
+            .map(|(id, why, at)| crate::view::UnfetchedClient {
+                client_id: id.clone(),
+                why: why.clone(),
+                age_ms: at.elapsed().as_millis() as u64,
+            })
+            .collect()
     }
 
     /// The request is answered (allowed or denied): it waits no more.

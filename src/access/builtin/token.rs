@@ -99,7 +99,11 @@ impl AuthServer {
             (None, Some(named)) => named.clone(),
             (None, None) => return Err(invalid("client_id is required".into())),
         };
-        let client = self.clients.find(&id).await.map_err(invalid)?;
+        let client = self
+            .clients
+            .find(&id)
+            .await
+            .map_err(|e| invalid(e.to_string()))?;
         match (&client.authentication, assertion) {
             (Authentication::None, None) => Ok(client),
             (Authentication::None, Some(_)) => Err(invalid(
