@@ -2,7 +2,7 @@
 //! `resources/updated` only on a `subscriptions/listen` that asked for them, so mcpx keeps one
 //! open to every modern upstream that declares `listChanged` or `subscribe`, over stdio and HTTP
 //! alike. It asks for the list kinds the server declares, and `resourceSubscriptions` for every
-//! URI of the server's that some client of mcpx holds ([`HeldSubscriptions`]: a legacy
+//! URI of the server's that some client of mcpx holds ([`crate::gateway::subscriptions::HeldSubscriptions`]: a legacy
 //! `resources/subscribe` or a modern listen's). When that set changes a new listen is opened
 //! with the new set, and the old one is cancelled only once the new one is acknowledged, so no
 //! change falls between them. A listen that ends (the server closed it, or failed it) is opened
