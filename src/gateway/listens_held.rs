@@ -8,6 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// How long a new listen's acknowledgement is waited for before the old one is let go anyway
+/// (a server that never acknowledges would otherwise hold two listens open), and a client's
+/// subscription for the listen that covers it.
+pub(super) const ACK_PATIENCE: Duration = Duration::from_secs(10);
+
 /// An upstream's listens: the acknowledgements it sent (`notifications/subscriptions/
 /// acknowledged`; each listen gets exactly one, first, so when as many came as listens were
 /// opened, the newest is acknowledged), and the URIs the newest acknowledged one covers.

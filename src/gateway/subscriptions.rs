@@ -120,7 +120,7 @@ impl Gateway {
             // is then heard.
             if !upstream
                 .listening
-                .covers(uri, super::supervision::ACK_PATIENCE)
+                .covers(uri, super::listens_held::ACK_PATIENCE)
                 .await
             {
                 tracing::warn!(server = %upstream.name, "no subscriptions/listen covers {uri} yet");

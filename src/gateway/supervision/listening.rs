@@ -12,6 +12,7 @@
 
 use super::Supervisor;
 use crate::cancel::Cancel;
+use crate::gateway::listens_held::ACK_PATIENCE;
 use crate::gateway::route::Owner;
 use crate::gateway::upstreams::{Upstream, UpstreamState};
 use crate::protocol::Method;
@@ -27,11 +28,6 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 
 /// The longest wait between two listens.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// How long a new listen's acknowledgement is waited for before the old one is let go anyway
-/// (a server that never acknowledges would otherwise hold two listens open), and a client's
-/// subscription for the listen that covers it.
-pub(in crate::gateway) const ACK_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How long a listen may stay open: as long as the server lives.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);

@@ -8,7 +8,6 @@
 
 mod lazy;
 mod listening;
-pub(super) use listening::ACK_PATIENCE;
 mod reload;
 
 use super::catalogs::Catalogs;
