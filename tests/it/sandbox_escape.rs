@@ -108,7 +108,7 @@ fn unix_layer_missing(daemon: &Daemon, server: &str) -> Option<String> {
         .as_array()?
         .iter()
         .filter_map(Value::as_str)
-        .find(|m| m.starts_with("unix sockets") || m.starts_with("filesystem"))
+        .find(|m| m.starts_with("unix sockets"))
         .map(str::to_owned)
 }
 
