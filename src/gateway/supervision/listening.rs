@@ -60,7 +60,12 @@ impl Supervisor {
                     old.cancel.cancel();
                 }
                 upstream.listening.cover(Vec::new());
-                held_changed.await;
+                // Nothing to listen for until a client holds one of its URIs; looked at again
+                // now and then, so that a keeper of a start since replaced ends.
+                smol::future::or(held_changed, async {
+                    smol::Timer::after(MAX_BACKOFF).await;
+                })
+                .await;
                 continue;
             };
             let uris = filter["notifications"]["resourceSubscriptions"].clone();

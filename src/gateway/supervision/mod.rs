@@ -200,11 +200,18 @@ impl Supervisor {
         let started = match outcome {
             Ok((handshake, listing)) => {
                 tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
-                let modern = handshake.revision.era() == Era::Modern;
+                // A 2026-07-28 server announces changes only on a listen: one is kept open to it
+                // if it declares any it can announce.
+                let announces = |kind: &str, flag: &str| handshake.capabilities[kind][flag] == true;
+                let listened = handshake.revision.era() == Era::Modern
+                    && (announces("tools", "listChanged")
+                        || announces("prompts", "listChanged")
+                        || announces("resources", "listChanged")
+                        || announces("resources", "subscribe"));
                 *lock(&upstream.handshake) = Some(handshake);
                 *lock(&upstream.listing) = listing;
                 *lock(&upstream.state) = UpstreamState::Ready;
-                if let Some(me) = self.me.upgrade().filter(|_| modern) {
+                if let Some(me) = self.me.upgrade().filter(|_| listened) {
                     let listening = me.keep_listening(Arc::clone(upstream), generation);
                     crate::runtime::spawn(listening).detach();
                 }
