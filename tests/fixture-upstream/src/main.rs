@@ -60,6 +60,8 @@ struct Server {
     echo_calls: std::sync::atomic::AtomicU64,
     /// Answers to `pester`'s requests: results, and errors.
     pestered: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
+    /// With `--quiet`: no stderr line per call (the benchmarks' upstream).
+    quiet: bool,
     /// Whether a client began a legacy session (`initialize`): announcements then go to it
     /// untagged, as a legacy server's do.
     legacy_session: std::sync::atomic::AtomicBool,
@@ -325,13 +327,20 @@ impl Server {
         if let Some(traceparent) = params["_meta"]["traceparent"].as_str() {
             eprintln!("fixture: traceparent {traceparent} for {name}");
         }
-        // What a modern caller declared it can take, for the tests of what mcpx forwards.
+        // What a modern caller declared it can take, for the tests of what mcpx forwards (a
+        // benchmark asks for `--quiet`: a line per call would measure mcpx's logging).
         let declared = &params["_meta"]["io.modelcontextprotocol/clientCapabilities"];
-        if let Some(extensions) = declared.get("extensions").and_then(Value::as_object) {
-            let ids: Vec<&String> = extensions.keys().collect();
-            eprintln!("fixture: {name} declared extensions {ids:?}");
-        } else if declared.is_object() {
-            eprintln!("fixture: {name} declared no extension");
+        let extensions = declared.get("extensions").and_then(Value::as_object);
+        match (self.quiet, extensions) {
+            (true, _) => {}
+            (false, Some(extensions)) => {
+                let ids: Vec<&String> = extensions.keys().collect();
+                eprintln!("fixture: {name} declared extensions {ids:?}");
+            }
+            (false, None) if declared.is_object() => {
+                eprintln!("fixture: {name} declared no extension")
+            }
+            (false, None) => {}
         }
         let args = &params["arguments"];
         let key = id.to_string();
@@ -975,6 +984,7 @@ fn main() {
             .iter()
             .any(|a| a == "--modern-only" || a == "--conformance-rounds"),
         legacy_only: args.iter().any(|a| a == "--legacy-only"),
+        quiet: args.iter().any(|a| a == "--quiet"),
         exit_on_unknown: args.iter().any(|a| a == "--exit-on-unknown"),
         hostile: args.iter().any(|a| a == "--hostile"),
         show_environment: args.iter().any(|a| a == "--show-environment"),
