@@ -156,10 +156,15 @@ impl Server {
             honoured.insert("resourceSubscriptions".into(), json!(uris));
         }
         let honoured = Value::Object(honoured);
-        eprintln!("fixture: listening on {id} for {honoured}");
+        // Acknowledged and registered under the listens' lock: an announcement made meanwhile
+        // waits, so it is either not this listen's or sent after its acknowledgement. Logged
+        // once registered, so a test that waits for the line finds the listen open.
+        let mut listens = self.listens.lock().unwrap();
         self.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
             "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}}).to_string());
-        self.listens.lock().unwrap().push((id, honoured));
+        listens.push((id.clone(), honoured.clone()));
+        drop(listens);
+        eprintln!("fixture: listening on {id} for {honoured}");
     }
 
     /// The resources it lists: `fixture://hello`, and what tools added.
