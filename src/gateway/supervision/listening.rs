@@ -41,8 +41,26 @@ struct OpenListen {
     unsupported: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// The list kinds a listen may ask for: the capability that declares each, and its filter key.
+const LISTS: [(&str, &str); 3] = [
+    ("tools", "toolsListChanged"),
+    ("prompts", "promptsListChanged"),
+    ("resources", "resourcesListChanged"),
+];
+
+/// Whether a server with `capabilities` can announce anything on a listen: a list change, or a
+/// subscribed resource's update. Only to such a server is one kept open.
+pub(super) fn announces_anything(capabilities: &Value) -> bool {
+    LISTS
+        .iter()
+        .any(|(kind, _)| capabilities[kind]["listChanged"] == json!(true))
+        || capabilities["resources"]["subscribe"] == json!(true)
+}
+
 impl Supervisor {
-    /// Keeps a listen open to `upstream`, started as `generation`, while that start serves.
+    /// Keeps a listen open to `upstream`, started as `generation`, while that start serves: a
+    /// new one when what to ask for changes (the clients' subscriptions to its resources), or
+    /// after the last one ended; never one for a change that leaves its filter as it was.
     pub(super) async fn keep_listening(self: Arc<Self>, upstream: Arc<Upstream>, generation: u64) {
         let serving = || {
             upstream.generation.load(Ordering::Acquire) == generation
@@ -50,85 +68,86 @@ impl Supervisor {
                 && !upstream.removed.is_cancelled()
         };
         let mut acks_wanted = upstream.listening.acks();
-        let mut current: Option<OpenListen> = None;
+        // The listen open, and what it asked for.
+        let mut current: Option<(OpenListen, Value)> = None;
         let mut backoff = FIRST_BACKOFF;
         while serving() {
             // Listened for before the set is read: a change after the read is not missed.
             let held_changed = self.subscriptions.changed();
-            let Some(filter) = self.listen_filter(&upstream) else {
-                if let Some(old) = current.take() {
-                    old.cancel.cancel();
-                }
-                upstream.listening.cover(Vec::new());
-                // Nothing to listen for until a client holds one of its URIs; looked at again
-                // now and then, so that a keeper of a start since replaced ends.
-                smol::future::or(held_changed, async {
-                    smol::Timer::after(MAX_BACKOFF).await;
-                })
-                .await;
-                continue;
+            let filter = self.listen_filter(&upstream);
+            let open_for = |filter: &Value| {
+                current
+                    .as_ref()
+                    .is_some_and(|(listen, asked)| asked == filter && !listen.ended.is_cancelled())
             };
-            let uris = filter["notifications"]["resourceSubscriptions"].clone();
-            let Some(connection) = lock(&upstream.connection).clone() else {
-                break;
-            };
-            tracing::debug!(server = %upstream.name, "subscriptions/listen for {filter}");
-            let opened = open(connection, filter);
-            acks_wanted += 1;
-            let acknowledged = smol::future::or(
-                async {
-                    upstream.listening.reach(acks_wanted).await;
-                    true
-                },
-                async {
-                    smol::future::or(opened.ended.cancelled(), async {
-                        smol::Timer::after(ACK_PATIENCE).await;
-                    })
+            match filter {
+                Some(filter) if open_for(&filter) => {}
+                Some(filter) => {
+                    let Some(connection) = lock(&upstream.connection).clone() else {
+                        break;
+                    };
+                    tracing::debug!(server = %upstream.name, "subscriptions/listen for {filter}");
+                    let opened = open(connection, filter.clone());
+                    acks_wanted += 1;
+                    let acknowledged = smol::future::or(
+                        async {
+                            upstream.listening.reach(acks_wanted).await;
+                            true
+                        },
+                        async {
+                            smol::future::or(opened.ended.cancelled(), async {
+                                smol::Timer::after(ACK_PATIENCE).await;
+                            })
+                            .await;
+                            false
+                        },
+                    )
                     .await;
-                    false
-                },
-            )
-            .await;
-            if let Some(old) = current.replace(opened) {
-                old.cancel.cancel();
+                    match acknowledged {
+                        true => upstream.listening.cover(covered_uris(&filter)),
+                        // The count of acknowledgements can no longer say which listen is whose.
+                        false => acks_wanted = upstream.listening.acks(),
+                    }
+                    if let Some((old, _)) = current.replace((opened, filter)) {
+                        old.cancel.cancel();
+                    }
+                }
+                None => {
+                    if let Some((old, _)) = current.take() {
+                        old.cancel.cancel();
+                    }
+                    upstream.listening.cover(Vec::new());
+                }
             }
-            match acknowledged {
-                true => upstream
-                    .listening
-                    .cover(serde_json::from_value(uris).unwrap_or_default()),
-                // The count of acknowledgements can no longer say which listen is whose.
-                false => acks_wanted = upstream.listening.acks(),
-            }
-            let ended = current
-                .as_ref()
-                .map(|c| c.ended.clone())
-                .unwrap_or_default();
+            // Until the set changes or the listen ends; with none open, looked at again now and
+            // then, so that the keeper of a start since replaced ends.
+            let ended = current.as_ref().map(|(listen, _)| listen.ended.clone());
             let changed = smol::future::or(
                 async {
                     held_changed.await;
                     true
                 },
                 async {
-                    ended.cancelled().await;
+                    match ended {
+                        Some(ended) => ended.cancelled().await,
+                        None => drop(smol::Timer::after(MAX_BACKOFF).await),
+                    }
                     false
                 },
             )
             .await;
-            if changed {
+            let Some((listen, _)) = current.as_ref().filter(|_| !changed) else {
                 backoff = FIRST_BACKOFF;
                 continue;
-            }
-            if current
-                .as_ref()
-                .is_some_and(|c| c.unsupported.load(Ordering::Acquire))
-            {
+            };
+            if listen.unsupported.load(Ordering::Acquire) {
                 tracing::info!(server = %upstream.name, "refuses subscriptions/listen: its notifications are not followed");
                 return;
             }
             smol::Timer::after(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
-        if let Some(old) = current {
+        if let Some((old, _)) = current {
             old.cancel.cancel();
         }
     }
@@ -140,11 +159,7 @@ impl Supervisor {
             .as_ref()
             .map(|h| h.capabilities.clone())?;
         let mut filter = serde_json::Map::new();
-        for (kind, key) in [
-            ("tools", "toolsListChanged"),
-            ("prompts", "promptsListChanged"),
-            ("resources", "resourcesListChanged"),
-        ] {
+        for (kind, key) in LISTS {
             if capabilities[kind]["listChanged"] == json!(true) {
                 filter.insert(key.into(), json!(true));
             }
@@ -160,6 +175,12 @@ impl Supervisor {
         }
         (!filter.is_empty()).then(|| json!({ "notifications": filter }))
     }
+}
+
+/// The resource URIs a listen's `filter` asked for.
+fn covered_uris(filter: &Value) -> Vec<String> {
+    let uris = &filter["notifications"]["resourceSubscriptions"];
+    serde_json::from_value(uris.clone()).unwrap_or_default()
 }
 
 /// Opens a listen with `params` on `connection`, running until cancelled or ended.

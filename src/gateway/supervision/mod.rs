@@ -202,12 +202,8 @@ impl Supervisor {
                 tracing::info!(server = %upstream.name, revision = %handshake.revision, tools = listing.tools.len(), "upstream ready");
                 // A 2026-07-28 server announces changes only on a listen: one is kept open to it
                 // if it declares any it can announce.
-                let announces = |kind: &str, flag: &str| handshake.capabilities[kind][flag] == true;
                 let listened = handshake.revision.era() == Era::Modern
-                    && (announces("tools", "listChanged")
-                        || announces("prompts", "listChanged")
-                        || announces("resources", "listChanged")
-                        || announces("resources", "subscribe"));
+                    && listening::announces_anything(&handshake.capabilities);
                 *lock(&upstream.handshake) = Some(handshake);
                 *lock(&upstream.listing) = listing;
                 *lock(&upstream.state) = UpstreamState::Ready;
