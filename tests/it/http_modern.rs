@@ -609,18 +609,8 @@ mod v2026_07_28 {
                 "tools/call",
                 json!({"name": "fixture__touch", "arguments": {}}),
             );
-            let mut seen = Vec::new();
-            while seen.len() < 2 {
-                let event = events.next_event().unwrap();
-                assert_eq!(
-                    event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-                    90
-                );
-                seen.push(event["method"].as_str().unwrap().to_owned());
-            }
-            seen.sort();
             assert_eq!(
-                seen,
+                events.tagged_methods(2, 90),
                 vec![
                     "notifications/resources/updated",
                     "notifications/tools/list_changed"
@@ -889,22 +879,7 @@ mod v2026_07_28 {
         #[test]
         fn a_real_sdk_client_lists_and_calls_tools_including_an_x_mcp_header_parameter() {
             let d = daemon();
-            let script = format!(
-                "{}/tests/sdk/python_modern_client.py",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let out = std::process::Command::new(crate::common::deps::python())
-                .arg(script)
-                .arg(format!("http://{}/mcp", d.addr))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                d.stderr()
-            );
-            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let report = python_client_against(&d, "python_modern_client.py");
             assert!(report["tools"]
                 .as_array()
                 .unwrap()

@@ -253,22 +253,7 @@ mod v2026_07_28 {
         fn fastmcps_own_task_client_creates_awaits_calls_and_cancels_through_the_http_door() {
             let d = Daemon::start(&(tasks_server("t") + "prefix = \"\"\n"), "metrics = true");
             assert!(d.upstreams_ready(), "{}", d.stderr());
-            let script = concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/sdk/fastmcp_tasks_client.py"
-            );
-            let out = std::process::Command::new(deps::python())
-                .arg(script)
-                .arg(format!("http://{}/mcp", d.addr))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                d.stderr()
-            );
-            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let report = python_client_against(&d, "fastmcp_tasks_client.py");
             assert_eq!(report["result"], "first done after 0.2s", "{report}");
             assert_eq!(report["plain"], "plain done after 0.1s", "{report}");
             assert_eq!(report["cancelled"], "cancelled", "{report}");

@@ -130,18 +130,8 @@ mod v2026_07_28 {
                 "tools/call",
                 json!({"name": "fixture__touch", "arguments": {}}),
             );
-            let mut seen = Vec::new();
-            while seen.len() < 2 {
-                let event = events.next_event().unwrap();
-                assert_eq!(
-                    event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-                    7
-                );
-                seen.push(event["method"].as_str().unwrap().to_owned());
-            }
-            seen.sort();
             assert_eq!(
-                seen,
+                events.tagged_methods(2, 7),
                 [
                     "notifications/prompts/list_changed",
                     "notifications/resources/updated"

@@ -557,6 +557,36 @@ impl EventReader {
     }
 }
 
+impl EventReader {
+    /// The methods of the next `count` events, each checked to carry `subscription` as its
+    /// subscription id, in order of name (a listen's notifications may come in any order).
+    pub fn tagged_methods(&mut self, count: usize, subscription: i64) -> Vec<String> {
+        let mut seen = Vec::new();
+        while seen.len() < count {
+            let event = self.next_event().unwrap();
+            let tag = &event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+            assert_eq!(*tag, subscription, "{event}");
+            seen.push(event["method"].as_str().unwrap().to_owned());
+        }
+        seen.sort();
+        seen
+    }
+}
+
+/// What a script of `tests/sdk` printed (one JSON object) when run against `daemon`'s `/mcp`
+/// with the tests' Python; it must succeed.
+pub fn python_client_against(daemon: &Daemon, script: &str) -> Value {
+    let script = format!("{}/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(super::deps::python())
+        .arg(script)
+        .arg(format!("http://{}/mcp", daemon.addr))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", daemon.stderr());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// What a [`scripted_server`] answers: status line, content type, body.
 pub type Scripted = (&'static str, &'static str, String);
 
