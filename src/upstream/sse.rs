@@ -8,6 +8,7 @@
 //! again. The server's token goes on the GET and on every POST, and a refusal asks for a login
 //! as over Streamable HTTP.
 
+use super::auth::discovery::{challenge_of, Challenge};
 use super::auth::store::Store;
 use super::auth::{bearer, Authorizer, NeedsLogin};
 use super::client::{self, FirstTry, HANDSHAKE_TIMEOUT};
@@ -124,7 +125,10 @@ impl SseUpstream {
                 .map_err(|e| format!("GET failed: {e}"))?;
             let status = response.status();
             if status == StatusCode::UNAUTHORIZED && self.auth.is_some() {
-                let refused = self.authorize_again(token.as_deref(), attempt).await;
+                let challenge = challenge_of(&response);
+                let refused = self
+                    .authorize_again(token.as_deref(), attempt, &challenge)
+                    .await;
                 refused.map_err(|failure| failure.to_string())?;
                 continue;
             }
@@ -236,6 +240,7 @@ impl SseUpstream {
                 .map_err(gone)?;
             let (mut link, response) = endpoint.send(request).await.map_err(gone)?;
             let status = response.status();
+            let challenge = challenge_of(&response);
             let body = response.into_body();
             let drained = link
                 .drive(async |_| Limited::new(body, MAX_POST_ANSWER).collect().await)
@@ -244,7 +249,8 @@ impl SseUpstream {
                 endpoint.recycle(link);
             }
             if status == StatusCode::UNAUTHORIZED && self.auth.is_some() {
-                self.authorize_again(token.as_deref(), attempt).await?;
+                self.authorize_again(token.as_deref(), attempt, &challenge)
+                    .await?;
                 continue;
             }
             if !status.is_success() {
@@ -274,11 +280,16 @@ impl SseUpstream {
     }
 
     /// After the server refused `used`: a fresh token to try once more, or the login needed.
-    async fn authorize_again(&self, used: Option<&str>, attempt: u32) -> Result<(), Failure> {
+    async fn authorize_again(
+        &self,
+        used: Option<&str>,
+        attempt: u32,
+        challenge: &Challenge,
+    ) -> Result<(), Failure> {
         let Some(auth) = &self.auth else {
             return Err(Failure::gone(self.peer.name(), "refused mcpx (401)"));
         };
-        auth.after_refusal(used, attempt)
+        auth.after_refusal(used, attempt, challenge)
             .await
             .map_err(|_| self.needs_login_failure())
     }

@@ -37,6 +37,11 @@ struct AuthServer {
     refresh_allowed: bool,
     /// Changes to its authorization server metadata (a `null` removes the key).
     metadata: Value,
+    /// The authorization server its resource metadata names, when not itself: set when the
+    /// server moves to another (whose tokens it then takes, and only those).
+    moved_to: Mutex<Option<Arc<AuthServer>>>,
+    /// How many clients registered here.
+    registrations: std::sync::atomic::AtomicUsize,
 }
 
 impl AuthServer {
@@ -53,6 +58,8 @@ impl AuthServer {
             lifetime,
             refresh_allowed,
             metadata: changes,
+            moved_to: Mutex::default(),
+            registrations: Default::default(),
         });
         let serving = Arc::clone(&server);
         std::thread::spawn(move || {
@@ -66,6 +73,15 @@ impl AuthServer {
 
     fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The server names `to` as its authorization server from now on: every token issued
+    /// before is dead, and `to`'s work.
+    fn move_to(&self, to: &Arc<AuthServer>) {
+        *self.moved_to.lock().unwrap() = Some(Arc::clone(to));
+        let mut state = self.state.lock().unwrap();
+        state.access.clear();
+        state.refresh.clear();
     }
 
     fn issue(&self, state: &mut State) -> Value {
@@ -116,10 +132,12 @@ impl AuthServer {
         let (status, extra, payload) = match (method, path) {
             ("GET", resource) if resource.starts_with("/.well-known/oauth-protected-resource/") => {
                 let path = &resource["/.well-known/oauth-protected-resource".len()..];
+                let issuer = self.moved_to.lock().unwrap().as_ref().map(|to| to.url());
+                let issuer = issuer.unwrap_or_else(|| base.clone());
                 (
                     "200 OK",
                     String::new(),
-                    json!({"resource": format!("{base}{path}"), "authorization_servers": [base]})
+                    json!({"resource": format!("{base}{path}"), "authorization_servers": [issuer]})
                         .to_string(),
                 )
             }
@@ -136,11 +154,13 @@ impl AuthServer {
                 }
                 ("200 OK", String::new(), metadata.to_string())
             }
-            ("POST", "/register") => (
-                "201 Created",
-                String::new(),
-                json!({"client_id": "mcpx-test-client"}).to_string(),
-            ),
+            ("POST", "/register") => {
+                let n = 1 + self
+                    .registrations
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let client = json!({"client_id": format!("mcpx-test-client-{n}")});
+                ("201 Created", String::new(), client.to_string())
+            }
             ("GET", "/authorize") => {
                 let query = form(target.split_once('?').map_or("", |(_, q)| q));
                 let location = format!(
@@ -202,18 +222,20 @@ impl AuthServer {
         let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{payload}", payload.len());
     }
 
-    /// Whether the request carries a live access token.
+    /// Whether the request carries a live access token (of the authorization server it moved
+    /// to, once moved).
     fn authorized(&self, headers: &HashMap<String, String>) -> bool {
         let token = headers
             .get("authorization")
             .and_then(|a| a.strip_prefix("Bearer "))
             .unwrap_or("");
-        self.state
-            .lock()
-            .unwrap()
-            .access
-            .get(token)
-            .is_some_and(|until| Instant::now() < *until)
+        let issuer = self.moved_to.lock().unwrap().clone();
+        let state = match &issuer {
+            Some(issuer) => &issuer.state,
+            None => &self.state,
+        };
+        let live = state.lock().unwrap().access.get(token).copied();
+        live.is_some_and(|until| Instant::now() < until)
     }
 
     /// The Bearer challenge for the resource at `path`.
@@ -549,6 +571,60 @@ mod every_revision {
                 );
             }
             assert_eq!(server.state.lock().unwrap().refresh_requests, 1);
+        }
+
+        /// SEP-2352: the server names another authorization server. mcpx registers there as
+        /// soon as the old credential is refused for good (before the person is asked), the
+        /// login that follows uses that registration (no second one) and not the old client,
+        /// and the calls go on with the new server's tokens.
+        #[test]
+        fn a_server_moved_to_another_authorization_server_is_registered_with_then_logged_in_to() {
+            let old = AuthServer::start(Duration::from_secs(60), true);
+            let dir = tempfile::tempdir().unwrap();
+            login(&config(&old, dir.path()), dir.path());
+            let mut mcpx = Serve::start(&config(&old, dir.path()));
+            mcpx.initialize("2025-11-25");
+            let first = whoami(&mut mcpx, 1);
+            assert_eq!(
+                first["result"]["content"][0]["text"], "you are logged in",
+                "{first}"
+            );
+            let new = AuthServer::start(Duration::from_secs(60), true);
+            old.move_to(&new);
+            let refused = whoami(&mut mcpx, 2);
+            let message = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("mcpx auth login remote"), "{refused}");
+            let registered = |server: &AuthServer| {
+                server
+                    .registrations
+                    .load(std::sync::atomic::Ordering::SeqCst)
+            };
+            assert_eq!(registered(&new), 1, "{}", mcpx.stderr());
+            assert!(mcpx
+                .stderr()
+                .contains("moved to another authorization server"));
+            let kept: Value = serde_json::from_slice(
+                &std::fs::read(dir.path().join("credentials.json")).unwrap(),
+            )
+            .unwrap();
+            let registration = &kept["remote"]["registrations"][new.url()];
+            assert_eq!(registration["clientId"], "mcpx-test-client-1", "{kept}");
+
+            login(&config(&old, dir.path()), dir.path());
+            assert_eq!(registered(&new), 1, "the login registered again");
+            let kept: Value = serde_json::from_slice(
+                &std::fs::read(dir.path().join("credentials.json")).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(kept["remote"]["issuer"], new.url(), "{kept}");
+            assert_eq!(kept["remote"]["clientId"], "mcpx-test-client-1", "{kept}");
+            assert!(kept["remote"].get("registrations").is_none(), "{kept}");
+            let served = whoami(&mut mcpx, 3);
+            assert_eq!(
+                served["result"]["content"][0]["text"], "you are logged in",
+                "{served}"
+            );
+            assert_eq!(registered(&old), 1);
         }
 
         #[test]

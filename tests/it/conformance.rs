@@ -12,6 +12,15 @@ use std::process::Command;
 /// Runs the suite's client scenarios (`selection`: `--requirements R` or `--scenario S`) with
 /// mcpx as the client; returns the suite's report, after checking it passed.
 fn client_scenarios(selection: &[&str], baseline: Option<&str>) -> String {
+    client_scenarios_with(selection, baseline, &[])
+}
+
+/// [`client_scenarios`], with `env` for `tests/conformance/client`.
+fn client_scenarios_with(
+    selection: &[&str],
+    baseline: Option<&str>,
+    env: &[(&str, &str)],
+) -> String {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
     let mut suite = Command::new(deps::node());
     suite
@@ -19,7 +28,8 @@ fn client_scenarios(selection: &[&str], baseline: Option<&str>) -> String {
         .args(["client", "--command", &format!("{dir}/client")])
         .args(selection)
         .env("MCPX_BIN", mcpx_bin())
-        .env("MCPX_PYTHON", deps::python());
+        .env("MCPX_PYTHON", deps::python())
+        .envs(env.iter().copied());
     if let Some(baseline) = baseline {
         suite.args(["--expected-failures", &format!("{dir}/{baseline}")]);
     }
@@ -225,6 +235,29 @@ mod v2026_07_28 {
                 Some("client-baseline-2026-07-28.yml"),
             );
             assert!(report.contains("auth/iss-wrong-issuer"), "{report}");
+        }
+
+        /// SEP-2352 without a person: the person logs in once, then the server names another
+        /// authorization server. mcpx registers there by itself before it asks for a login
+        /// (no second `mcpx auth login` is run), and never shows the old server's client there.
+        #[test]
+        fn a_moved_authorization_server_is_registered_with_before_a_login_is_asked() {
+            let report = client_scenarios_with(
+                &["--scenario", "auth/authorization-server-migration"],
+                None,
+                &[("MCPX_CONFORMANCE_LOGINS", "1")],
+            );
+            assert!(report.contains("OVERALL: PASSED"), "{report}");
+            for check in [
+                "sep-2352-reregister-on-as-change",
+                "sep-2352-no-reuse-on-as-change",
+                "sep-2352-no-cross-as-credential-reuse",
+            ] {
+                let passed = report
+                    .lines()
+                    .any(|l| l.contains(check) && l.contains("SUCCESS"));
+                assert!(passed, "{check}: {report}");
+            }
         }
     }
 }

@@ -72,6 +72,16 @@ pub fn parse_challenge(header: &str) -> Option<Challenge> {
     Some(challenge)
 }
 
+/// The Bearer challenge of a response's `WWW-Authenticate`; an empty one when it has none.
+pub fn challenge_of<B>(response: &http::Response<B>) -> Challenge {
+    response
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_challenge)
+        .unwrap_or_default()
+}
+
 /// An authorization server, as its metadata describes it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuthServer {

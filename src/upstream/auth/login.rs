@@ -9,7 +9,7 @@
 //! exchanged for tokens bound to the server by RFC 8707's `resource`.
 
 use super::discovery::{self, parse_challenge, AuthServer, Challenge, Discovered};
-use super::store::Credential;
+use super::store::{Credential, Registration};
 use super::token_request;
 use crate::config::{Server, ServerSettings};
 use crate::json::Member;
@@ -120,12 +120,25 @@ pub async fn login(
     let discovered = discovery::discover(server_url, challenge).await?;
     let auth = &discovered.auth;
     trustworthy(auth)?;
-    let listener = smol::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("cannot listen for the redirect: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
-    let client = identify(name, server, auth, &redirect_uri).await?;
+    let introduction = Introduction::of(server);
+    let registered = previous.and_then(|p| p.registrations.get(&auth.issuer));
+    let (listener, redirect_uri, client) = match introduction.known_client(auth) {
+        Some(client) => {
+            let (listener, redirect_uri) = redirect_listener(0).await?;
+            (listener, redirect_uri, client)
+        }
+        None => match reusable(registered).await {
+            Some((listener, registration)) => {
+                let redirect_uri = registration.redirect_uri.clone();
+                (listener, redirect_uri, registration.as_client())
+            }
+            None => {
+                let (listener, redirect_uri) = redirect_listener(0).await?;
+                let registration = register(name, auth, &redirect_uri).await?;
+                (listener, redirect_uri, registration.as_client())
+            }
+        },
+    };
     let verifier = random_token(32)?;
     let state = random_token(16)?;
     let scope = scope_to_ask(&server, challenge, &discovered, previous);
@@ -166,6 +179,13 @@ pub async fn login(
         revocation_endpoint: auth.revocation_endpoint.clone(),
         resource: discovered.resource.clone(),
         scope,
+        // What was registered for another server is kept; this one's is in use now.
+        registrations: previous
+            .map(|p| p.registrations.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(issuer, _)| *issuer != auth.issuer)
+            .collect(),
         ..client
     };
     let answer = token_request(&credential, &form).await?;
@@ -210,48 +230,117 @@ fn scope_to_ask(
     (!scopes.is_empty()).then(|| scopes.join(" "))
 }
 
-/// The client mcpx is to this authorization server: pre-registered, a metadata document's URL,
-/// or registered now.
-async fn identify(
+/// How mcpx introduces itself to authorization servers, as `[servers.NAME.oauth]` says.
+#[derive(Clone, Default)]
+pub struct Introduction {
+    /// A client id registered beforehand, and its secret.
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    /// mcpx's client metadata document, for servers that take one as a client id.
+    metadata_url: Option<String>,
+}
+
+impl std::fmt::Debug for Introduction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret is never printed.
+        f.debug_struct("Introduction")
+            .field("client_id", &self.client_id)
+            .field("metadata_url", &self.metadata_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Introduction {
+    /// What the server's configuration says.
+    pub fn of(server: ServerSettings<'_>) -> Introduction {
+        let oauth = server.oauth.clone().unwrap_or_default();
+        Introduction {
+            client_id: oauth.client_id,
+            client_secret: server.expanded.client_secret.clone(),
+            metadata_url: oauth.client_metadata_url,
+        }
+    }
+
+    /// The client mcpx is to `auth` without registering: pre-registered, or a metadata
+    /// document's URL where `auth` takes one. `None` when it must register (RFC 7591).
+    fn known_client(&self, auth: &AuthServer) -> Option<Credential> {
+        if let Some(client_id) = &self.client_id {
+            let method = match &self.client_secret {
+                None => "none",
+                // RFC 8414: basic is the default when the server lists nothing.
+                Some(_)
+                    if auth.token_auth_methods.is_empty()
+                        || auth
+                            .token_auth_methods
+                            .iter()
+                            .any(|m| m == "client_secret_basic") =>
+                {
+                    "client_secret_basic"
+                }
+                Some(_) => "client_secret_post",
+            };
+            return Some(Credential {
+                client_id: client_id.clone(),
+                client_secret: self.client_secret.clone(),
+                token_auth_method: method.into(),
+                ..Credential::default()
+            });
+        }
+        match (&self.metadata_url, auth.client_id_metadata_documents) {
+            (Some(url), true) => Some(Credential {
+                client_id: url.clone(),
+                token_auth_method: "none".into(),
+                ..Credential::default()
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Registers mcpx at `auth` now for a login later, where that login would have to register:
+/// what a server's move to another authorization server asks (SEP-2352) of a client that keeps
+/// running without a person. The redirect registered is a loopback port free now, which the
+/// login binds again. `None` when mcpx needs no registration there.
+pub async fn register_ahead(
     name: &str,
-    server: ServerSettings<'_>,
+    introduction: &Introduction,
+    auth: &AuthServer,
+) -> Result<Option<Registration>, String> {
+    trustworthy(auth)?;
+    if introduction.known_client(auth).is_some() {
+        return Ok(None);
+    }
+    let (listener, redirect_uri) = redirect_listener(0).await?;
+    drop(listener);
+    register(name, auth, &redirect_uri).await.map(Some)
+}
+
+/// A listener for the login's redirect on loopback `port` (0: any), and its URI.
+async fn redirect_listener(port: u16) -> Result<(smol::net::TcpListener, String), String> {
+    let listener = smol::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| format!("cannot listen for the redirect: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    Ok((listener, format!("http://127.0.0.1:{port}/callback")))
+}
+
+/// A registration made ahead, with its redirect's port bound again; `None` when there is none,
+/// or its port is taken now (a new registration is made then).
+async fn reusable(
+    registered: Option<&Registration>,
+) -> Option<(smol::net::TcpListener, &Registration)> {
+    let registration = registered?;
+    let port = Url::parse(&registration.redirect_uri).ok()?.port()?;
+    let (listener, uri) = redirect_listener(port).await.ok()?;
+    (uri == registration.redirect_uri).then_some((listener, registration))
+}
+
+/// Registers mcpx at `auth` (RFC 7591) as a native client redirected to `redirect_uri`.
+async fn register(
+    name: &str,
     auth: &AuthServer,
     redirect_uri: &str,
-) -> Result<Credential, String> {
-    let oauth = server.oauth.clone().unwrap_or_default();
-    if let Some(client_id) = &oauth.client_id {
-        let client_secret = server.expanded.client_secret.clone();
-        let method = match &client_secret {
-            None => "none",
-            // RFC 8414: basic is the default when the server lists nothing.
-            Some(_)
-                if auth.token_auth_methods.is_empty()
-                    || auth
-                        .token_auth_methods
-                        .iter()
-                        .any(|m| m == "client_secret_basic") =>
-            {
-                "client_secret_basic"
-            }
-            Some(_) => "client_secret_post",
-        };
-        return Ok(Credential {
-            client_id: client_id.clone(),
-            client_secret,
-            token_auth_method: method.into(),
-            ..Credential::default()
-        });
-    }
-    if let (Some(url), true) = (
-        &oauth.client_metadata_url,
-        auth.client_id_metadata_documents,
-    ) {
-        return Ok(Credential {
-            client_id: url.clone(),
-            token_auth_method: "none".into(),
-            ..Credential::default()
-        });
-    }
+) -> Result<Registration, String> {
     let Some(endpoint) = &auth.registration_endpoint else {
         return Err(format!(
             "the authorization server {} offers no client registration: set [servers.{name}.oauth] clientId",
@@ -286,11 +375,11 @@ async fn identify(
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    Ok(Credential {
+    Ok(Registration {
         client_id: text("client_id").ok_or("the registration answer has no client_id")?,
         client_secret: text("client_secret"),
         token_auth_method: text("token_endpoint_auth_method").unwrap_or_else(|| "none".into()),
-        ..Credential::default()
+        redirect_uri: redirect_uri.to_owned(),
     })
 }
 

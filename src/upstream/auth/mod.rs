@@ -13,7 +13,9 @@ use crate::json::Member;
 use crate::net::client::{fetch, Pool};
 use crate::sync::lock;
 use base64::Engine;
+use discovery::Challenge;
 use http::{HeaderMap, HeaderValue, Method};
+use login::Introduction;
 use serde_json::Value;
 use std::sync::Mutex;
 use store::{now_secs, Credential, Store};
@@ -30,6 +32,11 @@ pub struct Authorizer {
     /// Held while a refresh is in flight, so that callers wait for it rather than refresh again
     /// with the same refresh token.
     refreshing: smol::lock::Mutex<()>,
+    /// How mcpx introduces itself to an authorization server the server moves to.
+    introduction: Introduction,
+    /// The access token last found refused for good: whether the server moved to another
+    /// authorization server is asked once per token, not on every refused request.
+    move_checked_for: Mutex<Option<String>>,
 }
 
 /// Why a request cannot be authorized.
@@ -48,7 +55,7 @@ impl std::fmt::Display for NeedsLogin {
 
 impl Authorizer {
     /// The authorizer of server `server` at `url`, its tokens in `store`.
-    pub fn new(server: &str, url: &str, store: Store) -> Authorizer {
+    pub fn new(server: &str, url: &str, store: Store, introduction: Introduction) -> Authorizer {
         let current = store.get(server).filter(|c| c.server_url == url);
         Authorizer {
             server: server.to_owned(),
@@ -56,6 +63,8 @@ impl Authorizer {
             store,
             current: Mutex::new(current),
             refreshing: smol::lock::Mutex::new(()),
+            introduction,
+            move_checked_for: Mutex::new(None),
         }
     }
 
@@ -68,7 +77,8 @@ impl Authorizer {
     ) -> Result<(Pool, Option<Authorizer>), String> {
         let pool = pool_for(server)?;
         let url = server.url.as_deref().unwrap_or_default();
-        let auth = (!pool.carries_authorization()).then(|| Authorizer::new(name, url, credentials));
+        let auth = (!pool.carries_authorization())
+            .then(|| Authorizer::new(name, url, credentials, Introduction::of(server)));
         Ok((pool, auth))
     }
 
@@ -94,12 +104,70 @@ impl Authorizer {
         Some(token)
     }
 
-    /// The server refused `used` (401) on the `attempt`th try of a request: a fresh token to
-    /// try once more with, or, on the second refusal, a login.
-    pub async fn after_refusal(&self, used: Option<&str>, attempt: u32) -> Result<(), NeedsLogin> {
-        match attempt {
+    /// The server refused `used` (401, with `challenge`) on the `attempt`th try of a request: a
+    /// fresh token to try once more with, or, on the second refusal, a login; before a login is
+    /// asked for, a move to another authorization server is followed.
+    pub async fn after_refusal(
+        &self,
+        used: Option<&str>,
+        attempt: u32,
+        challenge: &Challenge,
+    ) -> Result<(), NeedsLogin> {
+        let outcome = match attempt {
             0 => self.refused(used).await.map(drop),
             _ => Err(self.needs_login()),
+        };
+        if outcome.is_err() {
+            self.follow_a_move(used, challenge).await;
+        }
+        outcome
+    }
+
+    /// The credential is refused for good. If the server now names another authorization
+    /// server than the one that issued it, mcpx registers there at once, as a first login
+    /// would (SEP-2352: a client's registration and tokens belong to the server that issued
+    /// them), and keeps the registration for the login that follows: the person is asked only
+    /// for what needs a person.
+    async fn follow_a_move(&self, used: Option<&str>, challenge: &Challenge) {
+        {
+            let mut checked = lock(&self.move_checked_for);
+            if checked.as_deref() == used {
+                return;
+            }
+            *checked = used.map(str::to_owned);
+        }
+        let _one_at_a_time = self.refreshing.lock().await;
+        let stored = self.store.read(&self.server).await;
+        let Some(mut credential) = stored.filter(|c| c.server_url == self.url) else {
+            return;
+        };
+        let auth = match discovery::discover(&self.url, challenge).await {
+            Ok(discovered) => discovered.auth,
+            Err(e) => {
+                tracing::debug!(server = %self.server, "which authorization server it names now is unknown: {e}");
+                return;
+            }
+        };
+        if auth.issuer == credential.issuer || credential.registrations.contains_key(&auth.issuer) {
+            return;
+        }
+        let (server, from, to) = (&self.server, &credential.issuer, &auth.issuer);
+        match login::register_ahead(server, &self.introduction, &auth).await {
+            Ok(None) => {
+                tracing::warn!(%server, %from, %to, "the server moved to another authorization server; a login there is needed");
+            }
+            Ok(Some(registration)) => {
+                tracing::warn!(%server, %from, %to, "the server moved to another authorization server; mcpx registered there, a login is needed");
+                credential
+                    .registrations
+                    .insert(auth.issuer.clone(), registration);
+                if let Err(e) = self.store.keep(server, Some(credential)).await {
+                    tracing::warn!(%server, "the registration could not be saved: {e}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%server, %from, %to, "the server moved to another authorization server; registering there failed: {e}");
+            }
         }
     }
 

@@ -59,6 +59,48 @@ pub struct Credential {
     /// How long the access token lived when issued, in seconds, if the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime: Option<u64>,
+    /// mcpx's registrations at authorization servers other than `issuer`, by issuer: made when
+    /// the server moved to another one (SEP-2352: credentials belong to the server that issued
+    /// them), for the next login there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub registrations: BTreeMap<String, Registration>,
+}
+
+/// mcpx as a client registered (RFC 7591) at one authorization server.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registration {
+    /// The client id the server gave.
+    pub client_id: String,
+    /// Its secret, if the server gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint.
+    pub token_auth_method: String,
+    /// The loopback redirect registered: a login binds its port again to use this client.
+    pub redirect_uri: String,
+}
+
+impl Registration {
+    /// The client part of a credential, for a login with this registration.
+    pub fn as_client(&self) -> Credential {
+        Credential {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            token_auth_method: self.token_auth_method.clone(),
+            ..Credential::default()
+        }
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret is never printed.
+        f.debug_struct("Registration")
+            .field("client_id", &self.client_id)
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Credential {

@@ -3,6 +3,7 @@
 
 use super::HttpUpstream;
 use crate::failure::Failure;
+use crate::upstream::auth::discovery::Challenge;
 use crate::upstream::auth::NeedsLogin;
 use std::sync::atomic::Ordering;
 
@@ -13,14 +14,17 @@ impl HttpUpstream {
         &self,
         used: Option<&str>,
         attempt: u32,
+        challenge: &Challenge,
     ) -> Result<(), Failure> {
         let Some(auth) = &self.auth else {
             return Err(Failure::gone(&self.name, "refused mcpx (401)"));
         };
-        auth.after_refusal(used, attempt).await.map_err(|needed| {
-            self.needs_login.store(true, Ordering::Relaxed);
-            Failure::Refused(needed.to_string())
-        })
+        auth.after_refusal(used, attempt, challenge)
+            .await
+            .map_err(|needed| {
+                self.needs_login.store(true, Ordering::Relaxed);
+                Failure::Refused(needed.to_string())
+            })
     }
 
     /// The server wants more scope than the token has: remembered for the next login (which

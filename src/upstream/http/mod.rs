@@ -18,7 +18,7 @@ mod streams;
 
 use super::asks::{self, Askers};
 use super::auth::bearer;
-use super::auth::discovery::parse_challenge;
+use super::auth::discovery::{challenge_of, Challenge};
 use super::auth::store::Store;
 use super::auth::Authorizer;
 use super::chatter::{Chatter, Verdict};
@@ -105,8 +105,8 @@ enum Answer {
     Reply(Reply),
     /// The server no longer knows the session (404): initialize again.
     SessionGone,
-    /// The server refused the token sent (401), or asked for one.
-    Unauthorized(Option<String>),
+    /// The server refused the token sent (401), or asked for one, with this challenge.
+    Unauthorized(Option<String>, Challenge),
     /// The token lacks a scope the request needs (403 `insufficient_scope`): a login for more.
     InsufficientScope(Option<String>),
 }
@@ -287,8 +287,11 @@ impl HttpUpstream {
                 Some(Ok(Answer::InsufficientScope(scope))) => {
                     return Err(self.step_up(scope.as_deref()).into())
                 }
-                Some(Ok(Answer::Unauthorized(used))) => {
-                    match self.authorize_again(used.as_deref(), attempt).await {
+                Some(Ok(Answer::Unauthorized(used, challenge))) => {
+                    match self
+                        .authorize_again(used.as_deref(), attempt, &challenge)
+                        .await
+                    {
                         Ok(()) => continue,
                         Err(failure) => return Err(failure.into()),
                     }
@@ -385,16 +388,11 @@ impl HttpUpstream {
         let (mut link, response) = self.pool.send(request).await?;
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED && self.auth.is_some() {
-            return Ok(Answer::Unauthorized(token));
+            return Ok(Answer::Unauthorized(token, challenge_of(&response)));
         }
         if status == StatusCode::FORBIDDEN && self.auth.is_some() {
-            let challenge = response
-                .headers()
-                .get(http::header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(parse_challenge)
-                .filter(|c| c.error.as_deref() == Some("insufficient_scope"));
-            if let Some(challenge) = challenge {
+            let challenge = challenge_of(&response);
+            if challenge.error.as_deref() == Some("insufficient_scope") {
                 return Ok(Answer::InsufficientScope(challenge.scope));
             }
         }
