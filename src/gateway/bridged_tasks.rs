@@ -112,7 +112,12 @@ impl Gateway {
             }
         };
         task::drop_related_task(&mut outcome);
-        Ok(outcome)
+        let catalog = self.catalog_of(client);
+        Ok(super::results::leaving(
+            &catalog,
+            bridge.route.owner,
+            outcome,
+        ))
     }
 
     /// `method` sent to the bridged tool's server: `forwarded` as the server sees it, `original`

@@ -111,7 +111,10 @@ impl CallLimits {
         let repeated = match (&rules.loop_guard, call.method) {
             (Some(guard), Method::ToolsCall) => {
                 let arguments = call.arguments.unwrap_or(&Value::Null);
-                let digest = crate::canonical::sha256(&json!([call.name, arguments]));
+                let digest = crate::canonical::sha256(
+                    &json!([call.name, arguments]),
+                    crate::canonical::Numbers::Rfc8785,
+                );
                 Some((guard, (caller.clone(), digest)))
             }
             _ => None,

@@ -128,12 +128,13 @@ impl Catalog {
             .iter()
             .map(|s| apps::claimed(listed(s.listing)))
             .collect();
-        let shared_ui = shared_uris::shared(&ui_claims);
+        let servers: Vec<&str> = sources.iter().map(|s| s.server).collect();
+        let shared_ui = shared_uris::shared(&ui_claims, &servers);
         let skill_dirs: Vec<_> = sources
             .iter()
             .map(|s| skills::claimed(&s.listing.skills))
             .collect();
-        let shared_dirs = shared_uris::shared(&skill_dirs);
+        let shared_dirs = shared_uris::shared(&skill_dirs, &servers);
         let tool_keepers = keepers(sources, claims(&tools), &previous.tool_routes);
         let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
         for (index, source) in sources.iter().enumerate() {
@@ -381,15 +382,21 @@ impl Catalog {
         self.prompt_routes.get(exposed)
     }
 
-    /// Which server answers for a resource URI: the one that listed it, else the first whose
-    /// template matches it.
+    /// Which server answers for a resource URI ([`Catalog::resource_route`]).
     pub fn resource_owner(&self, uri: &str) -> Option<Owner> {
-        self.resource_owners.get(uri).copied().or_else(|| {
-            self.template_owners
-                .iter()
-                .find(|(pattern, _)| template_matches(pattern, uri))
-                .map(|(_, owner)| *owner)
-        })
+        self.resource_route(uri).map(|(owner, _)| owner)
+    }
+
+    /// Which server answers for a resource URI: the one that listed it, else the first whose
+    /// template matches it (and that template, as shown).
+    pub fn resource_route(&self, uri: &str) -> Option<(Owner, Option<&str>)> {
+        if let Some(owner) = self.resource_owners.get(uri) {
+            return Some((*owner, None));
+        }
+        self.template_owners
+            .iter()
+            .find(|(pattern, _)| template_matches(pattern, uri))
+            .map(|(pattern, owner)| (*owner, Some(pattern.as_str())))
     }
 
     /// Which server listed a resource template.

@@ -27,9 +27,11 @@ pub mod naming;
 mod observe;
 mod own_tasks;
 mod pinning;
+mod policies;
 mod profile;
 mod relay;
 mod request_state;
+mod results;
 mod rounds;
 mod route;
 mod routing;
@@ -38,6 +40,7 @@ mod shared_uris;
 mod skills;
 mod subscriptions;
 mod supervision;
+mod target;
 mod tasks;
 mod upstreams;
 mod uri_template;
@@ -474,44 +477,18 @@ impl Gateway {
                 let task = self.task_method(client, method, params, revision, extensions, ctx);
                 Box::pin(task).await
             }
-            method if method.is_catalog() => match self.within_limits(method, params, ctx) {
-                Err(refused) => refused,
-                Ok(()) => {
-                    self.catalogs.ready().await;
-                    // Boxed so that the request task stays small for what waits long in it (a
-                    // listen stream holds its task for as long as it is open).
-                    let catalog =
-                        self.catalog_method(client, method, params, revision, extensions, ctx);
-                    Box::pin(catalog).await
-                }
-            },
+            method if method.is_catalog() => {
+                self.catalogs.ready().await;
+                // Boxed so that the request task stays small for what waits long in it (a
+                // listen stream holds its task for as long as it is open).
+                let catalog =
+                    self.catalog_method(client, method, params, revision, extensions, ctx);
+                Box::pin(catalog).await
+            }
             // `initialize` is answered before this, by `handle`.
             _ => Err(not_found(name)),
         }?;
         Ok(shape::result(method, revision, extensions, result))
-    }
-
-    /// Whether `[limits]` let this call of the caller's go upstream; if not, its answer. A
-    /// call through `mcpx__call_tool` counts as the call of the tool it names.
-    fn within_limits(
-        &self,
-        method: Method,
-        params: Option<&Value>,
-        ctx: &RequestContext,
-    ) -> Result<(), Result<Value, ErrorObject>> {
-        let (Some(name), arguments) = search::call_target(method, params) else {
-            return Ok(());
-        };
-        let call = call_limits::Call {
-            method,
-            name,
-            arguments,
-        };
-        self.limits.admit(&ctx.caller, &call).map_err(|refusal| {
-            crate::metrics::limited(&refusal.limit);
-            tracing::info!(limit = %refusal.limit, name, "a call was refused by [limits]");
-            refusal.answer(method, params.and_then(|p| p.member("task")).is_some())
-        })
     }
 
     fn discover(&self) -> Value {

@@ -4,15 +4,16 @@
 //! once, with `list_changed` for what it changes.
 
 use super::catalog::Listing;
+use super::policies::Refused;
+use super::target::{Kind as TargetKind, Target};
 use super::upstreams::Upstream;
-use super::{Client, CommandError, Gateway, Owner};
+use super::{CommandError, Gateway, Owner};
 use crate::audit::{AuditLog, Entry};
 use crate::config::{Pin, Server};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::pins::{Decision, Kind, Pins, Review};
 use crate::protocol::Method;
 use serde_json::{json, Value};
-use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -131,51 +132,44 @@ fn tool_error(message: String) -> Value {
 }
 
 impl Gateway {
-    /// The refusal of a call (`tools/call`, `prompts/get`, `resources/read`, `skills/get`) of a
-    /// pinned definition that waits for review: a tool result with `isError` for a tool, an
-    /// invalid-params error otherwise. `None` when the call may go.
-    pub(super) fn pin_refusal(
-        &self,
-        client: &Client,
-        method: Method,
-        params: Option<&Value>,
-    ) -> Option<Result<Value, ErrorObject>> {
-        let catalog = self.catalog_of(client);
-        let name = super::search::call_target(method, params).0?;
-        let (owner, kind, own) = match method {
-            Method::ToolsCall => match catalog.tool(name) {
-                Some(route) => (route.owner, Kind::Tool, Cow::from(route.name.as_str())),
-                None => {
-                    return self
-                        .withheld_tool(name)
-                        .map(|message| Ok(tool_error(message)))
-                }
-            },
-            Method::PromptsGet => {
-                let route = catalog.prompt(name)?;
-                (route.owner, Kind::Prompt, Cow::from(route.name.as_str()))
-            }
-            Method::ResourcesRead | Method::SkillsGet => {
-                let owner = catalog.resource_owner(name)?;
-                // Pinned under the server's own URI, which a shared skill URI is renamed from.
-                let own = catalog.shared_uris().own_uri(owner, name);
-                let kind = match method {
-                    Method::SkillsGet => Kind::Skill,
-                    _ => Kind::Resource,
-                };
-                (owner, kind, own.map_or(Cow::from(name), Cow::from))
-            }
-            _ => return None,
+    /// The refusal of a request that uses a pinned definition waiting for review (a tool, a
+    /// prompt, a resource or the template it was matched by, a skill, whichever route named
+    /// it): a tool result with `isError` for `tools/call`, an invalid-params error otherwise.
+    pub(super) fn pins_allow(&self, method: Method, target: &Target) -> Result<(), Refused> {
+        let Owner::Upstream(_) = target.owner else {
+            return Ok(());
         };
-        let Owner::Upstream(_) = owner else {
-            return None;
+        let Some(upstream) = self.supervisor.upstreams().of(target.owner) else {
+            return Ok(());
         };
-        let upstream = self.supervisor.upstreams().of(owner)?;
-        let message = self.pinning.refusal(&upstream, kind, &own)?;
-        Some(match method {
+        let kind = match target.kind {
+            TargetKind::Tool => Kind::Tool,
+            TargetKind::Prompt => Kind::Prompt,
+            TargetKind::Resource => Kind::Resource,
+            TargetKind::Skill => Kind::Skill,
+        };
+        let template = || {
+            let template = target.template.as_deref()?;
+            self.pinning.refusal(&upstream, Kind::Template, template)
+        };
+        let Some(message) = self
+            .pinning
+            .refusal(&upstream, kind, &target.own)
+            .or_else(template)
+        else {
+            return Ok(());
+        };
+        Err(match method {
             Method::ToolsCall => Ok(tool_error(message)),
             _ => Err(ErrorObject::new(INVALID_PARAMS, message)),
         })
+    }
+
+    /// Why a `tools/call` of `exposed` names no tool, when a pinned server lists it and mcpx
+    /// withholds it (new, or changed under `onChange = "hide"`): a tool result with `isError`
+    /// that says what to review, rather than "unknown tool".
+    pub(super) fn withheld(&self, exposed: &str) -> Option<Value> {
+        self.withheld_tool(exposed).map(tool_error)
     }
 
     /// Why `exposed` names no tool, when a pinned server lists it and mcpx withholds it (new,

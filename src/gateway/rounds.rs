@@ -143,6 +143,9 @@ struct Parked {
     asked: u64,
     method: Method,
     target: String,
+    /// The caller whose call it is ([`crate::access::Identity::owner_key`]): only its retry
+    /// resumes it.
+    caller: String,
     _place: FairHeld,
 }
 
@@ -289,6 +292,7 @@ impl Rounds {
             asked: 0,
             method,
             target,
+            caller: ctx.caller.owner_key(),
             _place: call.place,
         };
         self.drive(parked, capabilities, ctx).await
@@ -316,9 +320,16 @@ impl Rounds {
                 ),
             ));
         }
+        // Another caller's state is, to this one, a state of no call: it neither answers the
+        // call nor ends it.
+        let caller = ctx.caller.owner_key();
         let held_here = claims.holder == self.holder;
         let parked = held_here
-            .then(|| self.lock().remove(&claims.call))
+            .then(|| {
+                let mut parked = self.lock();
+                let theirs = parked.get(&claims.call).is_some_and(|p| p.caller == caller);
+                theirs.then(|| parked.remove(&claims.call)).flatten()
+            })
             .flatten();
         let mut parked = parked.ok_or_else(|| {
             ErrorObject::new(

@@ -6,10 +6,11 @@ use super::bridged_tasks::Bridge;
 use super::forwarded::forwardable;
 use super::own_tasks::Promotion;
 use super::rounds::{Reach, UpstreamCall};
+use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
 use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
 use super::{
-    apps, builtin, relay, search, skills, Catalog, Client, Gateway, Owner, RequestContext, Route,
+    builtin, not_found, relay, results, search, Client, Gateway, Owner, RequestContext, Route,
 };
 use crate::audit::Questions;
 use crate::config::TaskPolicy;
@@ -26,8 +27,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 impl Gateway {
-    /// Answers a catalog method: a page of a list, or a call routed to its upstream, for a
-    /// client that negotiated `extensions` for it.
+    /// Answers a catalog method: a page of a list, or a request resolved to its target
+    /// ([`super::target`]), passed through the policies ([`super::policies`]) and routed to its
+    /// upstream, for a client that negotiated `extensions` for it.
     pub(super) async fn catalog_method(
         &self,
         client: &Arc<Client>,
@@ -37,68 +39,96 @@ impl Gateway {
         extensions: Extensions,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        if let Some(refused) = self.pin_refusal(client, method, params) {
+        let catalog = self.catalog_of(client);
+        if method.list_key().is_some() {
+            let cursor = params.and_then(|p| p.member("cursor"));
+            let apps = extensions.contains(Extension::Apps);
+            return catalog.page(method, cursor, apps);
+        }
+        let resolved = match target::resolve(&catalog, method, params) {
+            Ok(Some(resolved)) => resolved,
+            Ok(None) => return Err(not_found(method.as_str())),
+            Err(unresolved) => return self.unresolved(method, unresolved, revision),
+        };
+        if let Err(refused) = self.admit(method, &resolved, ctx) {
             return refused;
         }
+        let (target, params) = (&resolved.target, resolved.params());
         match method {
-            _ if method.list_key().is_some() => {
-                let cursor = params.and_then(|p| p.member("cursor"));
-                let apps = extensions.contains(Extension::Apps);
-                self.catalog_of(client).page(method, cursor, apps)
-            }
-            Method::ToolsCall => match self.promotes(client, params, revision, extensions)? {
+            Method::ToolsCall => match self.promotes(client, &resolved, revision, extensions)? {
                 Some(promotion) => {
-                    self.call_promoting(client, params, revision, promotion, ctx)
+                    self.call_promoting(client, target, params, revision, promotion, ctx)
                         .await
                 }
-                None => self.call_named(client, method, params, revision, ctx).await,
+                None => {
+                    self.call_named(client, target, method, params, revision, ctx)
+                        .await
+                }
             },
-            Method::PromptsGet => self.call_named(client, method, params, revision, ctx).await,
+            Method::PromptsGet => {
+                self.call_named(client, target, method, params, revision, ctx)
+                    .await
+            }
             Method::ResourcesRead | Method::SkillsGet | Method::ResourcesDirectoryRead => {
-                self.read_resource(client, method, params, revision, ctx)
+                self.read_resource(client, target, method, params, revision, ctx)
                     .await
             }
             Method::ResourcesSubscribe => {
-                let uri = uri_of(params);
-                let owner = self.resource_owner(client, uri, revision)?;
-                self.subscribe(client, owner, uri).await
+                self.subscribe(client, target.owner, &target.exposed).await
             }
-            _ => self.complete(client, params, revision, ctx).await,
+            Method::CompletionComplete => {
+                self.complete(client, target, params, revision, ctx).await
+            }
+            _ => Err(not_found(method.as_str())),
         }
     }
 
-    /// `tools/call` and `prompts/get`: the merged name is mapped back to its server's own.
+    /// The answer to a request that names nothing the caller reaches.
+    fn unresolved(
+        &self,
+        method: Method,
+        unresolved: Unresolved,
+        revision: Revision,
+    ) -> Result<Value, ErrorObject> {
+        let invalid = |what: &str, name: &str| {
+            Err(ErrorObject::new(
+                INVALID_PARAMS,
+                format!("Unknown {what}: {name}"),
+            ))
+        };
+        match unresolved {
+            // A tool a pinned server lists and mcpx withholds says what to review.
+            Unresolved::Tool(name) => match self.withheld(&name) {
+                Some(withheld) => Ok(withheld),
+                None => invalid("tool", &name),
+            },
+            Unresolved::Prompt(name) => invalid("prompt", &name),
+            Unresolved::Resource(uri) => Err(resource_not_found(&uri, revision)),
+            Unresolved::Reference(uri) if method == Method::CompletionComplete => {
+                invalid("resource reference", &uri)
+            }
+            Unresolved::Reference(uri) => Err(resource_not_found(&uri, revision)),
+            Unresolved::Invalid(error) => Err(error),
+        }
+    }
+
+    /// `tools/call` and `prompts/get` of `target`, under the name its server knows.
     pub(super) async fn call_named(
         &self,
         client: &Arc<Client>,
+        target: &Target,
         method: Method,
         params: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         let catalog = self.catalog_of(client);
-        let name = params
-            .and_then(|p| p.member("name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let (route, what) = match method {
-            Method::ToolsCall => (
-                catalog.called_tool(name)?.and_then(|e| catalog.tool(e)),
-                "tool",
-            ),
-            _ => (catalog.prompt(name), "prompt"),
-        };
-        let route = route
-            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("Unknown {what}: {name}")))?;
-        if route.owner == Owner::Builtin {
+        let owner = target.owner;
+        if owner == Owner::Builtin {
             let arguments = params.and_then(|p| p.member("arguments"));
-            return match (route.name.as_str(), catalog.search_index()) {
+            return match (target.own.as_str(), catalog.search_index()) {
                 (builtin::LOGIN, _) => self.login_tool(client, params, revision, ctx).await,
                 (search::SEARCH_TOOLS, Some(index)) => Ok(search::answer(index, arguments)),
-                (search::CALL_TOOL, _) => {
-                    let params = search::called(params)?;
-                    Box::pin(self.call_named(client, method, Some(&params), revision, ctx)).await
-                }
                 (tool, _) => Ok(builtin::call(
                     tool,
                     arguments,
@@ -108,8 +138,7 @@ impl Gateway {
             };
         }
         let mut forwarded = forwardable(params);
-        forwarded["name"] = json!(route.name);
-        let owner = route.owner;
+        forwarded["name"] = json!(target.own);
         if let Value::Object(fields) = &mut forwarded {
             // Asks a 2025-11-25 server for a task: no other server is asked for one.
             let upstreams = self.supervisor.upstreams();
@@ -127,16 +156,22 @@ impl Gateway {
             && task::has_tasks(revision)
             && task::is_created(&result, era)
         {
-            // A task outlives this call: its id is mcpx's, and names the upstream running it.
+            // A task outlives this call: its id is mcpx's, and names the upstream running it
+            // and the caller it belongs to.
             let upstream = self.supervisor.upstreams().of(owner);
             let upstream =
                 upstream.ok_or_else(|| Failure::Refused("its upstream was removed".into()))?;
-            let created = self
-                .task_ids
-                .seal_created(&mut result, era, &upstream, client, name)?;
+            let created = self.task_ids.seal_created(
+                &mut result,
+                era,
+                &upstream,
+                client,
+                &ctx.caller,
+                &target.exposed,
+            )?;
             self.observer.task(&created.origin, "created");
         }
-        Ok(shown_renamed(&catalog, owner, result))
+        Ok(results::leaving(&catalog, owner, result))
     }
 
     /// How long a `tools/call` may run before mcpx makes it a task of its own: for a 2026-07-28
@@ -147,7 +182,7 @@ impl Gateway {
     fn promotes(
         &self,
         client: &Client,
-        params: Option<&Value>,
+        resolved: &Resolved<'_>,
         revision: Revision,
         extensions: Extensions,
     ) -> Result<Option<Promotion>, ErrorObject> {
@@ -155,16 +190,14 @@ impl Gateway {
         if legacy && !task::has_tasks(revision) {
             return Ok(None);
         }
-        let catalog = self.catalog_of(client);
-        let called = Method::ToolsCall.target(params).unwrap_or_default();
-        let Some(exposed) = catalog.called_tool(called)? else {
+        let target = &resolved.target;
+        let Some(upstream) = self.supervisor.upstreams().of(target.owner) else {
             return Ok(None);
         };
-        let Some(route) = catalog.tool(exposed) else {
-            return Ok(None);
-        };
-        let Some(upstream) = self.supervisor.upstreams().of(route.owner) else {
-            return Ok(None);
+        let (called, params) = (target.exposed.as_str(), resolved.params());
+        let route = &Route {
+            owner: target.owner,
+            name: target.own.clone(),
         };
         let tool = upstream.config.tools.get(&route.name);
         let policy = tool.and_then(|t| t.tasks).unwrap_or(upstream.config.tasks);
@@ -173,7 +206,7 @@ impl Gateway {
         }
         let bridged = match upstream.runs_tasks() {
             Some(Era::Modern) => return Ok(None),
-            Some(Era::Legacy) => match catalog.task_support(exposed) {
+            Some(Era::Legacy) => match self.catalog_of(client).task_support(called) {
                 "required" => Some((route, true)),
                 "optional" => Some((route, false)),
                 _ => None,
@@ -230,101 +263,64 @@ impl Gateway {
         }
     }
 
-    /// `resources/read` and Skills' `skills/get` and `resources/directory/read`, routed by URI
-    /// (then by template).
+    /// `resources/read` and Skills' `skills/get` and `resources/directory/read` of `target`,
+    /// under the URI its server knows.
     async fn read_resource(
         &self,
         client: &Arc<Client>,
+        target: &Target,
         method: Method,
         params: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let uri = uri_of(params);
-        let owner = self.resource_owner(client, uri, revision)?;
         let catalog = self.catalog_of(client);
         let mut forwarded = forwardable(params);
-        // A URI mcpx renamed is read under its server's own.
-        if let Some(own) = catalog.shared_uris().own_uri(owner, uri) {
-            forwarded["uri"] = json!(own);
-        }
+        forwarded["uri"] = json!(target.own);
+        let owner = target.owner;
         self.forward(client, owner, method, forwarded, params, revision, ctx)
             .await
-            .map(|result| shown_renamed(&catalog, owner, result))
+            .map(|result| results::leaving(&catalog, owner, result))
             .map_err(|e| match e.code {
                 // The retired code never reaches a modern client.
                 RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
-                    resource_not_found(uri, revision)
+                    resource_not_found(&target.exposed, revision)
                 }
                 _ => e,
             })
     }
 
-    fn resource_owner(
-        &self,
-        client: &Client,
-        uri: &str,
-        revision: Revision,
-    ) -> Result<Owner, ErrorObject> {
-        self.catalog_of(client)
-            .resource_owner(uri)
-            .ok_or_else(|| resource_not_found(uri, revision))
-    }
-
-    /// `completion/complete`: routed by what its reference names, a prompt or a resource.
+    /// `completion/complete` of what `target` its reference names, a prompt or a resource.
     async fn complete(
         &self,
         client: &Arc<Client>,
+        target: &Target,
         params: Option<&Value>,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let catalog = self.catalog_of(client);
-        let reference = params
-            .and_then(|p| p.member("ref"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let field = |key: &str| {
-            reference
-                .member(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        };
-        let mut forwarded = forwardable(params);
-        let owner = match reference.member("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = field("name");
-                let route = catalog.prompt(name).ok_or_else(|| {
-                    ErrorObject::new(INVALID_PARAMS, format!("Unknown prompt: {name}"))
-                })?;
-                forwarded["ref"]["name"] = json!(route.name);
-                route.owner
-            }
-            Some("ref/resource") => {
-                let uri = field("uri");
-                catalog
-                    .template_owner(uri)
-                    .or_else(|| catalog.resource_owner(uri))
-                    .ok_or_else(|| {
-                        ErrorObject::new(
-                            INVALID_PARAMS,
-                            format!("Unknown resource reference: {uri}"),
-                        )
-                    })?
-            }
-            _ => {
-                return Err(ErrorObject::new(
-                    INVALID_PARAMS,
-                    "Invalid params: ref must be ref/prompt or ref/resource",
-                ))
-            }
-        };
-        if owner == Owner::Builtin {
+        if target.owner == Owner::Builtin {
             return Ok(json!({"completion": {"values": [], "hasMore": false}}));
         }
+        let mut forwarded = forwardable(params);
+        match target.kind {
+            TargetKind::Prompt => forwarded["ref"]["name"] = json!(target.own),
+            TargetKind::Tool | TargetKind::Resource | TargetKind::Skill => {
+                let own = target.template.as_ref().unwrap_or(&target.own);
+                forwarded["ref"]["uri"] = json!(own);
+            }
+        }
         let method = Method::CompletionComplete;
-        self.forward(client, owner, method, forwarded, params, revision, ctx)
-            .await
+        self.forward(
+            client,
+            target.owner,
+            method,
+            forwarded,
+            params,
+            revision,
+            ctx,
+        )
+        .await
     }
 
     /// Sends a request to the upstream that owns it: a modern client's retry to the call it
@@ -553,20 +549,6 @@ impl Gateway {
     }
 }
 
-/// A result of `owner` with the URIs mcpx renamed for it shown renamed: a read's contents, a
-/// call's content blocks and `_meta.ui`, a skill.
-fn shown_renamed(catalog: &Catalog, owner: Owner, mut result: Value) -> Value {
-    if let Some(renames) = catalog.shared_uris().of(owner) {
-        renames.in_items(&mut result, "contents");
-        renames.in_items(&mut result, "content");
-        apps::rename_in_tool(renames, &mut result);
-        if let Some(skill) = result.member_mut("skill") {
-            *skill = skills::renamed(renames, skill);
-        }
-    }
-    result
-}
-
 /// A client's request on its way to an upstream.
 struct Call<'a> {
     /// The method, as the upstream sees it.
@@ -615,14 +597,6 @@ pub(super) fn negotiated_extensions(
 }
 
 /// Resource not found: -32002 in the legacy revisions, -32602 in the modern one.
-/// The `uri` a request names, or "".
-fn uri_of(params: Option<&Value>) -> &str {
-    params
-        .and_then(|p| p.member("uri"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 fn resource_not_found(uri: &str, revision: Revision) -> ErrorObject {
     let code = if revision.era() == Era::Modern {
         INVALID_PARAMS

@@ -16,16 +16,37 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// What more than one of `claims` (each server's URIs) holds.
-pub fn shared<'a>(claims: &[BTreeSet<&'a str>]) -> BTreeSet<&'a str> {
+/// The URIs each server's copy of is renamed: what more than one of `claims` (server
+/// `servers[i]`'s URIs) holds, and what reads as another server's rename ([`impostors`]).
+pub fn shared<'a>(claims: &[BTreeSet<&'a str>], servers: &[&str]) -> BTreeSet<&'a str> {
     let mut seen = BTreeSet::new();
-    let mut shared = BTreeSet::new();
+    let mut shared = impostors(claims, servers);
     for uri in claims.iter().flatten() {
         if !seen.insert(*uri) {
             shared.insert(*uri);
         }
     }
     shared
+}
+
+/// What each of `claims` (server `servers[i]`'s URIs) holds that reads as another server's
+/// rename (`SCHEME://OTHER/…`, OTHER the name of another of `servers`): renamed as a shared URI
+/// is, so that no server's URI can pass for another's renamed one, whatever the listing order.
+fn impostors<'a>(claims: &[BTreeSet<&'a str>], servers: &[&str]) -> BTreeSet<&'a str> {
+    let named = |uri: &str| {
+        let (_, rest) = split(uri)?;
+        rest.split_once('/').map(|(server, _)| server.to_owned())
+    };
+    let mut found = BTreeSet::new();
+    for (claimant, uris) in servers.iter().zip(claims) {
+        for uri in uris {
+            let other = named(uri).filter(|named| named != claimant);
+            if other.is_some_and(|other| servers.contains(&other.as_str())) {
+                found.insert(*uri);
+            }
+        }
+    }
+    found
 }
 
 /// The scheme of `uri`, with its `://`, and the rest.
@@ -178,7 +199,22 @@ mod every_revision {
         fn only_what_two_servers_claim_is_shared() {
             let a = BTreeSet::from(["ui://x", "skill://r/"]);
             let b = BTreeSet::from(["ui://x", "ui://y"]);
-            assert_eq!(shared(&[a, b]), BTreeSet::from(["ui://x"]));
+            assert_eq!(shared(&[a, b], &["a", "b"]), BTreeSet::from(["ui://x"]));
+        }
+
+        /// A server's URI that reads as another's rename is renamed itself, whichever comes
+        /// first: its own name as the authority, or a name no server has, is left alone.
+        #[test]
+        fn a_uri_shaped_as_another_servers_rename_is_renamed() {
+            let alpha =
+                BTreeSet::from(["ui://zeta/w/x.html", "ui://alpha/own.html", "ui://nobody/y"]);
+            let zeta = BTreeSet::from(["ui://w/x.html", "skill://alpha/r/"]);
+            let found = shared(&[alpha.clone(), zeta.clone()], &["alpha", "zeta"]);
+            assert_eq!(
+                found,
+                BTreeSet::from(["ui://zeta/w/x.html", "skill://alpha/r/"])
+            );
+            assert_eq!(found, shared(&[zeta, alpha], &["zeta", "alpha"]));
         }
 
         /// One rule for every scheme: the scheme kept, then the server, then the URI's own rest.

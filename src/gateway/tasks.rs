@@ -16,6 +16,7 @@
 use super::observe::TaskOrigin;
 use super::upstreams::Upstream;
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
+use crate::access::Identity;
 use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
 use crate::json::Member;
 use crate::jsonrpc::MISSING_CLIENT_CAPABILITY;
@@ -60,6 +61,10 @@ struct Sealed {
     /// A task mcpx runs itself ([`super::own_tasks`]), by number: no upstream holds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     l: Option<u64>,
+    /// Whose it is ([`Identity::owner_key`]): another caller presenting it gets what an unknown
+    /// id gets.
+    #[serde(default)]
+    o: String,
     /// When it expires, in milliseconds since the Unix epoch.
     e: u64,
     /// The replica that holds it, when only that one can serve it (mcpx's own tasks, a stdio
@@ -153,6 +158,7 @@ impl TaskIds {
         era: Era,
         upstream: &Upstream,
         client: &Client,
+        caller: &Identity,
         tool: &str,
     ) -> Result<Passed, ErrorObject> {
         let Some(task) = task::created_task_mut(result, era) else {
@@ -182,6 +188,7 @@ impl TaskIds {
             g: stdio.then(|| upstream.generation.load(Ordering::Acquire)),
             c: (era == Era::Legacy).then_some(client.session),
             l: None,
+            o: caller.owner_key(),
             e: now_ms().saturating_add(ttl).saturating_add(GRACE_MS),
         };
         let id = self.seal(&sealed)?;
@@ -198,11 +205,12 @@ impl TaskIds {
         Ok(created)
     }
 
-    /// The id of mcpx's own task `number`, which `client` holds for `ttl`.
+    /// The id of mcpx's own task `number`, which `caller` holds through `client` for `ttl`.
     pub(super) fn seal_own(
         &self,
         number: u64,
         client: &Client,
+        caller: &Identity,
         ttl: std::time::Duration,
     ) -> Result<String, ErrorObject> {
         let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
@@ -215,6 +223,7 @@ impl TaskIds {
             g: None,
             c: Some(client.session),
             l: Some(number),
+            o: caller.owner_key(),
             e: now_ms().saturating_add(ttl),
         })
     }
@@ -283,12 +292,18 @@ impl TaskIds {
             .map(|(k, _)| k.clone())
     }
 
-    /// What `id` names, if mcpx sealed it for `client`, it has not expired, and the upstream
-    /// that runs it still serves the start it was created in.
-    fn open(&self, id: &str, client: &Client, era: Era, gateway: &Gateway) -> Option<Opened> {
+    /// What `id` names, if mcpx sealed it for `caller` through `client`, it has not expired,
+    /// and the upstream that runs it still serves the start it was created in.
+    fn open(
+        &self,
+        id: &str,
+        (client, caller): (&Client, &Identity),
+        era: Era,
+        gateway: &Gateway,
+    ) -> Option<Opened> {
         let sealed = self.unseal(id)?;
         let elsewhere = sealed.h.as_deref().is_some_and(|h| h != self.holder);
-        if sealed.e <= now_ms() || elsewhere {
+        if sealed.e <= now_ms() || elsewhere || sealed.o != caller.owner_key() {
             return None;
         }
         if let Some(number) = sealed.l {
@@ -341,7 +356,9 @@ impl Gateway {
         }
         let id = method.target(params).unwrap_or_default();
         let unknown = || ErrorObject::new(INVALID_PARAMS, format!("Unknown task: {id:?}"));
-        let opened = self.task_ids.open(id, client, revision.era(), self);
+        let opened = self
+            .task_ids
+            .open(id, (client, &ctx.caller), revision.era(), self);
         let (upstream, own_id) = match opened.ok_or_else(unknown)? {
             Opened::Upstream { upstream, own_id } => (upstream, own_id),
             Opened::Own(number) => {
@@ -371,7 +388,13 @@ impl Gateway {
                     }
                 }
                 show_id(&mut result, &own_id, id);
-                Ok(result)
+                // Its result (inline in `tasks/get`, or `tasks/result`'s) leaves as every
+                // result of its server does.
+                Ok(super::results::leaving(
+                    &self.catalog_of(client),
+                    owner,
+                    result,
+                ))
             }
             // The upstream's word for an id it does not know names its own id: the client hears
             // of the one it sent.
@@ -503,7 +526,9 @@ impl Gateway {
         let mut honoured = Vec::new();
         let mut watchers = Vec::new();
         for id in ids.iter().filter_map(Value::as_str) {
-            let opened = self.task_ids.open(id, client, Era::Modern, self);
+            let opened = self
+                .task_ids
+                .open(id, (client, &ctx.caller), Era::Modern, self);
             let Some(Opened::Own(number)) = opened else {
                 continue;
             };

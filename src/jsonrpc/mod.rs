@@ -484,19 +484,21 @@ impl Parsed {
         }
     }
 
-    /// The tools its `tools/call` requests name, a batch's included.
-    pub fn called_tools(&self) -> Vec<&str> {
-        fn name<'v>(method: Option<&Value>, params: Option<&'v Value>) -> Option<&'v str> {
-            let params = params.filter(|_| method.and_then(Value::as_str) == Some("tools/call"));
-            params.and_then(|p| p.get("name")).and_then(Value::as_str)
+    /// The params of its `tools/call` requests, a batch's included.
+    pub fn tool_calls(&self) -> Vec<Option<&Value>> {
+        fn call<'v>(
+            method: Option<&Value>,
+            params: Option<&'v Value>,
+        ) -> Option<Option<&'v Value>> {
+            (method.and_then(Value::as_str) == Some("tools/call")).then_some(params)
         }
         match self {
-            Parsed::One(m) => name(m.method.as_ref(), m.params.as_ref())
+            Parsed::One(m) => call(m.method.as_ref(), m.params.as_ref())
                 .into_iter()
                 .collect(),
             Parsed::Batch(items) => items
                 .iter()
-                .filter_map(|item| name(item.get("method"), item.get("params")))
+                .filter_map(|item| call(item.get("method"), item.get("params")))
                 .collect(),
             Parsed::Neither(_) => Vec::new(),
         }

@@ -424,7 +424,7 @@ fn name_member(kind: Kind) -> &'static str {
 /// Notes that `item` is listed as `definition`; the event, if this is news. A definition as
 /// approved (the usual listing) costs its digest only.
 fn note(item: &mut Item, definition: &Value, baseline: bool, pin: Pin) -> Option<&'static str> {
-    let sha256 = crate::canonical::sha256(definition);
+    let sha256 = crate::canonical::sha256(definition, crate::canonical::Numbers::AsRead);
     if item.approved.as_ref().is_some_and(|a| a.sha256 == sha256) {
         item.seen = None;
         return None;

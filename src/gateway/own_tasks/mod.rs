@@ -22,7 +22,9 @@ mod legacy;
 use self::first_round::{report, FirstRound, Unpromoted};
 use super::bridged_tasks::Bridge;
 use super::observe::TaskOrigin;
+use super::target::Target;
 use super::{Client, Gateway, RequestContext};
+use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::config;
 use crate::json::Member;
@@ -55,6 +57,9 @@ pub(super) struct OwnTasks {
 pub(super) struct OwnTask {
     /// Whose it is and what it runs.
     origin: TaskOrigin,
+    /// The caller it belongs to ([`crate::access::Identity::owner_key`]): `maxPerClient`
+    /// counts each caller's at a door apart.
+    caller: String,
     /// Its id, once the call became a task (until then, no client knows of it).
     id: std::sync::OnceLock<String>,
     created_at: String,
@@ -129,21 +134,22 @@ impl OwnTasks {
         self.settings.promote_after
     }
 
-    /// A new task of `client`'s calling `tool` of `server` (through the server's own task, when
-    /// `bridged`), kept `ttl`, if it holds fewer than `maxPerClient`.
+    /// A new task of `caller`'s through `client`, calling `target` (through its server's own
+    /// task, when `bridged`), kept `ttl`, if the caller holds fewer than `maxPerClient` there.
     fn admit(
         &self,
-        client: &Client,
-        tool: &str,
+        (client, caller): (&Client, &Identity),
+        target: &Target,
         server: &str,
         bridged: Option<Bridge>,
         ttl: Duration,
     ) -> Result<Admitted, ErrorObject> {
         self.purge();
+        let caller = caller.owner_key();
         let mut held = lock(&self.held);
         let owned = held
             .values()
-            .filter(|t| t.origin.session == client.session)
+            .filter(|t| t.origin.session == client.session && t.caller == caller)
             .count();
         if owned >= self.settings.max_per_client {
             return Err(ErrorObject::new(
@@ -156,7 +162,8 @@ impl OwnTasks {
         let (answers, waiting) = async_channel::unbounded();
         let now = now();
         let task = Arc::new(OwnTask {
-            origin: TaskOrigin::new(client.session, tool, server),
+            origin: TaskOrigin::new(client.session, &target.exposed, server),
+            caller,
             id: std::sync::OnceLock::new(),
             created_at: now.clone(),
             expires: Instant::now() + ttl,
@@ -419,11 +426,6 @@ pub(super) struct Promotion {
     pub bridged: Option<Bridge>,
 }
 
-/// The tool a `tools/call` names.
-fn tool_of(params: Option<&Value>) -> &str {
-    Method::ToolsCall.target(params).unwrap_or_default()
-}
-
 impl Round {
     /// Its questions not answered yet, by the keys the client sees.
     fn unanswered(&self) -> Map<String, Value> {
@@ -455,6 +457,7 @@ impl Gateway {
     pub(super) async fn call_promoting(
         &self,
         client: &Arc<Client>,
+        target: &Target,
         params: Option<&Value>,
         revision: Revision,
         promotion: Promotion,
@@ -481,7 +484,7 @@ impl Gateway {
             answers,
         } = self
             .own_tasks
-            .admit(client, tool_of(params), &server, bridged, ttl)?;
+            .admit((client, &ctx.caller), target, &server, bridged, ttl)?;
         let (params, revision) = match legacy {
             true => (
                 legacy::as_modern_call(client, params),
@@ -508,7 +511,8 @@ impl Gateway {
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
-        let round = Arc::clone(&gateway).round(client, &task, params.clone(), revision, ctx);
+        let round =
+            Arc::clone(&gateway).round(client, target, &task, params.clone(), revision, ctx);
         let mut first = Unpromoted {
             gateway: Arc::clone(&gateway),
             number,
@@ -532,7 +536,7 @@ impl Gateway {
                 None => {}
             }
         }
-        let id = self.task_ids.seal_own(number, client, ttl)?;
+        let id = self.task_ids.seal_own(number, client, &ctx.caller, ttl)?;
         let first = first.promote(asked);
         let _ = task.id.set(id.clone());
         self.observer.task(&task.origin, "created");
@@ -549,6 +553,7 @@ impl Gateway {
         };
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
         let caller = Arc::clone(&ctx.caller);
+        let target = target.clone();
         crate::runtime::spawn(async move {
             let expiry = async {
                 smol::Timer::at(task.expires).await;
@@ -558,7 +563,7 @@ impl Gateway {
                 ))
             };
             let drive = driven.drive(
-                &client,
+                (&client, &target),
                 &task,
                 first,
                 answers,
@@ -582,12 +587,14 @@ impl Gateway {
     fn round(
         self: Arc<Self>,
         client: &Arc<Client>,
+        target: &Target,
         task: &OwnTask,
         params: Value,
         revision: Revision,
         ctx: &RequestContext,
     ) -> impl std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let client = Arc::clone(client);
+        let target = target.clone();
         let bridge = task.bridge.clone();
         let lives = task.expires.saturating_duration_since(Instant::now());
         // The call may take as long as the task lives, not the server's `timeout`.
@@ -607,6 +614,7 @@ impl Gateway {
             }
             let call = self.call_named(
                 &client,
+                &target,
                 Method::ToolsCall,
                 Some(&params),
                 revision,
@@ -625,7 +633,7 @@ impl Gateway {
     /// `input_required`, and the call is retried with the answers `tasks/update` gives.
     async fn drive(
         self: &Arc<Self>,
-        client: &Arc<Client>,
+        (client, target): (&Arc<Client>, &Target),
         task: &Arc<OwnTask>,
         first: FirstRound,
         answers: async_channel::Receiver<Map<String, Value>>,
@@ -656,7 +664,7 @@ impl Gateway {
             if let Some(state) = questions.member("requestState") {
                 retry["requestState"] = state.clone();
             }
-            let round = Arc::clone(self).round(client, task, retry, revision, &background);
+            let round = Arc::clone(self).round(client, target, task, retry, revision, &background);
             outcome = round.await;
         }
         outcome
@@ -671,6 +679,17 @@ mod v2026_07_28 {
         use serde_json::json;
         use std::time::Duration;
 
+        /// The tool `s__t`, `t` on its server.
+        fn a_tool() -> crate::gateway::target::Target {
+            crate::gateway::target::Target {
+                kind: crate::gateway::target::Kind::Tool,
+                owner: crate::gateway::Owner::Upstream(0),
+                own: "t".into(),
+                exposed: "s__t".into(),
+                template: None,
+            }
+        }
+
         /// A round answered in part keeps only its unanswered questions; answered whole, it goes
         /// to the call as the upstream's keys, and the next round's keys are new.
         #[test]
@@ -682,8 +701,15 @@ mod v2026_07_28 {
                 crate::outbox::Sender::nowhere(),
                 None,
             );
+            let caller = crate::access::Identity::of_kind(crate::access::Kind::LocalOwner);
             let admitted = tasks
-                .admit(&client, "t", "s", None, Duration::from_secs(1))
+                .admit(
+                    (&client, &caller),
+                    &a_tool(),
+                    "s",
+                    None,
+                    Duration::from_secs(1),
+                )
                 .unwrap();
             let task = &admitted.task;
             let question = json!({"method": "elicitation/create", "params": {}});
@@ -715,39 +741,51 @@ mod v2026_07_28 {
         }
 
         #[test]
-        fn a_client_past_max_per_client_is_refused_by_name() {
+        fn a_caller_past_max_per_client_is_refused_by_name_and_another_caller_is_not() {
+            use crate::access::{Identity, Kind};
             let settings = crate::config::Tasks {
                 max_per_client: 1,
                 ..Default::default()
             };
             let tasks = OwnTasks::new(&settings);
-            let client = Client::new(
-                1,
-                Default::default(),
-                crate::outbox::Sender::nowhere(),
-                None,
+            let client = || {
+                Client::new(
+                    1,
+                    Default::default(),
+                    crate::outbox::Sender::nowhere(),
+                    None,
+                )
+            };
+            let (door, other_door) = (
+                client(),
+                Client::new(
+                    2,
+                    Default::default(),
+                    crate::outbox::Sender::nowhere(),
+                    None,
+                ),
             );
-            let _held = tasks
-                .admit(&client, "t", "s", None, Duration::from_secs(1))
-                .unwrap();
-            let refused = tasks
-                .admit(&client, "t", "s", None, Duration::from_secs(1))
-                .err()
-                .unwrap();
+            let bearer = |sub: &str| {
+                let claims = serde_json::json!({"sub": sub, "iss": "https://idp"});
+                Identity::from_claims(claims.as_object().cloned().unwrap())
+            };
+            let (alice, bob) = (bearer("alice"), bearer("bob"));
+            let target = a_tool();
+            let admit = |client: &Client, caller: &Identity| {
+                tasks.admit((client, caller), &target, "s", None, Duration::from_secs(1))
+            };
+            let _held = admit(&door, &alice).unwrap();
+            let refused = admit(&door, &alice).err().unwrap();
             assert!(
                 refused.message.contains("tasks.maxPerClient"),
                 "{}",
                 refused.message
             );
-            let other = Client::new(
-                2,
-                Default::default(),
-                crate::outbox::Sender::nowhere(),
-                None,
-            );
-            assert!(tasks
-                .admit(&other, "t", "s", None, Duration::from_secs(1))
-                .is_ok());
+            // Bob at the same door (one modern client for every caller) has his own budget,
+            // and so has a client of another session.
+            assert!(admit(&door, &bob).is_ok());
+            let local = Identity::of_kind(Kind::LocalOwner);
+            assert!(admit(&other_door, &local).is_ok());
         }
     }
 }

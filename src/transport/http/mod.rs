@@ -547,10 +547,13 @@ impl FrontDoor {
             Err(e) => return json_response(StatusCode::BAD_REQUEST, &jsonrpc::parse_error(e)),
         };
         crate::telemetry::adopt_headers(&parts.headers, &mut body);
-        let step_up = self.options.gate.has_step_up();
-        for tool in step_up.then(|| body.called_tools()).into_iter().flatten() {
-            if let Some(refusal) = self.options.gate.step_up(admitted, parts.uri.path(), tool) {
-                return refused(refusal);
+        // Judged on the tool each call reaches, by whatever name or route it was sent.
+        if self.options.gate.has_step_up() {
+            for tool in self.gateway.called_tools(view, &body).await {
+                if let Some(refusal) = self.options.gate.step_up(admitted, parts.uri.path(), &tool)
+                {
+                    return refused(refusal);
+                }
             }
         }
         let caller = Arc::clone(&admitted.identity);
