@@ -109,7 +109,7 @@ impl Keys {
 }
 
 /// The fake identity provider.
-struct Provider {
+pub(crate) struct Provider {
     issuer: String,
     keys: Arc<Keys>,
     /// The `kid` prefix of the set it serves now (rotation changes it).
@@ -138,7 +138,7 @@ pub(crate) fn form(text: &[u8]) -> HashMap<String, String> {
 }
 
 impl Provider {
-    fn start() -> Provider {
+    pub(crate) fn start() -> Provider {
         let keys = Arc::new(Keys::new());
         let kid = Arc::new(Mutex::new("one-".to_owned()));
         let key_fetches = Arc::new(AtomicUsize::new(0));
@@ -276,7 +276,7 @@ impl Provider {
     }
 
     /// Claims of a good token for `sub` at the door `door`, with `scope`.
-    fn claims(&self, sub: &str, door: &str, scope: &str) -> Value {
+    pub(crate) fn claims(&self, sub: &str, door: &str, scope: &str) -> Value {
         json!({
             "iss": self.issuer, "sub": sub, "aud": format!("{PUBLIC}{door}"),
             "exp": now() + 300, "iat": now(), "scope": scope,
@@ -285,12 +285,12 @@ impl Provider {
     }
 
     /// A good ES256 token for `sub` at `/mcp` with scope `mcp`.
-    fn good(&self, sub: &str) -> String {
+    pub(crate) fn good(&self, sub: &str) -> String {
         self.signed("ES256", "ec", &self.claims(sub, "/mcp", "mcp"))
     }
 
     /// `claims` signed with the current set's key of `kind` under `alg`.
-    fn signed(&self, alg: &str, kind: &str, claims: &Value) -> String {
+    pub(crate) fn signed(&self, alg: &str, kind: &str, claims: &Value) -> String {
         let kid = format!("{}{kind}", self.kid.lock().unwrap());
         self.keys
             .token(json!({"alg": alg, "kid": kid, "typ": "at+jwt"}), claims)
@@ -298,7 +298,7 @@ impl Provider {
 }
 
 /// `mcpx daemon` taking `provider`'s tokens, with `more` configuration (rules, profiles).
-fn daemon(provider: &Provider, more: &str) -> Daemon {
+pub(crate) fn daemon(provider: &Provider, more: &str) -> Daemon {
     Daemon::start(
         &format!(
             "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\n\
@@ -314,7 +314,13 @@ fn daemon(provider: &Provider, more: &str) -> Daemon {
 }
 
 /// A modern request to `path` bearing `token` (none: no `Authorization`).
-fn call(d: &Daemon, path: &str, token: Option<&str>, method: &str, params: Value) -> Reply {
+pub(crate) fn call(
+    d: &Daemon,
+    path: &str,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+) -> Reply {
     let (mut headers, body) = modern_request(1, method, params);
     if let Some(token) = token {
         headers.push(("Authorization".into(), format!("Bearer {token}")));
@@ -327,7 +333,7 @@ fn list(d: &Daemon, token: Option<&str>) -> Reply {
 }
 
 /// A 2025-11-25 POST bearing `token`, in `session` if given.
-fn legacy_post(d: &Daemon, token: &str, session: Option<&str>, body: &Value) -> Reply {
+pub(crate) fn legacy_post(d: &Daemon, token: &str, session: Option<&str>, body: &Value) -> Reply {
     let auth = format!("Bearer {token}");
     let mut headers: Vec<(&str, &[u8])> = vec![
         ("Content-Type", b"application/json"),

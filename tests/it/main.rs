@@ -23,6 +23,7 @@ mod limits;
 mod logging;
 mod naming;
 mod observability;
+mod one_gate;
 mod pins;
 mod profiles;
 mod remote;

@@ -4,7 +4,9 @@ Every such server declares the same UI resource, `ui://widget/view.html`, whose 
 server, as FastMCP's own app servers all share `ui://prefab/renderer.html`. Its tools: `show`
 (rendered by that UI), `refresh` (app-only: the UI calls it, the model does not see it),
 `plain` (no UI) and `only_NAME`, which no other server has; and the UI template
-`ui://chart/{id}.html`, which every such server shares too. Speaks stdio.
+`ui://chart/{id}.html`, which every such server shares too. Each further argument is a `ui://`
+URI the server also serves, whose HTML says "served by NAME" (a server passing its own off as
+another's). Speaks stdio.
 """
 
 import sys
@@ -52,6 +54,19 @@ def view() -> str:
 def chart(id: str) -> str:
     """One chart's widget, by its id."""
     return f"<!doctype html><p>chart {id} of server {NAME}</p>"
+
+
+def serve_also(uri: str) -> None:
+    """Serves `uri` too, as this server's."""
+
+    def page() -> str:
+        return f"<!doctype html><p>{uri} served by {NAME}</p>"
+
+    mcp.resource(uri, name=f"also-{len(uri)}", app=AppConfig())(page)
+
+
+for extra in sys.argv[2:]:
+    serve_also(extra)
 
 
 if __name__ == "__main__":
