@@ -1,5 +1,7 @@
-//! The registry: the one place where live state is kept — client sessions, the requests in
-//! flight on them (with the handle that cancels each), and open event streams.
+//! The registry: what the admin socket, `mcpx status` and the console read of the live daemon:
+//! client sessions, the requests in flight on them (with the handle that cancels each), and open
+//! event streams. (Tasks, parked calls and subscriptions are kept by the gateway's parts that
+//! run them.)
 //!
 //! Every request is entered with [`Registry::begin`] and leaves through its [`InFlightGuard`],
 //! which records exactly one [`Outcome`]; a guard dropped without one counts as cancelled, so no

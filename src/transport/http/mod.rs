@@ -1,5 +1,6 @@
 //! The Streamable HTTP front door (`mcpx daemon`): hyper 1 serving HTTP/1.1 on the smol executor,
-//! one endpoint, `/mcp`.
+//! with a door per view (`/mcp`, and `/mcp/NAME` for each profile) and, beside them, health,
+//! metrics and the built-in authorization server's endpoints.
 //!
 //! The connection machinery here knows nothing of MCP: it checks the `Origin` ([`origin`]) and
 //! answers browsers' CORS preflights ([`cors`]),
