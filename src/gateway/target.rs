@@ -84,12 +84,6 @@ pub(super) fn resolve<'p>(
         found.unwrap_or_default().to_owned()
     };
     let resolved = |target: Target, params: Cow<'p, Value>| Ok(Some(Resolved { target, params }));
-    let as_sent = || {
-        params.map_or_else(
-            || Cow::Owned(Value::Object(Default::default())),
-            Cow::Borrowed,
-        )
-    };
     match method {
         Method::ToolsCall => {
             let (name, params) = unwrapped(catalog, params)?;
@@ -111,7 +105,7 @@ pub(super) fn resolve<'p>(
             match catalog.prompt(&name) {
                 Some(route) => {
                     let target = tool_target(route.owner, &route.name, name, Kind::Prompt);
-                    resolved(target, as_sent())
+                    resolved(target, as_sent(params))
                 }
                 None => Err(Unresolved::Prompt(name)),
             }
@@ -126,7 +120,7 @@ pub(super) fn resolve<'p>(
             };
             let uri = text(params, "uri");
             let target = uri_target(catalog, kind, &uri).ok_or(Unresolved::Resource(uri))?;
-            resolved(target, as_sent())
+            resolved(target, as_sent(params))
         }
         Method::CompletionComplete => {
             let reference = params.and_then(|p| p.member("ref"));
@@ -161,10 +155,18 @@ pub(super) fn resolve<'p>(
                     )))
                 }
             };
-            resolved(target, as_sent())
+            resolved(target, as_sent(params))
         }
         _ => Ok(None),
     }
+}
+
+/// The params as sent; none are an empty object.
+fn as_sent(params: Option<&Value>) -> Cow<'_, Value> {
+    params.map_or_else(
+        || Cow::Owned(Value::Object(Default::default())),
+        Cow::Borrowed,
+    )
 }
 
 /// A tool's or a prompt's target.
@@ -212,10 +214,7 @@ fn unwrapped<'p>(
             .is_some_and(|route| route.owner == Owner::Builtin);
     let params = match wraps {
         true => Cow::Owned(search::called(params).map_err(Unresolved::Invalid)?),
-        false => params.map_or_else(
-            || Cow::Owned(Value::Object(Default::default())),
-            Cow::Borrowed,
-        ),
+        false => as_sent(params),
     };
     let name = Method::ToolsCall
         .target(Some(&params))
