@@ -1103,12 +1103,17 @@ mod every_revision {
                 assert!(page.contains(said), "{id}: {page}");
             }
             // Said once per client at WARN, naming what to pin, and listed by `mcpx status`.
+            // The log is read from the daemon's stderr as it comes: wait for the fourth line.
+            let warnings = |log: &str| {
+                log.lines()
+                    .filter(|l| {
+                        l.contains("WARN") && l.contains("metadata document cannot be fetched")
+                    })
+                    .count()
+            };
+            eventually(|| warnings(&b.d.stderr()) >= 4);
             let warned = b.d.stderr();
-            let warnings = warned
-                .lines()
-                .filter(|l| l.contains("WARN") && l.contains("metadata document cannot be fetched"))
-                .count();
-            assert_eq!(warnings, 4, "{warned}");
+            assert_eq!(warnings(&warned), 4, "{warned}");
             assert!(warned.contains("[auth.builtin.pinned]"), "{warned}");
             b.authorize(
                 "https://localhost/client.json",

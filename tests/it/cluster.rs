@@ -381,6 +381,7 @@ mod v2026_07_28 {
                 "{resumed}"
             );
             assert_result("2026-07-28", "tools/call", &resumed);
+            assert!(holder.log_shows("fixture: asking"));
             assert_eq!(holder.stderr().matches("fixture: asking").count(), 1);
             assert!(!other.stderr().contains("fixture: asking"));
             let passed = [("kind", "retry"), ("outcome", "ok")];

@@ -249,6 +249,14 @@ mod every_revision {
             let shown = status(dir.path(), serve.pid());
             let audited = std::fs::read_to_string(&audit).unwrap();
             assert!(audited.contains("holder__environment"), "{audited}");
+            // The masked lines are read from mcpx's stderr as they come: wait for the last.
+            let masked = [
+                "FROM_KEYRING=[redacted]",
+                "FROM_ENV=[redacted]",
+                r#"{"name":"FROM_FILE","value":"[redacted]"}"#,
+                "debug: FROM_CRED=[redacted]",
+            ];
+            eventually(|| masked.iter().all(|line| serve.stderr().contains(line)));
             let log = serve.stderr();
             assert!(log.contains("DEBUG"), "not a debug log: {log}");
             // What the server itself printed is masked before mcpx logs it.

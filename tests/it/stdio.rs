@@ -349,7 +349,7 @@ mod every_revision {
                 broken["state"].as_str().unwrap().starts_with("failed"),
                 "{broken}"
             );
-            assert!(mcpx.stderr().contains("broken"));
+            assert!(mcpx.log_shows("broken"), "{}", mcpx.stderr());
             let echo = mcpx.call(
                 2,
                 "tools/call",
