@@ -15,7 +15,7 @@
 
 use crate::jsonrpc::{ErrorObject, Id, Response, INTERNAL_ERROR};
 use crate::lines::IdScanner;
-use crate::protocol::Method;
+use crate::protocol::{Method, Notice};
 use crate::transport::local::{Answer, Attach};
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -290,7 +290,7 @@ impl Shim {
 fn starts_session(line: &[u8]) -> bool {
     let message: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
     let method = message["method"].as_str().unwrap_or_default();
-    method == Method::Initialize.as_str() || method == "notifications/initialized"
+    method == Method::Initialize.as_str() || method == Notice::Initialized
 }
 
 /// A message's top-level id, read without parsing the rest.

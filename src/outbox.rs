@@ -13,6 +13,7 @@
 
 use crate::cancel::Cancel;
 use crate::jsonrpc::{Notification, Outbound};
+use crate::protocol::Notice;
 use crate::sync::lock;
 use event_listener::Event;
 use serde_json::{json, Value};
@@ -156,7 +157,7 @@ impl State {
         let Outbound::Notification(notification) = message else {
             return Err(NotQueued::Overflowed);
         };
-        if notification.method == LOG {
+        if notification.method == Notice::Message {
             self.dropped_logs += 1;
             return Err(NotQueued::Dropped);
         }
@@ -184,15 +185,15 @@ impl State {
     }
 
     fn oldest_log(&self) -> Option<usize> {
-        self.queue
-            .iter()
-            .position(|queued| matches!(queued, Outbound::Notification(n) if n.method == LOG))
+        self.queue.iter().position(
+            |queued| matches!(queued, Outbound::Notification(n) if n.method == Notice::Message),
+        )
     }
 
     /// Removes the message at `at`, counting it if it was a log message.
     fn forget(&mut self, at: usize) {
         if let Some(Outbound::Notification(n)) = self.queue.remove(at) {
-            if n.method == LOG {
+            if n.method == Notice::Message {
                 self.dropped_logs += 1;
             }
         }
@@ -210,10 +211,8 @@ impl State {
     }
 }
 
-const LOG: &str = "notifications/message";
-
 fn progress_token(notification: &Notification) -> Option<&Value> {
-    if notification.method != "notifications/progress" {
+    if notification.method != Notice::Progress {
         return None;
     }
     notification.params.as_ref()?.get("progressToken")
@@ -222,7 +221,7 @@ fn progress_token(notification: &Notification) -> Option<&Value> {
 /// The warning that stands for `count` log messages a client did not read in time.
 fn dropped_logs_warning(count: u64) -> Notification {
     Notification::new(
-        LOG,
+        Notice::Message,
         json!({
             "level": "warning",
             "logger": "mcpx",

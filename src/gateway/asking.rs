@@ -8,7 +8,7 @@ use crate::audit::Questions;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::outbox;
-use crate::protocol::method::{Method, Side};
+use crate::protocol::method::Method;
 use crate::upstream::asks::Ask;
 use crate::upstream::ShowsTasks;
 use serde_json::{json, Map, Value};
@@ -26,21 +26,21 @@ pub(super) async fn carry(
     let started = std::time::Instant::now();
     let outcome = if ask.allowed_by(&client.capabilities()) {
         client
-            .request(ask.method.as_str(), ask.params.clone(), &outbound)
+            .request(ask.question.as_str(), ask.params.clone(), &outbound)
             .await
     } else {
         Err(ErrorObject::new(
             METHOD_NOT_FOUND,
             format!(
                 "the client did not declare the capability {} needs",
-                ask.method
+                ask.question
             ),
         )
         .with_data(json!({ "requiredCapabilities": ask.required_capability() })))
     };
     if let Some(questions) = questions {
         let ended = crate::failure::Outcome::of(Some(&outcome));
-        questions.record(ask.method.as_str(), &ended.to_string(), started.elapsed());
+        questions.record(ask.question.as_str(), &ended.to_string(), started.elapsed());
     }
     let mut outcome = outcome;
     if let (Ok(answer), Some((tasks, own))) = (&mut outcome, &tied) {
@@ -65,7 +65,7 @@ pub(super) async fn ask_each(
     let mut waiting = Vec::new();
     for (key, request) in requests {
         let name = request["method"].as_str().unwrap_or_default();
-        let Some(method) = Method::parse(name).filter(|m| m.sender() == Side::Server) else {
+        let Some(question) = Method::parse(name).and_then(Method::question) else {
             return Err(ErrorObject::new(
                 INTERNAL_ERROR,
                 format!("the upstream asked for input by {name:?}, which is no client method"),
@@ -75,7 +75,7 @@ pub(super) async fn ask_each(
             .member("params")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let (ask, answer) = Ask::new(method, params);
+        let (ask, answer) = Ask::new(question, params);
         let task = crate::runtime::spawn(carry(
             Arc::clone(client),
             ask,

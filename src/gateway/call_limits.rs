@@ -108,17 +108,18 @@ impl CallLimits {
             return Ok(());
         }
         let caller = caller.owner_key();
-        let repeated = match (&rules.loop_guard, call.method) {
-            (Some(guard), Method::ToolsCall) => {
+        // The loop guard counts tool calls: a model repeating itself calls a tool.
+        let guard = rules.loop_guard.as_ref();
+        let repeated = guard
+            .filter(|_| call.method == Method::ToolsCall)
+            .map(|guard| {
                 let arguments = call.arguments.unwrap_or(&Value::Null);
                 let digest = crate::canonical::sha256(
                     &json!([call.name, arguments]),
                     crate::canonical::Numbers::Rfc8785,
                 );
-                Some((guard, (caller.clone(), digest)))
-            }
-            _ => None,
-        };
+                (guard, (caller.clone(), digest))
+            });
         if let Some((guard, key)) = &repeated {
             guard.check(key)?;
         }

@@ -9,7 +9,7 @@ use crate::jsonrpc::{
 use crate::limit::{Held, Limit};
 use crate::outbox;
 use crate::protocol::envelope::SUBSCRIPTION_ID;
-use crate::protocol::{Era, Extensions, Revision};
+use crate::protocol::{Era, Extensions, Notice, Revision};
 use crate::registry::SessionKey;
 use crate::sync::lock;
 use crate::upstream::{ListKind, LogSink};
@@ -72,8 +72,8 @@ pub struct Listen {
 
 impl Listen {
     /// Sends a notification on this listen, tagged with its subscription id.
-    fn send(&self, method: &str, params: Value) {
-        if self.tx.try_send(tagged(method, params, &self.id)).is_ok() {
+    fn send(&self, notice: Notice, params: Value) {
+        if self.tx.try_send(tagged(notice, params, &self.id)).is_ok() {
             self.sent.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -297,8 +297,7 @@ impl Client {
             uri == subscribed || uri.starts_with(&format!("{}/", subscribed.trim_end_matches('/')))
         };
         if state.resource_subscriptions.iter().any(covers) {
-            let updated =
-                Notification::new("notifications/resources/updated", json!({ "uri": uri }));
+            let updated = Notification::new(Notice::ResourcesUpdated, json!({ "uri": uri }));
             let _ = self.outbound.try_send(updated);
         }
         for listen in state
@@ -306,7 +305,7 @@ impl Client {
             .iter()
             .filter(|l| l.resources.iter().any(covers))
         {
-            listen.send("notifications/resources/updated", json!({ "uri": uri }));
+            listen.send(Notice::ResourcesUpdated, json!({ "uri": uri }));
         }
     }
 }
@@ -324,7 +323,7 @@ impl Drop for Forget<'_> {
 }
 
 /// A notification for a listen stream, tagged with its subscription id.
-pub fn tagged(method: &str, mut params: Value, id: &Id) -> Notification {
+pub fn tagged(notice: Notice, mut params: Value, id: &Id) -> Notification {
     params["_meta"] = json!({ SUBSCRIPTION_ID: id.to_value() });
-    Notification::new(method, params)
+    Notification::new(notice, params)
 }

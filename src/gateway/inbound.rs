@@ -7,7 +7,7 @@ use super::{Client, Gateway};
 use crate::json::Member;
 use crate::jsonrpc::INVALID_REQUEST;
 use crate::jsonrpc::{ErrorObject, Frame, Id, Message, Notification, Request, Response};
-use crate::protocol::{envelope, Era, Method, Revision};
+use crate::protocol::{envelope, Era, Method, Notice, Revision};
 
 /// What the transport is to do with one message a client sent.
 #[derive(Debug)]
@@ -112,7 +112,7 @@ impl Gateway {
     /// Notifications are never answered, not even an unknown one; `notifications/cancelled`
     /// cancels the request it names (and so the upstream call), whose reply is then withheld.
     fn on_notification(&self, client: Option<&Client>, notification: &Notification) {
-        if notification.method != "notifications/cancelled" {
+        if notification.method != Notice::Cancelled {
             return;
         }
         let id = notification

@@ -15,7 +15,8 @@ use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification};
 use crate::outbox;
-use crate::protocol::{Era, Method, Revision};
+use crate::protocol::method::Question;
+use crate::protocol::{Era, Method, Notice, Revision};
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::auth::login;
@@ -145,7 +146,7 @@ impl LoginFirst {
             if self.legacy.is_some() {
                 params["elicitationId"] = json!(elicitation_id);
             }
-            let (ask, answer) = Ask::new(Method::ElicitationCreate, params);
+            let (ask, answer) = Ask::new(Question::Elicitation, params);
             asks.send(ask)
                 .await
                 .map_err(|_| "the request ended".to_owned())?;
@@ -159,7 +160,7 @@ impl LoginFirst {
         let credential = smol::future::or(flow, person).await?;
         if let Some(outbound) = &self.legacy {
             let done = json!({ "elicitationId": elicitation_id });
-            let complete = Notification::new("notifications/elicitation/complete", done);
+            let complete = Notification::new(Notice::ElicitationComplete, done);
             let _ = outbound.try_send(complete);
         }
         Ok(credential)

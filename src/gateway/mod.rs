@@ -474,10 +474,22 @@ impl Gateway {
             | Method::TasksCancel
             | Method::TasksUpdate => {
                 self.catalogs.ready().await;
-                let task = self.task_method(client, method, params, revision, extensions, ctx);
+                let asked = method.task_request().ok_or_else(|| not_found(name))?;
+                let task = self.task_method(client, asked, params, revision, extensions, ctx);
                 Box::pin(task).await
             }
-            method if method.is_catalog() => {
+            Method::ToolsList
+            | Method::ToolsCall
+            | Method::PromptsList
+            | Method::PromptsGet
+            | Method::ResourcesList
+            | Method::ResourcesTemplatesList
+            | Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::CompletionComplete
+            | Method::SkillsList
+            | Method::SkillsGet
+            | Method::ResourcesDirectoryRead => {
                 self.catalogs.ready().await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).
@@ -485,8 +497,12 @@ impl Gateway {
                     self.catalog_method(client, method, params, revision, extensions, ctx);
                 Box::pin(catalog).await
             }
-            // `initialize` is answered before this, by `handle`.
-            _ => Err(not_found(name)),
+            // `initialize` is answered before this, by `handle`; a server's questions are
+            // never a client's to send (filtered above).
+            Method::Initialize
+            | Method::SamplingCreateMessage
+            | Method::ElicitationCreate
+            | Method::RootsList => Err(not_found(name)),
         }?;
         Ok(shape::result(method, revision, extensions, result))
     }

@@ -159,9 +159,11 @@ impl Gateway {
         else {
             return Ok(());
         };
-        Err(match method {
-            Method::ToolsCall => Ok(tool_error(message)),
-            _ => Err(ErrorObject::new(INVALID_PARAMS, message)),
+        // A tool's refusal is a tool error the model reads; anything else's, a protocol error.
+        Err(if method == Method::ToolsCall {
+            Ok(tool_error(message))
+        } else {
+            Err(ErrorObject::new(INVALID_PARAMS, message))
         })
     }
 

@@ -408,7 +408,7 @@ impl Rounds {
                         METHOD_NOT_FOUND,
                         format!(
                             "{} cannot reach a 2026-07-28 client during {}",
-                            ask.method, parked.method
+                            ask.question, parked.method
                         ),
                     );
                     ask.answer(Err(error));
@@ -425,14 +425,14 @@ impl Rounds {
                             MISSING_CLIENT_CAPABILITY,
                             format!(
                                 "Missing required client capability: the upstream asks for {}, which this request's clientCapabilities do not declare",
-                                refused.method
+                                refused.question
                             ),
                         )
                         .with_data(json!({ "requiredCapabilities": needed })));
                     }
                     for ask in asked.drain(..) {
                         parked.asked += 1;
-                        let key = format!("{}-{}", kind(ask.method), parked.asked);
+                        let key = format!("{}-{}", ask.question.short_name(), parked.asked);
                         parked.open.insert(key, ask);
                     }
                     return self.park(parked);
@@ -482,15 +482,6 @@ impl Rounds {
             "inputRequests": requests,
             "requestState": state,
         }))
-    }
-}
-
-/// A short name for a question's kind, for its `inputRequests` key.
-fn kind(method: Method) -> &'static str {
-    match method {
-        Method::SamplingCreateMessage => "sampling",
-        Method::ElicitationCreate => "elicitation",
-        _ => "roots",
     }
 }
 

@@ -79,7 +79,26 @@ impl Gateway {
             Method::CompletionComplete => {
                 self.complete(client, target, params, revision, ctx).await
             }
-            _ => Err(not_found(method.as_str())),
+            // Nothing else names a target ([`target::resolve`] resolved it to none).
+            Method::Initialize
+            | Method::Ping
+            | Method::ServerDiscover
+            | Method::SubscriptionsListen
+            | Method::ToolsList
+            | Method::PromptsList
+            | Method::ResourcesList
+            | Method::ResourcesTemplatesList
+            | Method::ResourcesUnsubscribe
+            | Method::LoggingSetLevel
+            | Method::SamplingCreateMessage
+            | Method::ElicitationCreate
+            | Method::RootsList
+            | Method::SkillsList
+            | Method::TasksGet
+            | Method::TasksResult
+            | Method::TasksList
+            | Method::TasksCancel
+            | Method::TasksUpdate => Err(not_found(method.as_str())),
         }
     }
 

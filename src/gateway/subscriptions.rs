@@ -7,7 +7,7 @@ use crate::cancel::Cancel;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Request, INVALID_PARAMS};
 use crate::protocol::envelope::SUBSCRIPTION_ID;
-use crate::protocol::{Extension, Extensions, Method};
+use crate::protocol::{Extension, Extensions, Method, Notice};
 use crate::sync::lock;
 use crate::upstream::{Caller, ListKind};
 use serde_json::{json, Map, Value};
@@ -233,14 +233,14 @@ impl Gateway {
             honoured.insert("taskIds".into(), json!(watched));
         }
         let ack = client::tagged(
-            "notifications/subscriptions/acknowledged",
+            Notice::SubscriptionsAcknowledged,
             json!({ "notifications": honoured }),
             &request.id,
         );
         let _ = ctx.outbound.send(ack).await;
         let filter = lists
             .iter()
-            .map(|k| k.notification().to_owned())
+            .map(|k| k.notification().into())
             .chain(resources.iter().cloned())
             .collect();
         let registered = self.live.registry().open_stream(

@@ -114,9 +114,10 @@ pub(super) fn resolve<'p>(
         | Method::ResourcesSubscribe
         | Method::SkillsGet
         | Method::ResourcesDirectoryRead => {
-            let kind = match method {
-                Method::SkillsGet => Kind::Skill,
-                _ => Kind::Resource,
+            let kind = if method == Method::SkillsGet {
+                Kind::Skill
+            } else {
+                Kind::Resource
             };
             let uri = text(params, "uri");
             let target = uri_target(catalog, kind, &uri).ok_or(Unresolved::Resource(uri))?;
@@ -157,7 +158,27 @@ pub(super) fn resolve<'p>(
             };
             resolved(target, as_sent(params))
         }
-        _ => Ok(None),
+        // Lists, mcpx's own answers, a server's questions and tasks (named by a sealed id, which
+        // [`super::tasks`] opens) name no target here.
+        Method::Initialize
+        | Method::Ping
+        | Method::ServerDiscover
+        | Method::SubscriptionsListen
+        | Method::ToolsList
+        | Method::PromptsList
+        | Method::ResourcesList
+        | Method::ResourcesTemplatesList
+        | Method::ResourcesUnsubscribe
+        | Method::LoggingSetLevel
+        | Method::SamplingCreateMessage
+        | Method::ElicitationCreate
+        | Method::RootsList
+        | Method::SkillsList
+        | Method::TasksGet
+        | Method::TasksResult
+        | Method::TasksList
+        | Method::TasksCancel
+        | Method::TasksUpdate => Ok(None),
     }
 }
 

@@ -21,7 +21,10 @@ use crate::cluster::{now_ms, ClusterKeys, SealingKeys};
 use crate::json::Member;
 use crate::jsonrpc::MISSING_CLIENT_CAPABILITY;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
-use crate::protocol::{envelope, shape, task, Era, Extension, Extensions, Method, Revision};
+use crate::protocol::method::TaskRequest;
+use crate::protocol::{
+    envelope, shape, task, Era, Extension, Extensions, Method, Notice, Revision,
+};
 use crate::sync::lock;
 use crate::upstream::Caller;
 use crate::view::TaskView;
@@ -334,19 +337,20 @@ impl Gateway {
     pub(super) async fn task_method(
         &self,
         client: &Arc<Client>,
-        method: Method,
+        asked: TaskRequest,
         params: Option<&Value>,
         revision: Revision,
         extensions: Extensions,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let method = asked.method();
         if revision.era() == Era::Modern && !extensions.contains(Extension::Tasks) {
             return Err(undeclared(method.as_str()));
         }
         if !task::has_tasks(revision) {
             return Err(super::not_found(method.as_str()));
         }
-        if method == Method::TasksList {
+        if asked == TaskRequest::List {
             // Listing would show one client the tasks of every other behind a shared upstream
             // session: mcpx does not declare `tasks.list`.
             return Err(ErrorObject::new(
@@ -365,11 +369,11 @@ impl Gateway {
                 let task = self.own_tasks.get(number, client).ok_or_else(unknown)?;
                 return match revision.era() {
                     Era::Legacy => {
-                        self.legacy_own_task_method(client, &task, method, id, revision, ctx)
+                        self.legacy_own_task_method(client, &task, asked, id, revision, ctx)
                             .await
                     }
                     Era::Modern => {
-                        Ok(self.own_task_method(&task, method, id, params, revision, extensions))
+                        Ok(self.own_task_method(&task, asked, id, params, revision, extensions))
                     }
                 };
             }
@@ -434,8 +438,10 @@ impl Gateway {
         }
         params["taskId"] = json!(id);
         if let Some(client) = self.clients.get(session) {
-            let method = "notifications/tasks/status";
-            client.notify(crate::jsonrpc::Notification::new(method, params));
+            client.notify(crate::jsonrpc::Notification::new(
+                Notice::TasksStatus,
+                params,
+            ));
         }
     }
 
@@ -489,22 +495,24 @@ impl Gateway {
     fn own_task_method(
         &self,
         task: &super::own_tasks::OwnTask,
-        method: Method,
+        asked: TaskRequest,
         id: &str,
         params: Option<&Value>,
         revision: Revision,
         extensions: Extensions,
     ) -> Value {
-        match method {
-            Method::TasksGet => shown_own(task, id, revision, extensions),
-            Method::TasksUpdate => {
+        match asked {
+            TaskRequest::Get => shown_own(task, id, revision, extensions),
+            TaskRequest::Update => {
                 task.update(params.and_then(|p| p.member("inputResponses")));
                 json!({})
             }
-            _ => {
+            TaskRequest::Cancel => {
                 task.cancel();
                 json!({})
             }
+            // 2025-11-25's own, answered by `legacy_own_task_method` (and `tasks/list` above).
+            TaskRequest::Result | TaskRequest::List => shown_own(task, id, revision, extensions),
         }
     }
 }
@@ -540,7 +548,7 @@ impl Gateway {
             let revision = Revision::V2026_07_28;
             let tell = move |task: &super::own_tasks::OwnTask| {
                 let shown = shown_own(task, &id, revision, extensions);
-                let notification = super::client::tagged("notifications/tasks", shown, &listen);
+                let notification = super::client::tagged(Notice::Tasks, shown, &listen);
                 let _ = tx.try_send(notification);
             };
             watchers.push(crate::runtime::spawn(task.report_changes(tell)));

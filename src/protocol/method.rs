@@ -5,8 +5,8 @@
 //! [`Method::ROWS`] and its variant; each `match` on the enum that must learn it fails to compile.
 //!
 //! Method names still appear as literals where mcpx writes a request of its own to a fixed method
-//! (`initialize` and `server/discover` to an upstream, a login's probe), in tests, and in the
-//! notifications, which this table does not hold.
+//! (`initialize` and `server/discover` to an upstream, a login's probe) and in tests; the
+//! notifications have a table of their own ([`super::notification`]).
 
 use super::{Era, Extension};
 use crate::json::Member;
@@ -69,6 +69,76 @@ pub enum Method {
     TasksUpdate,
 }
 
+/// What a server may ask its client, mid-call: the methods [`Side::Server`] sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Question {
+    /// `sampling/createMessage`: the client's model.
+    Sampling,
+    /// `elicitation/create`: the user.
+    Elicitation,
+    /// `roots/list`: the client's roots.
+    Roots,
+}
+
+impl Question {
+    /// The method that asks it.
+    pub fn method(self) -> Method {
+        match self {
+            Question::Sampling => SamplingCreateMessage,
+            Question::Elicitation => ElicitationCreate,
+            Question::Roots => RootsList,
+        }
+    }
+
+    /// Its method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        self.method().as_str()
+    }
+
+    /// A short name for it: its capability's key, and an `inputRequests` key's stem.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Question::Sampling => "sampling",
+            Question::Elicitation => "elicitation",
+            Question::Roots => "roots",
+        }
+    }
+}
+
+impl std::fmt::Display for Question {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A request about a task, named by its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskRequest {
+    /// `tasks/get`.
+    Get,
+    /// `tasks/result` (2025-11-25).
+    Result,
+    /// `tasks/list` (2025-11-25).
+    List,
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/update` (the Tasks extension).
+    Update,
+}
+
+impl TaskRequest {
+    /// The method that makes it.
+    pub fn method(self) -> Method {
+        match self {
+            TaskRequest::Get => TasksGet,
+            TaskRequest::Result => TasksResult,
+            TaskRequest::List => TasksList,
+            TaskRequest::Cancel => TasksCancel,
+            TaskRequest::Update => TasksUpdate,
+        }
+    }
+}
+
 /// Which eras define a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Eras {
@@ -78,6 +148,16 @@ pub enum Eras {
     Modern,
     /// Every revision.
     Both,
+}
+
+impl Eras {
+    /// Whether a revision of `era` is among them.
+    pub fn include(self, era: Era) -> bool {
+        matches!(
+            (self, era),
+            (Eras::Both, _) | (Eras::Legacy, Era::Legacy) | (Eras::Modern, Era::Modern)
+        )
+    }
 }
 
 /// Who sends a method's requests.
@@ -284,12 +364,74 @@ impl Method {
         self.row().name
     }
 
+    /// What it asks a client, if it is a server's question. Every method decides here, so a new
+    /// one is a compile error until it says whether a server may ask it.
+    pub fn question(self) -> Option<Question> {
+        match self {
+            SamplingCreateMessage => Some(Question::Sampling),
+            ElicitationCreate => Some(Question::Elicitation),
+            RootsList => Some(Question::Roots),
+            Initialize
+            | Ping
+            | ServerDiscover
+            | SubscriptionsListen
+            | ToolsList
+            | ToolsCall
+            | PromptsList
+            | PromptsGet
+            | ResourcesList
+            | ResourcesTemplatesList
+            | ResourcesRead
+            | ResourcesSubscribe
+            | ResourcesUnsubscribe
+            | CompletionComplete
+            | LoggingSetLevel
+            | SkillsList
+            | SkillsGet
+            | ResourcesDirectoryRead
+            | TasksGet
+            | TasksResult
+            | TasksList
+            | TasksCancel
+            | TasksUpdate => None,
+        }
+    }
+
+    /// What it asks of a task, if it is a request about one.
+    pub fn task_request(self) -> Option<TaskRequest> {
+        match self {
+            TasksGet => Some(TaskRequest::Get),
+            TasksResult => Some(TaskRequest::Result),
+            TasksList => Some(TaskRequest::List),
+            TasksCancel => Some(TaskRequest::Cancel),
+            TasksUpdate => Some(TaskRequest::Update),
+            Initialize
+            | Ping
+            | ServerDiscover
+            | SubscriptionsListen
+            | ToolsList
+            | ToolsCall
+            | PromptsList
+            | PromptsGet
+            | ResourcesList
+            | ResourcesTemplatesList
+            | ResourcesRead
+            | ResourcesSubscribe
+            | ResourcesUnsubscribe
+            | CompletionComplete
+            | LoggingSetLevel
+            | SamplingCreateMessage
+            | ElicitationCreate
+            | RootsList
+            | SkillsList
+            | SkillsGet
+            | ResourcesDirectoryRead => None,
+        }
+    }
+
     /// Whether a revision of `era` defines it.
     pub fn in_era(self, era: Era) -> bool {
-        matches!(
-            (self.row().eras, era),
-            (Eras::Both, _) | (Eras::Legacy, Era::Legacy) | (Eras::Modern, Era::Modern)
-        )
+        self.row().eras.include(era)
     }
 
     /// Which eras define it.

@@ -65,11 +65,13 @@ pub fn result(
     }
     let input_required =
         result.member("resultType").and_then(Value::as_str) == Some("input_required");
+    // Only a modern client is ever given one; its content is the questions, not a result.
+    if input_required && revision >= V2026_07_28 {
+        Definition::InputRequiredResult.retain(&mut result, revision, extensions);
+        envelope(method, revision, &mut result);
+        return result;
+    }
     match method {
-        // Only a modern client is ever given one; its content is the questions, not a result.
-        _ if input_required && revision >= V2026_07_28 => {
-            Definition::InputRequiredResult.retain(&mut result, revision, extensions)
-        }
         Method::ToolsList => each(&mut result, "tools", |tool| {
             shape_tool(tool, revision, extensions)
         }),
@@ -119,7 +121,25 @@ pub fn result(
                 });
             }
         }
-        _ => {}
+        // Kept as made: mcpx writes these itself (or passes a task's state as its extension
+        // defines it), and none has a definition that differs by revision.
+        Method::Initialize
+        | Method::Ping
+        | Method::ServerDiscover
+        | Method::SubscriptionsListen
+        | Method::ResourcesSubscribe
+        | Method::ResourcesUnsubscribe
+        | Method::LoggingSetLevel
+        | Method::SamplingCreateMessage
+        | Method::ElicitationCreate
+        | Method::RootsList
+        | Method::SkillsList
+        | Method::SkillsGet
+        | Method::ResourcesDirectoryRead
+        | Method::TasksGet
+        | Method::TasksList
+        | Method::TasksCancel
+        | Method::TasksUpdate => {}
     }
     envelope(method, revision, &mut result);
     result
@@ -253,9 +273,10 @@ fn describe(content: &Value, kind: &str, revision: Revision) -> String {
     }
 }
 
-/// Shapes a notification's params for a client of `revision`.
-pub fn notification_params(method: &str, revision: Revision, params: &mut Value) {
-    if method == "notifications/progress" && revision < V2025_03_26 {
+/// Shapes a progress notification's params for a client of `revision` (a `message` only since
+/// 2025-03-26).
+pub fn progress_params(revision: Revision, params: &mut Value) {
+    if revision < V2025_03_26 {
         if let Value::Object(map) = params {
             map.remove("message");
         }

@@ -9,7 +9,7 @@
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::limit::{Held, Limit};
-use crate::protocol::method::{Method, Side};
+use crate::protocol::method::{Method, Question};
 use crate::sync::lock;
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
@@ -23,9 +23,8 @@ pub const MAX_OPEN: usize = 16;
 /// One request an upstream made of the client, waiting for its answer.
 #[derive(Debug)]
 pub struct Ask {
-    /// A method a server sends ([`Side::Server`]): `sampling/createMessage`,
-    /// `elicitation/create` or `roots/list`.
-    pub method: Method,
+    /// What the server asks.
+    pub question: Question,
     /// Its params, as the server sent them.
     pub params: Value,
     reply: Sender<Result<Value, ErrorObject>>,
@@ -33,10 +32,10 @@ pub struct Ask {
 
 impl Ask {
     /// An ask and the receiver its answer arrives on.
-    pub fn new(method: Method, params: Value) -> (Ask, Receiver<Result<Value, ErrorObject>>) {
+    pub fn new(question: Question, params: Value) -> (Ask, Receiver<Result<Value, ErrorObject>>) {
         let (reply, answer) = async_channel::bounded(1);
         let ask = Ask {
-            method,
+            question,
             params,
             reply,
         };
@@ -53,21 +52,21 @@ impl Ask {
     pub fn input_request(&self) -> Value {
         let mut params = self.params.clone();
         crate::protocol::task::drop_related_task(&mut params);
-        json!({"method": self.method.as_str(), "params": params})
+        json!({"method": self.question.as_str(), "params": params})
     }
 
     /// The client capability it needs, as a `ClientCapabilities` object.
     pub fn required_capability(&self) -> Value {
-        match self.method {
-            Method::SamplingCreateMessage if self.params.member("tools").is_some() => {
+        match self.question {
+            Question::Sampling if self.params.member("tools").is_some() => {
                 json!({"sampling": {"tools": {}}})
             }
-            Method::SamplingCreateMessage => json!({"sampling": {}}),
-            Method::ElicitationCreate if self.params["mode"] == "url" => {
+            Question::Elicitation if self.params["mode"] == "url" => {
                 json!({"elicitation": {"url": {}}})
             }
-            Method::ElicitationCreate => json!({"elicitation": {"form": {}}}),
-            _ => json!({"roots": {}}),
+            Question::Sampling => json!({"sampling": {}}),
+            Question::Elicitation => json!({"elicitation": {"form": {}}}),
+            Question::Roots => json!({"roots": {}}),
         }
     }
 
@@ -190,10 +189,13 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
             meta_entry: None,
         })
     };
-    let asked = match Method::parse(&method) {
-        Some(Method::Ping) => return now(Ok(json!({}))),
-        Some(asked) if asked.sender() == Side::Server => asked,
-        _ => {
+    let parsed = Method::parse(&method);
+    if parsed == Some(Method::Ping) {
+        return now(Ok(json!({})));
+    }
+    let asked = match parsed.and_then(Method::question) {
+        Some(question) => question,
+        None => {
             let error = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
             return now(Err(error));
         }
@@ -229,24 +231,24 @@ pub fn answer(request: Request, asker: Option<Asker>, server: &str) -> Answer {
 #[cfg(test)]
 mod every_revision {
     mod asks {
-        use crate::protocol::Method;
+        use crate::protocol::method::Question;
         use crate::upstream::asks::Ask;
         use serde_json::json;
 
         #[test]
         fn each_ask_needs_the_capability_of_its_kind() {
-            let (form, _) = Ask::new(Method::ElicitationCreate, json!({"message": "m"}));
+            let (form, _) = Ask::new(Question::Elicitation, json!({"message": "m"}));
             assert!(form.allowed_by(&json!({"elicitation": {}})));
             assert!(form.allowed_by(&json!({"elicitation": {"form": {}}})));
             assert!(!form.allowed_by(&json!({"elicitation": {"url": {}}})));
             assert!(!form.allowed_by(&json!({"sampling": {}})));
-            let (url, _) = Ask::new(Method::ElicitationCreate, json!({"mode": "url"}));
+            let (url, _) = Ask::new(Question::Elicitation, json!({"mode": "url"}));
             assert!(!url.allowed_by(&json!({"elicitation": {}})));
             assert!(url.allowed_by(&json!({"elicitation": {"url": {}}})));
-            let (sample, _) = Ask::new(Method::SamplingCreateMessage, json!({"messages": []}));
+            let (sample, _) = Ask::new(Question::Sampling, json!({"messages": []}));
             assert!(sample.allowed_by(&json!({"sampling": {}})));
             assert_eq!(sample.required_capability(), json!({"sampling": {}}));
-            let (roots, _) = Ask::new(Method::RootsList, json!({}));
+            let (roots, _) = Ask::new(Question::Roots, json!({}));
             assert!(roots.allowed_by(&json!({"roots": {"listChanged": true}})));
             assert!(!roots.allowed_by(&json!({})));
         }
@@ -258,14 +260,14 @@ mod every_revision {
             let related = json!({"taskId": "server-own"});
             let meta = json!({"io.modelcontextprotocol/related-task": related, "k": 1});
             let (ask, _) = Ask::new(
-                Method::ElicitationCreate,
+                Question::Elicitation,
                 json!({"message": "m", "_meta": meta}),
             );
             let shown = ask.input_request();
             assert_eq!(shown["params"], json!({"message": "m", "_meta": {"k": 1}}));
             let only = json!({"io.modelcontextprotocol/related-task": related});
             let (ask, _) = Ask::new(
-                Method::ElicitationCreate,
+                Question::Elicitation,
                 json!({"message": "m", "_meta": only}),
             );
             assert_eq!(ask.input_request()["params"], json!({"message": "m"}));

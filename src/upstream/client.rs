@@ -23,7 +23,7 @@ use super::{Event, Handshake, ListKind, CLIENT_CAPABILITIES};
 use crate::config::UpstreamEra;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, UNSUPPORTED_PROTOCOL_VERSION};
-use crate::protocol::{Era, Method, Revision};
+use crate::protocol::{Era, Method, Notice, Revision};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::time::Duration;
@@ -127,7 +127,7 @@ async fn try_initialize(wire: &impl Wire) -> Result<Handshake, Refusal> {
         .await
         .map_err(Refusal::Answered)?;
     let handshake = Handshake::from_initialize(&result).map_err(Refusal::Unusable)?;
-    wire.deliver("notifications/initialized", None).await;
+    wire.deliver(Notice::Initialized.as_str(), None).await;
     Ok(handshake)
 }
 
@@ -231,22 +231,24 @@ pub fn log_to_caller(server: &str, sink: Option<&super::LogSink>, params: &Value
 /// to the request it belongs to): catalogs that changed and resources that were updated become
 /// events, and so do tasks' status changes; a log message is logged, tagged with the server's name; the rest are dropped.
 pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> Option<Event> {
-    if let Some(kind) = ListKind::from_notification(method) {
-        return Some(Event::ListChanged { upstream, kind });
-    }
-    match method {
-        "notifications/resources/updated" => {
+    let notice = Notice::parse(method)?;
+    match notice {
+        Notice::ToolsListChanged | Notice::PromptsListChanged | Notice::ResourcesListChanged => {
+            let kind = ListKind::from_notification(notice)?;
+            Some(Event::ListChanged { upstream, kind })
+        }
+        Notice::ResourcesUpdated => {
             let uri = params.member("uri").and_then(Value::as_str)?;
             Some(Event::ResourceUpdated {
                 uri: uri.to_owned(),
             })
         }
-        "notifications/subscriptions/acknowledged" => Some(Event::ListenAcknowledged { upstream }),
-        "notifications/tasks/status" => Some(Event::TaskStatus {
+        Notice::SubscriptionsAcknowledged => Some(Event::ListenAcknowledged { upstream }),
+        Notice::TasksStatus => Some(Event::TaskStatus {
             upstream,
             params: params.clone(),
         }),
-        "notifications/message" => {
+        Notice::Message => {
             let params = masked_log(params);
             log_in_mcpx(server, &params);
             Some(Event::Log {
@@ -254,7 +256,13 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
                 params,
             })
         }
-        _ => None,
+        // Acted on where they arrive (the request they belong to), or a client's to send.
+        Notice::Progress | Notice::Cancelled | Notice::Initialized | Notice::RootsListChanged => {
+            None
+        }
+        // A URL elicitation's end and a modern task's state are the request's own business,
+        // carried by the call that asked (mcpx polls a modern upstream's tasks).
+        Notice::ElicitationComplete | Notice::Tasks => None,
     }
 }
 

@@ -21,7 +21,7 @@ pub mod task_progress;
 pub use start_error::StartError;
 
 use crate::jsonrpc::Notification;
-use crate::protocol::{shape, Revision};
+use crate::protocol::{shape, Notice, Revision};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -182,20 +182,20 @@ pub enum ListKind {
 }
 
 impl ListKind {
-    /// The notification method announcing a change.
-    pub fn notification(self) -> &'static str {
+    /// The notification announcing a change.
+    pub fn notification(self) -> Notice {
         match self {
-            ListKind::Tools => "notifications/tools/list_changed",
-            ListKind::Prompts => "notifications/prompts/list_changed",
-            ListKind::Resources => "notifications/resources/list_changed",
+            ListKind::Tools => Notice::ToolsListChanged,
+            ListKind::Prompts => Notice::PromptsListChanged,
+            ListKind::Resources => Notice::ResourcesListChanged,
         }
     }
 
-    /// The kind a `list_changed` notification method names.
-    pub fn from_notification(method: &str) -> Option<ListKind> {
+    /// The kind a `list_changed` notification names.
+    pub fn from_notification(notice: Notice) -> Option<ListKind> {
         [ListKind::Tools, ListKind::Prompts, ListKind::Resources]
             .into_iter()
-            .find(|k| k.notification() == method)
+            .find(|k| k.notification() == notice)
     }
 }
 
@@ -302,9 +302,7 @@ impl LogSink {
             None => server.to_owned(),
         };
         params["logger"] = Value::String(logger);
-        let _ = self
-            .tx
-            .try_send(Notification::new("notifications/message", params));
+        let _ = self.tx.try_send(Notification::new(Notice::Message, params));
     }
 }
 
@@ -346,11 +344,11 @@ impl ProgressSink {
         if let Some(tasks) = &self.tasks {
             tasks.to_client(&mut params);
         }
-        shape::notification_params("notifications/progress", self.revision, &mut params);
+        shape::progress_params(self.revision, &mut params);
         // A closed channel means the request already ended; late progress has nowhere to go.
         if self
             .tx
-            .try_send(Notification::new("notifications/progress", params))
+            .try_send(Notification::new(Notice::Progress, params))
             .is_ok()
         {
             self.seen.fetch_add(1, Ordering::Relaxed);

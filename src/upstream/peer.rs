@@ -16,8 +16,8 @@ use crate::cancel::Cancel;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request, Response};
-use crate::protocol::envelope;
 use crate::protocol::Era;
+use crate::protocol::{envelope, Notice};
 use crate::sync::lock;
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
@@ -199,7 +199,7 @@ impl Peer {
                 };
                 let reason = failure.reason_for_upstream();
                 self.notify(
-                    "notifications/cancelled",
+                    Notice::Cancelled.as_str(),
                     Some(json!({"requestId": id, "reason": reason})),
                 );
                 Err(failure.into())
@@ -268,7 +268,7 @@ impl Peer {
     async fn on_notification(&self, n: Notification) {
         let params = n.params.unwrap_or(Value::Null);
         self.task_progress.heard(&n.method, &params);
-        if n.method == "notifications/progress" {
+        if n.method == Notice::Progress {
             let token = params
                 .member("progressToken")
                 .map(token_key)
@@ -292,7 +292,7 @@ impl Peer {
         // Nothing on such a wire says which call a log message belongs to: the newest call
         // whose client takes them has it, else every client whose level admits it.
         let newest = lock(&self.loggers).last().map(|(_, sink)| sink.clone());
-        if n.method == "notifications/message"
+        if n.method == Notice::Message
             && client::log_to_caller(&self.name, newest.as_ref(), &params)
         {
             return;

@@ -6,7 +6,7 @@
 
 use super::ProgressSink;
 use crate::json::Member;
-use crate::protocol::task;
+use crate::protocol::{task, Notice};
 use crate::sync::lock;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -80,7 +80,7 @@ impl KeptProgress {
 
     /// The server's notification `method`: a status that ends a task drops its sink.
     pub fn heard(&self, method: &str, params: &Value) {
-        if method == "notifications/tasks/status" {
+        if method == Notice::TasksStatus {
             if let Some(id) = ended_in(params) {
                 lock(&self.0).remove(id);
             }

@@ -10,7 +10,8 @@ use crate::failure::Failure;
 use crate::gateway::{asking, Client, Gateway, RequestContext};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification, INTERNAL_ERROR, INVALID_PARAMS};
-use crate::protocol::{envelope, shape, task, Extensions, Method, Revision};
+use crate::protocol::method::TaskRequest;
+use crate::protocol::{envelope, shape, task, Extensions, Method, Notice, Revision};
 use crate::sync::lock;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -40,7 +41,7 @@ pub(super) fn tell_changes(client: &Arc<Client>, task: &Arc<OwnTask>, id: &str) 
     let (client, id) = (Arc::downgrade(client), id.to_owned());
     let tell = move |task: &OwnTask| {
         if let Some(client) = client.upgrade() {
-            let status = Notification::new("notifications/tasks/status", task.legacy(&id));
+            let status = Notification::new(Notice::TasksStatus, task.legacy(&id));
             client.notify(status);
         }
     };
@@ -83,28 +84,30 @@ impl Gateway {
         &self,
         client: &Arc<Client>,
         task: &Arc<OwnTask>,
-        method: Method,
+        asked: TaskRequest,
         id: &str,
         revision: Revision,
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        match method {
-            Method::TasksResult => {
+        match asked {
+            TaskRequest::Result => {
                 self.legacy_task_result(client, task, id, revision, ctx)
                     .await
             }
-            Method::TasksCancel if task.ended() => Err(ErrorObject::new(
+            TaskRequest::Cancel if task.ended() => Err(ErrorObject::new(
                 INVALID_PARAMS,
                 format!(
                     "Cannot cancel task in terminal status: {}",
                     task.legacy(id)["status"].as_str().unwrap_or_default()
                 ),
             )),
-            Method::TasksCancel => {
+            TaskRequest::Cancel => {
                 task.cancel();
                 Ok(task.legacy(id))
             }
-            _ => Ok(task.legacy(id)),
+            // `tasks/update` is the extension's (a legacy client has none); `tasks/list` is
+            // refused before a task is looked up.
+            TaskRequest::Get | TaskRequest::List | TaskRequest::Update => Ok(task.legacy(id)),
         }
     }
 

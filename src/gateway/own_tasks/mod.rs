@@ -30,7 +30,7 @@ use crate::config;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::outbox;
-use crate::protocol::{task, Era, Method, Revision};
+use crate::protocol::{task, Era, Method, Notice, Revision};
 use crate::sync::lock;
 use crate::view::TaskView;
 use serde_json::{json, Map, Value};
@@ -311,7 +311,7 @@ impl OwnTask {
         let crate::jsonrpc::Outbound::Notification(progress) = message else {
             return;
         };
-        if progress.method != "notifications/progress" {
+        if progress.method != Notice::Progress {
             return;
         }
         let params = progress.params.as_ref();

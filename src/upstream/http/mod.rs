@@ -34,7 +34,7 @@ use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Res
 use crate::mcpheaders::{HeaderParam, SESSION_HEADER};
 use crate::net::client::Pool;
 use crate::protocol::envelope;
-use crate::protocol::{self, Era};
+use crate::protocol::{self, Era, Notice};
 use crate::sync::lock;
 use async_channel::Sender;
 use hashbrown::HashMap;
@@ -312,7 +312,7 @@ impl HttpUpstream {
                     if !self.is_modern() {
                         let reason = failure.reason_for_upstream();
                         self.notify(
-                            "notifications/cancelled",
+                            Notice::Cancelled.as_str(),
                             Some(json!({"requestId": id, "reason": reason})),
                         );
                     }
@@ -474,7 +474,7 @@ impl HttpUpstream {
             Ok(Message::Notification(n)) => {
                 let params = n.params.unwrap_or(Value::Null);
                 self.task_progress.heard(&n.method, &params);
-                if n.method == "notifications/progress" {
+                if n.method == Notice::Progress {
                     match &caller.progress {
                         Some(sink) => sink.forward(params),
                         // On the session's GET stream: a task's, made by a request now answered.
@@ -487,7 +487,7 @@ impl HttpUpstream {
                 } else if self.chatter.admit() != Verdict::Pass {
                     // Said too much: dropped, and counted (a remote server's flood costs the
                     // network's pace, not a pause here).
-                } else if n.method == "notifications/message"
+                } else if n.method == Notice::Message
                     && client::log_to_caller(&self.name, caller.log.as_ref(), &params)
                 {
                     // On the call's own stream: the caller's.
