@@ -97,15 +97,8 @@ pub fn carry(
         target => format!("{method} {target}"),
     };
     let mut attributes = vec![KeyValue::new("mcp.method.name", method.as_str())];
-    match method {
-        Method::ToolsCall => attributes.push(KeyValue::new("gen_ai.tool.name", target.to_owned())),
-        Method::PromptsGet => {
-            attributes.push(KeyValue::new("gen_ai.prompt.name", target.to_owned()))
-        }
-        Method::ResourcesRead => {
-            attributes.push(KeyValue::new("mcp.resource.uri", target.to_owned()))
-        }
-        _ => {}
+    if let Some(key) = method.span_attribute() {
+        attributes.push(KeyValue::new(key, target.to_owned()));
     }
     let span = tracing
         .tracer

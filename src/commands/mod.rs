@@ -578,15 +578,11 @@ async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Va
         params: Some(json!({"name": tool, "arguments": arguments})),
     };
     client.set_revision(crate::protocol::Revision::LATEST_LEGACY);
-    let context = crate::gateway::RequestContext {
-        cancel: crate::cancel::Cancel::new(),
-        outbound,
-        progress_seen: Default::default(),
-        timeout: None,
-        caller: Arc::new(crate::access::Identity::of_kind(
-            crate::access::Kind::LocalOwner,
-        )),
-    };
+    let owner = Arc::new(crate::access::Identity::of_kind(
+        crate::access::Kind::LocalOwner,
+    ));
+    let context =
+        crate::gateway::RequestContext::new(crate::cancel::Cancel::new(), outbound, owner);
     let response = gateway.handle(&client, request, &context).await;
     gateway.close_client(&client);
     response

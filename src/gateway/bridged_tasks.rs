@@ -17,6 +17,7 @@
 //! and 2025-11-25's `failed`.
 
 use super::forwarded::forwardable;
+use super::incoming::Incoming;
 use super::{Client, Gateway, RequestContext, Route};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
@@ -131,16 +132,9 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         let owner = turn.bridge.route.owner;
-        let (client, revision) = (turn.client, turn.revision);
-        let sent = self.forward(
-            client,
-            owner,
-            method,
-            forwarded,
-            Some(original),
-            revision,
-            ctx,
-        );
+        let incoming = Incoming::new(turn.client, method, Some(original), turn.revision, ctx);
+        let names = method.target(Some(original)).unwrap_or_default();
+        let sent = self.forward(&incoming, owner, forwarded, names);
         Box::pin(sent).await
     }
 
@@ -153,6 +147,7 @@ impl Gateway {
             progress_seen: Arc::clone(&turn.ctx.progress_seen),
             timeout: turn.ctx.timeout,
             caller: Arc::clone(&turn.ctx.caller),
+            target: Default::default(),
         };
         let mut original = turn.params.clone();
         let mut forwarded = forwardable(Some(turn.params));

@@ -8,6 +8,7 @@
 
 use super::apps::{self, BareTools};
 use super::cursor;
+use super::merged::{List, Merged};
 use super::naming;
 use super::route::{Owner, Route};
 use super::search::ToolIndex;
@@ -18,7 +19,6 @@ use crate::config::{TaskPolicy, ToolOverride};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::mcpheaders::{self, HeaderParam};
-use crate::protocol::Method;
 use crate::upstream::ListKind;
 use hashbrown::HashMap;
 use serde_json::{json, Value};
@@ -65,26 +65,32 @@ pub struct Source<'a> {
 /// The merged catalog.
 #[derive(Debug, Default)]
 pub struct Catalog {
-    tools: Vec<Value>,
+    /// The merged lists, by kind ([`List`] as an index).
+    lists: [Merged; 5],
+    /// URIs a server answers for that no `resources/list` need hold: its tools' UI resources
+    /// (an App's HTML may be left out of the list) and its skills' files.
+    named_uris: HashMap<String, Owner>,
     /// The tools a client that cannot render Apps is shown: all but the App-only ones.
     model_tools: Vec<Value>,
     /// Tools by their servers' own names, as Apps call them ([`apps`]).
     bare_tools: BareTools,
     /// The URIs renamed because two servers use them ([`shared_uris`]).
     shared_uris: SharedUris,
-    tool_routes: HashMap<String, Route>,
+    /// The `Mcp-Param-*` headers a call of each exposed tool carries.
     tool_header_params: HashMap<String, Vec<HeaderParam>>,
-    prompts: Vec<Value>,
-    prompt_routes: HashMap<String, Route>,
-    resources: Vec<Value>,
-    resource_owners: HashMap<String, Owner>,
-    templates: Vec<Value>,
-    template_owners: Vec<(String, Owner)>,
-    skills: Vec<Value>,
-    skill_owners: Vec<Owner>,
-    /// A search profile's: what `tools/list` shows instead of `tools`, and the index that
-    /// `mcpx__search_tools` asks.
-    search: Option<(Vec<Value>, Arc<ToolIndex>)>,
+    /// A search profile's: what `tools/list` shows instead, and how it is searched.
+    search: Option<Search>,
+}
+
+/// What a search profile adds to a catalog.
+#[derive(Debug)]
+struct Search {
+    /// What `tools/list` shows: the search and call tools.
+    listed: Vec<Value>,
+    /// What `mcpx__search_tools` asks.
+    index: Arc<ToolIndex>,
+    /// The search and call tools' routes.
+    routes: HashMap<String, Route>,
 }
 
 impl Catalog {
@@ -135,8 +141,8 @@ impl Catalog {
             .map(|s| skills::claimed(&s.listing.skills))
             .collect();
         let shared_dirs = shared_uris::shared(&skill_dirs, &servers);
-        let tool_keepers = keepers(sources, claims(&tools), &previous.tool_routes);
-        let prompt_keepers = keepers(sources, claims(&prompts), &previous.prompt_routes);
+        let tool_keepers = keepers(sources, claims(&tools), previous.list(List::Tools));
+        let prompt_keepers = keepers(sources, claims(&prompts), previous.list(List::Prompts));
         for (index, source) in sources.iter().enumerate() {
             let mut renames = UriRenames::new(source.server);
             let templates = &source.listing.templates;
@@ -166,10 +172,7 @@ impl Catalog {
                 apps::rename_in_tool(&renames, &mut exposed.2);
                 // A UI resource may be left out of `resources/list`: its tool names its owner.
                 for uri in apps::tool_ui_uris(&exposed.2) {
-                    catalog
-                        .resource_owners
-                        .entry(uri.to_owned())
-                        .or_insert(source.owner);
+                    catalog.name_uri(uri, source.owner);
                 }
                 // No App is served by mcpx's own server: its tools keep their prefix.
                 if source.owner != Owner::Builtin {
@@ -178,8 +181,7 @@ impl Catalog {
                 catalog
                     .tool_header_params
                     .insert(exposed.0.clone(), header_params);
-                catalog.tool_routes.insert(exposed.0.clone(), exposed.1);
-                catalog.tools.push(exposed.2);
+                catalog.lists[List::Tools as usize].push(exposed.0, exposed.2, exposed.1);
             }
             for prompt in prompts[index].iter().copied() {
                 let exposed_name = exposed_name(prompt, source);
@@ -188,164 +190,117 @@ impl Catalog {
                     continue;
                 }
                 let exposed = rename(prompt, source, exposed_name);
-                catalog.prompt_routes.insert(exposed.0.clone(), exposed.1);
-                catalog.prompts.push(exposed.2);
+                catalog.lists[List::Prompts as usize].push(exposed.0, exposed.2, exposed.1);
             }
-            for resource in &source.listing.resources {
-                let mut resource = resource.clone();
-                renames.in_item(&mut resource);
-                if let Some(uri) = resource.member("uri").and_then(Value::as_str) {
-                    catalog
-                        .resource_owners
-                        .entry(uri.to_owned())
-                        .or_insert(source.owner);
-                    catalog.resources.push(resource);
-                }
-            }
-            for template in &source.listing.templates {
-                let mut template = template.clone();
-                renames.in_item(&mut template);
-                if let Some(pattern) = template.member("uriTemplate").and_then(Value::as_str) {
-                    catalog
-                        .template_owners
-                        .push((pattern.to_owned(), source.owner));
-                    catalog.templates.push(template);
+            let (resources, templates) = (&source.listing.resources, &source.listing.templates);
+            for (list, key, listed) in [
+                (List::Resources, "uri", resources),
+                (List::Templates, "uriTemplate", templates),
+            ] {
+                for item in listed {
+                    let Some(own) = item.member(key).and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let mut shown = item.clone();
+                    renames.in_item(&mut shown);
+                    let shown_key = shown[key].as_str().unwrap_or(own).to_owned();
+                    let route = Route::new(source.owner, own);
+                    catalog.lists[list as usize].push(shown_key, shown, route);
                 }
             }
             for skill in &source.listing.skills {
                 let skill = skills::renamed(&renames, skill);
                 for uri in skills::uris(&skill) {
-                    let owners = &mut catalog.resource_owners;
-                    owners.entry(uri.to_owned()).or_insert(source.owner);
+                    catalog.name_uri(uri, source.owner);
                 }
-                catalog.skills.push(skill);
-                catalog.skill_owners.push(source.owner);
+                let name = named(&skill).unwrap_or_default().to_owned();
+                let route = Route::new(source.owner, &name);
+                catalog.lists[List::Skills as usize].push(name, skill, route);
             }
             catalog.shared_uris.add(source.owner, renames);
         }
-        catalog.model_tools = model_tools(&catalog.tools);
+        catalog.model_tools = model_tools(catalog.list(List::Tools).shown());
         (catalog, collisions)
+    }
+
+    /// One merged list.
+    fn list(&self, list: List) -> &Merged {
+        &self.lists[list as usize]
+    }
+
+    /// Notes that `owner` answers for `uri`, unless another server named it first.
+    fn name_uri(&mut self, uri: &str, owner: Owner) {
+        self.named_uris.entry(uri.to_owned()).or_insert(owner);
     }
 
     /// The kinds of list in which `other` differs from this catalog as its clients see it: what
     /// they must hear `list_changed` for (templates announce as resources).
     pub fn differences(&self, other: &Catalog) -> Vec<ListKind> {
+        let differs = |list: List| !self.list(list).shows_as(other.list(list));
         let mut kinds = Vec::new();
-        if self.listed_tools() != other.listed_tools() {
+        if self.listed_tools_for(true) != other.listed_tools_for(true) {
             kinds.push(ListKind::Tools);
         }
-        if self.prompts != other.prompts {
+        if differs(List::Prompts) {
             kinds.push(ListKind::Prompts);
         }
-        if self.resources != other.resources || self.templates != other.templates {
+        if differs(List::Resources) || differs(List::Templates) {
             kinds.push(ListKind::Resources);
         }
         kinds
     }
 
-    /// What `tools/list` shows a client that renders Apps.
-    fn listed_tools(&self) -> &Vec<Value> {
-        self.listed_tools_for(true)
-    }
-
     /// What `tools/list` shows: to a client that cannot render Apps (`apps` false), no tool
     /// only an App may call.
-    fn listed_tools_for(&self, apps: bool) -> &Vec<Value> {
+    fn listed_tools_for(&self, apps: bool) -> Vec<&Value> {
         match (&self.search, apps) {
-            (Some((listed, _)), _) => listed,
-            (None, true) => &self.tools,
-            (None, false) => &self.model_tools,
+            (Some(search), _) => search.listed.iter().collect(),
+            (None, true) => self.list(List::Tools).shown().collect(),
+            (None, false) => self.model_tools.iter().collect(),
         }
     }
 
     /// How many tools can be called, how many `tools/list` shows, and how many prompts.
     pub fn sizes(&self) -> (usize, usize, usize) {
         (
-            self.tools.len(),
-            self.listed_tools().len(),
-            self.prompts.len(),
+            self.list(List::Tools).len(),
+            self.listed_tools_for(true).len(),
+            self.list(List::Prompts).len(),
         )
     }
 
-    /// The part of this catalog that `keep` admits, by owner and exposed name (resources, which
-    /// have no exposed name, by owner alone); the rest is unknown to it, exactly as a name no
-    /// server lists.
+    /// The part of this catalog that `keep` admits, by owner and exposed name (resources and
+    /// skills, which have no exposed name, by owner alone); the rest is unknown to it, exactly
+    /// as a name no server lists.
     pub fn restricted(&self, keep: impl Fn(Owner, Option<&str>) -> bool) -> Catalog {
-        let routed = |routes: &HashMap<String, Route>, item: &Value| {
-            named(item)
-                .and_then(|name| routes.get(name))
-                .is_some_and(|route| keep(route.owner, named(item)))
-        };
-        let tools: Vec<Value> = self
-            .tools
-            .iter()
-            .filter(|t| routed(&self.tool_routes, t))
-            .cloned()
-            .collect();
-        let prompts: Vec<Value> = self
-            .prompts
-            .iter()
-            .filter(|p| routed(&self.prompt_routes, p))
-            .cloned()
-            .collect();
-        let kept_templates: Vec<(Value, (String, Owner))> = self
-            .templates
-            .iter()
-            .zip(&self.template_owners)
-            .filter(|(template, (_, owner))| keep(*owner, named(template)))
-            .map(|(t, o)| (t.clone(), o.clone()))
-            .collect();
-        let resource_owners: HashMap<String, Owner> = self
-            .resource_owners
-            .iter()
-            .filter(|(_, owner)| keep(**owner, None))
-            .map(|(uri, owner)| (uri.clone(), *owner))
-            .collect();
-        let only = |names: &[Value], map: &HashMap<String, Route>| -> HashMap<String, Route> {
-            names
-                .iter()
-                .filter_map(named)
-                .filter_map(|n| map.get_key_value(n))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        };
-        let tool_routes = only(&tools, &self.tool_routes);
-        let (skills, skill_owners) = self
-            .skills
-            .iter()
-            .zip(&self.skill_owners)
-            .filter(|(_, owner)| keep(**owner, None))
-            .map(|(skill, owner)| (skill.clone(), *owner))
-            .unzip();
+        let lists = List::ALL.map(|list| {
+            self.list(list).filtered(|item| {
+                let name = match list {
+                    List::Tools | List::Prompts => Some(item.key.as_str()),
+                    List::Templates => named(&item.shown),
+                    List::Resources | List::Skills => None,
+                };
+                keep(item.route.owner, name)
+            })
+        });
+        let tools = &lists[List::Tools as usize];
         Catalog {
-            model_tools: model_tools(&tools),
-            bare_tools: self.bare_tools.restricted(|e| tool_routes.contains_key(e)),
+            model_tools: model_tools(tools.shown()),
+            bare_tools: self.bare_tools.restricted(|e| tools.get(e).is_some()),
             shared_uris: self.shared_uris.restricted(|owner| keep(owner, None)),
-            skills,
-            skill_owners,
             tool_header_params: self
                 .tool_header_params
                 .iter()
-                .filter(|(name, _)| tool_routes.contains_key(*name))
+                .filter(|(name, _)| tools.get(name).is_some())
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            tool_routes,
-            prompt_routes: only(&prompts, &self.prompt_routes),
-            resources: self
-                .resources
+            named_uris: self
+                .named_uris
                 .iter()
-                .filter(|r| {
-                    r.member("uri")
-                        .and_then(Value::as_str)
-                        .is_some_and(|uri| resource_owners.contains_key(uri))
-                })
-                .cloned()
+                .filter(|(_, owner)| keep(**owner, None))
+                .map(|(uri, owner)| (uri.clone(), *owner))
                 .collect(),
-            resource_owners,
-            templates: kept_templates.iter().map(|(t, _)| t.clone()).collect(),
-            template_owners: kept_templates.into_iter().map(|(_, o)| o).collect(),
-            tools,
-            prompts,
+            lists,
             search: None,
         }
     }
@@ -354,20 +309,25 @@ impl Catalog {
     /// which `routes` routes), while every tool stays callable and is found by
     /// `mcpx__search_tools`.
     pub fn searched(mut self, listed: Vec<Value>, routes: Vec<(String, Route)>) -> Catalog {
-        let index = ToolIndex::new(&self.tools);
-        self.tool_routes.extend(routes);
-        self.search = Some((listed, Arc::new(index)));
+        let tools: Vec<Value> = self.list(List::Tools).shown().cloned().collect();
+        self.search = Some(Search {
+            listed,
+            index: Arc::new(ToolIndex::new(&tools)),
+            routes: routes.into_iter().collect(),
+        });
         self
     }
 
     /// The search index, in a search profile.
     pub fn search_index(&self) -> Option<&ToolIndex> {
-        self.search.as_ref().map(|(_, index)| index.as_ref())
+        self.search.as_ref().map(|search| search.index.as_ref())
     }
 
     /// The route of an exposed tool name.
     pub fn tool(&self, exposed: &str) -> Option<&Route> {
-        self.tool_routes.get(exposed)
+        let listed = self.list(List::Tools).get(exposed).map(|item| &item.route);
+        let search = || self.search.as_ref()?.routes.get(exposed);
+        listed.or_else(search)
     }
 
     /// The `Mcp-Param-*` headers a call of this tool must carry (by the name the call gives:
@@ -379,7 +339,8 @@ impl Catalog {
 
     /// The route of an exposed prompt name.
     pub fn prompt(&self, exposed: &str) -> Option<&Route> {
-        self.prompt_routes.get(exposed)
+        let item = self.list(List::Prompts).get(exposed);
+        item.map(|item| &item.route)
     }
 
     /// Which server answers for a resource URI ([`Catalog::resource_route`]).
@@ -387,36 +348,34 @@ impl Catalog {
         self.resource_route(uri).map(|(owner, _)| owner)
     }
 
-    /// Which server answers for a resource URI: the one that listed it, else the first whose
-    /// template matches it (and that template, as shown).
+    /// Which server answers for a resource URI: the one that listed it (or named it, as a
+    /// tool's UI or a skill's file), else the first whose template matches it (and that
+    /// template, as shown).
     pub fn resource_route(&self, uri: &str) -> Option<(Owner, Option<&str>)> {
-        if let Some(owner) = self.resource_owners.get(uri) {
-            return Some((*owner, None));
+        let listed = self.list(List::Resources).owner(uri);
+        if let Some(owner) = listed.or_else(|| self.named_uris.get(uri).copied()) {
+            return Some((owner, None));
         }
-        self.template_owners
-            .iter()
-            .find(|(pattern, _)| template_matches(pattern, uri))
-            .map(|(pattern, owner)| (*owner, Some(pattern.as_str())))
+        let templates = self.list(List::Templates).items();
+        let matching = templates.iter().find(|t| template_matches(&t.key, uri));
+        matching.map(|t| (t.route.owner, Some(t.key.as_str())))
     }
 
     /// Which server listed a resource template.
     pub fn template_owner(&self, uri_template: &str) -> Option<Owner> {
-        self.template_owners
-            .iter()
-            .find(|(p, _)| p == uri_template)
-            .map(|(_, o)| *o)
+        self.list(List::Templates).owner(uri_template)
     }
 
     /// The exposed name a `tools/call` of `name` reaches ([`BareTools::called`]).
     pub fn called_tool<'a>(&'a self, name: &'a str) -> Result<Option<&'a str>, ErrorObject> {
-        let exposes = |exposed: &str| self.tool_routes.contains_key(exposed);
+        let exposes = |exposed: &str| self.tool(exposed).is_some();
         self.bare_tools.called(name, exposes)
     }
 
     /// What the exposed tool's 2025-11-25 `execution.taskSupport` says (`forbidden` when it says
-    /// nothing). Looked up only for a server that runs 2025-11-25 tasks, so a scan will do.
+    /// nothing).
     pub fn task_support(&self, exposed: &str) -> &str {
-        let tool = self.tools.iter().find(|t| t["name"] == exposed);
+        let tool = self.list(List::Tools).get(exposed).map(|item| &item.shown);
         let support = tool.and_then(|t| t["execution"]["taskSupport"].as_str());
         support.unwrap_or("forbidden")
     }
@@ -428,20 +387,18 @@ impl Catalog {
 
     /// One page of a merged list, as the result object of its `*/list` method, for a client
     /// that renders Apps or not.
-    pub fn page(
+    pub(super) fn page(
         &self,
-        method: Method,
+        list: List,
         cursor: Option<&Value>,
         apps: bool,
     ) -> Result<Value, ErrorObject> {
-        let items = match method {
-            Method::ToolsList => self.listed_tools_for(apps),
-            Method::PromptsList => &self.prompts,
-            Method::ResourcesList => &self.resources,
-            Method::SkillsList => &self.skills,
-            _ => &self.templates,
+        let items = match list {
+            List::Tools => self.listed_tools_for(apps),
+            List::Prompts | List::Resources | List::Templates | List::Skills => {
+                self.list(list).shown().collect()
+            }
         };
-        let key = method.list_key().unwrap_or("resourceTemplates");
         let start = match cursor {
             None | Some(Value::Null) => 0,
             Some(cursor) => cursor::decode(cursor)
@@ -454,7 +411,7 @@ impl Catalog {
                 })?,
         };
         let end = (start + PAGE_SIZE).min(items.len());
-        let mut result = json!({ key: items[start..end] });
+        let mut result = json!({ list.key(): items[start..end] });
         if end < items.len() {
             result["nextCursor"] = json!(cursor::encode(end));
         }
@@ -468,12 +425,8 @@ fn listed(listing: &Listing) -> apps::Listed<'_> {
 }
 
 /// The tools but those only an App may call.
-fn model_tools(tools: &[Value]) -> Vec<Value> {
-    tools
-        .iter()
-        .filter(|t| !apps::is_app_only(t))
-        .cloned()
-        .collect()
+fn model_tools<'a>(tools: impl Iterator<Item = &'a Value>) -> Vec<Value> {
+    tools.filter(|t| !apps::is_app_only(t)).cloned().collect()
 }
 
 /// An item's `name`, if it is a string.
@@ -558,7 +511,7 @@ fn exposed_name(item: &Value, source: &Source<'_>) -> String {
 fn keepers<'s>(
     sources: &'s [Source<'s>],
     claims: Vec<(usize, String)>,
-    previous: &HashMap<String, Route>,
+    previous: &Merged,
 ) -> HashMap<String, (Owner, &'s str)> {
     let mut claimants: HashMap<String, Vec<(Owner, &'s str)>> = HashMap::new();
     for (index, name) in claims {
@@ -572,7 +525,7 @@ fn keepers<'s>(
         .into_iter()
         .filter(|(_, listed)| listed.len() > 1)
         .map(|(name, listed)| {
-            let earlier = previous.get(&name).map(|route| route.owner);
+            let earlier = previous.owner(&name);
             let keeper = listed
                 .iter()
                 .find(|(owner, _)| Some(*owner) == earlier)
@@ -647,7 +600,7 @@ fn apply(changes: &ToolOverride, definition: &mut Value) {
 mod every_revision {
     mod catalog {
         use crate::gateway::catalog::{Catalog, Listing, Owner, Source, PAGE_SIZE};
-        use crate::protocol::Method;
+        use crate::gateway::merged::List;
         use serde_json::json;
 
         fn listing(tools: &[&str]) -> Listing {
@@ -680,7 +633,7 @@ mod every_revision {
                 &Catalog::default(),
             )
             .0;
-            let tools = catalog.page(Method::ToolsList, None, true).unwrap();
+            let tools = catalog.page(List::Tools, None, true).unwrap();
             assert_eq!(tools["tools"].as_array().unwrap().len(), 1);
             assert!(catalog.prompt("a__p").is_some());
         }
@@ -705,14 +658,13 @@ mod every_revision {
                 (route.owner, route.name.as_str()),
                 (Owner::Upstream(0), "echo")
             );
-            assert_eq!(
-                catalog
-                    .tools
-                    .iter()
-                    .find(|t| t["name"] == "a__echo")
-                    .unwrap()["inputSchema"]["x-keep"],
-                1
-            );
+            let tools = catalog.page(List::Tools, None, true).unwrap();
+            let echo = tools["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "a__echo");
+            assert_eq!(echo.unwrap()["inputSchema"]["x-keep"], 1);
         }
 
         /// A name two servers expose stays with its first owner: the first in order at start,
@@ -765,15 +717,15 @@ mod every_revision {
                 &Catalog::default(),
             )
             .0;
-            let first = catalog.page(Method::ToolsList, None, true).unwrap();
+            let first = catalog.page(List::Tools, None, true).unwrap();
             assert_eq!(first["tools"].as_array().unwrap().len(), PAGE_SIZE);
             let second = catalog
-                .page(Method::ToolsList, Some(&first["nextCursor"]), true)
+                .page(List::Tools, Some(&first["nextCursor"]), true)
                 .unwrap();
             assert_eq!(second["tools"].as_array().unwrap().len(), 5);
             assert!(second.get("nextCursor").is_none());
             assert!(catalog
-                .page(Method::ToolsList, Some(&json!("bogus")), true)
+                .page(List::Tools, Some(&json!("bogus")), true)
                 .is_err());
         }
     }

@@ -89,16 +89,8 @@ impl Gateway {
                 .map(|c| c.subscribed_uris())
                 .unwrap_or_default()
         };
-        let upstream = |method: &str, target: &str| {
-            let owner = match Method::parse(method)? {
-                Method::ToolsCall => catalog.tool(target).map(|r| r.owner),
-                Method::PromptsGet => catalog.prompt(target).map(|r| r.owner),
-                Method::CompletionComplete => catalog
-                    .prompt(target)
-                    .map(|r| r.owner)
-                    .or_else(|| catalog.template_owner(target)),
-                _ => catalog.resource_owner(target),
-            };
+        let upstream = |method: &str, named: &str| {
+            let owner = super::target::owner_of_named(&catalog, Method::parse(method)?, named);
             owner.map(|o| self.supervisor.upstreams().name_of(o))
         };
         let registry = self.live.registry();

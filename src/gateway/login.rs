@@ -9,14 +9,15 @@
 //! the server with them, and the call goes on. One login runs per server: a second call waits
 //! for it and goes on with its tokens.
 
+use super::incoming::Incoming;
 use super::upstreams::{Upstream, UpstreamState};
-use super::{Gateway, Owner, RequestContext};
+use super::{Gateway, Owner};
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification};
 use crate::outbox;
 use crate::protocol::method::Question;
-use crate::protocol::{Era, Method, Notice, Revision};
+use crate::protocol::{Era, Notice};
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
 use crate::upstream::auth::login;
@@ -24,7 +25,6 @@ use crate::upstream::auth::store::Credential;
 use crate::upstream::Connection;
 use async_channel::Sender;
 use serde_json::{json, Value};
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A call's way to an upstream that needs a login first: one waiting for a login, or one whose
@@ -42,14 +42,8 @@ impl Gateway {
     /// The login a `method` call to `owner` can run when its server needs one: a `url` server,
     /// and a client (which declared `capabilities`, asked only then) that can open a URL for
     /// the person.
-    pub(super) fn login_first<'a>(
-        &self,
-        owner: Owner,
-        method: Method,
-        capabilities: impl FnOnce() -> Cow<'a, Value>,
-        revision: Revision,
-        ctx: &RequestContext,
-    ) -> Option<LoginFirst> {
+    pub(super) fn login_first(&self, incoming: &Incoming<'_>, owner: Owner) -> Option<LoginFirst> {
+        let (method, revision, ctx) = (incoming.method, incoming.revision, incoming.ctx);
         let Owner::Upstream(id) = owner else {
             return None;
         };
@@ -57,7 +51,7 @@ impl Gateway {
         if upstream.config.url.is_none() || !method.may_ask() {
             return None;
         }
-        capabilities()["elicitation"].member("url")?;
+        incoming.capabilities()["elicitation"].member("url")?;
         let gateway = self.me.upgrade()?;
         let legacy = (revision.era() == Era::Legacy).then(|| ctx.outbound.clone());
         Some(LoginFirst {

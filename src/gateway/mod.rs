@@ -11,6 +11,7 @@ mod asking;
 mod bridged_tasks;
 mod builtin;
 mod call_limits;
+mod carry;
 mod catalog;
 mod catalogs;
 mod client;
@@ -19,10 +20,12 @@ mod command_error;
 mod cursor;
 mod forwarded;
 mod inbound;
+mod incoming;
 mod listens_held;
 mod live;
 mod logging;
 mod login;
+mod merged;
 pub mod naming;
 mod observe;
 mod own_tasks;
@@ -65,6 +68,7 @@ use crate::registry::{Outcome, Registry};
 use crate::view::UpstreamView;
 use catalogs::Catalogs;
 use clients::Clients;
+use incoming::Incoming;
 use profile::Profiles;
 use rounds::Rounds;
 use serde_json::{json, Value};
@@ -90,6 +94,27 @@ pub struct RequestContext {
     pub timeout: Option<Duration>,
     /// Who sent it: whose `[limits]` budget its calls spend.
     pub caller: Arc<crate::access::Identity>,
+    /// What it resolved to ([`target`]), once it has: what it is observed as.
+    target: std::sync::OnceLock<target::Target>,
+}
+
+impl RequestContext {
+    /// A request cancelled by `cancel`, its own messages on `outbound`, sent by `caller`, with
+    /// its server's `timeout`.
+    pub fn new(
+        cancel: Cancel,
+        outbound: outbox::Sender,
+        caller: Arc<crate::access::Identity>,
+    ) -> RequestContext {
+        RequestContext {
+            cancel,
+            outbound,
+            progress_seen: Arc::default(),
+            timeout: None,
+            caller,
+            target: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// The gateway: the upstreams, the merged catalog, the connected clients. It dispatches each
@@ -380,6 +405,7 @@ impl Gateway {
                 progress_seen: guard.progress_counter(),
                 timeout: None,
                 caller,
+                target: Default::default(),
             };
             let cancel = &context.cancel;
             let response = cancel
@@ -392,7 +418,8 @@ impl Gateway {
                 Outcome::Cancelled
             });
             if let Some(observation) = observation {
-                gateway.observed(&client, observation, response.as_ref());
+                let resolved = context.target.get();
+                gateway.observed(&client, observation, resolved, response.as_ref());
             }
             response
         };
@@ -461,7 +488,8 @@ impl Gateway {
         else {
             return Err(not_found(name));
         };
-        let extensions = routing::negotiated_extensions(client, params, revision);
+        let incoming = Incoming::new(client, method, params, revision, ctx);
+        let extensions = incoming.extensions;
         let result = match method {
             Method::Ping => Ok(json!({})),
             Method::ServerDiscover => Ok(self.discover()),
@@ -475,7 +503,7 @@ impl Gateway {
             | Method::TasksUpdate => {
                 self.catalogs.ready().await;
                 let asked = method.task_request().ok_or_else(|| not_found(name))?;
-                let task = self.task_method(client, asked, params, revision, extensions, ctx);
+                let task = self.task_method(&incoming, asked);
                 Box::pin(task).await
             }
             Method::ToolsList
@@ -493,8 +521,7 @@ impl Gateway {
                 self.catalogs.ready().await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).
-                let catalog =
-                    self.catalog_method(client, method, params, revision, extensions, ctx);
+                let catalog = self.catalog_method(&incoming);
                 Box::pin(catalog).await
             }
             // `initialize` is answered before this, by `handle`; a server's questions are
@@ -549,7 +576,7 @@ impl Gateway {
         let mut all = Vec::new();
         let mut cursor: Option<Value> = None;
         loop {
-            let Ok(page) = catalog.page(Method::ToolsList, cursor.as_ref(), true) else {
+            let Ok(page) = catalog.page(merged::List::Tools, cursor.as_ref(), true) else {
                 break;
             };
             for tool in page["tools"].as_array().into_iter().flatten() {

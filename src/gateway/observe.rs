@@ -2,9 +2,10 @@
 //! log for the methods that act on an upstream (`tools/call`, `prompts/get`, `resources/read`).
 //! It owns the audit log; the gateway tells it where a call went ([`Gateway::observed`]).
 //!
-//! A call through `mcpx__call_tool` is observed as the call of the tool it names, since that is
-//! what ran. Nothing is gathered when neither metrics nor the audit log want it.
+//! A call is observed as what it resolved to ([`super::target`]): through `mcpx__call_tool`, by
+//! a server's own name or a renamed URI, it is the call of what ran. Nothing is gathered when neither metrics nor the audit log want it.
 
+use super::target::Target;
 use super::{search, Client, Gateway};
 use crate::audit::{AuditLog, Entry};
 use crate::json::Member;
@@ -145,10 +146,11 @@ impl Observer {
         let server = destination.as_ref().map(|d| d.server.as_str());
         if metrics::enabled() {
             // A name no server lists is one label value, however many were tried.
-            let name_label = match (method, &destination) {
-                (Some(Method::ToolsCall | Method::PromptsGet), Some(_)) => name.unwrap_or_default(),
-                (Some(Method::ToolsCall | Method::PromptsGet), None) => "unknown",
-                _ => "",
+            let named = matches!(method, Some(Method::ToolsCall | Method::PromptsGet));
+            let name_label = match (named, &destination) {
+                (true, Some(_)) => name.unwrap_or_default(),
+                (true, None) => "unknown",
+                (false, _) => "",
             };
             let labels = ServerOperation {
                 method: metrics::method_label(method),
@@ -200,27 +202,24 @@ impl Observer {
 }
 
 impl Gateway {
-    /// Hands a finished request of `client` to the observer, with where the catalog says it
-    /// went; `answer` is `None` when it was cancelled.
-    pub(super) fn observed(&self, client: &Client, seen: Observation, answer: Option<&Response>) {
-        let catalog = self.catalog_of(client);
-        let name = seen.name.as_deref();
-        let route = match seen.method {
-            Some(Method::ToolsCall) => name
-                .and_then(|n| catalog.tool(n))
-                .map(|r| (r.owner, r.name.as_str())),
-            Some(Method::PromptsGet) => name
-                .and_then(|n| catalog.prompt(n))
-                .map(|r| (r.owner, r.name.as_str())),
-            Some(Method::ResourcesRead) => {
-                name.and_then(|uri| Some((catalog.resource_owner(uri)?, uri)))
-            }
-            _ => None,
-        };
-        let destination = route.map(|(owner, own_name)| Destination {
-            server: self.supervisor.upstreams().name_of(owner),
-            own_name,
+    /// Hands a finished request of `client` to the observer, with what it resolved to (none:
+    /// answered by mcpx, or naming nothing the caller reaches); `answer` is `None` when it was
+    /// cancelled.
+    pub(super) fn observed(
+        &self,
+        client: &Client,
+        mut seen: Observation,
+        resolved: Option<&Target>,
+        answer: Option<&Response>,
+    ) {
+        let destination = resolved.map(|target| Destination {
+            server: self.supervisor.upstreams().name_of(target.owner),
+            own_name: &target.own,
         });
+        // Observed as what it called, whichever name or route it was sent by.
+        if let Some(target) = resolved {
+            seen.name = Some(target.exposed.clone());
+        }
         self.observer
             .record(client.session, &seen, destination, answer);
     }

@@ -18,3 +18,13 @@ pub struct Route {
     /// Its name on that server.
     pub name: String,
 }
+
+impl Route {
+    /// The route to `name` on `owner`'s server.
+    pub fn new(owner: Owner, name: &str) -> Route {
+        Route {
+            owner,
+            name: name.to_owned(),
+        }
+    }
+}

@@ -1,30 +1,21 @@
 //! The catalog methods: lists answered from the merged catalog, and calls, reads and completions
-//! routed to the upstream that owns the name or URI they carry, with the caller's progress and
-//! the upstream's questions carried between them.
+//! resolved to their target, passed through the policies and handed to [`super::carry`] for
+//! the upstream that owns it.
 
 use super::bridged_tasks::Bridge;
 use super::forwarded::forwardable;
+use super::incoming::Incoming;
+use super::merged::List;
 use super::own_tasks::Promotion;
-use super::rounds::{Reach, UpstreamCall};
 use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
-use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
-use super::{
-    builtin, not_found, relay, results, search, Client, Gateway, Owner, RequestContext, Route,
-};
-use crate::audit::Questions;
+use super::{builtin, not_found, results, search, Gateway, Owner, Route};
 use crate::config::TaskPolicy;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY};
-use crate::limit::Unfair;
-use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, extension, task, Era, Extension, Extensions, Method, Revision};
-use crate::telemetry;
-use crate::upstream::{ProgressSink, ShowsTasks};
+use crate::protocol::{task, Era, Extension, Method, Revision};
 use serde_json::{json, Value};
-use std::borrow::Cow;
-use std::sync::Arc;
 
 impl Gateway {
     /// Answers a catalog method: a page of a list, or a request resolved to its target
@@ -32,53 +23,49 @@ impl Gateway {
     /// upstream, for a client that negotiated `extensions` for it.
     pub(super) async fn catalog_method(
         &self,
-        client: &Arc<Client>,
-        method: Method,
-        params: Option<&Value>,
-        revision: Revision,
-        extensions: Extensions,
-        ctx: &RequestContext,
+        incoming: &Incoming<'_>,
     ) -> Result<Value, ErrorObject> {
+        let Incoming {
+            client,
+            method,
+            params,
+            revision,
+            ctx,
+            ..
+        } = *incoming;
         let catalog = self.catalog_of(client);
-        if method.list_key().is_some() {
+        if let Some(list) = List::of(method) {
             let cursor = params.and_then(|p| p.member("cursor"));
-            let apps = extensions.contains(Extension::Apps);
-            return catalog.page(method, cursor, apps);
+            let apps = incoming.extensions.contains(Extension::Apps);
+            return catalog.page(list, cursor, apps);
         }
         let resolved = match target::resolve(&catalog, method, params) {
             Ok(Some(resolved)) => resolved,
             Ok(None) => return Err(not_found(method.as_str())),
             Err(unresolved) => return self.unresolved(method, unresolved, revision),
         };
+        // What it resolved to is what it is observed as, whatever name it was sent under.
+        let _ = ctx.target.set(resolved.target.clone());
         if let Err(refused) = self.admit(method, &resolved, ctx) {
             return refused;
         }
         let (target, params) = (&resolved.target, resolved.params());
         match method {
-            Method::ToolsCall => match self.promotes(client, &resolved, revision, extensions)? {
+            Method::ToolsCall => match self.promotes(incoming, &resolved)? {
                 Some(promotion) => {
-                    self.call_promoting(client, target, params, revision, promotion, ctx)
+                    self.call_promoting(incoming, target, params, promotion)
                         .await
                 }
-                None => {
-                    self.call_named(client, target, method, params, revision, ctx)
-                        .await
-                }
+                None => self.call_named(incoming, target, params).await,
             },
-            Method::PromptsGet => {
-                self.call_named(client, target, method, params, revision, ctx)
-                    .await
-            }
+            Method::PromptsGet => self.call_named(incoming, target, params).await,
             Method::ResourcesRead | Method::SkillsGet | Method::ResourcesDirectoryRead => {
-                self.read_resource(client, target, method, params, revision, ctx)
-                    .await
+                self.read_resource(incoming, target).await
             }
             Method::ResourcesSubscribe => {
                 self.subscribe(client, target.owner, &target.exposed).await
             }
-            Method::CompletionComplete => {
-                self.complete(client, target, params, revision, ctx).await
-            }
+            Method::CompletionComplete => self.complete(incoming, target).await,
             // Nothing else names a target ([`target::resolve`] resolved it to none).
             Method::Initialize
             | Method::Ping
@@ -131,22 +118,27 @@ impl Gateway {
         }
     }
 
-    /// `tools/call` and `prompts/get` of `target`, under the name its server knows.
+    /// `tools/call` and `prompts/get` of `target` with `params` (unwrapped from
+    /// `mcpx__call_tool`'s, if it came that way), under the name its server knows.
     pub(super) async fn call_named(
         &self,
-        client: &Arc<Client>,
+        incoming: &Incoming<'_>,
         target: &Target,
-        method: Method,
         params: Option<&Value>,
-        revision: Revision,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let Incoming {
+            client,
+            method,
+            revision,
+            ctx,
+            ..
+        } = *incoming;
         let catalog = self.catalog_of(client);
         let owner = target.owner;
         if owner == Owner::Builtin {
             let arguments = params.and_then(|p| p.member("arguments"));
             return match (target.own.as_str(), catalog.search_index()) {
-                (builtin::LOGIN, _) => self.login_tool(client, params, revision, ctx).await,
+                (builtin::LOGIN, _) => self.login_tool(incoming, params).await,
                 (search::SEARCH_TOOLS, Some(index)) => Ok(search::answer(index, arguments)),
                 (tool, _) => Ok(builtin::call(
                     tool,
@@ -168,7 +160,7 @@ impl Gateway {
             }
         }
         let mut result = self
-            .forward(client, owner, method, forwarded, params, revision, ctx)
+            .forward(incoming, owner, forwarded, &target.exposed)
             .await?;
         let era = revision.era();
         if method == Method::ToolsCall
@@ -200,11 +192,10 @@ impl Gateway {
     /// a client that did not declare the extension, calling a tool run only as a task.
     fn promotes(
         &self,
-        client: &Client,
+        incoming: &Incoming<'_>,
         resolved: &Resolved<'_>,
-        revision: Revision,
-        extensions: Extensions,
     ) -> Result<Option<Promotion>, ErrorObject> {
+        let (client, revision) = (incoming.client, incoming.revision);
         let legacy = revision.era() == Era::Legacy;
         if legacy && !task::has_tasks(revision) {
             return Ok(None);
@@ -233,7 +224,7 @@ impl Gateway {
             None => None,
         };
         let required = policy == TaskPolicy::Required || bridged.as_ref().is_some_and(|b| b.1);
-        let declared = extensions.contains(Extension::Tasks);
+        let declared = incoming.extensions.contains(Extension::Tasks);
         let after = match policy {
             _ if required && !declared => return Err(super::tasks::undeclared(called)),
             _ if !declared => None,
@@ -286,18 +277,14 @@ impl Gateway {
     /// under the URI its server knows.
     async fn read_resource(
         &self,
-        client: &Arc<Client>,
+        incoming: &Incoming<'_>,
         target: &Target,
-        method: Method,
-        params: Option<&Value>,
-        revision: Revision,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let catalog = self.catalog_of(client);
-        let mut forwarded = forwardable(params);
+        let (catalog, revision) = (self.catalog_of(incoming.client), incoming.revision);
+        let mut forwarded = forwardable(incoming.params);
         forwarded["uri"] = json!(target.own);
         let owner = target.owner;
-        self.forward(client, owner, method, forwarded, params, revision, ctx)
+        self.forward(incoming, owner, forwarded, &target.exposed)
             .await
             .map(|result| results::leaving(&catalog, owner, result))
             .map_err(|e| match e.code {
@@ -312,16 +299,13 @@ impl Gateway {
     /// `completion/complete` of what `target` its reference names, a prompt or a resource.
     async fn complete(
         &self,
-        client: &Arc<Client>,
+        incoming: &Incoming<'_>,
         target: &Target,
-        params: Option<&Value>,
-        revision: Revision,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
         if target.owner == Owner::Builtin {
             return Ok(json!({"completion": {"values": [], "hasMore": false}}));
         }
-        let mut forwarded = forwardable(params);
+        let mut forwarded = forwardable(incoming.params);
         match target.kind {
             TargetKind::Prompt => forwarded["ref"]["name"] = json!(target.own),
             TargetKind::Tool | TargetKind::Resource | TargetKind::Skill => {
@@ -329,289 +313,8 @@ impl Gateway {
                 forwarded["ref"]["uri"] = json!(own);
             }
         }
-        let method = Method::CompletionComplete;
-        self.forward(
-            client,
-            target.owner,
-            method,
-            forwarded,
-            params,
-            revision,
-            ctx,
-        )
-        .await
-    }
-
-    /// Sends a request to the upstream that owns it: a modern client's retry to the call it
-    /// resumes, a call to a server waiting for a login by that login first ([`super::login`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn forward(
-        &self,
-        client: &Arc<Client>,
-        owner: Owner,
-        method: Method,
-        mut forwarded: Value,
-        original: Option<&Value>,
-        revision: Revision,
-        ctx: &RequestContext,
-    ) -> Result<Value, ErrorObject> {
-        if let Some(resumed) = self.resume(client, method, original, revision, ctx) {
-            return resumed.await;
-        }
-        // A server waiting for a login is logged in to on the way, when the client can open the
-        // sign-in page; so is one that refuses mcpx's token during the call.
-        // (The client's capabilities are looked at only for a `url` server: a call to a stdio
-        // one, the common case, needs none of this.)
-        let woken = self.supervisor.wake(owner).await;
-        let capabilities = || declared_capabilities(client, original, revision);
-        let login = self
-            .login_first(owner, method, capabilities, revision, ctx)
-            .map(Arc::new);
-        let (upstream, reach) = match (self.supervisor.upstreams().connection(owner), login) {
-            (Ok((upstream, _)), Some(login)) if upstream.waits_for_login() => {
-                (upstream, Reach::AfterLogin(login))
-            }
-            (Ok((upstream, connection)), login) => (upstream, Reach::Ready(connection, login)),
-            (Err(_), Some(login)) if login.upstream().waits_for_login() => {
-                (login.upstream(), Reach::AfterLogin(login))
-            }
-            (Err(error), _) => return Err(woken.err().unwrap_or(error)),
-        };
-        let span = telemetry::carry(method, target(method, original), original, &mut forwarded);
-        let call = Call {
-            method,
-            forwarded,
-            original,
-            revision,
-        };
-        let outcome = self.carry_out(client, &upstream, reach, call, ctx).await;
-        if let Some(span) = span {
-            span.end(&outcome);
-        }
-        outcome
-    }
-
-    /// `mcpx__login`: logs in to the server named, asking the client to open the authorization
-    /// URL, when the server is waiting for a login and the client can open one.
-    pub(super) async fn login_tool(
-        &self,
-        client: &Arc<Client>,
-        params: Option<&Value>,
-        revision: Revision,
-        ctx: &RequestContext,
-    ) -> Result<Value, ErrorObject> {
-        let arguments = params.and_then(|p| p.member("arguments"));
-        let name = arguments
-            .and_then(|a| a.member("server"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        // A server outside the caller's view is, to it, no server at all.
-        let upstream = self
-            .supervisor
-            .upstreams()
-            .by_name(name)
-            .filter(|u| self.catalogs.profiles().sees_server(client.view, &u.name))
-            .ok_or_else(|| {
-                ErrorObject::new(INVALID_PARAMS, format!("no server is named {name:?}"))
-            })?;
-        if let Some(resumed) = self.resume(client, Method::ToolsCall, params, revision, ctx) {
-            return resumed.await;
-        }
-        let capabilities = declared_capabilities(client, params, revision);
-        let owner = Owner::Upstream(upstream.id);
-        let login = self.login_first(
-            owner,
-            Method::ToolsCall,
-            || capabilities.clone(),
-            revision,
-            ctx,
-        );
-        let waits = upstream.waits_for_login();
-        let Some(login) = login.filter(|_| waits) else {
-            return Ok(builtin::login_refused(
-                name,
-                waits,
-                &upstream.describe_state(),
-                &capabilities,
-            ));
-        };
-        let call = Call {
-            method: Method::ToolsCall,
-            forwarded: json!({}),
-            original: params,
-            revision,
-        };
-        let reach = Reach::LoginOnly(Arc::new(login));
-        self.carry_out(client, &upstream, reach, call, ctx).await
-    }
-
-    /// A modern client's retry carrying mcpx's `requestState` goes to the call it resumes.
-    fn resume<'a>(
-        &'a self,
-        client: &Client,
-        method: Method,
-        original: Option<&'a Value>,
-        revision: Revision,
-        ctx: &'a RequestContext,
-    ) -> Option<impl std::future::Future<Output = Result<Value, ErrorObject>> + 'a> {
-        if revision.era() != Era::Modern || !self.rounds.carries_own_state(original) {
-            return None;
-        }
-        let capabilities = declared_capabilities(client, original, revision);
-        Some(async move {
-            self.rounds
-                .resume(
-                    method,
-                    target(method, original),
-                    original,
-                    &capabilities,
-                    ctx,
-                )
-                .await
-        })
-    }
-
-    /// Runs a call on the upstream it reaches, with the caller's progress routed back and the
-    /// upstream's questions carried to the client in the client's era ([`relay`] for legacy
-    /// clients, [`rounds`](super::rounds) for modern ones).
-    async fn carry_out(
-        &self,
-        client: &Arc<Client>,
-        upstream: &Upstream,
-        reach: Reach,
-        call: Call<'_>,
-        ctx: &RequestContext,
-    ) -> Result<Value, ErrorObject> {
-        let Call {
-            method,
-            mut forwarded,
-            original,
-            revision,
-        } = call;
-        let foreign_state = original.and_then(|p| p.member("requestState")).is_some();
-        if foreign_state && revision.era() == Era::Modern && !upstream.is_modern() {
-            // Not this mcpx's (a retry carrying one was resumed before this), and a legacy
-            // upstream mints none: no call can be resumed with it.
-            return Err(super::request_state::failed_integrity());
-        }
-        let place = upstream.in_flight.take(client.session).map_err(|refused| {
-            metrics::refused(Refusal::upstream_in_flight);
-            Failure::Refused(match refused {
-                Unfair::Full => format!(
-                    "upstream {:?} already has its {} requests in flight; retry shortly",
-                    upstream.name,
-                    upstream.in_flight.describe()
-                ),
-                Unfair::OverShare(held) => format!(
-                    "this client already holds {held} of upstream {:?}'s {} places, its fair share beside other clients; retry when some finish",
-                    upstream.name,
-                    upstream.in_flight.describe()
-                ),
-            })
-        })?;
-        let capabilities = declared_capabilities(client, original, revision);
-        if upstream.is_modern() {
-            // A modern upstream asks only for what the client can give, and is told only of
-            // the extensions mcpx carries (it would cut another's results on the way back).
-            forwarded["_meta"][envelope::CLIENT_CAPABILITIES] =
-                extension::carried_only(&capabilities);
-        }
-        // Only a call to a server that runs 2025-11-25 tasks still carries `task` here.
-        let asks_for_task = revision.era() == Era::Legacy && forwarded.member("task").is_some();
-        let tasks = (revision.era() == Era::Legacy && task::has_tasks(revision)).then(|| {
-            let shown: Arc<dyn ShowsTasks> = Arc::new(ShownTasks {
-                upstream: upstream.id,
-                ids: Arc::clone(&self.task_ids),
-            });
-            shown
-        });
-        let progress = original
-            .and_then(|p| p.member("_meta"))
-            .and_then(|m| m.member("progressToken"))
-            .map(|token| ProgressSink {
-                token: token.clone(),
-                revision,
-                tx: ctx.outbound.clone(),
-                seen: Arc::clone(&ctx.progress_seen),
-                // A 2025-11-25 task the call makes reports progress after the call has ended.
-                after: asks_for_task.then(|| client.session_stream()),
-                tasks: tasks.clone(),
-            });
-        let call = UpstreamCall {
-            reach,
-            method,
-            params: forwarded,
-            progress,
-            log: client.log_sink(Some(&ctx.outbound)),
-            place,
-            questions: self
-                .observer
-                .audit()
-                .map(|log| Questions::new(log, client.session, &upstream.name)),
-            timeout: ctx.timeout,
-            tasks,
-        };
-        match revision.era() {
-            Era::Legacy => relay::for_legacy_client(client, call, ctx).await,
-            Era::Modern => {
-                self.rounds
-                    .start(
-                        call,
-                        method,
-                        target(method, original).to_owned(),
-                        &capabilities,
-                        ctx,
-                    )
-                    .await
-            }
-        }
-    }
-}
-
-/// A client's request on its way to an upstream.
-struct Call<'a> {
-    /// The method, as the upstream sees it.
-    method: Method,
-    /// The params, as the upstream sees them.
-    forwarded: Value,
-    /// The params as the client sent them.
-    original: Option<&'a Value>,
-    /// The client's revision for this request.
-    revision: Revision,
-}
-
-/// What a call names (a tool, a prompt, a resource), for the parked calls' bookkeeping and the
-/// trace; "" for none.
-fn target(method: Method, original: Option<&Value>) -> &str {
-    method.target(original).unwrap_or_default()
-}
-
-/// What the client can answer: declared per request in the modern era (borrowed from the
-/// request), at `initialize` in the legacy one.
-fn declared_capabilities<'a>(
-    client: &Client,
-    original: Option<&'a Value>,
-    revision: Revision,
-) -> Cow<'a, Value> {
-    match revision.era() {
-        Era::Modern => {
-            let declared = envelope::client_capabilities(original);
-            declared.map_or_else(|| Cow::Owned(json!({})), Cow::Borrowed)
-        }
-        Era::Legacy => Cow::Owned(client.capabilities()),
-    }
-}
-
-/// The extensions mcpx carries that the client negotiated for this request: declared in it
-/// (modern), or at `initialize` (legacy).
-pub(super) fn negotiated_extensions(
-    client: &Client,
-    params: Option<&Value>,
-    revision: Revision,
-) -> Extensions {
-    match revision.era() {
-        Era::Modern => Extensions::declared_in(envelope::client_capabilities(params)),
-        Era::Legacy => client.extensions(),
+        self.forward(incoming, target.owner, forwarded, &target.exposed)
+            .await
     }
 }
 

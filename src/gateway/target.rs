@@ -10,8 +10,9 @@ use super::catalog::Catalog;
 use super::{search, Owner};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::protocol::method::RoutedBy;
 use crate::protocol::Method;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::borrow::Cow;
 
 /// What kind of definition a call uses (what a pin holds it as).
@@ -179,6 +180,22 @@ pub(super) fn resolve<'p>(
         | Method::TasksList
         | Method::TasksCancel
         | Method::TasksUpdate => Ok(None),
+    }
+}
+
+/// The server a request of `method` that names `named` (its [`Method::target`]) resolves to:
+/// how the console shows where a request in flight went, by the same resolution as its gates.
+pub(super) fn owner_of_named(catalog: &Catalog, method: Method, named: &str) -> Option<Owner> {
+    let owner = |params: Value| {
+        let resolved = resolve(catalog, method, Some(&params)).ok().flatten();
+        resolved.map(|r| r.target.owner)
+    };
+    match method.routed_by() {
+        RoutedBy::Name => owner(json!({ "name": named })),
+        RoutedBy::Uri => owner(json!({ "uri": named })),
+        RoutedBy::Ref => owner(json!({"ref": {"type": "ref/prompt", "name": named}}))
+            .or_else(|| owner(json!({"ref": {"type": "ref/resource", "uri": named}}))),
+        RoutedBy::Nothing | RoutedBy::TaskId => None,
     }
 }
 

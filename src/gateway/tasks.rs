@@ -13,6 +13,7 @@
 //! A task outlives the request that created it: a client that disconnects or cancels that
 //! request afterwards leaves it running; `tasks/cancel` is how it is cancelled, and is passed on.
 
+use super::incoming::Incoming;
 use super::observe::TaskOrigin;
 use super::upstreams::Upstream;
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
@@ -336,14 +337,17 @@ impl Gateway {
     /// upstream running the task under its own id, and answered with mcpx's.
     pub(super) async fn task_method(
         &self,
-        client: &Arc<Client>,
+        incoming: &Incoming<'_>,
         asked: TaskRequest,
-        params: Option<&Value>,
-        revision: Revision,
-        extensions: Extensions,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let method = asked.method();
+        let Incoming {
+            client,
+            method,
+            params,
+            revision,
+            extensions,
+            ctx,
+        } = *incoming;
         if revision.era() == Era::Modern && !extensions.contains(Extension::Tasks) {
             return Err(undeclared(method.as_str()));
         }
@@ -381,9 +385,7 @@ impl Gateway {
         let mut forwarded = super::forwarded::forwardable(params);
         forwarded["taskId"] = json!(own_id);
         let owner = Owner::Upstream(upstream.id);
-        let outcome = self
-            .forward(client, owner, method, forwarded, params, revision, ctx)
-            .await;
+        let outcome = self.forward(incoming, owner, forwarded, id).await;
         match outcome {
             Ok(mut result) => {
                 if let Some(status) = result.member("status").and_then(Value::as_str) {

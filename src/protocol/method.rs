@@ -203,6 +203,8 @@ struct Row {
     cacheable: bool,
     /// The array its `*/list` result holds.
     list_key: Option<&'static str>,
+    /// The trace attribute that names its target (OpenTelemetry's MCP conventions).
+    span_attribute: Option<&'static str>,
     /// The extension that defines it (`None`: the base protocol).
     extension: Option<Extension>,
 }
@@ -221,6 +223,7 @@ impl Row {
             may_ask: false,
             cacheable: false,
             list_key: None,
+            span_attribute: None,
             extension: None,
         }
     }
@@ -289,9 +292,15 @@ impl Method {
         .eras(Eras::Modern),
         Row::base(SubscriptionsListen, "subscriptions/listen").eras(Eras::Modern),
         Row::list(ToolsList, "tools/list", "tools"),
-        Row::call(ToolsCall, "tools/call", RoutedBy::Name),
+        Row {
+            span_attribute: Some("gen_ai.tool.name"),
+            ..Row::call(ToolsCall, "tools/call", RoutedBy::Name)
+        },
         Row::list(PromptsList, "prompts/list", "prompts"),
-        Row::call(PromptsGet, "prompts/get", RoutedBy::Name),
+        Row {
+            span_attribute: Some("gen_ai.prompt.name"),
+            ..Row::call(PromptsGet, "prompts/get", RoutedBy::Name)
+        },
         Row::list(ResourcesList, "resources/list", "resources"),
         Row::list(
             ResourcesTemplatesList,
@@ -300,6 +309,7 @@ impl Method {
         ),
         Row {
             cacheable: true,
+            span_attribute: Some("mcp.resource.uri"),
             ..Row::call(ResourcesRead, "resources/read", RoutedBy::Uri)
         },
         Row {
@@ -467,6 +477,11 @@ impl Method {
     /// Whether its 2026-07-28 result is a `CacheableResult` (`ttlMs`, `cacheScope`).
     pub fn is_cacheable(self) -> bool {
         self.row().cacheable
+    }
+
+    /// The trace attribute that names what it calls, if it names something a trace shows.
+    pub fn span_attribute(self) -> Option<&'static str> {
+        self.row().span_attribute
     }
 
     /// The array a `*/list` result of it holds; `None` for anything but a list.

@@ -21,6 +21,7 @@ mod legacy;
 
 use self::first_round::{report, FirstRound, Unpromoted};
 use super::bridged_tasks::Bridge;
+use super::incoming::Incoming;
 use super::observe::TaskOrigin;
 use super::target::Target;
 use super::{Client, Gateway, RequestContext};
@@ -456,13 +457,17 @@ impl Gateway {
     /// within `promote_after`, else a created task whose call runs on in the background.
     pub(super) async fn call_promoting(
         &self,
-        client: &Arc<Client>,
+        incoming: &Incoming<'_>,
         target: &Target,
         params: Option<&Value>,
-        revision: Revision,
         promotion: Promotion,
-        ctx: &RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let Incoming {
+            client,
+            revision,
+            ctx,
+            ..
+        } = *incoming;
         let Promotion {
             after: promote_after,
             server,
@@ -508,6 +513,7 @@ impl Gateway {
             progress_seen: Arc::clone(&ctx.progress_seen),
             timeout: ctx.timeout,
             caller: Arc::clone(&ctx.caller),
+            target: Default::default(),
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
@@ -604,6 +610,7 @@ impl Gateway {
             progress_seen: Arc::clone(&ctx.progress_seen),
             timeout: Some(lives),
             caller: Arc::clone(&ctx.caller),
+            target: Default::default(),
         };
         async move {
             if let Some(bridge) = &bridge {
@@ -612,14 +619,9 @@ impl Gateway {
                 let round = self.bridged_round(&client, bridge, &params, revision, lives, &context);
                 return Box::pin(round).await;
             }
-            let call = self.call_named(
-                &client,
-                &target,
-                Method::ToolsCall,
-                Some(&params),
-                revision,
-                &context,
-            );
+            let method = Method::ToolsCall;
+            let incoming = Incoming::new(&client, method, Some(&params), revision, &context);
+            let call = self.call_named(&incoming, &target, Some(&params));
             let cancelled = || ErrorObject::new(INTERNAL_ERROR, "the task was cancelled");
             context
                 .cancel
@@ -647,6 +649,7 @@ impl Gateway {
             progress_seen: Arc::default(),
             timeout: None,
             caller,
+            target: Default::default(),
         };
         while asks(&outcome) {
             let questions = outcome.unwrap_or_default();
