@@ -44,11 +44,11 @@ impl Gateway {
         let woken = self.supervisor.wake(owner).await;
         let login = self.login_first(incoming, owner).map(Arc::new);
         let (upstream, reach) = match (self.supervisor.upstreams().connection(owner), login) {
-            (Ok((upstream, _)), Some(login)) if upstream.waits_for_login() => {
+            (Ok((upstream, _)), Some(login)) if upstream.link.waits_for_login() => {
                 (upstream, Reach::AfterLogin(login))
             }
             (Ok((upstream, connection)), login) => (upstream, Reach::Ready(connection, login)),
-            (Err(_), Some(login)) if login.upstream().waits_for_login() => {
+            (Err(_), Some(login)) if login.upstream().link.waits_for_login() => {
                 (login.upstream(), Reach::AfterLogin(login))
             }
             (Err(error), _) => return Err(woken.err().unwrap_or(error)),
@@ -91,12 +91,12 @@ impl Gateway {
         let capabilities = incoming.capabilities();
         let owner = Owner::Upstream(upstream.id);
         let login = self.login_first(incoming, owner);
-        let waits = upstream.waits_for_login();
+        let waits = upstream.link.waits_for_login();
         let Some(login) = login.filter(|_| waits) else {
             return Ok(builtin::login_refused(
                 name,
                 waits,
-                &upstream.describe_state(),
+                &upstream.link.describe(&upstream.name),
                 &capabilities,
             ));
         };

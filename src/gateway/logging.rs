@@ -11,7 +11,6 @@ use super::{Client, Gateway};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::protocol::{Era, Method};
-use crate::sync::lock;
 use crate::upstream::{log_severity, Caller, LOG_LEVELS};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -57,10 +56,12 @@ impl Upstreams {
     /// Sends `logging/setLevel` to every serving legacy upstream that declared `logging`.
     pub(super) async fn tell_log_level(&self, level: &str) {
         for upstream in self.all() {
-            let logs = lock(&upstream.handshake).as_ref().is_some_and(|h| {
-                h.revision.era() == Era::Legacy && h.capabilities.member("logging").is_some()
+            let logs = upstream.link.with_handshake(|h| {
+                h.is_some_and(|h| {
+                    h.revision.era() == Era::Legacy && h.capabilities.member("logging").is_some()
+                })
             });
-            let connection = lock(&upstream.connection).clone();
+            let connection = upstream.link.connection();
             if let (true, Some(connection)) = (logs, connection) {
                 let params = Some(json!({ "level": level }));
                 let cancel = crate::cancel::Cancel::new();

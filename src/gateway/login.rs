@@ -10,7 +10,7 @@
 //! for it and goes on with its tokens.
 
 use super::incoming::Incoming;
-use super::upstreams::{Upstream, UpstreamState};
+use super::upstreams::Upstream;
 use super::{Gateway, Owner};
 use crate::failure::Failure;
 use crate::json::Member;
@@ -63,17 +63,6 @@ impl Gateway {
     }
 }
 
-impl Upstream {
-    /// Whether it waits for a login: it refused to start without one, or its last answer
-    /// refused mcpx's token.
-    pub(super) fn waits_for_login(&self) -> bool {
-        let refused = lock(&self.connection)
-            .as_ref()
-            .is_some_and(Connection::needs_login);
-        refused || matches!(*lock(&self.state), UpstreamState::NeedsLogin { .. })
-    }
-}
-
 impl LoginFirst {
     /// The upstream it logs in to.
     pub(super) fn upstream(&self) -> Arc<Upstream> {
@@ -85,7 +74,7 @@ impl LoginFirst {
     pub(super) async fn connect(&self, asks: &Sender<Ask>) -> Result<Connection, ErrorObject> {
         let _one_login = self.upstream.logging_in.lock().await;
         // A login that finished while this call waited serves it too.
-        if !self.upstream.waits_for_login() {
+        if !self.upstream.link.waits_for_login() {
             if let Ok((_, connection)) = self.gateway.supervisor.upstreams().connection(self.owner)
             {
                 return Ok(connection);

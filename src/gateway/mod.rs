@@ -21,6 +21,7 @@ mod cursor;
 mod forwarded;
 mod inbound;
 mod incoming;
+mod link;
 mod listens_held;
 mod live;
 mod logging;

@@ -154,7 +154,7 @@ impl Gateway {
             // Asks a 2025-11-25 server for a task: no other server is asked for one.
             let upstreams = self.supervisor.upstreams();
             let runs_them =
-                || upstreams.of(owner).and_then(|u| u.runs_tasks()) == Some(Era::Legacy);
+                || upstreams.of(owner).and_then(|u| u.link.runs_tasks()) == Some(Era::Legacy);
             if fields.contains_key("task") && !runs_them() {
                 fields.remove("task");
             }
@@ -214,7 +214,7 @@ impl Gateway {
         if legacy {
             return self.promotes_for_legacy(called, route, params, &upstream, policy);
         }
-        let bridged = match upstream.runs_tasks() {
+        let bridged = match upstream.link.runs_tasks() {
             Some(Era::Modern) => return Ok(None),
             Some(Era::Legacy) => match self.catalog_of(client).task_support(called) {
                 "required" => Some((route, true)),
@@ -251,7 +251,7 @@ impl Gateway {
         upstream: &Upstream,
         policy: TaskPolicy,
     ) -> Result<Option<Promotion>, ErrorObject> {
-        let runs = upstream.runs_tasks();
+        let runs = upstream.link.runs_tasks();
         if runs == Some(Era::Legacy) {
             return Ok(None);
         }

@@ -115,7 +115,7 @@ impl Gateway {
         let Ok((upstream, connection)) = self.supervisor.upstreams().connection(owner) else {
             return;
         };
-        if upstream.supports_subscribe() && upstream.is_modern() {
+        if upstream.link.supports_subscribe() && upstream.is_modern() {
             // Answered once the upstream's listen covers it: a change the client causes next
             // is then heard.
             if !upstream
@@ -127,7 +127,7 @@ impl Gateway {
             }
             return;
         }
-        if first && upstream.supports_subscribe() {
+        if first && upstream.link.supports_subscribe() {
             let params = Some(json!({"uri": uri}));
             if let Err(e) = connection
                 .request(
@@ -154,7 +154,7 @@ impl Gateway {
         let Ok((upstream, connection)) = self.supervisor.upstreams().connection(owner) else {
             return;
         };
-        if upstream.supports_subscribe() && !upstream.is_modern() {
+        if upstream.link.supports_subscribe() && !upstream.is_modern() {
             let params = Some(json!({"uri": uri}));
             crate::runtime::spawn(async move {
                 connection

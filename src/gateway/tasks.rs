@@ -32,7 +32,6 @@ use crate::view::TaskView;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// What every id of mcpx's tasks starts with.
@@ -189,7 +188,7 @@ impl TaskIds {
             a,
             s: upstream.name.clone(),
             t: own_id.to_owned(),
-            g: stdio.then(|| upstream.generation.load(Ordering::Acquire)),
+            g: stdio.then(|| upstream.link.generation()),
             c: (era == Era::Legacy).then_some(client.session),
             l: None,
             o: caller.owner_key(),
@@ -319,9 +318,7 @@ impl TaskIds {
         }
         let upstream = gateway.supervisor.upstreams().by_name(&sealed.s)?;
         let profiles = gateway.catalogs.profiles();
-        let same_start = sealed
-            .g
-            .is_none_or(|g| upstream.generation.load(Ordering::Acquire) == g);
+        let same_start = sealed.g.is_none_or(|g| upstream.link.generation() == g);
         (same_start && profiles.sees_server(client.view, &upstream.name)).then(|| {
             Opened::Upstream {
                 upstream,

@@ -19,7 +19,7 @@
 //!
 //! `era = "legacy"` and `era = "modern"` try their one handshake only.
 
-use super::{Event, Handshake, ListKind, CLIENT_CAPABILITIES};
+use super::{Event, Handshake, LinkId, ListKind, CLIENT_CAPABILITIES};
 use crate::config::UpstreamEra;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, UNSUPPORTED_PROTOCOL_VERSION};
@@ -230,12 +230,12 @@ pub fn log_to_caller(server: &str, sink: Option<&super::LogSink>, params: &Value
 /// What the gateway makes of one of the server's own notifications (progress aside, which goes
 /// to the request it belongs to): catalogs that changed and resources that were updated become
 /// events, and so do tasks' status changes; a log message is logged, tagged with the server's name; the rest are dropped.
-pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> Option<Event> {
+pub fn event_of(server: &str, link: LinkId, method: &str, params: &Value) -> Option<Event> {
     let notice = Notice::parse(method)?;
     match notice {
         Notice::ToolsListChanged | Notice::PromptsListChanged | Notice::ResourcesListChanged => {
             let kind = ListKind::from_notification(notice)?;
-            Some(Event::ListChanged { upstream, kind })
+            Some(Event::ListChanged { link, kind })
         }
         Notice::ResourcesUpdated => {
             let uri = params.member("uri").and_then(Value::as_str)?;
@@ -243,9 +243,9 @@ pub fn event_of(server: &str, upstream: usize, method: &str, params: &Value) -> 
                 uri: uri.to_owned(),
             })
         }
-        Notice::SubscriptionsAcknowledged => Some(Event::ListenAcknowledged { upstream }),
+        Notice::SubscriptionsAcknowledged => Some(Event::ListenAcknowledged { link }),
         Notice::TasksStatus => Some(Event::TaskStatus {
-            upstream,
+            link,
             params: params.clone(),
         }),
         Notice::Message => {
@@ -287,17 +287,21 @@ mod every_revision {
 
         #[test]
         fn list_changes_updates_and_log_messages_are_events() {
+            let link = LinkId {
+                upstream: 2,
+                start: 7,
+            };
             assert_eq!(
-                event_of("s", 2, "notifications/tools/list_changed", &json!({})),
+                event_of("s", link, "notifications/tools/list_changed", &json!({})),
                 Some(Event::ListChanged {
-                    upstream: 2,
+                    link,
                     kind: ListKind::Tools
                 })
             );
             assert_eq!(
                 event_of(
                     "s",
-                    2,
+                    link,
                     "notifications/resources/updated",
                     &json!({"uri": "u"})
                 ),
@@ -305,14 +309,14 @@ mod every_revision {
             );
             let task = json!({"taskId": "t", "status": "completed"});
             assert_eq!(
-                event_of("s", 2, "notifications/tasks/status", &task),
+                event_of("s", link, "notifications/tasks/status", &task),
                 Some(Event::TaskStatus {
-                    upstream: 2,
+                    link,
                     params: task.clone()
                 })
             );
             assert_eq!(
-                event_of("s", 2, "notifications/message", &json!({"data": 1})),
+                event_of("s", link, "notifications/message", &json!({"data": 1})),
                 Some(Event::Log {
                     server: "s".into(),
                     params: json!({"data": 1})

@@ -199,13 +199,24 @@ impl ListKind {
     }
 }
 
+/// Which live link to an upstream something is about: the upstream's id in the gateway, and
+/// the start that opened the link (what an older start reports is about a process that is
+/// gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkId {
+    /// The upstream's id in the gateway.
+    pub upstream: usize,
+    /// Which start of it.
+    pub start: u64,
+}
+
 /// Something an upstream server said that the gateway must act on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// The server's catalog of this kind changed.
     ListChanged {
-        /// The upstream's index in the gateway.
-        upstream: usize,
+        /// The link it came over.
+        link: LinkId,
         /// Which catalog.
         kind: ListKind,
     },
@@ -220,15 +231,15 @@ pub enum Event {
     /// A 2025-11-25 task of the server's changed status (`notifications/tasks/status`): for the
     /// client the task belongs to.
     TaskStatus {
-        /// The upstream's index in the gateway.
-        upstream: usize,
+        /// The link it came over.
+        link: LinkId,
         /// The notification's params: the task, under the server's own id.
         params: Value,
     },
     /// The server acknowledged a `subscriptions/listen` (2026-07-28).
     ListenAcknowledged {
-        /// The upstream's index in the gateway.
-        upstream: usize,
+        /// The link it came over.
+        link: LinkId,
     },
     /// A resource the server was subscribed to changed.
     ResourceUpdated {
@@ -237,10 +248,8 @@ pub enum Event {
     },
     /// The server's process ended.
     Exited {
-        /// The upstream's index in the gateway.
-        upstream: usize,
-        /// Which start of it ended: a restart's old process must not clear the new one.
-        generation: u64,
+        /// The link that ended: a restart's old process must not clear the new one.
+        link: LinkId,
         /// Why, for the log and the `mcpx` tools.
         reason: String,
     },

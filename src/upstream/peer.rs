@@ -11,7 +11,7 @@ use super::asks::{self, Answer, Askers};
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, Wire};
 use super::task_progress::{self, KeptProgress};
-use super::{Caller, Event, LogSink, ProgressSink};
+use super::{Caller, Event, LinkId, LogSink, ProgressSink};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -32,8 +32,8 @@ type Reply = Result<Value, ErrorObject>;
 #[derive(Debug)]
 pub struct Peer {
     name: String,
-    /// The upstream's index in the gateway, for the events it reports.
-    index: usize,
+    /// The link it is, for the events it reports.
+    link: LinkId,
     /// Serialized messages for the wire to send, in order.
     outgoing: Sender<String>,
     pending: Mutex<HashMap<i64, Sender<Reply>>>,
@@ -81,14 +81,14 @@ impl Peer {
     /// to `events`; the receiver gives the messages for the wire to send.
     pub fn new(
         name: &str,
-        index: usize,
+        link: LinkId,
         timeout: Duration,
         events: Sender<Event>,
     ) -> (Peer, Receiver<String>) {
         let (outgoing, to_send) = async_channel::bounded(OUTGOING);
         let peer = Peer {
             name: name.to_owned(),
-            index,
+            link,
             outgoing,
             pending: Mutex::default(),
             progress: Mutex::default(),
@@ -297,7 +297,7 @@ impl Peer {
         {
             return;
         }
-        if let Some(event) = client::event_of(&self.name, self.index, &n.method, &params) {
+        if let Some(event) = client::event_of(&self.name, self.link, &n.method, &params) {
             let _ = self.events.send(event).await;
         }
     }

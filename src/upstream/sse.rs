@@ -15,7 +15,7 @@ use super::client::{self, FirstTry, HANDSHAKE_TIMEOUT};
 use super::event_stream::EventStream;
 use super::http::MAX_UPSTREAM_MESSAGE;
 use super::peer::Peer;
-use super::{Event, Handshake};
+use super::{Event, Handshake, LinkId};
 use crate::cancel::Cancel;
 use crate::config::{ServerSettings, UpstreamEra};
 use crate::failure::Failure;
@@ -36,9 +36,8 @@ const MAX_POST_ANSWER: usize = 64 * 1024;
 /// A remote upstream on HTTP+SSE.
 pub struct SseUpstream {
     peer: Peer,
-    /// Which start of the upstream this is, for the exit it reports.
-    generation: u64,
-    index: usize,
+    /// Which link this is, for the exit it reports.
+    link: LinkId,
     /// The server's URL, where the stream is opened, with the configured headers.
     pool: Pool,
     /// The server's tokens, unless the configured headers carry an `Authorization` of their own.
@@ -67,18 +66,16 @@ impl SseUpstream {
     /// Prepares the upstream (nothing is sent until [`SseUpstream::handshake`]).
     pub fn new(
         name: &str,
-        index: usize,
-        generation: u64,
+        link: LinkId,
         server: ServerSettings<'_>,
         credentials: Store,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let (pool, auth) = Authorizer::reach(name, server, credentials)?;
-        let (peer, to_send) = Peer::new(name, index, server.timeout(), events.clone());
+        let (peer, to_send) = Peer::new(name, link, server.timeout(), events.clone());
         Ok(Arc::new(SseUpstream {
             peer,
-            generation,
-            index,
+            link,
             pool,
             auth,
             era_choice: server.era,
@@ -143,8 +140,7 @@ impl SseUpstream {
                 this.peer.end(format!("disconnected: {reason}"));
                 tracing::warn!(server = %this.peer.name(), "upstream disconnected: {reason}");
                 let exited = Event::Exited {
-                    upstream: this.index,
-                    generation: this.generation,
+                    link: this.link,
                     reason,
                 };
                 let _ = this.events.send(exited).await;

@@ -8,7 +8,7 @@ use super::chatter::Verdict;
 use super::child_environment;
 use super::client::{self, FirstTry};
 use super::peer::Peer;
-use super::{Event, Handshake};
+use super::{Event, Handshake, LinkId};
 use crate::cancel::Cancel;
 use crate::config::{private_tmp_of, ServerSettings, UpstreamEra};
 use crate::failure::Failure;
@@ -79,8 +79,7 @@ impl StdioUpstream {
     /// mcpx dies, even by SIGKILL.
     pub fn spawn(
         name: &str,
-        index: usize,
-        generation: u64,
+        link: LinkId,
         server: ServerSettings<'_>,
         how: &Spawning<'_>,
         events: Sender<Event>,
@@ -150,7 +149,7 @@ impl StdioUpstream {
         let (Some(mut stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
             return Err("the child's pipes were not created".into());
         };
-        let (peer, outgoing) = Peer::new(name, index, server.timeout(), events.clone());
+        let (peer, outgoing) = Peer::new(name, link, server.timeout(), events.clone());
         let upstream = Arc::new(StdioUpstream {
             peer,
             stderr_closed: Cancel::new(),
@@ -235,13 +234,7 @@ impl StdioUpstream {
                 true => tracing::info!(server = %reader.peer.name(), "upstream stopped: {reason}"),
                 false => tracing::warn!(server = %reader.peer.name(), "upstream exited: {reason}"),
             }
-            let _ = events
-                .send(Event::Exited {
-                    upstream: index,
-                    generation,
-                    reason,
-                })
-                .await;
+            let _ = events.send(Event::Exited { link, reason }).await;
         })
         .detach();
         Ok(upstream)

@@ -13,7 +13,8 @@
 use super::Supervisor;
 use crate::config::{Server, Start};
 use crate::failure::Failure;
-use crate::gateway::upstreams::{Upstream, UpstreamState, STOP_GRACE};
+use crate::gateway::link::UpstreamState;
+use crate::gateway::upstreams::{Upstream, STOP_GRACE};
 use crate::gateway::{Listing, Owner};
 use crate::jsonrpc::ErrorObject;
 use crate::sync::lock;
@@ -43,7 +44,7 @@ impl Supervisor {
         if let Some(listing) = cached {
             tracing::info!(server = %upstream.name, tools = listing.tools.len(), "lazy: listed from its last run");
             *lock(&upstream.listing) = listing;
-            *lock(&upstream.state) = UpstreamState::Idle;
+            upstream.link.set_state(UpstreamState::Idle);
             return;
         }
         if self.start_upstream(upstream).await.is_ok() {
@@ -60,7 +61,7 @@ impl Supervisor {
         };
         let _one_at_a_time = upstream.waking.lock().await;
         *lock(&upstream.last_needed) = Instant::now();
-        if *lock(&upstream.state) == UpstreamState::Ready {
+        if upstream.link.is_ready() {
             return Ok(());
         }
         tracing::info!(server = %upstream.name, "lazy: started for a request");
@@ -73,7 +74,7 @@ impl Supervisor {
             Failure::Refused(format!(
                 "upstream {:?} could not be started: {}",
                 upstream.name,
-                lock(&upstream.state).describe()
+                upstream.link.state().describe()
             ))
             .into()
         })
@@ -106,8 +107,7 @@ impl Supervisor {
 
     /// Stops a lazy server that nothing needs (its catalog stays listed).
     async fn stop_idle(&self, upstream: &Upstream) {
-        *lock(&upstream.state) = UpstreamState::Idle;
-        let connection = lock(&upstream.connection).take();
+        let connection = upstream.link.stop(UpstreamState::Idle);
         if let Some(connection) = connection {
             connection.shutdown(STOP_GRACE).await;
         }
@@ -130,7 +130,7 @@ impl Supervisor {
                 }
                 let _one_at_a_time = upstream.waking.lock().await;
                 let idle_for = lock(&upstream.last_needed).elapsed();
-                let running = *lock(&upstream.state) == UpstreamState::Ready;
+                let running = upstream.link.is_ready();
                 if running && idle_for >= timeout && !supervisor.is_busy(&upstream) {
                     tracing::info!(server = %upstream.name, "lazy: stopped after {timeout:?} idle");
                     supervisor.stop_idle(&upstream).await;

@@ -14,9 +14,8 @@ use super::Supervisor;
 use crate::cancel::Cancel;
 use crate::gateway::listens_held::ACK_PATIENCE;
 use crate::gateway::route::Owner;
-use crate::gateway::upstreams::{Upstream, UpstreamState};
+use crate::gateway::upstreams::Upstream;
 use crate::protocol::Method;
-use crate::sync::lock;
 use crate::upstream::Caller;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -62,11 +61,7 @@ impl Supervisor {
     /// new one when what to ask for changes (the clients' subscriptions to its resources), or
     /// after the last one ended; never one for a change that leaves its filter as it was.
     pub(super) async fn keep_listening(self: Arc<Self>, upstream: Arc<Upstream>, generation: u64) {
-        let serving = || {
-            upstream.generation.load(Ordering::Acquire) == generation
-                && *lock(&upstream.state) == UpstreamState::Ready
-                && !upstream.removed.is_cancelled()
-        };
+        let serving = || upstream.link.serves(generation) && !upstream.removed.is_cancelled();
         let mut acks_wanted = upstream.listening.acks();
         // The listen open, and what it asked for.
         let mut current: Option<(OpenListen, Value)> = None;
@@ -83,7 +78,7 @@ impl Supervisor {
             match filter {
                 Some(filter) if open_for(&filter) => {}
                 Some(filter) => {
-                    let Some(connection) = lock(&upstream.connection).clone() else {
+                    let Some(connection) = upstream.link.connection() else {
                         break;
                     };
                     tracing::debug!(server = %upstream.name, "subscriptions/listen for {filter}");
@@ -155,9 +150,7 @@ impl Supervisor {
     /// What to ask `upstream` for: the list kinds it declares, and the URIs of its that clients
     /// hold where it declares `subscribe`; `None` when that is nothing.
     fn listen_filter(&self, upstream: &Upstream) -> Option<Value> {
-        let capabilities = lock(&upstream.handshake)
-            .as_ref()
-            .map(|h| h.capabilities.clone())?;
+        let capabilities = upstream.link.handshake()?.capabilities;
         let mut filter = serde_json::Map::new();
         for (kind, key) in LISTS {
             if capabilities[kind]["listChanged"] == json!(true) {

@@ -12,8 +12,9 @@ mod reload;
 
 use super::catalogs::Catalogs;
 use super::clients::Clients;
+use super::link::UpstreamState;
 use super::subscriptions::HeldSubscriptions;
-use super::upstreams::{Upstream, UpstreamState, Upstreams, STOP_GRACE};
+use super::upstreams::{Upstream, Upstreams, STOP_GRACE};
 use super::{catalog, CommandError, Listing};
 use crate::cancel::Cancel;
 use crate::config::{RemoteTransport, UpstreamEra};
@@ -22,13 +23,13 @@ use crate::metrics;
 use crate::protocol::{task, Era, Extension, Extensions, Method};
 use crate::registry::Registry;
 use crate::sync::lock;
-use crate::upstream::{Caller, Connection, Event, ListKind, StartError};
+use crate::upstream::{Caller, Connection, Event, LinkId, ListKind, StartError};
 use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What one listing after `list_changed` found: one kind of the server's catalog.
 enum Relisted {
@@ -151,26 +152,24 @@ impl Supervisor {
         let Some(events) = self.events.get().cloned() else {
             return Err(StartError::Failed("mcpx is still starting".into()));
         };
-        let generation = upstream.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        *lock(&upstream.state) = UpstreamState::Starting;
+        let generation = upstream.link.begin_start();
         self.registry.notify_changed();
         // Probe once: a restart speaks the era the first handshake found, so a server that exits
         // on the wrong first request is not killed by every restart's probe.
         let mut config = upstream.config.clone();
         if config.era == UpstreamEra::Auto {
-            config.era = lock(&upstream.handshake)
-                .as_ref()
-                .map_or(UpstreamEra::Auto, |h| match h.revision.era() {
-                    Era::Modern => UpstreamEra::Modern,
-                    Era::Legacy => UpstreamEra::Legacy,
-                });
+            config.era = match upstream.link.era() {
+                Some(Era::Modern) => UpstreamEra::Modern,
+                Some(Era::Legacy) => UpstreamEra::Legacy,
+                None => UpstreamEra::Auto,
+            };
             // The connection asks `initialize` first of one that exits on the probe.
             self.recall_exit_on_discover(upstream);
         }
         config.transport = *lock(&upstream.transport);
         let outcome = async {
             let mut connection = self.upstreams.connect(upstream, &config, generation, events.clone())?;
-            *lock(&upstream.connection) = Some(connection.clone());
+            upstream.link.connecting(connection.clone());
             let mut handshake = connection.handshake().await;
             // The specification's backwards compatibility: a server that refuses the POSTs with
             // a 4xx may speak the 2024-11-05 HTTP+SSE transport.
@@ -181,7 +180,7 @@ impl Supervisor {
                     connection.stop();
                     config.transport = RemoteTransport::Sse;
                     connection = self.upstreams.connect(upstream, &config, generation, events)?;
-                    *lock(&upstream.connection) = Some(connection.clone());
+                    upstream.link.connecting(connection.clone());
                     handshake = connection.handshake().await;
                 }
             }
@@ -204,20 +203,18 @@ impl Supervisor {
                 // if it declares any it can announce.
                 let listened = handshake.revision.era() == Era::Modern
                     && listening::announces_anything(&handshake.capabilities);
-                *lock(&upstream.handshake) = Some(handshake);
                 *lock(&upstream.listing) = listing;
-                *lock(&upstream.state) = UpstreamState::Ready;
+                upstream.link.serve(handshake);
                 if let Some(me) = self.me.upgrade().filter(|_| listened) {
                     let listening = me.keep_listening(Arc::clone(upstream), generation);
                     crate::runtime::spawn(listening).detach();
                 }
-                lock(&upstream.backoff).succeeded();
                 self.remember_listing(upstream);
                 Ok(())
             }
             Err(error) => {
                 tracing::error!(server = %upstream.name, "upstream failed to start: {error}");
-                let connection = lock(&upstream.connection).take();
+                let connection = upstream.link.stop(UpstreamState::Starting);
                 // A child that a `server/discover` probe ended is a legacy server that takes
                 // nothing before `initialize`: it is started again with that first.
                 let probed = config.era == UpstreamEra::Auto
@@ -230,19 +227,15 @@ impl Supervisor {
                 if let Some(connection) = connection {
                     connection.stop();
                 }
-                *lock(&upstream.state) = match &error {
+                upstream.link.set_state(match &error {
                     StartError::NeedsLogin => UpstreamState::NeedsLogin {
                         how: format!("run `mcpx auth login {}`", upstream.name),
                     },
                     StartError::Misconfigured(reason) => UpstreamState::Misconfigured {
                         reason: reason.clone(),
                     },
-                    StartError::Failed(reason) => UpstreamState::Down {
-                        reason: reason.clone(),
-                        next: Instant::now(),
-                        crash_looping: false,
-                    },
-                };
+                    StartError::Failed(reason) => UpstreamState::down(reason.clone()),
+                });
                 Err(error)
             }
         };
@@ -254,49 +247,43 @@ impl Supervisor {
     async fn follow_events(self: Arc<Self>, events: Receiver<Event>) {
         while let Ok(event) = events.recv().await {
             match event {
-                Event::ListChanged { upstream, kind } => {
-                    if let Some(upstream) = self.upstreams.get(upstream) {
+                // A link a later start replaced speaks of a catalog that is gone.
+                Event::ListChanged { link, kind } => {
+                    if let Some(upstream) = self.current(link) {
                         Arc::clone(&self).list_changed(upstream, kind);
                     }
                 }
                 Event::Log { server, params } => self.clients.broadcast_log(&server, &params),
                 Event::ResourceUpdated { uri } => self.clients.resource_updated(&uri),
-                Event::ListenAcknowledged { upstream } => {
-                    if let Some(upstream) = self.upstreams.get(upstream) {
+                Event::ListenAcknowledged { link } => {
+                    if let Some(upstream) = self.current(link) {
                         upstream.listening.heard();
                     }
                 }
-                Event::TaskStatus { upstream, params } => {
+                Event::TaskStatus { link, params } => {
                     if let Some(heard) = self.task_status.get() {
-                        (heard.0)(upstream, params);
+                        (heard.0)(link.upstream, params);
                     }
                 }
-                Event::Exited {
-                    upstream,
-                    generation,
-                    reason,
-                } => {
-                    let Some(upstream) = self.upstreams.get(upstream) else {
+                Event::Exited { link, reason } => {
+                    let Some(upstream) = self.upstreams.get(link.upstream) else {
                         continue;
                     };
-                    // Only a serving upstream's exit is news here: a failed start is revived by
+                    // Only a serving link's exit is news here: a failed start is revived by
                     // whoever started it, and an earlier start's process was replaced already.
-                    let serving = *lock(&upstream.state) == UpstreamState::Ready;
-                    if serving
-                        && upstream.generation.load(Ordering::Acquire) == generation
-                        && !upstream.removed.is_cancelled()
+                    if !upstream.removed.is_cancelled() && upstream.link.exited(link.start, &reason)
                     {
-                        lock(&upstream.connection).take();
-                        *lock(&upstream.state) = UpstreamState::Down {
-                            reason: format!("exited: {reason}"),
-                            next: Instant::now(),
-                            crash_looping: false,
-                        };
                         Arc::clone(&self).revive(upstream);
                     }
                 }
             }
         }
+    }
+
+    /// The upstream `link` is the current link of.
+    fn current(&self, link: LinkId) -> Option<Arc<Upstream>> {
+        let upstream = self.upstreams.get(link.upstream)?;
+        (upstream.link.generation() == link.start).then_some(upstream)
     }
 
     /// An upstream's `list_changed`: the catalog is listed again at once, and a storm of them
@@ -333,19 +320,22 @@ impl Supervisor {
     /// a newer `tools/list` replaced), and one of a start that has since been replaced is
     /// dropped. Listings of one kind never overlap ([`Supervisor::list_changed`]).
     async fn relist(&self, upstream: &Upstream, kind: ListKind) {
-        let Some(connection) = lock(&upstream.connection).clone() else {
+        let Some(connection) = upstream.link.connection() else {
             return;
         };
-        let generation = upstream.generation.load(Ordering::Acquire);
+        let generation = upstream.link.generation();
         let cancel = Cancel::new();
         let listed = match kind {
             ListKind::Tools => {
                 list_all(&connection, Method::ToolsList, &cancel)
                     .await
                     .map(|mut tools| {
-                        if let Some(handshake) = &*lock(&upstream.handshake) {
-                            task::drop_unbacked_task_support(&mut tools, &handshake.capabilities);
-                        }
+                        upstream.link.with_handshake(|handshake| {
+                            if let Some(handshake) = handshake {
+                                let capabilities = &handshake.capabilities;
+                                task::drop_unbacked_task_support(&mut tools, capabilities);
+                            }
+                        });
                         Relisted::Tools(tools)
                     })
             }
@@ -372,7 +362,7 @@ impl Supervisor {
         };
         {
             let mut listing = lock(&upstream.listing);
-            if upstream.generation.load(Ordering::Acquire) != generation {
+            if upstream.link.generation() != generation {
                 return;
             }
             match relisted {
@@ -405,17 +395,12 @@ impl Supervisor {
     /// Supervision: starts a down upstream again after its backoff, until it serves or is
     /// removed. Its in-flight calls already failed when its process ended.
     fn revive(self: Arc<Self>, upstream: Arc<Upstream>) {
-        if upstream.reviving.swap(true, Ordering::AcqRel) {
-            return;
-        }
         crate::runtime::spawn(async move {
-            let _done = ClearOnDrop(&upstream.reviving);
+            let Some(_one_revival) = upstream.link.revival() else {
+                return;
+            };
             loop {
-                let (delay, looping) = lock(&upstream.backoff).failed();
-                if let UpstreamState::Down { next, crash_looping, .. } = &mut *lock(&upstream.state) {
-                    *next = Instant::now() + delay;
-                    *crash_looping = looping;
-                }
+                let (delay, looping) = upstream.link.paced_after_failure();
                 if looping {
                     let withdrawn = std::mem::take(&mut *lock(&upstream.listing));
                     if withdrawn != Listing::default() {
@@ -427,7 +412,7 @@ impl Supervisor {
                 if upstream.removed_within(delay).await {
                     return;
                 }
-                upstream.restarts.fetch_add(1, Ordering::Relaxed);
+                upstream.link.restarted();
                 metrics::upstream_restarted(&upstream.name);
                 match self.start_upstream(&upstream).await {
                     Ok(()) => {
@@ -456,12 +441,11 @@ impl Supervisor {
         self.started()?;
         // No longer serving before it is stopped: its exit is then no crash, which supervision
         // would answer with a second start racing this one.
-        *lock(&upstream.state) = UpstreamState::Starting;
-        let old = lock(&upstream.connection).take();
+        let old = upstream.link.stop(UpstreamState::Starting);
         if let Some(old) = old {
             old.shutdown(STOP_GRACE).await;
         }
-        upstream.restarts.fetch_add(1, Ordering::Relaxed);
+        upstream.link.restarted();
         metrics::upstream_restarted(&upstream.name);
         // Its state tells how the start went.
         if let Err(error) = self.start_upstream(&upstream).await {
@@ -472,7 +456,7 @@ impl Supervisor {
         self.publish_catalog();
         Ok(format!(
             "{name} restarted: {}",
-            lock(&upstream.state).describe()
+            upstream.link.state().describe()
         ))
     }
 
@@ -485,7 +469,7 @@ impl Supervisor {
         }
         let stopping: Vec<_> = upstreams
             .iter()
-            .filter_map(|u| lock(&u.connection).take())
+            .filter_map(|u| u.link.stop(UpstreamState::down("mcpx is stopping".into())))
             .map(|c| crate::runtime::spawn(async move { c.shutdown(grace).await }))
             .collect();
         for stop in stopping {
@@ -549,13 +533,4 @@ async fn list_all(
         }
     }
     Err(format!("{method} returned more than {MAX_PAGES} pages"))
-}
-
-/// Clears a flag when dropped, however the task holding it ends.
-struct ClearOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for ClearOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
 }

@@ -4,9 +4,10 @@
 
 use super::Supervisor;
 use crate::config::Settings;
+use crate::gateway::link::UpstreamState;
 use crate::gateway::upstreams::{Upstream, STOP_GRACE};
 use crate::gateway::CommandError;
-use crate::sync::{lock, write};
+use crate::sync::write;
 use std::sync::Arc;
 
 impl Supervisor {
@@ -44,7 +45,7 @@ impl Supervisor {
         *write(&self.upstreams.list) = next;
         for upstream in &leaving {
             upstream.removed.cancel();
-            let connection = lock(&upstream.connection).take();
+            let connection = upstream.link.stop(UpstreamState::down("removed".into()));
             if let Some(connection) = connection {
                 connection.shutdown(STOP_GRACE).await;
             }

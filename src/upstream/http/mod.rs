@@ -25,7 +25,7 @@ use super::chatter::{Chatter, Verdict};
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::task_progress::{self, KeptProgress};
-use super::{Caller, Event, Handshake};
+use super::{Caller, Event, Handshake, LinkId};
 use crate::cancel::Cancel;
 use crate::config::{ServerSettings, UpstreamEra};
 use crate::failure::Failure;
@@ -59,7 +59,8 @@ pub(crate) const MAX_UPSTREAM_MESSAGE: usize = 64 * 1024 * 1024;
 /// A remote upstream.
 pub struct HttpUpstream {
     name: String,
-    index: usize,
+    /// Which link this is, for the events it reports.
+    link: LinkId,
     era: Mutex<Era>,
     era_choice: UpstreamEra,
     session: Mutex<Option<String>>,
@@ -143,7 +144,7 @@ impl HttpUpstream {
     /// Prepares the upstream (nothing is sent until [`HttpUpstream::handshake`]).
     pub fn new(
         name: &str,
-        index: usize,
+        link: LinkId,
         server: ServerSettings<'_>,
         credentials: Store,
         events: Sender<Event>,
@@ -151,7 +152,7 @@ impl HttpUpstream {
         let (pool, auth) = Authorizer::reach(name, server, credentials)?;
         Ok(Arc::new(HttpUpstream {
             name: name.to_owned(),
-            index,
+            link,
             era: Mutex::new(Era::Legacy),
             era_choice: server.era,
             session: Mutex::default(),
@@ -492,7 +493,7 @@ impl HttpUpstream {
                 {
                     // On the call's own stream: the caller's.
                 } else if let Some(event) =
-                    client::event_of(&self.name, self.index, &n.method, &params)
+                    client::event_of(&self.name, self.link, &n.method, &params)
                 {
                     let _ = self.events.try_send(event);
                 }
