@@ -38,6 +38,51 @@ const CHAIN: [Step; 2] = [Step::Pins, Step::Limits];
 /// error, as the policy says.
 pub(super) type Refused = Result<Value, ErrorObject>;
 
+/// What each step asks of the gateway: one method a step, so that the chain's order and reach
+/// are the chain's alone (and are tested without a gateway).
+trait Steps {
+    /// [`Step::Pins`].
+    fn pins(&self, method: Method, resolved: &Resolved<'_>) -> Result<(), Refused>;
+    /// [`Step::Limits`].
+    fn limits(
+        &self,
+        method: Method,
+        resolved: &Resolved<'_>,
+        ctx: &RequestContext,
+    ) -> Result<(), Refused>;
+}
+
+/// Runs [`CHAIN`] on `resolved`, a request of `method`: the first refusal is the answer.
+fn run_chain(
+    steps: &impl Steps,
+    method: Method,
+    resolved: &Resolved<'_>,
+    ctx: &RequestContext,
+) -> Result<(), Refused> {
+    for step in CHAIN {
+        match step {
+            Step::Pins => steps.pins(method, resolved)?,
+            Step::Limits => steps.limits(method, resolved, ctx)?,
+        }
+    }
+    Ok(())
+}
+
+impl Steps for Gateway {
+    fn pins(&self, method: Method, resolved: &Resolved<'_>) -> Result<(), Refused> {
+        self.pins_allow(method, &resolved.target)
+    }
+
+    fn limits(
+        &self,
+        method: Method,
+        resolved: &Resolved<'_>,
+        ctx: &RequestContext,
+    ) -> Result<(), Refused> {
+        self.within_limits(method, resolved, ctx)
+    }
+}
+
 impl Gateway {
     /// Runs the chain on `resolved`, a request of `method` from `ctx.caller`.
     pub(super) fn admit(
@@ -46,13 +91,7 @@ impl Gateway {
         resolved: &Resolved<'_>,
         ctx: &RequestContext,
     ) -> Result<(), Refused> {
-        for step in CHAIN {
-            match step {
-                Step::Pins => self.pins_allow(method, &resolved.target)?,
-                Step::Limits => self.within_limits(method, resolved, ctx)?,
-            }
-        }
-        Ok(())
+        run_chain(self, method, resolved, ctx)
     }
 
     /// Whether `[limits]` let this call of the caller's go upstream; if not, its answer.
@@ -96,4 +135,126 @@ impl Gateway {
 fn called_tool(catalog: &Catalog, params: Option<&Value>) -> Option<String> {
     let resolved = resolve(catalog, Method::ToolsCall, params).ok()??;
     Some(resolved.target.exposed)
+}
+
+#[cfg(test)]
+mod every_revision {
+    mod policies {
+        use super::super::*;
+        use crate::gateway::route::Owner;
+        use crate::gateway::target::{Kind, Target};
+        use serde_json::json;
+        use std::borrow::Cow;
+        use std::sync::{Arc, Mutex};
+
+        /// Steps that record what they were asked, and refuse where told.
+        #[derive(Default)]
+        struct Recorded {
+            asked: Mutex<Vec<(Step, Kind, String)>>,
+            refuse: Option<Step>,
+        }
+
+        impl Recorded {
+            fn judge(&self, step: Step, resolved: &Resolved<'_>) -> Result<(), Refused> {
+                let target = &resolved.target;
+                let asked = (step, target.kind, target.own.clone());
+                self.asked.lock().unwrap().push(asked);
+                match self.refuse == Some(step) {
+                    true => Err(Err(ErrorObject::new(-1, format!("{step:?}")))),
+                    false => Ok(()),
+                }
+            }
+        }
+
+        impl Steps for Recorded {
+            fn pins(&self, _: Method, resolved: &Resolved<'_>) -> Result<(), Refused> {
+                self.judge(Step::Pins, resolved)
+            }
+
+            fn limits(
+                &self,
+                _: Method,
+                resolved: &Resolved<'_>,
+                _: &RequestContext,
+            ) -> Result<(), Refused> {
+                self.judge(Step::Limits, resolved)
+            }
+        }
+
+        fn context() -> RequestContext {
+            let (outbound, _) = crate::outbox::bounded(1);
+            let caller = crate::access::Identity::of_kind(crate::access::Kind::LocalOwner);
+            RequestContext::new(crate::cancel::Cancel::new(), outbound, Arc::new(caller))
+        }
+
+        /// One call of each kind a target can be, as resolution makes it.
+        fn targets() -> Vec<(Method, Resolved<'static>)> {
+            let target = |kind: Kind, own: &str| Target {
+                kind,
+                owner: Owner::Upstream(3),
+                own: own.to_owned(),
+                exposed: format!("s__{own}"),
+                template: None,
+            };
+            let resolved = |kind, own| Resolved {
+                target: target(kind, own),
+                params: Cow::Owned(json!({})),
+            };
+            vec![
+                (Method::ToolsCall, resolved(Kind::Tool, "echo")),
+                (Method::PromptsGet, resolved(Kind::Prompt, "greet")),
+                (Method::ResourcesRead, resolved(Kind::Resource, "file:///a")),
+                (
+                    Method::SkillsGet,
+                    resolved(Kind::Skill, "skill://s/SKILL.md"),
+                ),
+                (Method::CompletionComplete, resolved(Kind::Prompt, "greet")),
+                (
+                    Method::ResourcesSubscribe,
+                    resolved(Kind::Resource, "file:///b"),
+                ),
+            ]
+        }
+
+        /// Every step of the chain judges every kind of target, in the chain's order, on the
+        /// target itself (the server's own name: what it resolved to, not what was sent).
+        #[test]
+        fn every_step_runs_for_every_kind_of_target_in_order() {
+            for (method, resolved) in targets() {
+                let steps = Recorded::default();
+                assert!(run_chain(&steps, method, &resolved, &context()).is_ok());
+                let asked = steps.asked.into_inner().unwrap();
+                let expected: Vec<_> = CHAIN
+                    .iter()
+                    .map(|&step| (step, resolved.target.kind, resolved.target.own.clone()))
+                    .collect();
+                assert_eq!(asked, expected, "{method}");
+            }
+        }
+
+        /// A refusal is the answer: no later step runs (a call a pin refuses spends no rate).
+        #[test]
+        fn a_refusing_step_ends_the_chain() {
+            for refusing in CHAIN {
+                for (method, resolved) in targets() {
+                    let steps = Recorded {
+                        refuse: Some(refusing),
+                        ..Recorded::default()
+                    };
+                    let refused = run_chain(&steps, method, &resolved, &context());
+                    let said = refused.unwrap_err().unwrap_err().message;
+                    assert_eq!(said, format!("{refusing:?}"), "{method}");
+                    let ran: Vec<Step> = steps
+                        .asked
+                        .into_inner()
+                        .unwrap()
+                        .iter()
+                        .map(|a| a.0)
+                        .collect();
+                    let upto = CHAIN.iter().position(|&s| s == refusing).unwrap();
+                    assert_eq!(ran, CHAIN[..=upto].to_vec(), "{method}");
+                }
+            }
+        }
+    }
 }

@@ -373,6 +373,125 @@ mod v2026_07_28 {
             text.map_or_else(|| read.to_string(), str::to_owned)
         }
 
+        /// Runs `mcpx reload` on `d`'s configuration file with `old` replaced by `new`.
+        fn reload_with(d: &Daemon, old: &str, new: &str) {
+            let text = std::fs::read_to_string(d.config_path()).unwrap();
+            assert!(text.contains(old), "{text}");
+            std::fs::write(d.config_path(), text.replace(old, new)).unwrap();
+            let out = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(d.config_path())
+                .arg("reload")
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{said}");
+        }
+
+        /// A server that a reload makes claim zeta's renamed URI, sorting before zeta or after
+        /// it, takes nothing of zeta's: `ui://zeta/…` stays zeta's in the whole catalog and in
+        /// zeta's own profile, and the impostor's own URI reads, renamed, in its own profile.
+        #[test]
+        fn a_server_changed_by_a_reload_cannot_take_anothers_app() {
+            let (python, script) = (
+                deps::python(),
+                concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/sdk/fastmcp_app_server.py"
+                ),
+            );
+            let server = |name: &str, extra: &str| {
+                format!("[servers.{name}]\ncommand = {python:?}\nargs = [{script:?}, \"{name}\"{extra}]\n")
+            };
+            for impostor in ["alpha", "omega"] {
+                // Profiles are read at start (a reload applies `[servers]`).
+                let profiles = format!("[profiles.z]\nservers = [\"zeta\"]\n[profiles.i]\nservers = [\"{impostor}\"]\n");
+                let honest = server(impostor, "");
+                let config = server("zeta", "") + &server("beta", "") + &honest + &profiles;
+                let d = Daemon::start(&config, "");
+                assert!(d.upstreams_ready(), "{}", d.stderr());
+                let zetas = "ui://zeta/widget/view.html";
+                assert!(read(&d, "/mcp", zetas).contains("widget of server zeta"));
+                let claiming = server(impostor, ", \"ui://zeta/widget/view.html\"");
+                reload_with(&d, &honest, &claiming);
+                assert!(d.upstreams_ready(), "{}", d.stderr());
+                for door in ["/mcp", "/mcp/z"] {
+                    let html = read(&d, door, zetas);
+                    assert!(
+                        html.contains("widget of server zeta"),
+                        "{impostor} {door}: {html}"
+                    );
+                }
+                let own = format!("ui://{impostor}/zeta/widget/view.html");
+                for door in ["/mcp", "/mcp/i"] {
+                    let html = read(&d, door, &own);
+                    assert!(
+                        html.contains(&format!("served by {impostor}")),
+                        "{door} {own}: {html}"
+                    );
+                }
+            }
+        }
+
+        /// A task's result passed through from the server that runs it leaves by the door
+        /// every result of that server does: the `ui://` URI it shares with another server is
+        /// shown renamed in it, inline in `tasks/get` (before, a passed-through task's result
+        /// kept the server's own URI, which the catalog routes to another server).
+        #[test]
+        fn a_passed_through_task_result_shows_its_servers_uris_renamed() {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk");
+            let python = deps::python();
+            let config = format!(
+                "[servers.tasks]\ncommand = {python:?}\nargs = [\"{dir}/fastmcp_tasks_server.py\", \"--widget\"]\n[servers.zeta]\ncommand = {python:?}\nargs = [\"{dir}/fastmcp_app_server.py\", \"zeta\"]\n"
+            );
+            let d = Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let call = with_tasks(json!({"name": "tasks__link_widget", "arguments": {}}));
+            let created = d.modern(1, "tools/call", call).json();
+            assert_eq!(created["result"]["resultType"], "task", "{created}");
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let polled = || {
+                d.modern(2, "tasks/get", with_tasks(json!({"taskId": id})))
+                    .json()
+            };
+            assert!(eventually(|| polled()["result"]["status"] == "completed"));
+            let done = polled();
+            let link = &done["result"]["result"]["content"][0];
+            assert_eq!(link["uri"], "ui://tasks/widget/view.html", "{done}");
+            let html = read(&d, "/mcp", "ui://tasks/widget/view.html");
+            assert!(html.contains("widget of the tasks server"), "{html}");
+        }
+
+        /// `stepUp` asks for its scope of a call that would become a task, before any task is
+        /// made, and a caller holding the scope gets the task.
+        #[test]
+        fn step_up_is_asked_before_a_task_is_made() {
+            let provider = Provider::start();
+            let d = daemon_for(
+                &provider,
+                "[servers.fixture.tools.sleep]\ntasks = \"always\"\n[[auth.rules]]\nsubject = \"carol\"\nprofiles = [\"*\"]\nstepUp = { \"fixture__sleep\" = \"fixture:write\" }\n",
+            );
+            let sleep = with_tasks(json!({"name": "fixture__sleep", "arguments": {"ms": 60000}}));
+            let token = |scope: &str| {
+                provider.signed("ES256", "ec", &provider.claims("carol", "/mcp", scope))
+            };
+            let refused =
+                call_with_token(&d, "/mcp", Some(&token("mcp")), "tools/call", sleep.clone());
+            assert_eq!(refused.status, 403);
+            assert_eq!(challenge(&refused)["scope"], "mcp fixture:write");
+            let status = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(d.config_path())
+                .args(["status", "--json"])
+                .output()
+                .unwrap();
+            let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+            assert_eq!(status["tasks"], json!([]), "no task was made: {status}");
+            let wider = token("mcp fixture:write");
+            let created = call_with_token(&d, "/mcp", Some(&wider), "tools/call", sleep).json();
+            assert_eq!(created["result"]["resultType"], "task", "{created}");
+        }
+
         /// A server cannot pass its `ui://` URI off as another's renamed one, whether it is
         /// listed before that server or after it: `ui://zeta/…` is zeta's, in the whole
         /// catalog and in zeta's own profile, and the impostor's URI is shown renamed as its

@@ -1,6 +1,8 @@
 """A FastMCP 4 server whose long tools run as tasks of the 2026-07-28 Tasks extension
 (`fastmcp-tasks`, SEP-2663), with the tools the conformance suite's `tasks-*` scenarios name:
-mcpx's end-to-end tests put it behind the gateway over stdio."""
+mcpx's end-to-end tests put it behind the gateway over stdio. With `--widget`, it also serves
+`ui://widget/view.html` (the URI every app server of the tests shares) and a task whose result
+links it."""
 
 import asyncio
 import sys
@@ -86,5 +88,25 @@ async def test_tool_with_task(ctx: Context):
     return f"Hello, {(answer.content or {}).get('name')}!"
 
 
+def serve_widget() -> None:
+    """The widget, and `link_widget`, a task whose result links it."""
+    from fastmcp.apps.config import AppConfig
+    from mcp_types import ResourceLink
+
+    uri = "ui://widget/view.html"
+
+    @mcp.resource(uri, app=AppConfig())
+    def widget() -> str:
+        return "<!doctype html><p>widget of the tasks server</p>"
+
+    @mcp.tool(task=TaskConfig(mode="required"))
+    async def link_widget() -> ResourceLink:
+        """A task whose result links this server's widget."""
+        return ResourceLink(type="resource_link", uri=uri, name="widget")
+
+
 if __name__ == "__main__":
-    mcp.run(transport=sys.argv[1] if len(sys.argv) > 1 else "stdio", show_banner=False)
+    arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--widget" in sys.argv:
+        serve_widget()
+    mcp.run(transport=arguments[0] if arguments else "stdio", show_banner=False)
