@@ -19,6 +19,7 @@ mod clients;
 mod command_error;
 mod cursor;
 mod forwarded;
+mod handshake;
 mod inbound;
 mod incoming;
 mod link;
@@ -45,6 +46,7 @@ mod skills;
 mod subscriptions;
 mod supervision;
 mod target;
+mod task_ids;
 mod tasks;
 mod upstreams;
 mod uri_template;
@@ -60,10 +62,10 @@ pub use route::{Owner, Route};
 use crate::cancel::Cancel;
 use crate::config::Settings;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Request, Response, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
 use crate::outbox;
+use crate::protocol::envelope;
 use crate::protocol::method::{Eras, Side};
-use crate::protocol::{envelope, extension, task};
 use crate::protocol::{shape, Era, Method, Revision};
 use crate::registry::{Outcome, Registry};
 use crate::view::UpstreamView;
@@ -141,7 +143,7 @@ pub struct Gateway {
     /// The metrics and the audit log.
     observer: observe::Observer,
     /// The ids of the tasks upstreams run for clients ([`tasks`]).
-    task_ids: Arc<tasks::TaskIds>,
+    task_ids: Arc<task_ids::TaskIds>,
     /// The tasks mcpx runs itself ([`own_tasks`]).
     own_tasks: own_tasks::OwnTasks,
     /// `[limits]`, with what each caller has used of them ([`call_limits`]).
@@ -189,7 +191,7 @@ impl Gateway {
             ),
             me: me.clone(),
             observer: observe::Observer::new(&config.audit, registry),
-            task_ids: Arc::new(tasks::TaskIds::new(cluster)),
+            task_ids: Arc::new(task_ids::TaskIds::new(cluster)),
             own_tasks: own_tasks::OwnTasks::new(&config.tasks),
             limits: call_limits::CallLimits::new(&config.limits),
             pinning,
@@ -296,64 +298,6 @@ impl Gateway {
     /// The profile a view is, by name; `None` for everything.
     pub fn profile_name(&self, view: ViewId) -> Option<&str> {
         self.catalogs.profiles().name(view)
-    }
-
-    /// The legacy handshake. A supported revision is echoed; anything else gets the newest legacy
-    /// revision, which the client may refuse by disconnecting.
-    pub fn initialize(&self, client: &Client, request: &Request) -> Response {
-        let requested = request
-            .params
-            .as_ref()
-            .and_then(|p| p.member("protocolVersion"))
-            .and_then(Value::as_str);
-        let Some(requested) = requested else {
-            return Response::error(
-                Some(request.id.clone()),
-                ErrorObject::new(
-                    INVALID_PARAMS,
-                    "Invalid params: initialize needs a string protocolVersion",
-                ),
-            );
-        };
-        let revision = Revision::parse(requested)
-            .filter(|r| r.era() == Era::Legacy)
-            .unwrap_or(Revision::LATEST_LEGACY);
-        client.set_revision(revision);
-        let declared = request
-            .params
-            .as_ref()
-            .and_then(|p| p.member("capabilities"));
-        client.set_capabilities(declared.cloned().unwrap_or(Value::Null));
-        let client_info = request
-            .params
-            .as_ref()
-            .and_then(|p| p.member("clientInfo"))
-            .cloned();
-        self.live
-            .registry()
-            .set_initialized(client.session, revision, client_info);
-        let mut capabilities = json!({
-            "tools": {"listChanged": true},
-            "prompts": {"listChanged": true},
-            "resources": {"subscribe": true, "listChanged": true},
-            "logging": {},
-        });
-        if revision >= Revision::V2025_03_26 {
-            capabilities["completions"] = json!({});
-        }
-        // Passed through to the servers that run them ([`tasks`]); not `list`, which would show
-        // one client another's tasks.
-        if task::has_tasks(revision) {
-            capabilities["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
-        }
-        capabilities["extensions"] = extension::advertised_by_mcpx(Era::Legacy);
-        let result = json!({
-            "protocolVersion": revision.as_str(),
-            "capabilities": capabilities,
-            "serverInfo": envelope::MCPX,
-            "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
-        });
-        Response::result(request.id.clone(), result)
     }
 
     /// Begins a request under its own cancellation, entered in the registry at once (so that a
@@ -533,20 +477,6 @@ impl Gateway {
             | Method::RootsList => Err(not_found(name)),
         }?;
         Ok(shape::result(method, revision, extensions, result))
-    }
-
-    fn discover(&self) -> Value {
-        json!({
-            "supportedVersions": Revision::all_strings(),
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "prompts": {"listChanged": true},
-                "resources": {"subscribe": true, "listChanged": true},
-                "completions": {},
-                "extensions": extension::advertised_by_mcpx(Era::Modern),
-            },
-            "instructions": "mcpx merges the tools, prompts and resources of several MCP servers; tool and prompt names carry their server's prefix (server__name).",
-        })
     }
 
     /// Reopens the audit log at its path (SIGHUP: logrotate moved it away).

@@ -18,20 +18,20 @@
 
 mod first_round;
 mod legacy;
+mod promoting;
 
-use self::first_round::{report, FirstRound, Unpromoted};
+pub(in crate::gateway) use promoting::Promotion;
+
 use super::bridged_tasks::Bridge;
-use super::incoming::Incoming;
 use super::observe::TaskOrigin;
 use super::target::Target;
-use super::{Client, Gateway, RequestContext};
+use super::Client;
 use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::config;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
-use crate::outbox;
-use crate::protocol::{task, Era, Method, Notice, Revision};
+use crate::protocol::{task, Notice};
 use crate::sync::lock;
 use crate::view::TaskView;
 use serde_json::{json, Map, Value};
@@ -419,14 +419,6 @@ impl OwnTask {
     }
 }
 
-/// When a call becomes a task of mcpx's, the server it goes to, and the server's own task it
-/// runs, if bridged.
-pub(super) struct Promotion {
-    pub after: Duration,
-    pub server: String,
-    pub bridged: Option<Bridge>,
-}
-
 impl Round {
     /// Its questions not answered yet, by the keys the client sees.
     fn unanswered(&self) -> Map<String, Value> {
@@ -444,234 +436,6 @@ fn own_key(shown: &str) -> &str {
 
 fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
-/// Whether a call's result is a round of questions rather than its end.
-fn asks(result: &Result<Value, ErrorObject>) -> bool {
-    let kind = result.as_ref().ok().and_then(|r| r.member("resultType"));
-    kind.and_then(Value::as_str) == Some("input_required")
-}
-
-impl Gateway {
-    /// A `tools/call` that may become a task of mcpx's: answered as it is if it ends (or asks)
-    /// within `promote_after`, else a created task whose call runs on in the background.
-    pub(super) async fn call_promoting(
-        &self,
-        incoming: &Incoming<'_>,
-        target: &Target,
-        params: Option<&Value>,
-        promotion: Promotion,
-    ) -> Result<Value, ErrorObject> {
-        let Incoming {
-            client,
-            revision,
-            ctx,
-            ..
-        } = *incoming;
-        let Promotion {
-            after: promote_after,
-            server,
-            bridged,
-        } = promotion;
-        let Some(gateway) = self.me.upgrade() else {
-            return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
-        };
-        // A 2025-11-25 client asked for this task, and may ask it to end sooner than mcpx would.
-        let legacy = revision.era() == Era::Legacy;
-        let ttl = self.own_tasks.settings.ttl;
-        let ttl = match legacy {
-            true => legacy::requested_ttl(params).map_or(ttl, |asked| asked.min(ttl)),
-            false => ttl,
-        };
-        let Admitted {
-            number,
-            task,
-            answers,
-        } = self
-            .own_tasks
-            .admit((client, &ctx.caller), target, &server, bridged, ttl)?;
-        let (params, revision) = match legacy {
-            true => (
-                legacy::as_modern_call(client, params),
-                Revision::V2026_07_28,
-            ),
-            false => (params.cloned().unwrap_or_else(|| json!({})), revision),
-        };
-        // Its call reports to this request until it is a task, then where the task's reports go.
-        let (reports, reported) = outbox::bounded(outbox::CAPACITY);
-        let session = legacy.then(|| client.session_stream());
-        let relayed = report(
-            reported,
-            Arc::downgrade(&task),
-            ctx.outbound.clone(),
-            session,
-        );
-        crate::runtime::spawn(relayed).detach();
-        let ctx = &RequestContext {
-            cancel: ctx.cancel.clone(),
-            outbound: reports.clone(),
-            progress_seen: Arc::clone(&ctx.progress_seen),
-            timeout: ctx.timeout,
-            caller: Arc::clone(&ctx.caller),
-            target: Default::default(),
-        };
-        // In a task of its own, so that it can outlive this request; until it is promoted, this
-        // request's end (a cancellation) ends it, and its progress goes to this request.
-        let round =
-            Arc::clone(&gateway).round(client, target, &task, params.clone(), revision, ctx);
-        let mut first = Unpromoted {
-            gateway: Arc::clone(&gateway),
-            number,
-            task: Arc::clone(&task),
-            round: Some(crate::runtime::spawn(round)),
-            promoted: false,
-        };
-        // A 2025-11-25 client that asked for a task gets one, however soon the call ends.
-        let mut asked = None;
-        if !legacy {
-            let promoted = async {
-                crate::deadline::sleep(promote_after).await;
-                None
-            };
-            let finished = async { Some(first.ended().await) };
-            match smol::future::or(finished, promoted).await {
-                // A bridged server's question is its task's already: a retry could not resume it.
-                Some(outcome) if task.bridge.is_some() && asks(&outcome) => asked = Some(outcome),
-                // Never shown: the client gets the call's own answer.
-                Some(outcome) => return outcome,
-                None => {}
-            }
-        }
-        let id = self.task_ids.seal_own(number, client, &ctx.caller, ttl)?;
-        let first = first.promote(asked);
-        let _ = task.id.set(id.clone());
-        self.observer.task(&task.origin, "created");
-        if legacy {
-            legacy::tell_changes(client, &task, &id);
-        }
-        let created = match legacy {
-            true => json!({"task": task.legacy(&id)}),
-            false => {
-                let mut created = task.detailed(&id);
-                created["resultType"] = json!("task");
-                created
-            }
-        };
-        let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
-        let caller = Arc::clone(&ctx.caller);
-        let target = target.clone();
-        crate::runtime::spawn(async move {
-            let expiry = async {
-                smol::Timer::at(task.expires).await;
-                Err(ErrorObject::new(
-                    INTERNAL_ERROR,
-                    "the task outlived its TTL (tasks.ttl)",
-                ))
-            };
-            let drive = driven.drive(
-                (&client, &target),
-                &task,
-                first,
-                answers,
-                (params, reports, caller),
-                revision,
-            );
-            let outcome = smol::future::or(drive, expiry).await;
-            task.cancel.cancel();
-            gateway.own_tasks.finish(&task, outcome);
-            let ended = lock(&task.state).status;
-            if let Some(bridge) = task.bridge.as_ref().filter(|_| ended == "cancelled") {
-                gateway.cancel_bridged(bridge).await;
-            }
-            gateway.observer.task(&task.origin, ended);
-        })
-        .detach();
-        Ok(created)
-    }
-
-    /// One round of a task's call, under the task's cancellation.
-    fn round(
-        self: Arc<Self>,
-        client: &Arc<Client>,
-        target: &Target,
-        task: &OwnTask,
-        params: Value,
-        revision: Revision,
-        ctx: &RequestContext,
-    ) -> impl std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static {
-        let client = Arc::clone(client);
-        let target = target.clone();
-        let bridge = task.bridge.clone();
-        let lives = task.expires.saturating_duration_since(Instant::now());
-        // The call may take as long as the task lives, not the server's `timeout`.
-        let context = RequestContext {
-            cancel: task.cancel.clone(),
-            outbound: ctx.outbound.clone(),
-            progress_seen: Arc::clone(&ctx.progress_seen),
-            timeout: Some(lives),
-            caller: Arc::clone(&ctx.caller),
-            target: Default::default(),
-        };
-        async move {
-            if let Some(bridge) = &bridge {
-                // Minds the task's cancellation itself: the server's task must be made to be
-                // cancelled.
-                let round = self.bridged_round(&client, bridge, &params, revision, lives, &context);
-                return Box::pin(round).await;
-            }
-            let method = Method::ToolsCall;
-            let incoming = Incoming::new(&client, method, Some(&params), revision, &context);
-            let call = self.call_named(&incoming, &target, Some(&params));
-            let cancelled = || ErrorObject::new(INTERNAL_ERROR, "the task was cancelled");
-            context
-                .cancel
-                .run(Box::pin(call))
-                .await
-                .unwrap_or_else(|| Err(cancelled()))
-        }
-    }
-
-    /// A promoted task's call to its end: each round of questions it asks becomes the task's
-    /// `input_required`, and the call is retried with the answers `tasks/update` gives.
-    async fn drive(
-        self: &Arc<Self>,
-        (client, target): (&Arc<Client>, &Target),
-        task: &Arc<OwnTask>,
-        first: FirstRound,
-        answers: async_channel::Receiver<Map<String, Value>>,
-        (params, reports, caller): (Value, outbox::Sender, Arc<crate::access::Identity>),
-        revision: Revision,
-    ) -> Result<Value, ErrorObject> {
-        let mut outcome = first.await;
-        let background = RequestContext {
-            cancel: task.cancel.clone(),
-            outbound: reports,
-            progress_seen: Arc::default(),
-            timeout: None,
-            caller,
-            target: Default::default(),
-        };
-        while asks(&outcome) {
-            let questions = outcome.unwrap_or_default();
-            task.ask(&questions);
-            let answered = smol::future::or(async { answers.recv().await.ok() }, async {
-                task.cancel.cancelled().await;
-                None
-            })
-            .await;
-            let Some(answered) = answered else {
-                return Err(ErrorObject::new(INTERNAL_ERROR, "the task was cancelled"));
-            };
-            let mut retry = params.clone();
-            retry["inputResponses"] = Value::Object(answered);
-            if let Some(state) = questions.member("requestState") {
-                retry["requestState"] = state.clone();
-            }
-            let round = Arc::clone(self).round(client, target, task, retry, revision, &background);
-            outcome = round.await;
-        }
-        outcome
-    }
 }
 
 #[cfg(test)]

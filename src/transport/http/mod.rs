@@ -10,6 +10,7 @@
 //! request's exchange, whose guard cancels it ([`exchange`]).
 
 mod cors;
+mod endpoints;
 mod exchange;
 mod forward;
 mod legacy;
@@ -21,7 +22,7 @@ mod sessions;
 mod sse;
 pub mod status;
 
-use crate::access::builtin::{self, AuthServer};
+use crate::access::builtin::AuthServer;
 use crate::access::{self, Admitted, Knock};
 use crate::cancel::Cancel;
 use crate::gateway::{Client, Gateway, ViewId};
@@ -34,13 +35,12 @@ use crate::protocol::envelope;
 use crate::protocol::Revision;
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 pub use options::HttpOptions;
 use origin::OriginPolicy;
 pub use reply::Body;
 use reply::{accepted, empty, json_response, plain, rpc_error, too_large};
-use serde_json::Value;
 use smol::net::{TcpListener, TcpStream};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -305,107 +305,6 @@ impl FrontDoor {
     fn modern(&self, view: ViewId) -> &Arc<Client> {
         let found = self.modern.iter().find(|c| c.view == view);
         found.unwrap_or(&self.modern[0])
-    }
-
-    /// `GET /healthz`, for load balancers and probes: 200 while the daemon serves. Without
-    /// the daemon's token (where it has one) it says only that; with it, each upstream's state.
-    fn health(&self, caller: Caller, headers: &HeaderMap) -> Response<Body> {
-        let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
-        let trusted = caller == Caller::Trusted && self.options.gate.trusts_probe(authorization);
-        let mut health = serde_json::json!({ "status": "ok" });
-        if trusted {
-            let upstreams: serde_json::Map<String, Value> = self
-                .gateway
-                .summaries()
-                .into_iter()
-                .map(|u| (u.name, Value::String(u.state)))
-                .collect();
-            health["upstreams"] = Value::Object(upstreams);
-        }
-        let mut response = json_response(StatusCode::OK, &health);
-        response.headers_mut().insert(
-            header::CACHE_CONTROL,
-            http::HeaderValue::from_static("no-store"),
-        );
-        response
-    }
-
-    /// `GET /.well-known/oauth-protected-resource[/mcp[/NAME]]` (RFC 9728): public, so any
-    /// origin may read it.
-    fn resource_metadata(&self, path: &str, method: &Method) -> Response<Body> {
-        let door_exists = |door: &str| self.door(door).is_ok();
-        let mut response = match self.options.gate.metadata(path, door_exists) {
-            None => plain(
-                StatusCode::NOT_FOUND,
-                "no protected resource is described here\n",
-            ),
-            Some(_) if method == Method::OPTIONS => {
-                let mut answer = Response::new(empty());
-                *answer.status_mut() = StatusCode::NO_CONTENT;
-                let allow = http::HeaderValue::from_static("GET, OPTIONS");
-                answer
-                    .headers_mut()
-                    .insert(header::ACCESS_CONTROL_ALLOW_METHODS, allow);
-                answer
-            }
-            Some(document) if method == Method::GET => json_response(StatusCode::OK, &document),
-            Some(_) => plain(StatusCode::METHOD_NOT_ALLOWED, "this metadata takes GET\n"),
-        };
-        let headers = response.headers_mut();
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_ORIGIN,
-            http::HeaderValue::from_static("*"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            http::HeaderValue::from_static("mcp-protocol-version"),
-        );
-        response
-    }
-
-    /// A request to the built-in authorization server, its body read whole (a form or a
-    /// registration: small).
-    async fn authorization(
-        &self,
-        server: &AuthServer,
-        request: Request<Incoming>,
-    ) -> Response<Body> {
-        let (parts, body) = request.into_parts();
-        let bytes = match self
-            .read_body(&parts.headers, body, builtin::MAX_BODY)
-            .await
-        {
-            Ok(bytes) => bytes,
-            Err(refusal) => return *refusal,
-        };
-        let door_exists = |door: &str| self.door(door).is_ok();
-        let asked = builtin::Request {
-            method: &parts.method,
-            path: parts.uri.path(),
-            query: parts.uri.query(),
-            headers: &parts.headers,
-            body: &bytes,
-        };
-        let (head, text) = server.answer(asked, &door_exists).await.into_parts();
-        Response::from_parts(head, Full::new(Bytes::from(text)).boxed())
-    }
-
-    /// `GET /metrics`: the Prometheus text format.
-    fn metrics(&self, method: &Method) -> Response<Body> {
-        if method != Method::GET {
-            let mut refusal = plain(StatusCode::METHOD_NOT_ALLOWED, "/metrics takes GET\n");
-            refusal
-                .headers_mut()
-                .insert(header::ALLOW, http::HeaderValue::from_static("GET"));
-            return refusal;
-        }
-        let text = self.gateway.metrics().unwrap_or_default();
-        let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            http::HeaderValue::from_static(metrics::CONTENT_TYPE),
-        );
-        response
     }
 
     /// The view a request's path enters, and its profile's name: `/mcp` sees everything,

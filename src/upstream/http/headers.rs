@@ -1,6 +1,7 @@
 //! The 2026-07-28 mirrored headers mcpx puts on its requests to a modern server: the protocol
 //! version, the method and the name, and `Mcp-Param-*` from the `x-mcp-header` annotations the
-//! server's tools declare, learnt from each `tools/list`.
+//! server's tools declare, learnt from each `tools/list`; and, in every era, the W3C trace
+//! context a request's `_meta` carries.
 
 use super::HttpUpstream;
 use crate::json::Member;
@@ -64,6 +65,20 @@ impl HttpUpstream {
             ) {
                 known.insert(name.to_owned(), params);
             }
+        }
+    }
+}
+
+/// The W3C trace context a request's `_meta` carries, as the `traceparent` and `tracestate`
+/// headers HTTP servers (and the proxies before them) read it from.
+pub(super) fn trace_headers(params: Option<&Value>, headers: &mut HeaderMap) {
+    let Some(meta) = params.and_then(|p| p.member("_meta")) else {
+        return;
+    };
+    for key in &crate::telemetry::TRACE_KEYS {
+        let value = meta.member(key.as_str()).and_then(Value::as_str);
+        if let Some(Ok(value)) = value.map(HeaderValue::try_from) {
+            headers.insert(key.clone(), value);
         }
     }
 }

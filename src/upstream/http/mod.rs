@@ -13,8 +13,12 @@
 //! `subscriptions/listen` the gateway keeps open to them carries their notifications.
 
 mod authorization;
+mod detached;
 mod headers;
 mod streams;
+
+use detached::Detached;
+use headers::trace_headers;
 
 use super::asks::{self, Askers};
 use super::auth::bearer;
@@ -30,7 +34,7 @@ use crate::cancel::Cancel;
 use crate::config::{ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::json::Member;
-use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Outgoing, Response};
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Outgoing, Response};
 use crate::mcpheaders::{HeaderParam, SESSION_HEADER};
 use crate::net::client::Pool;
 use crate::protocol::envelope;
@@ -557,61 +561,5 @@ impl HttpUpstream {
     /// Whether it has not been stopped (a remote server's health shows in its answers).
     pub fn is_alive(&self) -> bool {
         !self.closed.is_cancelled()
-    }
-}
-
-/// What a background task needs to POST to the same server.
-struct Detached {
-    name: String,
-    pool: Arc<Pool>,
-    session: Option<String>,
-    token: Option<String>,
-}
-
-impl Detached {
-    /// POSTs a notification; a failure is only logged, as nothing answers a notification.
-    async fn notify(&self, method: &str, params: Option<Value>) {
-        let notification = Notification {
-            method: method.to_owned(),
-            params,
-        }
-        .to_value();
-        if let Err(e) = self.post(&notification, HeaderMap::new()).await {
-            tracing::debug!(server = %self.name, "notification not delivered: {e}");
-        }
-    }
-
-    async fn post(&self, message: &Value, mut extra: HeaderMap) -> Result<(), String> {
-        if let Some(session) = &self.session {
-            extra.insert(
-                "mcp-session-id",
-                HeaderValue::try_from(session.as_str()).map_err(|e| e.to_string())?,
-            );
-        }
-        bearer(&mut extra, self.token.as_deref())?;
-        let mut sender = self.pool.detached().await?;
-        let request = self
-            .pool
-            .build(Method::POST, jsonrpc::to_body(message), extra)?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| format!("{}: {e}", self.name))?;
-        let _ = response.into_body().collect().await;
-        Ok(())
-    }
-}
-
-/// The W3C trace context a request's `_meta` carries, as the `traceparent` and `tracestate`
-/// headers HTTP servers (and the proxies before them) read it from.
-fn trace_headers(params: Option<&Value>, headers: &mut HeaderMap) {
-    let Some(meta) = params.and_then(|p| p.member("_meta")) else {
-        return;
-    };
-    for key in &crate::telemetry::TRACE_KEYS {
-        let value = meta.member(key.as_str()).and_then(Value::as_str);
-        if let Some(Ok(value)) = value.map(HeaderValue::try_from) {
-            headers.insert(key.clone(), value);
-        }
     }
 }

@@ -7,215 +7,27 @@
 //! and a disabled registry (`[daemon] metrics = false`) costs them one atomic load. Label values
 //! stay bounded: a name a client tried that no server lists is `unknown`, never itself.
 
-use crate::failure::Outcome;
+mod labels;
+
 use crate::protocol::Method;
-use crate::sync::{read, write};
-use hashbrown::Equivalent;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use labels::{
+    AuthFailureLabel, AuthorizationLabel, ClientOperationLabels, DoorLabel, KindLabel, Known,
+    LimitLabel, PassedOnLabel, PinEventLabel, PinStateLabel, RefusalLabel, ServerOperationLabels,
+    TaskLabel, ToleratedLabel, TransportLabel, UpstreamLabel,
+};
+pub use labels::{ClientOperation, ServerOperation};
+use prometheus_client::encoding::EncodeLabelValue;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use std::hash::Hash;
-use std::sync::{OnceLock, RwLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The registry, once [`install`]ed with metrics on.
 static METRICS: OnceLock<Metrics> = OnceLock::new();
-
-/// One finished operation of mcpx's own server: a request a client sent. Borrowed, so that
-/// counting a label set seen before allocates nothing.
-#[derive(Debug, Clone, Copy, Hash)]
-pub struct ServerOperation<'a> {
-    /// The JSON-RPC method (one of MCP's, else `other`).
-    pub method: &'static str,
-    /// The tool or prompt named, as exposed; `unknown` for a name no server lists; empty for
-    /// other methods.
-    pub name: &'a str,
-    /// The server that answered (`mcpx` for the built-in one); empty when none did.
-    pub upstream: &'a str,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// `legacy` or `modern`.
-    pub era: &'static str,
-}
-
-/// [`ServerOperation`] as the registry keeps it. Its fields and their order are
-/// `ServerOperation`'s, so that both hash alike.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ServerOperationLabels {
-    method: &'static str,
-    name: String,
-    upstream: String,
-    outcome: Outcome,
-    era: &'static str,
-}
-
-impl From<&ServerOperation<'_>> for ServerOperationLabels {
-    fn from(o: &ServerOperation<'_>) -> Self {
-        ServerOperationLabels {
-            method: o.method,
-            name: o.name.to_owned(),
-            upstream: o.upstream.to_owned(),
-            outcome: o.outcome,
-            era: o.era,
-        }
-    }
-}
-
-impl Equivalent<ServerOperationLabels> for ServerOperation<'_> {
-    fn equivalent(&self, key: &ServerOperationLabels) -> bool {
-        self.method == key.method
-            && self.name == key.name
-            && self.upstream == key.upstream
-            && self.outcome == key.outcome
-            && self.era == key.era
-    }
-}
-
-/// One finished request of mcpx's to an upstream.
-#[derive(Debug, Clone, Copy, Hash)]
-pub struct ClientOperation<'a> {
-    /// The JSON-RPC method.
-    pub method: &'static str,
-    /// The upstream's configured name.
-    pub upstream: &'a str,
-    /// How it ended.
-    pub outcome: Outcome,
-}
-
-/// [`ClientOperation`] as the registry keeps it, hashing alike.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ClientOperationLabels {
-    method: &'static str,
-    upstream: String,
-    outcome: Outcome,
-}
-
-impl From<&ClientOperation<'_>> for ClientOperationLabels {
-    fn from(o: &ClientOperation<'_>) -> Self {
-        ClientOperationLabels {
-            method: o.method,
-            upstream: o.upstream.to_owned(),
-            outcome: o.outcome,
-        }
-    }
-}
-
-impl Equivalent<ClientOperationLabels> for ClientOperation<'_> {
-    fn equivalent(&self, key: &ClientOperationLabels) -> bool {
-        self.method == key.method && self.upstream == key.upstream && self.outcome == key.outcome
-    }
-}
-
-impl EncodeLabelValue for Outcome {
-    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
-        use std::fmt::Write;
-        write!(encoder, "{self}")
-    }
-}
-
-/// A family of metrics whose label sets are found borrowed. prometheus-client's [`Family`]
-/// takes an owned label set and hashes it with std's SipHash on every use: for a forwarded call,
-/// the label strings to allocate and the hashing were 2k of its 4k instructions of counting.
-/// Label sets seen before are found here with foldhash, and nothing is allocated.
-struct Known<L, M> {
-    family: Family<L, M, fn() -> M>,
-    seen: RwLock<hashbrown::HashMap<L, M>>,
-}
-
-impl<L: Clone + Hash + Eq, M: Clone> Known<L, M> {
-    fn new(constructor: fn() -> M) -> Self {
-        Known {
-            family: Family::new_with_constructor(constructor),
-            seen: RwLock::default(),
-        }
-    }
-
-    /// Runs `update` on the metric of `labels`, made on first use.
-    fn update<Q>(&self, labels: &Q, update: impl FnOnce(&M))
-    where
-        Q: Hash + Equivalent<L>,
-        L: for<'q> From<&'q Q>,
-    {
-        if let Some(metric) = read(&self.seen).get(labels) {
-            return update(metric);
-        }
-        let owned = L::from(labels);
-        let metric = self.family.get_or_create_owned(&owned);
-        update(&metric);
-        write(&self.seen).insert(owned, metric);
-    }
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TransportLabel {
-    transport: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct UpstreamLabel {
-    upstream: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabel {
-    kind: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TaskLabel {
-    kind: String,
-    state: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RefusalLabel {
-    reason: Refusal,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DoorLabel {
-    door: Door,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PinStateLabel {
-    state: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PinEventLabel {
-    event: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct LimitLabel {
-    limit: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ToleratedLabel {
-    what: &'static str,
-    method: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct AuthFailureLabel {
-    reason: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct AuthorizationLabel {
-    event: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PassedOnLabel {
-    kind: PassedOn,
-    outcome: &'static str,
-}
 
 /// What one replica of a cluster passed to another.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -651,30 +463,7 @@ pub fn method_label(method: Option<Method>) -> &'static str {
 #[cfg(test)]
 mod every_revision {
     mod metrics {
-        use crate::metrics::*;
-
-        #[test]
-        fn a_label_set_seen_borrowed_counts_on_the_metric_its_owned_form_made() {
-            let known = Known::<ClientOperationLabels, Counter>::new(Counter::default);
-            let seen = |upstream, outcome| ClientOperation {
-                method: "tools/call",
-                upstream,
-                outcome,
-            };
-            let configured = String::from("gh");
-            known.update(&seen(&configured, Outcome::Ok), |c| {
-                c.inc();
-            });
-            known.update(&seen("gh", Outcome::Ok), |c| {
-                c.inc();
-            });
-            known.update(&seen("gh", Outcome::Error(-32603)), |c| {
-                c.inc();
-            });
-            assert_eq!(read(&known.seen).len(), 2, "one metric per label set");
-            let ok = ClientOperationLabels::from(&seen("gh", Outcome::Ok));
-            assert_eq!(known.family.get_or_create(&ok).get(), 2);
-        }
+        use crate::failure::Outcome;
 
         #[test]
         fn an_outcome_reads_as_the_label_it_was() {
