@@ -12,7 +12,6 @@ use crate::audit::{AuditLog, Entry};
 use crate::config::{Pin, Server};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::pins::{Decision, Kind, Pins, Review};
-use crate::protocol::Method;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -134,8 +133,9 @@ fn tool_error(message: String) -> Value {
 impl Gateway {
     /// The refusal of a request that uses a pinned definition waiting for review (a tool, a
     /// prompt, a resource or the template it was matched by, a skill, whichever route named
-    /// it): a tool result with `isError` for `tools/call`, an invalid-params error otherwise.
-    pub(super) fn pins_allow(&self, method: Method, target: &Target) -> Result<(), Refused> {
+    /// it): a tool result with `isError` where `as_tool_error` says the call takes one, an
+    /// invalid-params error otherwise.
+    pub(super) fn pins_allow(&self, target: &Target, as_tool_error: bool) -> Result<(), Refused> {
         let Owner::Upstream(_) = target.owner else {
             return Ok(());
         };
@@ -159,8 +159,9 @@ impl Gateway {
         else {
             return Ok(());
         };
-        // A tool's refusal is a tool error the model reads; anything else's, a protocol error.
-        Err(if method == Method::ToolsCall {
+        // A tool's refusal is a tool error the model reads; anything else's (and a call's whose
+        // client expects a task instead), a protocol error.
+        Err(if as_tool_error {
             Ok(tool_error(message))
         } else {
             Err(ErrorObject::new(INVALID_PARAMS, message))

@@ -70,7 +70,8 @@ fn run_chain(
 
 impl Steps for Gateway {
     fn pins(&self, method: Method, resolved: &Resolved<'_>) -> Result<(), Refused> {
-        self.pins_allow(method, &resolved.target)
+        let as_tool_error = method == Method::ToolsCall && !resolved.asks_for_task();
+        self.pins_allow(&resolved.target, as_tool_error)
     }
 
     fn limits(
@@ -110,8 +111,7 @@ impl Gateway {
         self.limits.admit(&ctx.caller, &call).map_err(|refusal| {
             crate::metrics::limited(&refusal.limit);
             tracing::info!(limit = %refusal.limit, name, "a call was refused by [limits]");
-            let task_asked = resolved.params.get("task").is_some();
-            refusal.answer(method, task_asked)
+            refusal.answer(method, resolved.asks_for_task())
         })
     }
 

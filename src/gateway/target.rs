@@ -52,6 +52,12 @@ impl<'p> Resolved<'p> {
         self.params.member("arguments")
     }
 
+    /// Whether the call asks for a 2025-11-25 task (`params.task`): its client expects a task
+    /// where a tool result would be, so a refusal is an error, never a tool result.
+    pub fn asks_for_task(&self) -> bool {
+        self.params.member("task").is_some()
+    }
+
     /// The params, as routes take them.
     pub fn params(&self) -> Option<&Value> {
         Some(self.params.as_ref())

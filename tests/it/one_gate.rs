@@ -55,7 +55,7 @@ fn pins_status(config: &Path) -> String {
 /// (`KIND:N`, [`crate::pins`]), with the search profile's door; its pins book in `dir`.
 fn pinned_daemon(dir: &Path, pull: &str) -> Daemon {
     let config = format!(
-        "[pins]\nfile = {:?}\n{SEARCH_PROFILE}{}args = [\"--rug-pull\", {pull:?}]\n[servers.fixture.pin]\n",
+        "[pins]\nfile = {:?}\n{SEARCH_PROFILE}{}args = [\"--rug-pull\", {pull:?}]\n[servers.fixture.pin]\n{ECHO_AS_TASK}",
         dir.join("pins.json").display().to_string(),
         fixture_config(""),
     );
@@ -70,6 +70,30 @@ fn tool_error_saying(result: &Value, said: &str) -> bool {
         && result["content"][0]["text"]
             .as_str()
             .is_some_and(|text| text.contains(said))
+}
+
+/// `echo` runs as a task of mcpx's whenever its caller can have one.
+const ECHO_AS_TASK: &str = "[servers.fixture.tools.echo]\ntasks = \"always\"\n";
+
+/// `fixture__echo` called as a task in both eras (a 2026-07-28 call declaring the Tasks
+/// extension, a 2025-11-25 call asking for one): the two answers. A refusal of the first is a
+/// tool result; of the second an error, since its client expects a task where a result would be.
+fn called_as_tasks(d: &Daemon, id: i64) -> [Value; 2] {
+    let echo = json!({"name": "fixture__echo", "arguments": {"text": "t"}});
+    let modern = d.modern(id, "tools/call", with_tasks(echo.clone())).json();
+    let session = initialize_session_at(d, "/mcp", "2025-11-25", json!({}));
+    let mut asked = echo;
+    asked["task"] = json!({"ttl": 60000});
+    let call = request(id + 1, "tools/call", asked);
+    let legacy = post_at(d, "/mcp", Some(&session), Some("2025-11-25"), &call).json();
+    [modern, legacy]
+}
+
+/// Whether `answers`, of [`called_as_tasks`], are both refusals saying `said`, and no task.
+fn refused_as_tasks(answers: &[Value; 2], said: &str) -> bool {
+    let [modern, legacy] = answers;
+    let message = legacy["error"]["message"].as_str().unwrap_or_default();
+    tool_error_saying(&modern["result"], said) && message.contains(said)
 }
 
 /// A modern `tools/call`'s params declaring the Tasks extension and elicitation.
@@ -150,13 +174,49 @@ mod every_revision {
                 "{}",
                 d.stderr()
             );
+            let said = "mcpx pins approve fixture tool:echo";
             for (n, (door, params)) in routes_to_echo(json!({"text": "b"})).into_iter().enumerate()
             {
                 for result in called_in_both_eras(&d, door, 10 + n as i64, &params) {
-                    let said = "mcpx pins approve fixture tool:echo";
                     assert!(tool_error_saying(&result, said), "{params}: {result}");
                 }
             }
+            // As a task, too: refused before any task is made.
+            let answers = called_as_tasks(&d, 20);
+            assert!(refused_as_tasks(&answers, said), "{answers:?}");
+        }
+
+        /// A pinned prompt whose definition changed is refused by `prompts/get` in both eras,
+        /// and by a completion of its arguments.
+        #[test]
+        fn a_changed_pinned_prompt_is_refused_in_both_eras_and_completions() {
+            let dir = tempfile::tempdir().unwrap();
+            let d = pinned_daemon(dir.path(), "prompt:1");
+            let get = json!({"name": "fixture__greet", "arguments": {"who": "Ada"}});
+            let before = d.modern(1, "prompts/get", get.clone()).json();
+            assert!(before["result"]["messages"].is_array(), "{before}");
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "a"}});
+            d.modern(2, "tools/call", echo);
+            assert!(
+                eventually(|| pins_status(d.config_path()).contains("prompt:greet")),
+                "{}",
+                d.stderr()
+            );
+            let said = "mcpx pins approve fixture prompt:greet";
+            let modern = d.modern(3, "prompts/get", get.clone()).json();
+            let message = modern["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(said), "{modern}");
+            let session = initialize_session_at(&d, "/mcp", "2025-11-25", json!({}));
+            let legacy_get = request(4, "prompts/get", get);
+            let legacy =
+                post_at(&d, "/mcp", Some(&session), Some("2025-11-25"), &legacy_get).json();
+            let message = legacy["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(said), "{legacy}");
+            let complete = json!({"ref": {"type": "ref/prompt", "name": "fixture__greet"},
+                "argument": {"name": "who", "value": "A"}});
+            let completion = d.modern(5, "completion/complete", complete).json();
+            let message = completion["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(said), "{completion}");
         }
 
         /// A resource template whose definition changed serves no read of a URI it matches,
@@ -204,7 +264,7 @@ mod every_revision {
         fn a_tool_rate_counts_every_route_to_the_tool_as_one_budget() {
             let d = Daemon::start(
                 &fixture_config(&format!(
-                    "{SEARCH_PROFILE}[limits.tools.\"fixture__*\"]\ncalls = \"2/hour\"\n"
+                    "{SEARCH_PROFILE}{ECHO_AS_TASK}[limits.tools.\"fixture__*\"]\ncalls = \"2/hour\"\n"
                 )),
                 "",
             );
@@ -224,6 +284,8 @@ mod every_revision {
                     );
                 }
             }
+            let answers = called_as_tasks(&d, 20);
+            assert!(refused_as_tasks(&answers, "limits.tools"), "{answers:?}");
         }
 
         /// The loop guard compares arguments in RFC 8785's canonical form: `0`, `0.0`, `0e0`
