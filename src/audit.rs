@@ -154,20 +154,27 @@ impl AuditLog {
     }
 }
 
-/// Where a call's questions to its client are recorded: the call's session and server.
+/// Where a call's questions to its client are recorded: the call's session, caller and server.
 #[derive(Debug, Clone)]
 pub struct Questions {
     log: Arc<AuditLog>,
     session: SessionKey,
+    caller: crate::access::Identity,
     server: String,
 }
 
 impl Questions {
-    /// The questions of a call from `session` to `server`.
-    pub fn new(log: &Arc<AuditLog>, session: SessionKey, server: &str) -> Questions {
+    /// The questions of `caller`'s call from `session` to `server`.
+    pub fn new(
+        log: &Arc<AuditLog>,
+        session: SessionKey,
+        caller: &crate::access::Identity,
+        server: &str,
+    ) -> Questions {
         Questions {
             log: Arc::clone(log),
             session,
+            caller: caller.clone(),
             server: server.to_owned(),
         }
     }
@@ -183,7 +190,7 @@ impl Questions {
             outcome,
             took,
             arguments: None,
-            caller: None,
+            caller: Some(&self.caller),
             client: None,
         });
     }

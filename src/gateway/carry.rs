@@ -201,7 +201,7 @@ impl Gateway {
             questions: self
                 .observer
                 .audit()
-                .map(|log| Questions::new(log, client.session, &upstream.name)),
+                .map(|log| Questions::new(log, client.session, &ctx.caller, &upstream.name)),
             timeout: ctx.timeout,
             tasks,
         };

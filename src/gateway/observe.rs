@@ -235,16 +235,24 @@ pub(super) struct TaskOrigin {
     pub tool: String,
     pub server: String,
     pub created: Instant,
+    /// Who made it.
+    pub caller: crate::access::Identity,
 }
 
 impl TaskOrigin {
-    /// A task created now, of `session`'s call of `tool` on `server`.
-    pub(super) fn new(session: u64, tool: &str, server: &str) -> TaskOrigin {
+    /// A task created now, of `caller`'s call of `tool` on `server` in `session`.
+    pub(super) fn new(
+        session: u64,
+        caller: &crate::access::Identity,
+        tool: &str,
+        server: &str,
+    ) -> TaskOrigin {
         TaskOrigin {
             session,
             tool: tool.to_owned(),
             server: server.to_owned(),
             created: Instant::now(),
+            caller: caller.clone(),
         }
     }
 
@@ -276,7 +284,7 @@ impl Observer {
                 outcome,
                 took: origin.created.elapsed(),
                 arguments: None,
-                caller: None,
+                caller: Some(&origin.caller),
                 client: None,
             });
         }

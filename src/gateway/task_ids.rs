@@ -189,7 +189,7 @@ impl TaskIds {
         let passed = Passed {
             id: id.clone(),
             expires_ms: sealed.e,
-            origin: TaskOrigin::new(client.session, tool, &upstream.name),
+            origin: TaskOrigin::new(client.session, caller, tool, &upstream.name),
             status: status.unwrap_or("working").to_owned(),
         };
         let created = passed.clone();

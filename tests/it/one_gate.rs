@@ -369,6 +369,45 @@ mod v2026_07_28 {
             assert_eq!(bobs["result"]["resultType"], "task", "{bobs}");
         }
 
+        /// Every line of the audit log names whose it is: a call's, and a task's when it is made
+        /// and when it ends, long after the request that made it (before, a task's lines named
+        /// nobody).
+        #[test]
+        fn every_audit_line_names_its_caller() {
+            let provider = Provider::start();
+            let dir = tempfile::tempdir().unwrap();
+            let audit = dir.path().join("audit.jsonl");
+            let d = daemon_for(
+                &provider,
+                &format!(
+                    "[audit]\npath = {:?}\n[servers.fixture.tools.sleep]\ntasks = \"always\"\n",
+                    audit.display().to_string()
+                ),
+            );
+            let alice = provider.good("alice");
+            let sleep = with_tasks(json!({"name": "fixture__sleep", "arguments": {"ms": 10}}));
+            let created = call_with_token(&d, "/mcp", Some(&alice), "tools/call", sleep).json();
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            let polled = || {
+                let get = with_tasks(json!({"taskId": id}));
+                call_with_token(&d, "/mcp", Some(&alice), "tasks/get", get).json()
+            };
+            assert!(eventually(|| polled()["result"]["status"] == "completed"));
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "hi"}});
+            call_with_token(&d, "/mcp", Some(&alice), "tools/call", modern(echo));
+            let lines = || std::fs::read_to_string(&audit).unwrap_or_default();
+            let outcomes = ["\"created\"", "\"completed\"", "fixture__echo"];
+            assert!(
+                eventually(|| outcomes.iter().all(|o| lines().contains(o))),
+                "{}",
+                lines()
+            );
+            for line in lines().lines() {
+                let entry: Value = serde_json::from_str(line).unwrap();
+                assert_eq!(entry["caller"]["sub"], "alice", "{line}");
+            }
+        }
+
         /// Alice's call waits on her answer under a `requestState`: Bob's retry carrying it
         /// answers nothing and gets nothing of hers, and Alice's own retry still resumes her
         /// call (before, Bob's answer reached her call and he received its result).

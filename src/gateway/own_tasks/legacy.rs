@@ -177,10 +177,10 @@ impl Gateway {
             (key, question)
         });
         let round = json!({"inputRequests": Value::Object(tied.collect())});
-        let recorded = self
-            .observer
-            .audit()
-            .map(|log| crate::audit::Questions::new(log, client.session, &task.origin.server));
+        let recorded = self.observer.audit().map(|log| {
+            let origin = &task.origin;
+            crate::audit::Questions::new(log, client.session, &origin.caller, &origin.server)
+        });
         let mut answers = asking::ask_each(client, &round, ctx, recorded.as_ref()).await?;
         // Tied to mcpx's task, which the server does not know.
         let each = answers

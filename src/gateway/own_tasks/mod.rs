@@ -146,6 +146,7 @@ impl OwnTasks {
         ttl: Duration,
     ) -> Result<Admitted, ErrorObject> {
         self.purge();
+        let origin = TaskOrigin::new(client.session, caller, &target.exposed, server);
         let caller = caller.owner_key();
         let mut held = lock(&self.held);
         let owned = held
@@ -163,7 +164,7 @@ impl OwnTasks {
         let (answers, waiting) = async_channel::unbounded();
         let now = now();
         let task = Arc::new(OwnTask {
-            origin: TaskOrigin::new(client.session, &target.exposed, server),
+            origin,
             caller,
             id: std::sync::OnceLock::new(),
             created_at: now.clone(),
