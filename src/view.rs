@@ -151,6 +151,18 @@ pub struct UpstreamView {
     /// not started yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Report>,
+    /// A per-identity server's running instances: whose each is, and where it stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceView>,
+}
+
+/// One person's instance of a per-identity server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceView {
+    /// Whose: the subject, and its issuer.
+    pub person: String,
+    /// Where it stands.
+    pub state: String,
 }
 
 /// One client session.

@@ -17,6 +17,36 @@ pub enum Kind {
     Bearer,
 }
 
+/// A person, as a per-identity server tells callers apart: one issuer's subject.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Person {
+    /// The issuer; empty for the local `owner`.
+    pub issuer: String,
+    /// The subject, or [`crate::config::OWNER`].
+    pub subject: String,
+}
+
+impl Person {
+    /// Its subject as a `{subject}` placeholder gives it: only `[A-Za-z0-9._@-]`, so that it
+    /// cannot change the path, key or argument it is put in.
+    pub fn placeholder(&self) -> Result<&str, String> {
+        let safe = |c: char| c.is_ascii_alphanumeric() || "._@-".contains(c);
+        match !self.subject.is_empty() && self.subject.chars().all(safe) {
+            true => Ok(&self.subject),
+            false => Err("the caller's subject holds characters a {subject} placeholder does not take (only A-Z a-z 0-9 . _ @ -)".into()),
+        }
+    }
+}
+
+impl std::fmt::Display for Person {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.issuer.as_str() {
+            "" => f.write_str(&self.subject),
+            issuer => write!(f, "{} ({issuer})", self.subject),
+        }
+    }
+}
+
 /// A caller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Identity {
@@ -80,6 +110,22 @@ impl Identity {
             digest.update(part.as_bytes());
         }
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest.finalize()[..16])
+    }
+
+    /// Who it is to a `credentials = "per-identity"` server: a verified token's issuer and
+    /// subject, or `owner` for every local caller (stdio, an attached editor, the daemon's own
+    /// token), so that a single user's setup runs one instance.
+    pub fn person(&self) -> Person {
+        match (&self.kind, &self.subject) {
+            (Kind::Bearer, Some(subject)) => Person {
+                issuer: self.issuer.clone().unwrap_or_default(),
+                subject: subject.clone(),
+            },
+            _ => Person {
+                issuer: String::new(),
+                subject: crate::config::OWNER.to_owned(),
+            },
+        }
     }
 
     /// Whether it was granted `scope`.

@@ -1,6 +1,8 @@
 //! Reading the file and refusing what cannot work: every error names the line and the key.
 
-use super::{default_path, AuthMode, Config, ConfigError, Start, BUILTIN_SERVER};
+use super::{
+    default_path, AuthMode, Config, ConfigError, Credentials, PerIdentity, Start, BUILTIN_SERVER,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::de::{DeTable, DeValue};
@@ -119,6 +121,21 @@ impl Config {
                 if ports && sandbox.network != super::Network::Tcp {
                     return fail("sandbox.tcpConnect and tcpBind need `network = \"tcp\"`".into());
                 }
+            }
+            if server.credentials == Credentials::PerIdentity {
+                if server.url.is_some() {
+                    return fail("`credentials = \"per-identity\"` runs a process of each caller's own: it takes a `command` server (a remote server's per-person tokens are not built yet)".into());
+                }
+                if server.per_identity.max_instances == 0 {
+                    return fail("perIdentity.maxInstances must be at least 1".into());
+                }
+                if server.start == Start::Lazy {
+                    return fail("a per-identity server's instances are started by their callers' first calls already: `start = \"lazy\"` says nothing more".into());
+                }
+            } else if server.per_identity != PerIdentity::default() {
+                return fail(
+                    "`[servers.NAME.perIdentity]` needs `credentials = \"per-identity\"`".into(),
+                );
             }
             if server.idle_timeout.is_some() && server.start != Start::Lazy {
                 return fail("`idleTimeout` stops a `start = \"lazy\"` server; this one is started with mcpx and kept running".into());

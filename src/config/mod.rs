@@ -31,8 +31,8 @@ pub use sandbox::{
     parse_size, private_tmp_of, Network, OnUnavailable, Sandbox, PRIVATE_TMP, SYSTEM,
 };
 pub use server::{
-    Launch, OAuth, RemoteTransport, Server, Start, ToolOverride, UpstreamEra,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT,
+    Credentials, Launch, OAuth, PerIdentity, RemoteTransport, Server, Start, ToolOverride,
+    UpstreamEra, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT, OWNER,
 };
 pub use settings::{Expanded, ServerSettings, Settings};
 pub use tasks::{TaskPolicy, Tasks};

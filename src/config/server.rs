@@ -145,6 +145,67 @@ pub struct Server {
     /// Tasks extension, when the server runs no tasks itself (`[tasks]`).
     #[serde(skip_serializing_if = "TaskPolicy::is_auto")]
     pub tasks: TaskPolicy,
+    /// Whose the server's process and credentials are: everyone's, or each caller's own.
+    #[serde(skip_serializing_if = "Credentials::is_shared")]
+    pub credentials: Credentials,
+    /// `[servers.NAME.perIdentity]`: how each caller's own instance is kept.
+    #[serde(
+        rename = "perIdentity",
+        skip_serializing_if = "PerIdentity::is_default"
+    )]
+    pub per_identity: PerIdentity,
+}
+
+/// The identity every local caller is to a per-identity server (stdio, an attached editor, the
+/// daemon's own token): a single user's setup runs one instance.
+pub const OWNER: &str = "owner";
+
+/// `[servers.NAME] credentials`: one process and one set of credentials for every caller, or
+/// one of each per identity (the verified token's issuer and subject; every local caller is the
+/// one identity `owner`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Credentials {
+    /// Today's, and a single user's: one process, its secrets, for everyone.
+    #[default]
+    #[serde(rename = "shared")]
+    Shared,
+    /// A process of its own for each identity, started on that identity's first call, its
+    /// placeholders naming the caller (`{subject}`).
+    #[serde(rename = "per-identity")]
+    PerIdentity,
+}
+
+impl Credentials {
+    fn is_shared(&self) -> bool {
+        *self == Credentials::Shared
+    }
+}
+
+/// `[servers.NAME.perIdentity]`: the instances of a `credentials = "per-identity"` server.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct PerIdentity {
+    /// How many identities' instances may run at once: past it, the least recently used idle
+    /// one is stopped, and if none is idle the call is refused.
+    pub max_instances: usize,
+    /// An instance with nothing in flight for this long is stopped.
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
+}
+
+impl Default for PerIdentity {
+    fn default() -> PerIdentity {
+        PerIdentity {
+            max_instances: 16,
+            idle_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+impl PerIdentity {
+    fn is_default(&self) -> bool {
+        *self == PerIdentity::default()
+    }
 }
 
 /// `[servers.NAME] transport`: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or whichever
@@ -228,6 +289,19 @@ pub enum Launch<'a> {
 }
 
 impl Server {
+    /// This server as the person `subject` runs it: each `{subject}` in its `args`, `env` and
+    /// `cwd` is theirs (before its placeholders expand, so that `${keyring:gh-{subject}}` names
+    /// their key).
+    pub fn with_subject(&self, subject: &str) -> Server {
+        let put = |value: &str| value.replace("{subject}", subject);
+        Server {
+            args: self.args.iter().map(|a| put(a)).collect(),
+            env: self.env.iter().map(|(k, v)| (k.clone(), put(v))).collect(),
+            cwd: self.cwd.as_ref().map(|c| put(&c.to_string_lossy()).into()),
+            ..self.clone()
+        }
+    }
+
     /// How this upstream is reached; validation guarantees exactly one way.
     pub fn launch(&self) -> Launch<'_> {
         match (&self.command, &self.url) {

@@ -8,7 +8,7 @@
 //! a server stays down saying which key names which variable while the others run, and the
 //! daemon does not start on an unusable token.
 
-use super::{Config, ConfigError, Server};
+use super::{Config, ConfigError, Credentials, Server, OWNER};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -138,6 +138,11 @@ impl Settings {
             .iter()
             .map(|(name, server)| {
                 let secrets = RefCell::default();
+                // A per-identity server's catalog is listed by the local owner's instance.
+                let server = &match server.credentials {
+                    Credentials::PerIdentity => server.with_subject(OWNER),
+                    Credentials::Shared => server.clone(),
+                };
                 let expanded = Expanded::of(server, &|key, value| {
                     expand_noting(&format!("servers.{name}.{key}"), value, &secrets)
                 });
@@ -200,6 +205,27 @@ impl Settings {
 }
 
 impl Expanded {
+    /// The values of `server` (`[servers.NAME]`) as the person `subject` runs it
+    /// ([`Server::with_subject`]), expanded from mcpx's environment and the keyring: it blocks
+    /// while the keyring answers.
+    pub fn for_subject(name: &str, server: &Server, subject: &str) -> Result<Expanded, String> {
+        let server = server.with_subject(subject);
+        let keyring = crate::keyring::Reader::default();
+        let sources = Sources {
+            variable: &|variable| std::env::var(variable).ok(),
+            keyring: &|key| keyring.read(key),
+        };
+        let secrets = RefCell::default();
+        let expanded = Expanded::of(&server, &|key, value| {
+            expand(value, &sources, &secrets)
+                .map_err(|reason| format!("servers.{name}.{key}: {reason}"))
+        })?;
+        Ok(Expanded {
+            secrets: secrets.into_inner(),
+            ..expanded
+        })
+    }
+
     /// `server`'s values, each through `expand(key, value)`.
     fn of(
         server: &Server,

@@ -37,6 +37,21 @@ impl Gateway {
             return resumed.await;
         }
         let method = incoming.method;
+        let per_identity = self.supervisor.upstreams().of(owner);
+        if let Some(upstream) = per_identity.filter(|u| u.is_per_identity()) {
+            // The caller's own instance, started for them if it does not run.
+            let caller = &incoming.ctx.caller;
+            let (connection, _in_use) = self.supervisor.instance_for(&upstream, caller).await?;
+            let reach = Reach::Ready(connection, None);
+            let span = telemetry::carry(method, names, incoming.params, &mut forwarded);
+            let outcome = self
+                .carry_out(incoming, &upstream, reach, forwarded, names)
+                .await;
+            if let Some(span) = span {
+                span.end(&outcome);
+            }
+            return outcome;
+        }
         // A server waiting for a login is logged in to on the way, when the client can open the
         // sign-in page; so is one that refuses mcpx's token during the call.
         // (The client's capabilities are looked at only for a `url` server: a call to a stdio

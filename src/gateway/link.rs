@@ -169,12 +169,11 @@ impl Default for Link {
 }
 
 impl Link {
-    /// Begins a start: a new generation, starting. Returns the generation.
-    pub fn begin_start(&self) -> u64 {
+    /// Begins its start number `start` (its upstream's next: unique among all its links).
+    pub fn begin_start(&self, start: u64) {
         let mut live = lock(&self.live);
-        live.generation += 1;
+        live.generation = start;
         live.state = UpstreamState::Starting;
-        live.generation
     }
 
     /// Holds the connection a start is opening (so that a stop reaches it).

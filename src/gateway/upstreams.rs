@@ -5,11 +5,12 @@
 //! Starting, reviving, waking and swapping them is the [`super::supervision`]'s.
 
 use super::link::Link;
+use super::supervision::Instances;
 use super::{Listing, Owner};
 use crate::cancel::Cancel;
 use crate::config::{
-    Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings, BUILTIN_SERVER,
-    DEFAULT_MAX_IN_FLIGHT,
+    Credentials, Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings,
+    BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT,
 };
 use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
@@ -25,7 +26,7 @@ use crate::upstream::{Connection, Event, LinkId, ListKind, StartError};
 use crate::view::UpstreamView;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,10 @@ pub(super) struct Upstream {
     pub(super) listing: Mutex<Listing>,
     /// Its connection, its state and how its starts are paced.
     pub(super) link: Link,
+    /// Counts the starts of all its links: an event names the link by its start.
+    starts: AtomicU64,
+    /// Each person's own instance, for a `credentials = "per-identity"` server.
+    pub(super) instances: Instances,
     /// Whether its child exits on mcpx's `server/discover` probe (`era = "auto"`), found now
     /// or in an earlier run: it is then asked `initialize` first.
     pub(super) exited_on_discover: AtomicBool,
@@ -85,6 +90,16 @@ impl Upstream {
         .await
     }
 
+    /// The next start of any of its links.
+    pub(super) fn next_start(&self) -> u64 {
+        self.starts.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether each caller reaches it over a link of their own.
+    pub(super) fn is_per_identity(&self) -> bool {
+        self.config.credentials == Credentials::PerIdentity
+    }
+
     /// Whether mcpx speaks 2026-07-28 to it.
     pub(super) fn is_modern(&self) -> bool {
         self.link.era() == Some(Era::Modern)
@@ -109,8 +124,18 @@ impl Upstream {
             resources: listing.resources.len(),
             restarts: self.link.restarts(),
             sandbox: self.link.sandbox(),
+            instances: self.instances.views(),
         }
     }
+}
+
+/// How one link to an upstream is opened: the name it goes by (its logs, its private
+/// directory), its configuration and values, and which start of the upstream it is.
+pub(super) struct Reached<'a> {
+    pub name: &'a str,
+    pub config: &'a Server,
+    pub expanded: &'a Expanded,
+    pub start: u64,
 }
 
 /// The configured upstreams, in configuration (name) order, and how each is reached.
@@ -160,6 +185,8 @@ impl Upstreams {
             expanded,
             listing: Mutex::default(),
             link: Link::default(),
+            starts: AtomicU64::new(0),
+            instances: Instances::default(),
             removed: Cancel::new(),
             exited_on_discover: AtomicBool::new(false),
             transport: Mutex::new(config.transport),
@@ -188,14 +215,36 @@ impl Upstreams {
         generation: u64,
         events: async_channel::Sender<Event>,
     ) -> Result<Connection, StartError> {
-        let credentials = || self.credentials();
-        let name = upstream.name.as_str();
-        let link = LinkId {
-            upstream: upstream.id,
-            start: generation,
-        };
         let misconfigured = |reason: &String| StartError::Misconfigured(reason.clone());
         let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
+        let how = Reached {
+            name: &upstream.name,
+            config,
+            expanded,
+            start: generation,
+        };
+        self.connect_as(upstream, how, events)
+    }
+
+    /// A connection to the server as `how` says (a per-identity instance's own name and
+    /// values, or the server's).
+    pub(super) fn connect_as(
+        &self,
+        upstream: &Upstream,
+        how: Reached<'_>,
+        events: async_channel::Sender<Event>,
+    ) -> Result<Connection, StartError> {
+        let credentials = || self.credentials();
+        let Reached {
+            name,
+            config,
+            expanded,
+            start,
+        } = how;
+        let link = LinkId {
+            upstream: upstream.id,
+            start,
+        };
         let public = crate::upstream::child_environment::given_to_every_child();
         crate::redact::register(&crate::redact::pieces(&expanded.secrets, &public));
         let config = ServerSettings { config, expanded };

@@ -252,6 +252,7 @@ pub fn event_of(server: &str, link: LinkId, method: &str, params: &Value) -> Opt
             let params = masked_log(params);
             log_in_mcpx(server, &params);
             Some(Event::Log {
+                link,
                 server: server.to_owned(),
                 params,
             })
@@ -318,6 +319,7 @@ mod every_revision {
             assert_eq!(
                 event_of("s", link, "notifications/message", &json!({"data": 1})),
                 Some(Event::Log {
+                    link,
                     server: "s".into(),
                     params: json!({"data": 1})
                 })

@@ -223,6 +223,8 @@ pub enum Event {
     /// The server logged something outside any call that takes its log: for the clients whose
     /// level admits it.
     Log {
+        /// The link it came over.
+        link: LinkId,
         /// The server's configured name.
         server: String,
         /// The `notifications/message` params.

@@ -38,4 +38,5 @@ mod stdio_attached;
 mod strangers;
 mod supervision;
 mod tasks;
+mod team;
 mod upstream_listens;

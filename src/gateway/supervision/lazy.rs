@@ -27,6 +27,13 @@ impl Upstream {
     pub(in crate::gateway) fn is_lazy(&self) -> bool {
         self.config.start == Start::Lazy
     }
+
+    /// Whether its catalog is listed once (or read from the cache) and its link then stopped:
+    /// a lazy server, started by the first call that needs it, or a per-identity one, whose
+    /// calls each go to their caller's own instance.
+    pub(super) fn listed_then_stopped(&self) -> bool {
+        self.is_lazy() || self.is_per_identity()
+    }
 }
 
 impl Supervisor {
@@ -89,7 +96,11 @@ impl Supervisor {
 
     /// Writes a lazy server's catalog to the cache, for its next start to list it from.
     pub(super) fn remember_listing(&self, upstream: &Upstream) {
-        let Some(dir) = self.catalog_cache.clone().filter(|_| upstream.is_lazy()) else {
+        let Some(dir) = self
+            .catalog_cache
+            .clone()
+            .filter(|_| upstream.listed_then_stopped())
+        else {
             return;
         };
         let path = cache_file(&dir, &upstream.name, &upstream.config);

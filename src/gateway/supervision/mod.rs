@@ -6,9 +6,12 @@
 //! connection and otherwise only dispatches. What it publishes goes through [`Catalogs`], and
 //! what reaches every client through [`Clients`].
 
+mod instances;
 mod lazy;
 mod listening;
 mod reload;
+
+pub(in crate::gateway) use instances::Instances;
 
 use super::catalogs::Catalogs;
 use super::clients::Clients;
@@ -131,7 +134,10 @@ impl Supervisor {
             .map(|upstream| {
                 let supervisor = Arc::clone(self);
                 crate::runtime::spawn(async move {
-                    if upstream.is_lazy() {
+                    if upstream.is_per_identity() {
+                        supervisor.reap_idle_instances(&upstream);
+                    }
+                    if upstream.listed_then_stopped() {
                         supervisor.start_lazy(&upstream).await;
                     } else if let Err(error) = supervisor.start_upstream(&upstream).await {
                         if error.is_retried() {
@@ -152,7 +158,8 @@ impl Supervisor {
         let Some(events) = self.events.get().cloned() else {
             return Err(StartError::Failed("mcpx is still starting".into()));
         };
-        let generation = upstream.link.begin_start();
+        let generation = upstream.next_start();
+        upstream.link.begin_start(generation);
         self.registry.notify_changed();
         // Probe once: a restart speaks the era the first handshake found, so a server that exits
         // on the wrong first request is not killed by every restart's probe.
@@ -253,7 +260,16 @@ impl Supervisor {
                         Arc::clone(&self).list_changed(upstream, kind);
                     }
                 }
-                Event::Log { server, params } => self.clients.broadcast_log(&server, &params),
+                // What an instance logs outside a call is its person's: nobody else hears it.
+                Event::Log {
+                    link,
+                    server,
+                    params,
+                } => {
+                    if self.current(link).is_some() {
+                        self.clients.broadcast_log(&server, &params);
+                    }
+                }
                 Event::ResourceUpdated { uri } => self.clients.resource_updated(&uri),
                 Event::ListenAcknowledged { link } => {
                     if let Some(upstream) = self.current(link) {
@@ -269,6 +285,13 @@ impl Supervisor {
                     let Some(upstream) = self.upstreams.get(link.upstream) else {
                         continue;
                     };
+                    // A person's instance that exited is started again by their next call.
+                    if let Some(instance) = upstream.instances.by_start(link.start) {
+                        tracing::warn!(server = %upstream.name, person = %instance.person, "a per-identity instance exited: {reason}");
+                        instance.link.exited(link.start, &reason);
+                        self.registry.notify_changed();
+                        continue;
+                    }
                     // Only a serving link's exit is news here: a failed start is revived by
                     // whoever started it, and an earlier start's process was replaced already.
                     if !upstream.removed.is_cancelled() && upstream.link.exited(link.start, &reason)

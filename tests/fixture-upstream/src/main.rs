@@ -320,7 +320,7 @@ impl Server {
                     "unix": {"type": "string"}, "say": {"type": "string"}, "stderr": {"type": "string"}}}}));
         }
         if self.show_environment {
-            tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` (on stderr too) and its own arguments.",
+            tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` (on stderr too), its own arguments and its process id.",
                 "inputSchema": {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}}}));
         }
         tools.extend(
@@ -552,7 +552,8 @@ impl Server {
                     .collect();
                 let arguments: Vec<String> = std::env::args().skip(1).collect();
                 Ok(json!({"content": [{"type": "text", "text": "reported"}],
-                    "structuredContent": {"variables": variables, "arguments": arguments}}))
+                    "structuredContent": {"variables": variables, "arguments": arguments,
+                        "pid": std::process::id()}}))
             }
             "ask" | "sample" | "roots" | "ask_twice" => self.ask_tool(&key, name, params),
             _ => Err((-32602, "Unknown tool")),

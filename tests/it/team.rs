@@ -1,0 +1,130 @@
+//! A team's gateway: a `credentials = "per-identity"` server runs a process of each person's
+//! own, with that person's values (`{subject}`), started by their first call, stopped when idle
+//! or when `maxInstances` run and a newcomer needs the place of the one idle longest; every
+//! local caller is the one identity `owner`.
+
+use crate::access::{call as call_with_token, daemon as daemon_for, Provider};
+use crate::common::http::*;
+use crate::common::*;
+use serde_json::{json, Value};
+
+/// The per-identity server `own`: the fixture reporting its environment, with `WHO` its
+/// caller's subject, and `more` of `[servers.own.perIdentity]`.
+fn own_server(more: &str) -> String {
+    format!(
+        "[servers.own]\ncommand = {:?}\nargs = [\"--show-environment\"]\ncredentials = \"per-identity\"\nenv = {{ WHO = \"{{subject}}\" }}\n[servers.own.perIdentity]\n{more}",
+        fixture_bin()
+    )
+}
+
+/// What `own__environment` reports to the bearer of `token`: its `WHO` and its process id.
+fn whose(d: &Daemon, token: &str) -> (Value, u64) {
+    let params = json!({"name": "own__environment", "arguments": {"names": ["WHO"]}});
+    let answer = call_with_token(d, "/mcp", Some(token), "tools/call", params).json();
+    let reported = &answer["result"]["structuredContent"];
+    let pid = reported["pid"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{answer}"));
+    (reported["variables"]["WHO"].clone(), pid)
+}
+
+/// Whether process `pid` runs (a reaped one does not).
+fn runs(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+}
+
+/// `mcpx status --json`'s view of the server `name`.
+fn status_of(d: &Daemon, name: &str) -> Value {
+    let out = std::process::Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(d.config_path())
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let upstreams = status["upstreams"].as_array().cloned().unwrap_or_default();
+    let found = upstreams.into_iter().find(|u| u["name"] == name);
+    found.unwrap_or_else(|| panic!("no {name} in {status}"))
+}
+
+mod every_revision {
+    pub mod team {
+        use super::super::*;
+
+        /// Alice and Bob each reach a process of their own, holding their own `{subject}`;
+        /// Alice's second call reuses hers; a third person past `maxInstances = 2` takes the
+        /// place of the instance idle longest, whose process stops; `mcpx status` lists whose
+        /// instances run, and the shared server stays one process for everyone.
+        #[test]
+        fn each_person_reaches_a_process_of_their_own_within_max_instances() {
+            let provider = Provider::start();
+            let d = daemon_for(&provider, &own_server("maxInstances = 2\n"));
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let (alice, bob, carol) = (
+                provider.good("alice"),
+                provider.good("bob"),
+                provider.good("carol"),
+            );
+            let (who, alices) = whose(&d, &alice);
+            assert_eq!(who, "alice");
+            let (who, bobs) = whose(&d, &bob);
+            assert_eq!(who, "bob");
+            assert_ne!(alices, bobs, "one process each");
+            assert_eq!(whose(&d, &alice), (json!("alice"), alices), "hers again");
+            let instances = status_of(&d, "own")["instances"].clone();
+            let people: Vec<&str> = instances
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|i| i["person"].as_str())
+                .collect();
+            assert!(
+                people.len() == 2
+                    && people
+                        .iter()
+                        .all(|p| p.starts_with("alice") || p.starts_with("bob")),
+                "{instances}"
+            );
+            // Bob's instance is idle longest: Carol's takes its place.
+            let (who, carols) = whose(&d, &carol);
+            assert_eq!(who, "carol");
+            assert!(eventually(|| !runs(bobs)), "bob's instance still runs");
+            assert!(runs(alices) && runs(carols));
+            // A shared server is one process, whoever calls it.
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "x"}});
+            for token in [&alice, &bob] {
+                let answer = call_with_token(&d, "/mcp", Some(token), "tools/call", echo.clone());
+                assert_eq!(answer.json()["result"]["content"][0]["text"], "x");
+            }
+        }
+
+        /// An instance with nothing to do for `idleTimeout` is stopped, and its person's next
+        /// call starts another.
+        #[test]
+        fn an_idle_instance_stops_and_the_next_call_starts_another() {
+            let provider = Provider::start();
+            let d = daemon_for(&provider, &own_server("idleTimeout = \"1s\"\n"));
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let alice = provider.good("alice");
+            let (_, first) = whose(&d, &alice);
+            assert!(eventually(|| !runs(first)), "the idle instance still runs");
+            let (who, second) = whose(&d, &alice);
+            assert_eq!(who, "alice");
+            assert_ne!(first, second);
+        }
+
+        /// A single user's setup (stdio, no tokens) is the one identity `owner`: one process,
+        /// whichever call.
+        #[test]
+        fn a_single_users_calls_share_one_instance_as_owner() {
+            let mut mcpx = Serve::start(&own_server(""));
+            let params = json!({"name": "own__environment", "arguments": {"names": ["WHO"]}});
+            let first = mcpx.call(1, "tools/call", modern(params.clone()));
+            let second = mcpx.call(2, "tools/call", modern(params));
+            let reported = |answer: &Value| answer["result"]["structuredContent"].clone();
+            assert_eq!(reported(&first)["variables"]["WHO"], "owner", "{first}");
+            assert_eq!(reported(&first)["pid"], reported(&second)["pid"]);
+        }
+    }
+}
