@@ -2,9 +2,10 @@
 //! one server (written into its `env` as `${VAR}`), so a child gets only a small safe set plus
 //! what its own `env` says, unless its `inheritEnv` asks for everything. A sandboxed server gets
 //! less still: no proxies, no XDG directories (they point at sockets and caches outside its
-//! sandbox), and its private temporary directory as `TMPDIR`.
+//! sandbox), and its private temporary directory as `TMPDIR` (and as `HOME` for a person's own
+//! instance of a per-identity server).
 
-use crate::config::ServerSettings;
+use crate::config::{Credentials, ServerSettings};
 use std::ffi::OsString;
 
 /// Passed to every child: what programs need to find themselves, the user's files, the locale,
@@ -53,6 +54,12 @@ pub fn for_child(
         .collect();
     if let Some(tmp) = sandbox_tmp {
         variables.push(("TMPDIR".into(), tmp.into()));
+        // A person's own instance keeps nothing in the user's home: its private directory is
+        // its home too.
+        if server.credentials == Credentials::PerIdentity {
+            variables.retain(|(name, _)| name != "HOME");
+            variables.push(("HOME".into(), tmp.into()));
+        }
     }
     for (name, value) in &server.expanded.env {
         variables.retain(|(existing, _)| existing != name.as_str());
@@ -132,6 +139,15 @@ mod every_revision {
             assert!(names.contains(&"PATH".into()));
             assert!(child.contains(&("TMPDIR".into(), "/run/t".into())));
             assert!(child.contains(&("K".into(), "v".into())));
+        }
+
+        #[test]
+        fn a_sandboxed_per_identity_child_has_its_private_directory_as_home() {
+            let child = child(
+                "[servers.s]\ncommand = \"x\"\ncredentials = \"per-identity\"\nsandbox = {}\n",
+            );
+            assert!(child.contains(&("HOME".into(), "/run/t".into())));
+            assert_eq!(names(&child).iter().filter(|n| *n == "HOME").count(), 1);
         }
 
         #[test]
