@@ -167,7 +167,7 @@ impl Verifier {
             ));
         }
         self.check_claims(&jws.claims, door_url, true)?;
-        Ok(Identity::from_claims(jws.claims))
+        Ok(Identity::from_claims(jws.claims).holding(token))
     }
 
     /// `iss`, `aud`, `exp` and `nbf`. `exp` is required of a JWT, and checked where an
@@ -259,7 +259,7 @@ impl Verifier {
         let verdict = match answer.get("active").and_then(Value::as_bool) {
             Some(true) => self
                 .check_claims(&answer, door_url, false)
-                .map(|()| Arc::new(Identity::from_claims(answer))),
+                .map(|()| Arc::new(Identity::from_claims(answer).holding(token))),
             _ => Err(Rejection::invalid("inactive", "the token is not active")),
         };
         Ok((verdict, keep))

@@ -64,6 +64,26 @@ pub struct Identity {
     pub scopes: Vec<String>,
     /// Every claim, for `[[auth.rules]]` matching on one (`groups`, `email`, ...).
     pub claims: Map<String, Value>,
+    /// The token it showed, kept only to be exchanged for a per-identity server's own.
+    pub token: Option<AccessToken>,
+}
+
+/// A caller's access token: exchanged at its provider for a token of a per-identity server's
+/// (RFC 8693), never logged or shown, never sent to an upstream as it is.
+#[derive(Clone, PartialEq)]
+pub struct AccessToken(String);
+
+impl AccessToken {
+    /// The token itself, for the exchange's `subject_token`.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken([redacted])")
+    }
 }
 
 impl Identity {
@@ -77,6 +97,7 @@ impl Identity {
             token_id: None,
             scopes: Vec::new(),
             claims: Map::new(),
+            token: None,
         }
     }
 
@@ -92,6 +113,15 @@ impl Identity {
             token_id: text("jti"),
             scopes,
             claims,
+            token: None,
+        }
+    }
+
+    /// This caller, holding `token`, the one it was verified by.
+    pub fn holding(self, token: &str) -> Identity {
+        Identity {
+            token: Some(AccessToken(token.to_owned())),
+            ..self
         }
     }
 

@@ -147,6 +147,11 @@ impl Issuer {
         (!matching.is_empty()).then_some(matching)
     }
 
+    /// The token endpoint, from the provider's metadata.
+    pub async fn token_endpoint(&self) -> Result<String, String> {
+        Ok(self.metadata().await?.token_endpoint)
+    }
+
     /// The introspection endpoint: configured, else the provider's metadata's.
     pub async fn introspection_endpoint(&self) -> Result<String, String> {
         if let Some(endpoint) = &self.configured_introspection {

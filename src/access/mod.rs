@@ -8,6 +8,7 @@
 //! for a bad token), 403 `insufficient_scope` naming every scope the operation needs.
 
 pub mod builtin;
+pub mod exchange;
 pub mod external;
 pub mod identity;
 pub mod issuer;

@@ -160,6 +160,13 @@ pub struct External {
     /// Opaque (non-JWT) tokens are introspected (RFC 7662) with these credentials.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub introspection: Option<Introspection>,
+    /// Who mcpx is at the provider's token endpoint, for token exchange (RFC 8693) on behalf of
+    /// a caller of a per-identity server.
+    #[serde(rename = "clientId", skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret (`${VAR}` expands; never logged), sent as HTTP Basic.
+    #[serde(rename = "clientSecret", skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
 }
 
 impl Default for External {
@@ -172,6 +179,8 @@ impl Default for External {
             leeway: Duration::from_secs(60),
             jwks_uri: None,
             introspection: None,
+            client_id: None,
+            client_secret: None,
         }
     }
 }

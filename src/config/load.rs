@@ -1,7 +1,8 @@
 //! Reading the file and refusing what cannot work: every error names the line and the key.
 
 use super::{
-    default_path, AuthMode, Config, ConfigError, Credentials, PerIdentity, Start, BUILTIN_SERVER,
+    default_path, AuthMode, Config, ConfigError, Credentials, PerIdentity, PersonToken, Start,
+    BUILTIN_SERVER,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -123,8 +124,14 @@ impl Config {
                 }
             }
             if server.credentials == Credentials::PerIdentity {
-                if server.url.is_some() {
-                    return fail("`credentials = \"per-identity\"` runs a process of each caller's own: it takes a `command` server (a remote server's per-person tokens are not built yet)".into());
+                match (&server.url, server.per_identity.token) {
+                    (Some(_), None) => return fail("a per-identity `url` server needs `perIdentity.token = \"exchange\"`: how each person's token is had".into()),
+                    (Some(_), Some(PersonToken::Login)) => return fail("per-person logins (`perIdentity.token = \"login\"`) are not built yet: use \"exchange\"".into()),
+                    (Some(_), Some(PersonToken::Exchange)) if config.auth.mode != AuthMode::External || config.auth.external.client_id.is_none() => {
+                        return fail("`perIdentity.token = \"exchange\"` exchanges the caller's token at the identity provider: it needs `[auth] mode = \"external\"` and `[auth.external] clientId`".into())
+                    }
+                    (None, Some(_)) => return fail("`perIdentity.token` is how a `url` server's instance gets its person's token; a `command` server's gets its values from `{subject}`".into()),
+                    (Some(_), Some(PersonToken::Exchange)) | (None, None) => {}
                 }
                 if server.per_identity.max_instances == 0 {
                     return fail("perIdentity.maxInstances must be at least 1".into());

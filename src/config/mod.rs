@@ -31,8 +31,8 @@ pub use sandbox::{
     parse_size, private_tmp_of, Network, OnUnavailable, Sandbox, PRIVATE_TMP, SYSTEM,
 };
 pub use server::{
-    Credentials, Launch, OAuth, PerIdentity, RemoteTransport, Server, Start, ToolOverride,
-    UpstreamEra, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT, OWNER,
+    Credentials, Launch, OAuth, PerIdentity, PersonToken, RemoteTransport, Server, Start,
+    ToolOverride, UpstreamEra, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT, OWNER,
 };
 pub use settings::{Expanded, ServerSettings, Settings};
 pub use tasks::{TaskPolicy, Tasks};
@@ -196,6 +196,32 @@ headers = { Authorization = "Bearer x" }
         }
 
         #[test]
+        fn a_per_identity_server_says_how_each_person_is_reached() {
+            let stdio = "[servers.x]\ncommand = \"a\"\ncredentials = \"per-identity\"\n";
+            assert!(Config::parse(stdio).is_ok());
+            let said = |text: &str| Config::parse(text).unwrap_err().1;
+            assert!(said(&format!(
+                "{stdio}[servers.x.perIdentity]\ntoken = \"exchange\"\n"
+            ))
+            .contains("url"));
+            assert!(said(&format!(
+                "{stdio}[servers.x.perIdentity]\nmaxInstances = 0\n"
+            ))
+            .contains("at least 1"));
+            let remote = "[servers.y]\nurl = \"http://h\"\ncredentials = \"per-identity\"\n";
+            assert!(said(remote).contains("perIdentity.token"));
+            let login = format!("{remote}[servers.y.perIdentity]\ntoken = \"login\"\n");
+            assert!(said(&login).contains("not built yet"));
+            let exchange = format!("{remote}[servers.y.perIdentity]\ntoken = \"exchange\"\n");
+            assert!(said(&exchange).contains("clientId"));
+            let external = "[auth]\nmode = \"external\"\npublicUrl = \"https://m\"\n[auth.external]\nissuer = \"https://idp\"\nclientId = \"m\"\n";
+            assert!(Config::parse(&format!("{external}{exchange}")).is_ok());
+            let shared =
+                "[servers.z]\ncommand = \"a\"\n[servers.z.perIdentity]\nmaxInstances = 2\n";
+            assert!(said(shared).contains("credentials"));
+        }
+
+        #[test]
         fn a_server_needs_exactly_one_of_command_and_url() {
             let (line, message) = Config::parse("\n[servers.x]\nargs = []\n").unwrap_err();
             assert_eq!(line, 2);
@@ -215,6 +241,10 @@ headers = { Authorization = "Bearer x" }
                 "idempotentHint = true\nopenWorldHint = false\ntasks = \"always\"\n",
                 "[servers.b]\nurl = \"http://h\"\nheaders = { H = \"v\" }\n",
                 "oauth = { clientId = \"c\" }\ntransport = \"sse\"\n",
+                "[servers.c]\ncommand = \"x\"\ncredentials = \"per-identity\"\n",
+                "[servers.c.perIdentity]\nmaxInstances = 2\nidleTimeout = \"1m\"\n",
+                "[servers.d]\nurl = \"http://h\"\ncredentials = \"per-identity\"\n",
+                "[servers.d.perIdentity]\ntoken = \"exchange\"\naudience = \"a\"\nscopes = [\"s\"]\n",
                 "[profiles.p]\nservers = [\"a\"]\ninclude = [\"a__*\"]\nexclude = [\"x\"]\n",
                 "search = true\n",
                 "[audit]\npath = \"/a\"\n",
@@ -223,6 +253,7 @@ headers = { Authorization = "Bearer x" }
                 "[tasks]\npromoteAfter = \"2s\"\nttl = \"1h\"\nmaxPerClient = 9\nmaxResultBytes = 99\n",
                 "[auth]\nmode = \"external\"\npublicUrl = \"https://m.example\"\n",
                 "[auth.external]\nissuer = \"https://idp\"\njwksUri = \"https://idp/k\"\n",
+                "clientId = \"x\"\nclientSecret = \"y\"\n",
                 "[auth.external.introspection]\nendpoint = \"https://idp/i\"\nclientId = \"c\"\n",
                 "clientSecret = \"s\"\n",
                 "[[auth.rules]]\nsubject = \"s\"\nclientId = \"c\"\nissuer = \"i\"\nscopes = [\"x\"]\n",
@@ -248,6 +279,9 @@ headers = { Authorization = "Bearer x" }
                                     for tool in value.as_table().unwrap().values() {
                                         keys.extend(tool.as_table().unwrap().keys().cloned());
                                     }
+                                }
+                                if key == "perIdentity" {
+                                    keys.extend(value.as_table().unwrap().keys().cloned());
                                 }
                             }
                         }

@@ -191,6 +191,27 @@ pub struct PerIdentity {
     /// An instance with nothing in flight for this long is stopped.
     #[serde(with = "humantime_serde")]
     pub idle_timeout: Duration,
+    /// How a `url` server's instance gets its person's token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<PersonToken>,
+    /// The audience asked for in a token exchange: the server's resource (its URL) unless set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// The scopes asked for in a token exchange.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+/// `[servers.NAME.perIdentity] token`: how a person's token for a remote server is had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum PersonToken {
+    /// RFC 8693 token exchange at the identity provider: the caller's token for one naming
+    /// the server as its audience. The caller's own token never reaches the server.
+    #[serde(rename = "exchange")]
+    Exchange,
+    /// Each person logs in to the server once, through mcpx's upstream OAuth client.
+    #[serde(rename = "login")]
+    Login,
 }
 
 impl Default for PerIdentity {
@@ -198,6 +219,9 @@ impl Default for PerIdentity {
         PerIdentity {
             max_instances: 16,
             idle_timeout: Duration::from_secs(600),
+            token: None,
+            audience: None,
+            scopes: Vec::new(),
         }
     }
 }
@@ -289,14 +313,19 @@ pub enum Launch<'a> {
 }
 
 impl Server {
-    /// This server as the person `subject` runs it: each `{subject}` in its `args`, `env` and
-    /// `cwd` is theirs (before its placeholders expand, so that `${keyring:gh-{subject}}` names
+    /// This server as the person `subject` runs it: each `{subject}` in its `args`, `env`,
+    /// `cwd` and `headers` is theirs (before its placeholders expand, so that `${keyring:gh-{subject}}` names
     /// their key).
     pub fn with_subject(&self, subject: &str) -> Server {
         let put = |value: &str| value.replace("{subject}", subject);
         Server {
             args: self.args.iter().map(|a| put(a)).collect(),
             env: self.env.iter().map(|(k, v)| (k.clone(), put(v))).collect(),
+            headers: self
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), put(v)))
+                .collect(),
             cwd: self.cwd.as_ref().map(|c| put(&c.to_string_lossy()).into()),
             ..self.clone()
         }

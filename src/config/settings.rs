@@ -27,6 +27,8 @@ pub struct Settings {
     pub daemon_token: Result<Option<String>, String>,
     /// `auth.external.introspection.clientSecret`.
     pub introspection_secret: Result<Option<String>, String>,
+    /// `auth.external.clientSecret`: mcpx's at the provider's token endpoint.
+    pub exchange_secret: Result<Option<String>, String>,
     /// `auth.builtin.ownerSecret`.
     pub owner_secret: Result<Option<String>, String>,
     /// `cluster.advertise`.
@@ -160,6 +162,10 @@ impl Settings {
             "auth.external.introspection.clientSecret",
             &introspection.and_then(|i| i.client_secret.clone()),
         );
+        let exchange_secret = optional(
+            "auth.external.clientSecret",
+            &config.auth.external.client_secret,
+        );
         let owner_secret = optional(
             "auth.builtin.ownerSecret",
             &config.auth.builtin.owner_secret,
@@ -174,6 +180,7 @@ impl Settings {
             servers,
             daemon_token,
             introspection_secret,
+            exchange_secret,
             owner_secret,
             cluster_advertise: optional("cluster.advertise", &config.cluster.advertise),
             cluster_peers: config

@@ -33,12 +33,13 @@ impl Gateway {
             ctx,
             ..
         } = *incoming;
-        let catalog = self.catalog_of(client);
         if let Some(list) = List::of(method) {
+            self.list_unlisted(incoming).await;
             let cursor = params.and_then(|p| p.member("cursor"));
             let apps = incoming.extensions.contains(Extension::Apps);
-            return catalog.page(list, cursor, apps);
+            return self.catalog_of(client).page(list, cursor, apps);
         }
+        let catalog = self.catalog_of(client);
         let resolved = match target::resolve(&catalog, method, params) {
             Ok(Some(resolved)) => resolved,
             Ok(None) => return Err(not_found(method.as_str())),
@@ -86,6 +87,25 @@ impl Gateway {
             | Method::TasksList
             | Method::TasksCancel
             | Method::TasksUpdate => Err(not_found(method.as_str())),
+        }
+    }
+
+    /// Lists each per-identity remote server in the caller's view that nobody has listed yet,
+    /// through the caller's own instance: it takes only its callers' own tokens, so its first
+    /// caller's list waits for it to be listed, once, for everyone.
+    async fn list_unlisted(&self, incoming: &Incoming<'_>) {
+        let profiles = self.catalogs.profiles();
+        let unlisted = self.supervisor.upstreams().all().into_iter().filter(|u| {
+            u.is_per_identity()
+                && u.config.url.is_some()
+                && *crate::sync::lock(&u.listing) == super::Listing::default()
+                && profiles.sees_server(incoming.client.view, &u.name)
+        });
+        for upstream in unlisted {
+            let caller = &incoming.ctx.caller;
+            if let Err(why) = self.supervisor.instance_for(&upstream, caller).await {
+                tracing::debug!(server = %upstream.name, "not listed through this caller: {}", why.message);
+            }
         }
     }
 

@@ -7,9 +7,11 @@
 use super::link::Link;
 use super::supervision::Instances;
 use super::{Listing, Owner};
+use crate::access::exchange::{Asked, Exchanged, Exchanger};
+use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::config::{
-    Credentials, Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings,
+    AuthMode, Credentials, Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings,
     BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT,
 };
 use crate::failure::Failure;
@@ -150,6 +152,8 @@ pub(super) struct Upstreams {
     max_message_bytes: usize,
     /// `auth.credentials` and `auth.credentialsStore`: where remote servers' tokens are kept.
     credentials: Store,
+    /// Where a caller's token becomes theirs for a per-identity remote server.
+    exchanger: Option<Exchanger>,
 }
 
 impl Upstreams {
@@ -161,6 +165,12 @@ impl Upstreams {
             launcher,
             max_message_bytes: config.transport.max_message_bytes,
             credentials: Store::configured(&config.auth),
+            exchanger: (config.auth.mode == AuthMode::External)
+                .then(|| {
+                    let secret = settings.exchange_secret.clone().ok().flatten();
+                    Exchanger::new(&config.auth.external, secret)
+                })
+                .flatten(),
         };
         let list = settings
             .config
@@ -200,6 +210,29 @@ impl Upstreams {
                 config.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
             ),
         })
+    }
+
+    /// `caller`'s own token for the per-identity remote server `upstream` at `url`, had by
+    /// exchanging theirs at the identity provider.
+    pub(super) async fn exchange_for(
+        &self,
+        upstream: &Upstream,
+        caller: &Identity,
+        url: &str,
+    ) -> Result<Exchanged, String> {
+        let token = caller.token.as_ref().ok_or_else(|| {
+            format!("{} reaches each caller as themselves, by exchanging the token they showed at the identity provider; this caller showed none", upstream.name)
+        })?;
+        let exchanger = self
+            .exchanger
+            .as_ref()
+            .ok_or("no token exchange is configured ([auth.external] clientId)")?;
+        let per_identity = &upstream.config.per_identity;
+        let asked = Asked {
+            audience: per_identity.audience.as_deref().unwrap_or(url),
+            scopes: &per_identity.scopes,
+        };
+        exchanger.exchange(token, asked).await
     }
 
     /// The store of remote servers' tokens.

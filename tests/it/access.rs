@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The public origin the daemon is configured with; its doors are this + `/mcp[/NAME]`.
-const PUBLIC: &str = "https://mcp.test";
+pub(crate) const PUBLIC: &str = "https://mcp.test";
 
 pub(crate) fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
@@ -110,7 +110,7 @@ impl Keys {
 
 /// The fake identity provider.
 pub(crate) struct Provider {
-    issuer: String,
+    pub(crate) issuer: String,
     keys: Arc<Keys>,
     /// The `kid` prefix of the set it serves now (rotation changes it).
     kid: Arc<Mutex<String>>,
@@ -135,6 +135,65 @@ struct Code {
 /// The query or form `text` as a map.
 pub(crate) fn form(text: &[u8]) -> HashMap<String, String> {
     url::form_urlencoded::parse(text).into_owned().collect()
+}
+
+/// RFC 8693's grant.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// Who may exchange tokens at the provider, with its secret (HTTP Basic).
+pub(crate) const EXCHANGE_CLIENT: (&str, &str) = ("mcpx-exchange", "xs");
+
+/// A subject the provider never lets anyone act for.
+pub(crate) const NEVER_ACTED_FOR: &str = "mallory";
+
+/// The provider's answer to a token exchange `asked` by the client `authorization` names: a
+/// token `sign`ed for the subject token's `sub`, the asked audience and `act` naming the client;
+/// `invalid_client` for another client, `invalid_grant` for a subject token it did not issue,
+/// or one of [`NEVER_ACTED_FOR`].
+fn exchange(
+    asked: &HashMap<String, String>,
+    authorization: Option<&str>,
+    issuer: &str,
+    sign: impl Fn(&Value) -> String,
+) -> (&'static str, Value) {
+    let (client, secret) = EXCHANGE_CLIENT;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"))
+    );
+    if authorization != Some(expected.as_str()) {
+        return ("401 Unauthorized", json!({"error": "invalid_client"}));
+    }
+    let subject_token = asked.get("subject_token").map_or("", String::as_str);
+    let payload = subject_token.split('.').nth(1).unwrap_or_default();
+    let claims: Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(Value::Null);
+    let sub = claims["sub"].as_str().unwrap_or_default();
+    if claims["iss"] != issuer || sub.is_empty() {
+        return (
+            "400 Bad Request",
+            json!({"error": "invalid_grant", "error_description": "not a token of this provider"}),
+        );
+    }
+    if sub == NEVER_ACTED_FOR {
+        return (
+            "400 Bad Request",
+            json!({"error": "invalid_grant", "error_description": "this subject may not be acted for"}),
+        );
+    }
+    let audience = asked.get("audience").cloned().unwrap_or_default();
+    let token = sign(&json!({
+        "iss": issuer, "sub": sub, "aud": audience, "act": {"sub": client},
+        "exp": now() + 300, "iat": now(), "scope": asked.get("scope").cloned().unwrap_or_default(),
+    }));
+    (
+        "200 OK",
+        json!({"access_token": token, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "token_type": "Bearer", "expires_in": 300}),
+    )
 }
 
 impl Provider {
@@ -169,7 +228,7 @@ impl Provider {
                         "introspection_endpoint": format!("{issuer}/introspect"),
                         "code_challenge_methods_supported": ["S256"],
                         "response_types_supported": ["code"],
-                        "grant_types_supported": ["authorization_code"],
+                        "grant_types_supported": ["authorization_code", TOKEN_EXCHANGE],
                         "token_endpoint_auth_methods_supported": ["none"],
                         "authorization_response_iss_parameter_supported": true,
                     })),
@@ -205,6 +264,29 @@ impl Provider {
                             "text/plain",
                             String::new(),
                         )
+                    }
+                    "/token"
+                        if form(&request.body).get("grant_type").map(String::as_str)
+                            == Some(TOKEN_EXCHANGE) =>
+                    {
+                        let authorization = request
+                            .headers
+                            .iter()
+                            .find(|(n, _)| n == "authorization")
+                            .map(|(_, v)| v.clone());
+                        let (status, answer) = exchange(
+                            &form(&request.body),
+                            authorization.as_deref(),
+                            &issuer,
+                            |claims| {
+                                let kid = format!("{}ec", kid.lock().unwrap());
+                                keys.token(
+                                    json!({"alg": "ES256", "kid": kid, "typ": "at+jwt"}),
+                                    claims,
+                                )
+                            },
+                        );
+                        (status.to_owned(), "application/json", answer.to_string())
                     }
                     "/token" => {
                         let asked = form(&request.body);

@@ -3,10 +3,13 @@
 //! or when `maxInstances` run and a newcomer needs the place of the one idle longest; every
 //! local caller is the one identity `owner`.
 
-use crate::access::{call as call_with_token, daemon as daemon_for, Provider};
+use crate::access::{
+    call as call_with_token, daemon as daemon_for, Provider, EXCHANGE_CLIENT, NEVER_ACTED_FOR,
+};
 use crate::common::http::*;
 use crate::common::*;
 use serde_json::{json, Value};
+use sha2::Digest;
 
 /// The per-identity server `own`: the fixture reporting its environment, with `WHO` its
 /// caller's subject, and `more` of `[servers.own.perIdentity]`.
@@ -46,6 +49,42 @@ fn status_of(d: &Daemon, name: &str) -> Value {
     let upstreams = status["upstreams"].as_array().cloned().unwrap_or_default();
     let found = upstreams.into_iter().find(|u| u["name"] == name);
     found.unwrap_or_else(|| panic!("no {name} in {status}"))
+}
+
+/// A daemon at `PUBLIC` taking `provider`'s tokens and exchanging them, in front of the FastMCP
+/// server `remote` (per identity, by exchange), which takes only tokens the provider signed for
+/// it; and that server's process.
+fn exchanging_daemon(provider: &Provider) -> (Daemon, std::process::Child) {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/fastmcp_whoami_server.py"
+    );
+    let server = std::process::Command::new(deps::python())
+        .args([script, &port.to_string(), &provider.issuer, &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let answers = || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+    assert!(eventually(answers), "the whoami server did not start");
+    let (client, secret) = EXCHANGE_CLIENT;
+    let d = Daemon::start(
+        &format!(
+            "[auth]\nmode = \"external\"\npublicUrl = \"{}\"\n\
+             [auth.external]\nissuer = \"{}\"\nclientId = \"{client}\"\nclientSecret = \"{secret}\"\n\
+             [servers.remote]\nurl = \"{url}\"\ncredentials = \"per-identity\"\n\
+             [servers.remote.perIdentity]\ntoken = \"exchange\"\n",
+            crate::access::PUBLIC,
+            provider.issuer,
+        ),
+        "",
+    );
+    (d, server)
 }
 
 mod every_revision {
@@ -112,6 +151,46 @@ mod every_revision {
             let (who, second) = whose(&d, &alice);
             assert_eq!(who, "alice");
             assert_ne!(first, second);
+        }
+
+        /// A per-identity remote server is reached with each caller's own token for it, had by
+        /// exchanging theirs at the identity provider: Alice and Bob reach it as themselves, in
+        /// `act` mcpx's client, and neither's own token ever reaches it; its catalog is listed
+        /// through its first caller; an exchange the provider refuses is that caller's error
+        /// alone.
+        #[test]
+        fn each_person_reaches_a_remote_server_as_themselves_by_token_exchange() {
+            let provider = Provider::start();
+            let (d, mut server) = exchanging_daemon(&provider);
+            let (alice, bob) = (provider.good("alice"), provider.good("bob"));
+            let listed = call_with_token(&d, "/mcp", Some(&alice), "tools/list", json!({})).json();
+            let names = listed["result"]["tools"].to_string();
+            assert!(names.contains("remote__whoami"), "{listed}\n{}", d.stderr());
+            let whoami = json!({"name": "remote__whoami", "arguments": {}});
+            for (token, who) in [(&alice, "alice"), (&bob, "bob"), (&alice, "alice")] {
+                let answer =
+                    call_with_token(&d, "/mcp", Some(token), "tools/call", whoami.clone()).json();
+                let said = &answer["result"]["structuredContent"];
+                assert_eq!(said["sub"], who, "{answer}");
+                assert_eq!(said["act"]["sub"], EXCHANGE_CLIENT.0, "{answer}");
+                let own = format!("{:x}", sha2::Sha256::digest(token.as_bytes()));
+                assert_ne!(
+                    said["tokenSha256"], own,
+                    "the caller's own token reached the server"
+                );
+            }
+            let mallory = provider.good(NEVER_ACTED_FOR);
+            let refused =
+                call_with_token(&d, "/mcp", Some(&mallory), "tools/call", whoami.clone()).json();
+            let said = refused.to_string();
+            assert!(said.contains("refused the token exchange"), "{refused}");
+            let answer = call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami).json();
+            assert_eq!(
+                answer["result"]["structuredContent"]["sub"], "alice",
+                "{answer}"
+            );
+            let _ = server.kill();
+            let _ = server.wait();
         }
 
         /// A single user's setup (stdio, no tokens) is the one identity `owner`: one process,

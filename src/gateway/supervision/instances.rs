@@ -11,9 +11,10 @@ use crate::config::Expanded;
 use crate::failure::Failure;
 use crate::gateway::link::{Link, UpstreamState};
 use crate::gateway::upstreams::{Reached, Upstream, STOP_GRACE};
+use crate::gateway::Listing;
 use crate::jsonrpc::ErrorObject;
 use crate::sync::lock;
-use crate::upstream::{Connection, StartError};
+use crate::upstream::{Connection, Handshake, StartError};
 use crate::view::InstanceView;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,9 +28,20 @@ pub(in crate::gateway) struct Instance {
     /// Held by each call on it: the instance is idle when only it holds this.
     calls: Arc<()>,
     last_used: Mutex<Instant>,
+    /// When the token it was started with (a remote server's, by exchange) stops being good.
+    expires: Option<Instant>,
 }
 
+/// How long before its token expires an instance is started again with a fresh one.
+const RENEW_BEFORE: Duration = Duration::from_secs(30);
+
 impl Instance {
+    /// Whether its token (if it has one) is good for a call yet.
+    fn token_is_good(&self) -> bool {
+        self.expires
+            .is_none_or(|expires| expires > Instant::now() + RENEW_BEFORE)
+    }
+
     fn is_idle(&self) -> bool {
         Arc::strong_count(&self.calls) == 1
     }
@@ -58,7 +70,7 @@ impl Instances {
     fn serving(&self, person: &Person) -> Option<(Arc<Instance>, Connection)> {
         let instance = lock(&self.running).get(person).cloned()?;
         let connection = instance.link.serving().ok()?;
-        Some((instance, connection))
+        instance.token_is_good().then_some((instance, connection))
     }
 
     /// The instance a link's start names.
@@ -122,10 +134,10 @@ impl Supervisor {
         if let Some((instance, connection)) = instances.serving(&person) {
             return Ok((connection, used(&instance)));
         }
-        // One that exited is started again.
+        // One that exited, or whose token is about to expire, is started again.
         let gone = lock(&instances.running).get(&person).cloned();
         if let Some(gone) = gone {
-            instances.stop(&gone, "exited").await;
+            instances.stop(&gone, "started again").await;
         }
         self.make_room(upstream).await.map_err(refused)?;
         let subject = person
@@ -133,14 +145,28 @@ impl Supervisor {
             .map_err(|e| refused(e.clone()))?
             .to_owned();
         let (name, config) = (upstream.name.clone(), upstream.config.clone());
-        let expanded = smol::unblock(move || Expanded::for_subject(&name, &config, &subject))
+        let mut expanded = smol::unblock(move || Expanded::for_subject(&name, &config, &subject))
             .await
             .map_err(|why| refused(format!("{}'s instance for {person}: {why}", upstream.name)))?;
+        // A remote server is reached with the caller's own token for it, never theirs as sent.
+        let mut expires = None;
+        if let Some(url) = upstream.config.url.as_deref() {
+            let exchanged = self
+                .upstreams
+                .exchange_for(upstream, caller, url)
+                .await
+                .map_err(|why| refused(format!("{} for {person}: {why}", upstream.name)))?;
+            let bearer = format!("Bearer {}", exchanged.token);
+            expanded.headers.insert("Authorization".into(), bearer);
+            expanded.secrets.push(exchanged.token);
+            expires = Some(exchanged.expires);
+        }
         let instance = Arc::new(Instance {
             person: person.clone(),
             link: Link::default(),
             calls: Arc::new(()),
             last_used: Mutex::new(Instant::now()),
+            expires,
         });
         let call = used(&instance);
         let connection = self
@@ -204,10 +230,13 @@ impl Supervisor {
             expanded,
             start,
         };
+        let public = crate::upstream::child_environment::given_to_every_child();
+        crate::redact::register(&crate::redact::pieces(&expanded.secrets, &public));
         let connection = self.upstreams.connect_as(upstream, how, events)?;
         instance.link.connecting(connection.clone());
         match connection.handshake().await {
             Ok(handshake) => {
+                self.list_once(upstream, &connection, &handshake).await;
                 instance.link.serve(handshake);
                 Ok(connection)
             }
@@ -215,6 +244,25 @@ impl Supervisor {
                 connection.stop();
                 instance.link.stop(UpstreamState::down(why.clone()));
                 Err(StartError::Failed(why))
+            }
+        }
+    }
+
+    /// Lists `upstream`'s catalog through a person's instance, when nothing listed it yet (a
+    /// remote server that only takes its callers' own tokens): once, for everyone.
+    async fn list_once(&self, upstream: &Upstream, connection: &Connection, handshake: &Handshake) {
+        if *lock(&upstream.listing) != Listing::default() {
+            return;
+        }
+        match super::list_everything(connection, &handshake.capabilities).await {
+            Ok(listing) => {
+                tracing::info!(server = %upstream.name, tools = listing.tools.len(), "listed through its first caller's instance");
+                *lock(&upstream.listing) = listing;
+                self.remember_listing(upstream);
+                self.publish_catalog();
+            }
+            Err(why) => {
+                tracing::warn!(server = %upstream.name, "could not list through a caller's instance: {why}")
             }
         }
     }

@@ -54,6 +54,12 @@ impl Supervisor {
             upstream.link.set_state(UpstreamState::Idle);
             return;
         }
+        // A per-identity remote server takes only its callers' own tokens: its first caller's
+        // instance lists it ([`super::instances`]).
+        if upstream.is_per_identity() && upstream.config.url.is_some() {
+            upstream.link.set_state(UpstreamState::Idle);
+            return;
+        }
         if self.start_upstream(upstream).await.is_ok() {
             tracing::info!(server = %upstream.name, "lazy: started once to learn its catalog");
             self.stop_idle(upstream).await;
