@@ -207,3 +207,62 @@ mod every_revision {
         }
     }
 }
+
+mod v2026_07_28 {
+    pub mod team {
+        use super::super::*;
+        use crate::common::cluster::{keygen, replica_of, Balance, Nginx};
+
+        /// Two replicas behind the shipped nginx site: each person's calls land on one replica,
+        /// so each reaches one instance of theirs, however many calls they make.
+        #[test]
+        fn behind_the_shipped_nginx_each_persons_calls_reach_one_instance() {
+            let provider = Provider::start();
+            let dir = tempfile::tempdir().unwrap();
+            let key = keygen(dir.path(), "cluster.key");
+            let config = format!(
+                "[auth]\nmode = \"external\"\npublicUrl = \"{}\"\n[auth.external]\nissuer = \"{}\"\n{}",
+                crate::access::PUBLIC,
+                provider.issuer,
+                own_server("")
+            );
+            let replicas = [
+                replica_of(&config, &key, None),
+                replica_of(&config, &key, None),
+            ];
+            for replica in &replicas {
+                assert!(replica.upstreams_ready(), "{}", replica.stderr());
+            }
+            let nginx = Nginx::start(&[&replicas[0], &replicas[1]], Balance::Shipped);
+            let whose_through = |token: &str, id: i64| {
+                let params = json!({"name": "own__environment", "arguments": {"names": ["WHO"]}});
+                let (mut headers, body) = modern_request(id, "tools/call", params);
+                headers.push(("Authorization".into(), format!("Bearer {token}")));
+                let reply = post_to_addr(
+                    nginx.addr,
+                    "/mcp",
+                    &header_refs(&headers),
+                    body.to_string().as_bytes(),
+                );
+                let answer = reply.json();
+                let reported = &answer["result"]["structuredContent"];
+                let pid = reported["pid"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{answer}\n{}", nginx.errors()));
+                (reported["variables"]["WHO"].clone(), pid)
+            };
+            for person in ["alice", "bob", "carol", "dave"] {
+                let token = provider.good(person);
+                let (who, first) = whose_through(&token, 1);
+                assert_eq!(who, person);
+                for id in 2..8 {
+                    assert_eq!(
+                        whose_through(&token, id),
+                        (json!(person), first),
+                        "{person}'s call {id}"
+                    );
+                }
+            }
+        }
+    }
+}
