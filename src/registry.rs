@@ -266,6 +266,7 @@ impl Registry {
             tasks: Vec::new(),
             sandboxes: Vec::new(),
             pins: Vec::new(),
+            instances: Vec::new(),
         }
     }
 

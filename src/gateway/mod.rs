@@ -486,13 +486,22 @@ impl Gateway {
 
     /// The metrics in the Prometheus text format; `None` when they are off.
     pub fn metrics(&self) -> Option<String> {
-        let sandboxes = self
-            .summaries()
-            .into_iter()
-            .filter_map(|u| Some((u.name, u.sandbox?.is_degraded())))
-            .collect();
-        self.observer
-            .metrics(&self.tasks(), sandboxes, self.pinning.counts())
+        let summaries = self.summaries();
+        self.observer.metrics(&self.tasks(), |live| {
+            live.sandboxes = summaries
+                .iter()
+                .filter_map(|u| Some((u.name.clone(), u.sandbox.as_ref()?.is_degraded())))
+                .collect();
+            live.instances = self
+                .supervisor
+                .upstreams()
+                .all()
+                .iter()
+                .filter(|u| u.is_per_identity())
+                .map(|u| (u.name.clone(), u.instances.all().len() as i64))
+                .collect();
+            live.pins = self.pinning.counts();
+        })
     }
 
     /// The configuration file it runs with, if any.

@@ -89,12 +89,10 @@ impl Observer {
     pub(super) fn metrics(
         &self,
         tasks: &[crate::view::TaskView],
-        sandboxes: Vec<(String, bool)>,
-        pins: Vec<(String, i64)>,
+        fill: impl FnOnce(&mut metrics::Live),
     ) -> Option<String> {
         let mut live = self.registry.counts();
-        live.sandboxes = sandboxes;
-        live.pins = pins;
+        fill(&mut live);
         let mut counted: std::collections::BTreeMap<(String, String), i64> = Default::default();
         for task in tasks {
             *counted

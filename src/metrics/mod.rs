@@ -96,6 +96,9 @@ pub struct Live {
     pub sandboxes: Vec<(String, bool)>,
     /// Pinned definitions, by state (`pinned`, `changed`, `new`, `rejected`).
     pub pins: Vec<(String, i64)>,
+    /// Each per-identity upstream, and how many people's instances of it run (by server only:
+    /// people are not a label's values).
+    pub instances: Vec<(String, i64)>,
 }
 
 struct Metrics {
@@ -108,6 +111,7 @@ struct Metrics {
     tasks: Family<TaskLabel, Gauge>,
     in_flight: Gauge,
     sandbox_degraded: Family<UpstreamLabel, Gauge>,
+    instances: Family<UpstreamLabel, Gauge>,
     restarts: Family<UpstreamLabel, Counter>,
     refused: Family<RefusalLabel, Counter>,
     /// By [`Door`], resolved once: bytes are counted on every message.
@@ -179,6 +183,7 @@ impl Metrics {
             tasks: Family::default(),
             in_flight: Gauge::default(),
             sandbox_degraded: Family::default(),
+            instances: Family::default(),
             restarts: Family::default(),
             refused: Family::default(),
             received,
@@ -216,6 +221,11 @@ impl Metrics {
             "mcpx_sandbox_degraded",
             "1 for a sandboxed upstream started without a layer its sandbox asks for (onUnavailable = \"warn\"), else 0",
             metrics.sandbox_degraded.clone(),
+        );
+        registry.register(
+            "mcpx_upstream_instances",
+            "People's instances running of a per-identity upstream ([servers.NAME] credentials)",
+            metrics.instances.clone(),
         );
         registry.register(
             "mcpx_upstream_restarts",
@@ -442,6 +452,12 @@ pub fn render(live: Live) -> Option<String> {
         m.sandbox_degraded
             .get_or_create(&label)
             .set(degraded.into());
+    }
+    m.instances.clear();
+    for (upstream, count) in live.instances {
+        m.instances
+            .get_or_create(&UpstreamLabel { upstream })
+            .set(count);
     }
     m.pins.clear();
     for (state, count) in live.pins {
