@@ -66,6 +66,9 @@ pub struct Entry<'a> {
     /// The `clientInfo` the request itself carried (2026-07-28's `_meta`): it names the client
     /// where no session does.
     pub client: Option<&'a Value>,
+    /// The person's own instance it went to, of a per-identity server: whether this call
+    /// started it, and whom the server knows it as (by token exchange: the subject and `act`).
+    pub instance: Option<&'a Value>,
 }
 
 impl AuditLog {
@@ -110,6 +113,9 @@ impl AuditLog {
         }
         if let Some(caller) = entry.caller {
             line["caller"] = caller.audited();
+        }
+        if let Some(instance) = entry.instance {
+            line["instance"] = instance.clone();
         }
         line["method"] = json!(entry.method);
         if let Some(name) = entry.name {
@@ -192,6 +198,7 @@ impl Questions {
             arguments: None,
             caller: Some(&self.caller),
             client: None,
+            instance: None,
         });
     }
 }
@@ -343,6 +350,7 @@ mod every_revision {
                     arguments: Some(&secret),
                     caller: None,
                     client: None,
+                    instance: None,
                 });
             }
             let all = || {

@@ -148,6 +148,7 @@ impl Gateway {
             timeout: turn.ctx.timeout,
             caller: Arc::clone(&turn.ctx.caller),
             target: Default::default(),
+            instance: Default::default(),
         };
         let mut original = turn.params.clone();
         let mut forwarded = forwardable(Some(turn.params));

@@ -41,7 +41,9 @@ impl Gateway {
         if let Some(upstream) = per_identity.filter(|u| u.is_per_identity()) {
             // The caller's own instance, started for them if it does not run.
             let caller = &incoming.ctx.caller;
-            let (connection, _in_use) = self.supervisor.instance_for(&upstream, caller).await?;
+            let (connection, _in_use, reached) =
+                self.supervisor.instance_for(&upstream, caller).await?;
+            let _ = incoming.ctx.instance.set(reached);
             let reach = Reach::Ready(connection, None);
             let span = telemetry::carry(method, names, incoming.params, &mut forwarded);
             let outcome = self

@@ -99,6 +99,8 @@ pub struct RequestContext {
     pub caller: Arc<crate::access::Identity>,
     /// What it resolved to ([`target`]), once it has: what it is observed as.
     target: std::sync::OnceLock<target::Target>,
+    /// The person's own instance of a per-identity server it went to, for its audit line.
+    instance: std::sync::OnceLock<Value>,
 }
 
 impl RequestContext {
@@ -116,6 +118,7 @@ impl RequestContext {
             timeout: None,
             caller,
             target: std::sync::OnceLock::new(),
+            instance: std::sync::OnceLock::new(),
         }
     }
 }
@@ -351,6 +354,7 @@ impl Gateway {
                 timeout: None,
                 caller,
                 target: Default::default(),
+                instance: Default::default(),
             };
             let cancel = &context.cancel;
             let response = cancel
@@ -363,8 +367,13 @@ impl Gateway {
                 Outcome::Cancelled
             });
             if let Some(observation) = observation {
-                let resolved = context.target.get();
-                gateway.observed(&client, observation, resolved, response.as_ref());
+                let (resolved, instance) = (context.target.get(), context.instance.get());
+                gateway.observed(
+                    &client,
+                    observation,
+                    (resolved, instance),
+                    response.as_ref(),
+                );
             }
             response
         };

@@ -48,6 +48,8 @@ pub(super) struct Observation {
     caller: Arc<crate::access::Identity>,
     /// The `clientInfo` a 2026-07-28 request carries, when the audit log records it.
     client: Option<Value>,
+    /// The person's own instance of a per-identity server it went to ([`crate::audit::Entry`]).
+    instance: Option<Value>,
 }
 
 impl Observer {
@@ -124,6 +126,7 @@ impl Observer {
             arguments: arguments.filter(|_| audited).cloned(),
             caller,
             client: envelope::client_info(params).filter(|_| audited).cloned(),
+            instance: None,
         })
     }
 
@@ -176,6 +179,7 @@ impl Observer {
             arguments: seen.arguments.as_ref(),
             caller: Some(&seen.caller),
             client: seen.client.as_ref(),
+            instance: seen.instance.as_ref(),
         });
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer
@@ -194,6 +198,7 @@ impl Observer {
                 arguments: None,
                 caller: Some(&seen.caller),
                 client: seen.client.as_ref(),
+                instance: None,
             });
         }
     }
@@ -201,15 +206,16 @@ impl Observer {
 
 impl Gateway {
     /// Hands a finished request of `client` to the observer, with what it resolved to (none:
-    /// answered by mcpx, or naming nothing the caller reaches); `answer` is `None` when it was
-    /// cancelled.
+    /// answered by mcpx, or naming nothing the caller reaches) and the person's instance it went
+    /// to; `answer` is `None` when it was cancelled.
     pub(super) fn observed(
         &self,
         client: &Client,
         mut seen: Observation,
-        resolved: Option<&Target>,
+        (resolved, instance): (Option<&Target>, Option<&Value>),
         answer: Option<&Response>,
     ) {
+        seen.instance = instance.cloned();
         let destination = resolved.map(|target| Destination {
             server: self.supervisor.upstreams().name_of(target.owner),
             own_name: &target.own,
@@ -284,6 +290,7 @@ impl Observer {
                 arguments: None,
                 caller: Some(&origin.caller),
                 client: None,
+                instance: None,
             });
         }
     }

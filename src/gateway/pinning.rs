@@ -110,6 +110,7 @@ impl Pinning {
                 arguments: None,
                 caller: None,
                 client: None,
+                instance: None,
             });
         }
         crate::metrics::pin_event(event);

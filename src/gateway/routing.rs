@@ -103,7 +103,12 @@ impl Gateway {
         });
         for upstream in unlisted {
             let caller = &incoming.ctx.caller;
-            if let Err(why) = self.supervisor.instance_for(&upstream, caller).await {
+            if let Err(why) = self
+                .supervisor
+                .instance_for(&upstream, caller)
+                .await
+                .map(drop)
+            {
                 tracing::debug!(server = %upstream.name, "not listed through this caller: {}", why.message);
             }
         }

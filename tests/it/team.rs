@@ -54,7 +54,10 @@ fn status_of(d: &Daemon, name: &str) -> Value {
 /// A daemon at `PUBLIC` taking `provider`'s tokens and exchanging them, in front of the FastMCP
 /// server `remote` (per identity, by exchange), which takes only tokens the provider signed for
 /// it; and that server's process.
-fn exchanging_daemon(provider: &Provider) -> (Daemon, std::process::Child) {
+fn exchanging_daemon(
+    provider: &Provider,
+    audit: &std::path::Path,
+) -> (Daemon, std::process::Child) {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -78,9 +81,10 @@ fn exchanging_daemon(provider: &Provider) -> (Daemon, std::process::Child) {
             "[auth]\nmode = \"external\"\npublicUrl = \"{}\"\n\
              [auth.external]\nissuer = \"{}\"\nclientId = \"{client}\"\nclientSecret = \"{secret}\"\n\
              [servers.remote]\nurl = \"{url}\"\ncredentials = \"per-identity\"\n\
-             [servers.remote.perIdentity]\ntoken = \"exchange\"\n",
+             [servers.remote.perIdentity]\ntoken = \"exchange\"\n[audit]\npath = {:?}\n",
             crate::access::PUBLIC,
             provider.issuer,
+            audit.display().to_string(),
         ),
         "",
     );
@@ -169,7 +173,9 @@ mod every_revision {
         #[test]
         fn each_person_reaches_a_remote_server_as_themselves_by_token_exchange() {
             let provider = Provider::start();
-            let (d, mut server) = exchanging_daemon(&provider);
+            let dir = tempfile::tempdir().unwrap();
+            let audit = dir.path().join("audit.jsonl");
+            let (d, mut server) = exchanging_daemon(&provider, &audit);
             let (alice, bob) = (provider.good("alice"), provider.good("bob"));
             let listed = call_with_token(&d, "/mcp", Some(&alice), "tools/list", json!({})).json();
             let names = listed["result"]["tools"].to_string();
@@ -197,6 +203,26 @@ mod every_revision {
                 answer["result"]["structuredContent"]["sub"], "alice",
                 "{answer}"
             );
+            // Each call's audit line says whose instance it reached and whom the server knows.
+            let lines = || std::fs::read_to_string(&audit).unwrap_or_default();
+            let calls = || {
+                lines()
+                    .lines()
+                    .filter(|l| l.contains("remote__whoami"))
+                    .count()
+            };
+            assert!(eventually(|| calls() >= 5), "{}", lines());
+            for line in lines().lines().filter(|l| l.contains("remote__whoami")) {
+                let entry: Value = serde_json::from_str(line).unwrap();
+                let sub = entry["caller"]["sub"].as_str().unwrap_or_default();
+                if sub == NEVER_ACTED_FOR {
+                    continue;
+                }
+                let instance = &entry["instance"];
+                assert_eq!(instance["upstreamSubject"], sub, "{line}");
+                assert_eq!(instance["act"]["sub"], EXCHANGE_CLIENT.0, "{line}");
+                assert!(instance["started"].is_boolean(), "{line}");
+            }
             let _ = server.kill();
             let _ = server.wait();
         }

@@ -93,6 +93,7 @@ impl Gateway {
             timeout: ctx.timeout,
             caller: Arc::clone(&ctx.caller),
             target: Default::default(),
+            instance: Default::default(),
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
@@ -190,6 +191,7 @@ impl Gateway {
             timeout: Some(lives),
             caller: Arc::clone(&ctx.caller),
             target: Default::default(),
+            instance: Default::default(),
         };
         async move {
             if let Some(bridge) = &bridge {
@@ -229,6 +231,7 @@ impl Gateway {
             timeout: None,
             caller,
             target: Default::default(),
+            instance: Default::default(),
         };
         while asks(&outcome) {
             let questions = outcome.unwrap_or_default();

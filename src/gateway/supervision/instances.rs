@@ -16,6 +16,7 @@ use crate::jsonrpc::ErrorObject;
 use crate::sync::lock;
 use crate::upstream::{Connection, Handshake, StartError};
 use crate::view::InstanceView;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,12 +31,40 @@ pub(in crate::gateway) struct Instance {
     last_used: Mutex<Instant>,
     /// When the token it was started with (a remote server's, by exchange) stops being good.
     expires: Option<Instant>,
+    /// Whom the server knows it as, by its exchanged token: the subject, and who acts.
+    upstream_subject: Option<String>,
+    act: Option<Value>,
+}
+
+/// The claims of an exchanged token, if it is a JWT (read, not verified: only for the audit
+/// line; the server verifies it).
+fn token_claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap_or_default();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload);
+    bytes
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// How long before its token expires an instance is started again with a fresh one.
 const RENEW_BEFORE: Duration = Duration::from_secs(30);
 
 impl Instance {
+    /// What a call's audit line says of it: whose it is, whether the call `started` it, and
+    /// whom the server knows it as.
+    fn audited(&self, started: bool) -> Value {
+        let mut audited = json!({"person": self.person.to_string(), "started": started});
+        if let Some(subject) = &self.upstream_subject {
+            audited["upstreamSubject"] = json!(subject);
+        }
+        if let Some(act) = &self.act {
+            audited["act"] = act.clone();
+        }
+        audited
+    }
+
     /// Whether its token (if it has one) is good for a call yet.
     fn token_is_good(&self) -> bool {
         self.expires
@@ -112,12 +141,13 @@ impl Instances {
 
 impl Supervisor {
     /// `caller`'s own instance of `upstream` to call, started if it does not run; the call
-    /// holds the returned [`InUse`] while it runs.
+    /// holds the returned [`InUse`] while it runs, and its audit line says what the
+    /// [`Instance::audited`] value does.
     pub(in crate::gateway) async fn instance_for(
         &self,
         upstream: &Arc<Upstream>,
         caller: &Identity,
-    ) -> Result<(Connection, InUse), ErrorObject> {
+    ) -> Result<(Connection, InUse, Value), ErrorObject> {
         let person = caller.person();
         let refused = |why: String| -> ErrorObject { Failure::Refused(why).into() };
         let instances = &upstream.instances;
@@ -128,11 +158,11 @@ impl Supervisor {
             }
         };
         if let Some((instance, connection)) = instances.serving(&person) {
-            return Ok((connection, used(&instance)));
+            return Ok((connection, used(&instance), instance.audited(false)));
         }
         let _one_change = instances.changing.lock().await;
         if let Some((instance, connection)) = instances.serving(&person) {
-            return Ok((connection, used(&instance)));
+            return Ok((connection, used(&instance), instance.audited(false)));
         }
         // One that exited, or whose token is about to expire, is started again.
         let gone = lock(&instances.running).get(&person).cloned();
@@ -150,12 +180,14 @@ impl Supervisor {
             .map_err(|why| refused(format!("{}'s instance for {person}: {why}", upstream.name)))?;
         // A remote server is reached with the caller's own token for it, never theirs as sent.
         let mut expires = None;
+        let mut upstream_claims = Value::Null;
         if let Some(url) = upstream.config.url.as_deref() {
             let exchanged = self
                 .upstreams
                 .exchange_for(upstream, caller, url)
                 .await
                 .map_err(|why| refused(format!("{} for {person}: {why}", upstream.name)))?;
+            upstream_claims = token_claims(&exchanged.token);
             let bearer = format!("Bearer {}", exchanged.token);
             expanded.headers.insert("Authorization".into(), bearer);
             expanded.secrets.push(exchanged.token);
@@ -167,6 +199,8 @@ impl Supervisor {
             calls: Arc::new(()),
             last_used: Mutex::new(Instant::now()),
             expires,
+            upstream_subject: upstream_claims["sub"].as_str().map(str::to_owned),
+            act: upstream_claims.get("act").cloned(),
         });
         let call = used(&instance);
         let connection = self
@@ -181,7 +215,7 @@ impl Supervisor {
         lock(&instances.running).insert(person.clone(), Arc::clone(&instance));
         self.registry.notify_changed();
         tracing::info!(server = %upstream.name, person = %person, "started a per-identity instance");
-        Ok((connection, call))
+        Ok((connection, call, instance.audited(true)))
     }
 
     /// Below `maxInstances`, or the instance idle longest is stopped; an error when every one is
