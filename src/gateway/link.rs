@@ -21,6 +21,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
 /// This many exits within the window is a crash loop.
 const CRASH_LOOP: usize = 5;
+/// How long an upstream gets to exit once its stdin closes, at a restart or removal.
+pub(super) const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// Where an upstream stands.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,6 +22,7 @@ mod forwarded;
 mod handshake;
 mod inbound;
 mod incoming;
+mod instances;
 mod link;
 mod listens_held;
 mod live;

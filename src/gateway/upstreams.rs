@@ -4,8 +4,8 @@
 //! last listing, and its live [`Link`]; callers reach its connection only while it serves.
 //! Starting, reviving, waking and swapping them is the [`super::supervision`]'s.
 
+use super::instances::Instances;
 use super::link::Link;
-use super::supervision::Instances;
 use super::{Listing, Owner};
 use crate::access::exchange::{Asked, Exchanged, Exchanger};
 use crate::access::Identity;
@@ -31,9 +31,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-
-/// How long an upstream gets to exit once its stdin closes, at a restart or removal.
-pub(super) const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// One configured upstream: what it is (its configuration, its catalog, its policies) and its
 /// live link ([`Link`]).

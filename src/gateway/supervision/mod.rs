@@ -11,13 +11,12 @@ mod lazy;
 mod listening;
 mod reload;
 
-pub(in crate::gateway) use instances::Instances;
-
 use super::catalogs::Catalogs;
 use super::clients::Clients;
 use super::link::UpstreamState;
+use super::link::STOP_GRACE;
 use super::subscriptions::HeldSubscriptions;
-use super::upstreams::{Upstream, Upstreams, STOP_GRACE};
+use super::upstreams::{Upstream, Upstreams};
 use super::{catalog, CommandError, Listing};
 use crate::cancel::Cancel;
 use crate::config::{RemoteTransport, UpstreamEra};

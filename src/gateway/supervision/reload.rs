@@ -5,7 +5,8 @@
 use super::Supervisor;
 use crate::config::Settings;
 use crate::gateway::link::UpstreamState;
-use crate::gateway::upstreams::{Upstream, STOP_GRACE};
+use crate::gateway::link::STOP_GRACE;
+use crate::gateway::upstreams::Upstream;
 use crate::gateway::CommandError;
 use crate::sync::write;
 use std::sync::Arc;
