@@ -25,7 +25,11 @@ impl App {
                     name: Some(u.name.clone()),
                     cells: vec![
                         u.name.clone(),
-                        u.state.clone(),
+                        // A per-identity server's people's instances: whose, in the detail.
+                        match u.instances.len() {
+                            0 => u.state.clone(),
+                            running => format!("{} · {running} people's instances", u.state),
+                        },
                         u.revision.clone().unwrap_or_default(),
                         format!("{}/{}/{}", u.tools, u.prompts, u.resources),
                         u.restarts.to_string(),
