@@ -84,6 +84,18 @@ impl Gateway {
         owner: Owner,
         uri: &str,
     ) -> Result<Value, ErrorObject> {
+        // Each person's instance would need its own subscription, heard by that person alone:
+        // refused, rather than accepted and never delivered (a listen does not honour it).
+        let upstream = self.supervisor.upstreams().of(owner);
+        if let Some(upstream) = upstream.filter(|u| u.is_per_identity()) {
+            return Err(ErrorObject::new(
+                INVALID_PARAMS,
+                format!(
+                    "resources/subscribe: {} runs an instance for each person (credentials = \"per-identity\"), and subscriptions to its resources are not carried yet",
+                    upstream.name
+                ),
+            ));
+        }
         if client.subscribe(uri) {
             self.hold_upstream_subscription(owner, uri).await;
         }
@@ -215,7 +227,13 @@ impl Gateway {
             .flatten()
             .filter_map(Value::as_str)
         {
-            if let Some(owner) = catalog.resource_owner(uri) {
+            // Not honoured (absent from the acknowledgement) for a per-identity server's
+            // resource, as `resources/subscribe` refuses it.
+            let owner = catalog.resource_owner(uri).filter(|&owner| {
+                let upstream = self.supervisor.upstreams().of(owner);
+                !upstream.is_some_and(|u| u.is_per_identity())
+            });
+            if let Some(owner) = owner {
                 self.hold_upstream_subscription(owner, uri).await;
                 resources.push(uri.to_owned());
             }

@@ -239,6 +239,20 @@ mod every_revision {
             assert_eq!(reported(&first)["variables"]["WHO"], "owner", "{first}");
             assert_eq!(reported(&first)["pid"], reported(&second)["pid"]);
         }
+
+        /// A subscription to a per-identity server's resource is refused, saying why, rather
+        /// than accepted and never delivered.
+        #[test]
+        fn a_subscription_to_a_per_identity_servers_resource_is_refused_clearly() {
+            let mut mcpx = Serve::start(&own_server(""));
+            mcpx.initialize("2025-11-25");
+            let listed = mcpx.call(1, "resources/list", json!({}));
+            let uri = listed["result"]["resources"][0]["uri"].clone();
+            assert!(uri.is_string(), "{listed}");
+            let refused = mcpx.call(2, "resources/subscribe", json!({ "uri": uri }));
+            let message = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("per-identity"), "{refused}");
+        }
     }
 }
 
