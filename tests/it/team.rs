@@ -150,6 +150,46 @@ mod every_revision {
             }
         }
 
+        /// The Python SDK's client, bearing Alice's or Bob's token, reaches each one's own
+        /// process with their own `{subject}`.
+        #[test]
+        fn the_python_sdk_reaches_each_persons_own_instance() {
+            let provider = Provider::start();
+            let d = daemon_for(&provider, &own_server(""));
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let script = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/sdk/python_bearer_client.py"
+            );
+            let url = format!("http://{}/mcp", d.addr);
+            let through_sdk = |person: &str| {
+                let out = std::process::Command::new(deps::python())
+                    .args([
+                        script,
+                        &url,
+                        &provider.good(person),
+                        "own__environment",
+                        r#"{"names": ["WHO"]}"#,
+                    ])
+                    .output()
+                    .unwrap();
+                let said = String::from_utf8_lossy(&out.stdout).into_owned();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "{said}{stderr}");
+                let reported: Value = serde_json::from_str(said.trim()).unwrap();
+                let structured = reported["structured"].clone();
+                (
+                    structured["variables"]["WHO"].clone(),
+                    structured["pid"].clone(),
+                )
+            };
+            let (alices, alice_pid) = through_sdk("alice");
+            let (bobs, bob_pid) = through_sdk("bob");
+            assert_eq!((alices, bobs), (json!("alice"), json!("bob")));
+            assert_ne!(alice_pid, bob_pid);
+            assert_eq!(through_sdk("alice").1, alice_pid, "hers again");
+        }
+
         /// An instance with nothing to do for `idleTimeout` is stopped, and its person's next
         /// call starts another.
         #[test]
