@@ -138,12 +138,21 @@ pub enum AuthAction {
         /// The server's name in `[servers]`.
         name: String,
     },
-    /// Each remote server's login: its authorization server, scopes and expiry (never a token).
+    /// Each remote server's login, and each person's own login to a per-identity server: its
+    /// authorization server, scopes and expiry (never a token).
+    #[command(visible_alias = "list")]
     Status,
-    /// Forget the server NAME's tokens, revoking them where its authorization server offers it.
+    /// Forget the server NAME's tokens (or one person's, with --identity), revoking them where
+    /// its authorization server offers it.
     Logout {
         /// The server's name in `[servers]`.
         name: String,
+        /// The subject of the person whose own login to forget (a per-identity server's).
+        #[arg(long)]
+        identity: Option<String>,
+        /// Their identity provider, where people of two providers share a subject.
+        #[arg(long, requires = "identity")]
+        issuer: Option<String>,
     },
     /// Approve the client waiting on the built-in authorization server's consent page that
     /// shows CODE (`auth.mode = "builtin"`); the page then continues with Allow.

@@ -7,7 +7,7 @@ use crate::cli::AuthAction;
 use crate::config::{Config, Server, ServerSettings, Settings};
 use crate::net::client::fetch;
 use crate::upstream::auth::login::{self, open_in_browser};
-use crate::upstream::auth::store::{now_secs, Store};
+use crate::upstream::auth::store::{now_secs, person_of_key, Credential, Store};
 use http::{HeaderMap, Method};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,7 +29,12 @@ pub fn run(action: &AuthAction, settings: &Settings, path: Option<&Path>) -> Exi
             Ok(())
         }),
         AuthAction::Status => status(config, &store),
-        AuthAction::Logout { name } => smol::block_on(log_out(name, &store)),
+        AuthAction::Logout {
+            name,
+            identity,
+            issuer,
+        } => key_of(&store, name, identity.as_deref(), issuer.as_deref())
+            .and_then(|(key, whose)| smol::block_on(log_out(&key, &whose, &store))),
         AuthAction::Approve { code } => approve(config, code),
     };
     match outcome {
@@ -139,34 +144,71 @@ fn status(config: &Config, store: &Store) -> Result<(), String> {
     let credentials = store.load()?;
     for (name, server) in &config.servers {
         let Some(url) = &server.url else { continue };
-        let line = match credentials.get(name).filter(|c| &c.server_url == url) {
-            None => "not logged in".to_owned(),
-            Some(credential) => {
-                let expiry = match credential.expires_at {
-                    Some(at) if at <= now_secs() => "expired".to_owned(),
-                    Some(at) => format!("expires in {}s", at - now_secs()),
-                    None => "no expiry given".to_owned(),
-                };
-                let refresh = match credential.refresh_token {
-                    Some(_) => "refreshable",
-                    None => "not refreshable",
-                };
-                format!(
-                    "logged in at {} as client {}; scopes: {}; {expiry}, {refresh}",
-                    credential.issuer,
-                    credential.client_id,
-                    credential.scope.as_deref().unwrap_or("-")
-                )
+        let own = credentials.get(name).filter(|c| &c.server_url == url);
+        println!("{name}: {}", described(own));
+        // Each person's own login, by identity.
+        for (key, credential) in &credentials {
+            let Some((server, issuer, subject)) = person_of_key(key) else {
+                continue;
+            };
+            if server == *name && credential.server_url == *url {
+                println!("  {subject} ({issuer}): {}", described(Some(credential)));
             }
-        };
-        println!("{name}: {line}");
+        }
     }
     Ok(())
 }
 
-async fn log_out(name: &str, store: &Store) -> Result<(), String> {
-    let Some(credential) = store.get(name) else {
-        return Err(format!("not logged in to {name:?}"));
+/// A login's line: where, as which client, what it may do and until when (never a token).
+fn described(credential: Option<&Credential>) -> String {
+    let Some(credential) = credential else {
+        return "not logged in".to_owned();
+    };
+    let expiry = match credential.expires_at {
+        Some(at) if at <= now_secs() => "expired".to_owned(),
+        Some(at) => format!("expires in {}s", at - now_secs()),
+        None => "no expiry given".to_owned(),
+    };
+    let refresh = match credential.refresh_token {
+        Some(_) => "refreshable",
+        None => "not refreshable",
+    };
+    format!(
+        "logged in at {} as client {}; scopes: {}; {expiry}, {refresh}",
+        credential.issuer,
+        credential.client_id,
+        credential.scope.as_deref().unwrap_or("-")
+    )
+}
+
+/// The store's key of the login to forget, and whose it is in words: the server's own, or the
+/// person `identity`'s (of `issuer`, needed only where two providers' people share a subject).
+fn key_of(
+    store: &Store,
+    name: &str,
+    identity: Option<&str>,
+    issuer: Option<&str>,
+) -> Result<(String, String), String> {
+    let Some(identity) = identity else {
+        return Ok((name.to_owned(), name.to_owned()));
+    };
+    let keys: Vec<_> = (store.load()?.into_keys())
+        .filter_map(|key| person_of_key(&key).map(|named| (key, named)))
+        .filter(|(_, (server, from, subject))| {
+            server == name && subject == identity && issuer.is_none_or(|i| i == from)
+        })
+        .collect();
+    match keys.as_slice() {
+        [] => Err(format!("{identity} has no login of their own to {name:?}")),
+        [(key, (_, from, _))] => Ok((key.clone(), format!("{name} for {identity} ({from})"))),
+        _ => Err(format!("{identity} has logins to {name:?} from several identity providers: name one with --issuer")),
+    }
+}
+
+/// Forgets the login kept under `key` (`whose`, in words), revoking it first where it can be.
+async fn log_out(key: &str, whose: &str, store: &Store) -> Result<(), String> {
+    let Some(credential) = store.get(key) else {
+        return Err(format!("not logged in to {whose:?}"));
     };
     if let Some(endpoint) = &credential.revocation_endpoint {
         // RFC 7009: the refresh token first, since revoking it ends the access tokens too.
@@ -189,7 +231,7 @@ async fn log_out(name: &str, store: &Store) -> Result<(), String> {
             eprintln!("(revoking at {endpoint} failed: {e}; forgetting the tokens anyway)");
         }
     }
-    store.put(name, None)?;
-    eprintln!("Logged out of {name}.");
+    store.put(key, None)?;
+    eprintln!("Logged out of {whose}.");
     Ok(())
 }

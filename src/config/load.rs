@@ -126,12 +126,14 @@ impl Config {
             if server.credentials == Credentials::PerIdentity {
                 match (&server.url, server.per_identity.token) {
                     (Some(_), None) => return fail("a per-identity `url` server needs `perIdentity.token = \"exchange\"`: how each person's token is had".into()),
-                    (Some(_), Some(PersonToken::Login)) => return fail("per-person logins (`perIdentity.token = \"login\"`) are not built yet: use \"exchange\"".into()),
+                    (Some(_), Some(PersonToken::Login)) if config.auth.public_url.is_none() => {
+                        return fail("`perIdentity.token = \"login\"` sends each person to sign in at mcpx's own page and back: it needs `[auth] publicUrl`".into())
+                    }
                     (Some(_), Some(PersonToken::Exchange)) if config.auth.mode != AuthMode::External || config.auth.external.client_id.is_none() => {
                         return fail("`perIdentity.token = \"exchange\"` exchanges the caller's token at the identity provider: it needs `[auth] mode = \"external\"` and `[auth.external] clientId`".into())
                     }
                     (None, Some(_)) => return fail("`perIdentity.token` is how a `url` server's instance gets its person's token; a `command` server's gets its values from `{subject}`".into()),
-                    (Some(_), Some(PersonToken::Exchange)) | (None, None) => {}
+                    (Some(_), Some(PersonToken::Exchange | PersonToken::Login)) | (None, None) => {}
                 }
                 if server.per_identity.max_instances == 0 {
                     return fail("perIdentity.maxInstances must be at least 1".into());

@@ -211,7 +211,9 @@ headers = { Authorization = "Bearer x" }
             let remote = "[servers.y]\nurl = \"http://h\"\ncredentials = \"per-identity\"\n";
             assert!(said(remote).contains("perIdentity.token"));
             let login = format!("{remote}[servers.y.perIdentity]\ntoken = \"login\"\n");
-            assert!(said(&login).contains("not built yet"));
+            assert!(said(&login).contains("publicUrl"));
+            let public = "[auth]\npublicUrl = \"https://m\"\n";
+            assert!(Config::parse(&format!("{public}{login}")).is_ok());
             let exchange = format!("{remote}[servers.y.perIdentity]\ntoken = \"exchange\"\n");
             assert!(said(&exchange).contains("clientId"));
             let external = "[auth]\nmode = \"external\"\npublicUrl = \"https://m\"\n[auth.external]\nissuer = \"https://idp\"\nclientId = \"m\"\n";

@@ -5,17 +5,20 @@
 
 use super::builtin;
 use super::incoming::Incoming;
+use super::login::LoginFirst;
 use super::rounds::{Reach, UpstreamCall};
+use super::supervision::NotStarted;
 use super::tasks::ShownTasks;
 use super::upstreams::Upstream;
 use super::{relay, Gateway, Owner};
 use crate::audit::Questions;
+use crate::config::PersonToken;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, extension, task, Era};
+use crate::protocol::{envelope, extension, task, Era, Method};
 use crate::telemetry;
 use crate::upstream::{ProgressSink, ShowsTasks};
 use serde_json::{json, Value};
@@ -39,20 +42,9 @@ impl Gateway {
         let method = incoming.method;
         let per_identity = self.supervisor.upstreams().of(owner);
         if let Some(upstream) = per_identity.filter(|u| u.is_per_identity()) {
-            // The caller's own instance, started for them if it does not run.
-            let caller = &incoming.ctx.caller;
-            let (connection, _in_use, reached) =
-                self.supervisor.instance_for(&upstream, caller).await?;
-            let _ = incoming.ctx.instance.set(reached);
-            let reach = Reach::Ready(connection, None);
-            let span = telemetry::carry(method, names, incoming.params, &mut forwarded);
-            let outcome = self
-                .carry_out(incoming, &upstream, reach, forwarded, names)
+            return self
+                .forward_to_own(incoming, &upstream, forwarded, names)
                 .await;
-            if let Some(span) = span {
-                span.end(&outcome);
-            }
-            return outcome;
         }
         // A server waiting for a login is logged in to on the way, when the client can open the
         // sign-in page; so is one that refuses mcpx's token during the call.
@@ -78,6 +70,74 @@ impl Gateway {
             span.end(&outcome);
         }
         outcome
+    }
+
+    /// [`Gateway::forward`] to a per-identity server: over the caller's own instance, started
+    /// for them if it does not run, after they sign in where the server takes each person's
+    /// own login and they have none (asked through the call where the client can open a link,
+    /// else told the link in its answer).
+    async fn forward_to_own(
+        &self,
+        incoming: &Incoming<'_>,
+        upstream: &Arc<Upstream>,
+        mut forwarded: Value,
+        names: &str,
+    ) -> Result<Value, ErrorObject> {
+        let (caller, owner) = (&incoming.ctx.caller, Owner::Upstream(upstream.id));
+        let login = self.login_first(incoming, owner).map(Arc::new);
+        let mut _in_use = None;
+        let reach = match (self.supervisor.instance_for(upstream, caller).await, login) {
+            (Ok((connection, in_use, reached)), login) => {
+                _in_use = Some(in_use);
+                let _ = incoming.ctx.instance.set(reached);
+                Reach::Ready(connection, login)
+            }
+            (Err(NotStarted::Refused(refusal)), _) => return Err(refusal),
+            (Err(NotStarted::LoginNeeded), Some(login)) => {
+                let person = caller.person().to_string();
+                let reached = json!({"person": person, "started": true, "signedIn": true});
+                let _ = incoming.ctx.instance.set(reached);
+                Reach::AfterLogin(login)
+            }
+            (Err(NotStarted::LoginNeeded), None) => return self.sign_in_first(incoming, upstream),
+        };
+        let span = telemetry::carry(incoming.method, names, incoming.params, &mut forwarded);
+        let outcome = self
+            .carry_out(incoming, upstream, reach, forwarded, names)
+            .await;
+        if let Some(span) = span {
+            span.end(&outcome);
+        }
+        // A login that lapsed during the call, for a client that cannot be asked: the link.
+        let lapsed = || {
+            let instance = upstream.instances.of(&caller.person());
+            let connection = instance.and_then(|i| i.link.serving().ok());
+            connection.is_some_and(|c| c.needs_login())
+        };
+        match outcome {
+            Err(_) if lapsed() => self.sign_in_first(incoming, upstream),
+            outcome => outcome,
+        }
+    }
+
+    /// The answer to a call from someone who must sign in to `upstream` first and whose client
+    /// cannot open a link for them: the link, in a tool error (an error for other requests).
+    fn sign_in_first(
+        &self,
+        incoming: &Incoming<'_>,
+        upstream: &Upstream,
+    ) -> Result<Value, ErrorObject> {
+        let name = &upstream.name;
+        let person = incoming.ctx.caller.person();
+        let link = (self.person_logins.link(name, &person))
+            .map_err(|why| Failure::Refused(format!("{name} needs you to sign in: {why}")))?;
+        let text = format!("{name} needs you to sign in as yourself first: open {link} (it works once, within 10 minutes), then call again.");
+        match incoming.method {
+            Method::ToolsCall => {
+                Ok(json!({"content": [{"type": "text", "text": text}], "isError": true}))
+            }
+            _ => Err(Failure::Refused(text).into()),
+        }
     }
 
     /// `mcpx__login`: logs in to the server named, asking the client to open the authorization
@@ -108,6 +168,9 @@ impl Gateway {
         let capabilities = incoming.capabilities();
         let owner = Owner::Upstream(upstream.id);
         let login = self.login_first(incoming, owner);
+        if upstream.is_per_identity() {
+            return self.sign_in_tool(incoming, &upstream, login).await;
+        }
         let waits = upstream.link.waits_for_login();
         let Some(login) = login.filter(|_| waits) else {
             return Ok(builtin::login_refused(
@@ -120,6 +183,41 @@ impl Gateway {
         let reach = Reach::LoginOnly(Arc::new(login));
         self.carry_out(incoming, &upstream, reach, json!({}), builtin::LOGIN)
             .await
+    }
+
+    /// `mcpx__login` for a per-identity server: the caller signs in as themselves, where the
+    /// server takes each person's own login and they have none.
+    async fn sign_in_tool(
+        &self,
+        incoming: &Incoming<'_>,
+        upstream: &Arc<Upstream>,
+        login: Option<LoginFirst>,
+    ) -> Result<Value, ErrorObject> {
+        let (name, person) = (&upstream.name, incoming.ctx.caller.person());
+        let said =
+            |text: String| json!({"content": [{"type": "text", "text": text}], "isError": false});
+        if upstream.config.per_identity.token != Some(PersonToken::Login) {
+            return Ok(said(format!(
+                "{name} needs no sign-in: each person's calls reach it as themselves already"
+            )));
+        }
+        match (
+            self.supervisor
+                .instance_for(upstream, &incoming.ctx.caller)
+                .await,
+            login,
+        ) {
+            (Ok(_), _) => Ok(said(format!(
+                "You are signed in to {name} as {person} already."
+            ))),
+            (Err(NotStarted::Refused(refusal)), _) => Err(refusal),
+            (Err(NotStarted::LoginNeeded), Some(login)) => {
+                let reach = Reach::LoginOnly(Arc::new(login));
+                self.carry_out(incoming, upstream, reach, json!({}), builtin::LOGIN)
+                    .await
+            }
+            (Err(NotStarted::LoginNeeded), None) => self.sign_in_first(incoming, upstream),
+        }
     }
 
     /// A modern client's retry carrying mcpx's `requestState` goes to the call it resumes.

@@ -113,7 +113,8 @@ impl Instances {
     pub(super) fn serving(&self, person: &Person) -> Option<(Arc<Instance>, Connection)> {
         let instance = lock(&self.running).get(person).cloned()?;
         let connection = instance.link.serving().ok()?;
-        instance.token_is_good().then_some((instance, connection))
+        let good = instance.token_is_good() && !connection.needs_login();
+        good.then_some((instance, connection))
     }
 
     /// The instance a link's start names.

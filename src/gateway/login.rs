@@ -8,10 +8,18 @@
 //! listener; mcpx keeps the tokens, tells a 2025-11-25 client the elicitation is complete, starts
 //! the server with them, and the call goes on. One login runs per server: a second call waits
 //! for it and goes on with its tokens.
+//!
+//! A per-identity server that takes each person's own login (`perIdentity.token = "login"`)
+//! asks the same way, with a link to mcpx's own page instead ([`super::person_login`]): the
+//! person signs in as themselves, their own instance starts, and their call goes on.
 
 use super::incoming::Incoming;
+use super::instances::InUse;
+use super::supervision::NotStarted;
 use super::upstreams::Upstream;
 use super::{Gateway, Owner};
+use crate::access::Identity;
+use crate::config::PersonToken;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification};
@@ -20,12 +28,14 @@ use crate::protocol::method::Question;
 use crate::protocol::{Era, Notice};
 use crate::sync::lock;
 use crate::upstream::asks::Ask;
+use crate::upstream::auth::authorize::random_token;
 use crate::upstream::auth::login;
 use crate::upstream::auth::store::Credential;
 use crate::upstream::Connection;
 use async_channel::Sender;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 /// A call's way to an upstream that needs a login first: one waiting for a login, or one whose
 /// last answer refused mcpx's token.
@@ -36,6 +46,15 @@ pub(super) struct LoginFirst {
     /// A legacy client's channel for this request: it is told when the login is complete
     /// (2026-07-28 has no such notification; its retry is the completion).
     legacy: Option<outbox::Sender>,
+    /// For a server each person signs in to as themselves: the caller.
+    person: Option<PersonFirst>,
+}
+
+/// A person's own login first: who signs in, and the call's hold on their instance once it
+/// runs (so it is not stopped as idle under the call).
+struct PersonFirst {
+    caller: Arc<Identity>,
+    held: Mutex<Option<InUse>>,
 }
 
 impl Gateway {
@@ -51,6 +70,18 @@ impl Gateway {
         if upstream.config.url.is_none() || !method.may_ask() {
             return None;
         }
+        let person = match (
+            upstream.is_per_identity(),
+            upstream.config.per_identity.token,
+        ) {
+            (false, _) => None,
+            (true, Some(PersonToken::Login)) => Some(PersonFirst {
+                caller: ctx.caller.clone(),
+                held: Mutex::default(),
+            }),
+            // Exchanged tokens need nobody to sign in.
+            (true, Some(PersonToken::Exchange) | None) => return None,
+        };
         incoming.capabilities()["elicitation"].member("url")?;
         let gateway = self.me.upgrade()?;
         let legacy = (revision.era() == Era::Legacy).then(|| ctx.outbound.clone());
@@ -59,6 +90,7 @@ impl Gateway {
             upstream,
             owner,
             legacy,
+            person,
         })
     }
 }
@@ -72,6 +104,9 @@ impl LoginFirst {
     /// Logs in, asking the person through `asks`, and starts the server: its connection, or why
     /// not.
     pub(super) async fn connect(&self, asks: &Sender<Ask>) -> Result<Connection, ErrorObject> {
+        if let Some(person) = &self.person {
+            return self.connect_person(person, asks).await;
+        }
         let _one_login = self.upstream.logging_in.lock().await;
         // A login that finished while this call waited serves it too.
         if !self.upstream.link.waits_for_login() {
@@ -97,11 +132,60 @@ impl LoginFirst {
             .map(|(_, c)| c)
     }
 
+    /// The caller's own instance of a per-identity server, after they sign in if they have to.
+    async fn connect_person(
+        &self,
+        person: &PersonFirst,
+        asks: &Sender<Ask>,
+    ) -> Result<Connection, ErrorObject> {
+        let (supervisor, name) = (&self.gateway.supervisor, &self.upstream.name);
+        let refused = |why: String| Failure::Refused(format!("signing in to {name} failed: {why}"));
+        let mut asked = false;
+        let (connection, in_use, _) = loop {
+            match supervisor
+                .instance_for(&self.upstream, &person.caller)
+                .await
+            {
+                Ok(started) => break started,
+                Err(NotStarted::Refused(refusal)) => return Err(refusal),
+                Err(NotStarted::LoginNeeded) if asked => {
+                    return Err(refused("the login did not take".into()).into())
+                }
+                Err(NotStarted::LoginNeeded) => {
+                    self.sign_in(person, asks).await.map_err(refused)?;
+                    asked = true;
+                }
+            }
+        };
+        *lock(&person.held) = Some(in_use);
+        Ok(connection)
+    }
+
+    /// Sends the person to mcpx's own sign-in page for this server, and waits until they are
+    /// back signed in.
+    async fn sign_in(&self, person: &PersonFirst, asks: &Sender<Ask>) -> Result<(), String> {
+        let name = &self.upstream.name;
+        let who = person.caller.person();
+        let logins = &self.gateway.person_logins;
+        let link = logins.link(name, &who)?;
+        let done = logins.waiter(name, &who);
+        let message = format!("{name} needs you to sign in as yourself; mcpx keeps your tokens for you alone and goes on with your request.");
+        let signed_in = async { done.recv().await.map_err(|e| e.to_string()) };
+        self.ask_to_open(asks, async { Ok(link) }, message, signed_in)
+            .await
+    }
+
     /// What `mcpx__login` answers once logged in.
     pub(super) fn outcome(&self) -> Value {
         let name = &self.upstream.name;
         let tools = lock(&self.upstream.listing).tools.len();
-        let text = format!("Logged in to {name}; it serves {tools} tools.");
+        let text = match &self.person {
+            Some(person) => format!(
+                "Signed in to {name} as {}; it serves {tools} tools.",
+                person.caller.person()
+            ),
+            None => format!("Logged in to {name}; it serves {tools} tools."),
+        };
         json!({"content": [{"type": "text", "text": text}], "isError": false})
     }
 
@@ -118,14 +202,27 @@ impl LoginFirst {
         let flow = login::login(name, server, &challenge, previous.as_ref(), |url| {
             let _ = opened.try_send(url.to_owned());
         });
-        let elicitation_id = login::random_token(16)?;
+        let url = async { to_open.recv().await.map_err(|e| e.to_string()) };
+        let message = format!(
+            "{name} needs you to sign in; mcpx keeps the tokens and goes on with your request."
+        );
+        self.ask_to_open(asks, url, message, flow).await
+    }
+
+    /// Asks the client to open `url` (once it is known) for the person, in a URL elicitation
+    /// saying `message`, and waits for what `done` brings when the person has finished on the
+    /// page; an error if they decline. A legacy client is then told the elicitation is complete.
+    async fn ask_to_open<T>(
+        &self,
+        asks: &Sender<Ask>,
+        url: impl Future<Output = Result<String, String>>,
+        message: String,
+        done: impl Future<Output = Result<T, String>>,
+    ) -> Result<T, String> {
+        let elicitation_id = random_token(16)?;
         let person = async {
-            let url = to_open.recv().await.map_err(|e| e.to_string())?;
-            let mut params = json!({
-                "mode": "url",
-                "message": format!("{name} needs you to sign in; mcpx keeps the tokens and goes on with your request."),
-                "url": url,
-            });
+            let url = url.await?;
+            let mut params = json!({"mode": "url", "message": message, "url": url});
             if self.legacy.is_some() {
                 params["elicitationId"] = json!(elicitation_id);
             }
@@ -140,12 +237,12 @@ impl LoginFirst {
                 result => Err(format!("the person chose {}", result["action"])),
             }
         };
-        let credential = smol::future::or(flow, person).await?;
+        let outcome = smol::future::or(done, person).await?;
         if let Some(outbound) = &self.legacy {
             let done = json!({ "elicitationId": elicitation_id });
             let complete = Notification::new(Notice::ElicitationComplete, done);
             let _ = outbound.try_send(complete);
         }
-        Ok(credential)
+        Ok(outcome)
     }
 }

@@ -32,6 +32,7 @@ mod merged;
 pub mod naming;
 mod observe;
 mod own_tasks;
+pub mod person_login;
 mod pinning;
 mod policies;
 mod profile;
@@ -154,6 +155,8 @@ pub struct Gateway {
     limits: call_limits::CallLimits,
     /// Pinned definitions ([`pinning`]), which the catalogs vet listings with.
     pinning: Arc<pinning::Pinning>,
+    /// People's own logins to per-identity servers, under way ([`person_login`]).
+    person_logins: person_login::PersonLogins,
 }
 
 impl Gateway {
@@ -199,6 +202,7 @@ impl Gateway {
             own_tasks: own_tasks::OwnTasks::new(&config.tasks),
             limits: call_limits::CallLimits::new(&config.limits),
             pinning,
+            person_logins: person_login::PersonLogins::new(config.auth.public_url.clone()),
         })
     }
 

@@ -7,6 +7,7 @@ use super::forwarded::forwardable;
 use super::incoming::Incoming;
 use super::merged::List;
 use super::own_tasks::Promotion;
+use super::supervision::NotStarted;
 use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
 use super::upstreams::Upstream;
 use super::{builtin, not_found, results, search, Gateway, Owner, Route};
@@ -103,14 +104,12 @@ impl Gateway {
         });
         for upstream in unlisted {
             let caller = &incoming.ctx.caller;
-            if let Err(why) = self
-                .supervisor
-                .instance_for(&upstream, caller)
-                .await
-                .map(drop)
-            {
-                tracing::debug!(server = %upstream.name, "not listed through this caller: {}", why.message);
-            }
+            let why = match self.supervisor.instance_for(&upstream, caller).await {
+                Ok(_) => continue,
+                Err(NotStarted::LoginNeeded) => "they have not signed in to it".to_owned(),
+                Err(NotStarted::Refused(refused)) => refused.message,
+            };
+            tracing::debug!(server = %upstream.name, "not listed through this caller: {why}");
         }
     }
 

@@ -19,7 +19,7 @@ use crate::jsonrpc::ErrorObject;
 use crate::limit::FairLimit;
 use crate::protocol::Era;
 use crate::sync::{lock, read, write};
-use crate::upstream::auth::store::Store;
+use crate::upstream::auth::store::{Slot, Store};
 use crate::upstream::client::FirstTry;
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::SseUpstream;
@@ -132,6 +132,9 @@ impl Upstream {
 /// directory), its configuration and values, and which start of the upstream it is.
 pub(super) struct Reached<'a> {
     pub name: &'a str,
+    /// Where its login's credential is kept (a `url` server's): the server's name, or one
+    /// person's key ([`crate::upstream::auth::store::person_key`]).
+    pub credential: &'a str,
     pub config: &'a Server,
     pub expanded: &'a Expanded,
     pub start: u64,
@@ -249,6 +252,7 @@ impl Upstreams {
         let expanded = upstream.expanded.as_ref().map_err(misconfigured)?;
         let how = Reached {
             name: &upstream.name,
+            credential: &upstream.name,
             config,
             expanded,
             start: generation,
@@ -264,9 +268,9 @@ impl Upstreams {
         how: Reached<'_>,
         events: async_channel::Sender<Event>,
     ) -> Result<Connection, StartError> {
-        let credentials = || self.credentials();
         let Reached {
             name,
+            credential,
             config,
             expanded,
             start,
@@ -278,6 +282,10 @@ impl Upstreams {
         let public = crate::upstream::child_environment::given_to_every_child();
         crate::redact::register(&crate::redact::pieces(&expanded.secrets, &public));
         let config = ServerSettings { config, expanded };
+        let credentials = || Slot {
+            store: self.credentials(),
+            key: credential.to_owned(),
+        };
         Ok(match (config.launch(), config.transport) {
             (Launch::Stdio(_), _) => {
                 let how = Spawning {

@@ -9,7 +9,7 @@
 //! as over Streamable HTTP.
 
 use super::auth::discovery::{challenge_of, Challenge};
-use super::auth::store::Store;
+use super::auth::store::Slot;
 use super::auth::{bearer, Authorizer, NeedsLogin};
 use super::client::{self, FirstTry, HANDSHAKE_TIMEOUT};
 use super::event_stream::EventStream;
@@ -68,7 +68,7 @@ impl SseUpstream {
         name: &str,
         link: LinkId,
         server: ServerSettings<'_>,
-        credentials: Store,
+        credentials: Slot,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let (pool, auth) = Authorizer::reach(name, server, credentials)?;

@@ -11,7 +11,7 @@ use crate::config::Builtin;
 use crate::deadline::within;
 use crate::net::client::fetch_public;
 use crate::sync::lock;
-use crate::upstream::auth::login::random_token;
+use crate::upstream::auth::authorize::random_token;
 use crate::upstream::auth::store::now_secs;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};

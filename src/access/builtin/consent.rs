@@ -13,7 +13,7 @@
 use super::clients::Client;
 use crate::access::same_secret;
 use crate::sync::lock;
-use crate::upstream::auth::login::random_token;
+use crate::upstream::auth::authorize::random_token;
 use crate::view::ConsentView;
 use event_listener::Event;
 use std::collections::{HashMap, VecDeque};

@@ -9,7 +9,7 @@ use super::consent::Asked;
 use super::signing::Signer;
 use super::store::{Family, Store};
 use crate::sync::lock;
-use crate::upstream::auth::login::{challenge_of, random_token};
+use crate::upstream::auth::authorize::{challenge_of, random_token};
 use crate::upstream::auth::store::now_secs;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;

@@ -6,10 +6,11 @@
 
 use super::Supervisor;
 use crate::access::Identity;
-use crate::config::Expanded;
+use crate::config::{Expanded, PersonToken};
 use crate::failure::Failure;
 use crate::gateway::instances::{token_claims, InUse, Instance};
 use crate::gateway::link::UpstreamState;
+use crate::gateway::person_login;
 use crate::gateway::upstreams::{Reached, Upstream};
 use crate::gateway::Listing;
 use crate::jsonrpc::ErrorObject;
@@ -19,6 +20,16 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Why a person's instance is not there to call.
+#[derive(Debug)]
+pub(in crate::gateway) enum NotStarted {
+    /// The server takes each person's own login (`perIdentity.token = "login"`), and this
+    /// person has none that serves: they are to sign in first.
+    LoginNeeded,
+    /// Anything else, said to the caller.
+    Refused(ErrorObject),
+}
+
 impl Supervisor {
     /// `caller`'s own instance of `upstream` to call, started if it does not run; the call
     /// holds the returned [`InUse`] while it runs, and its audit line says what the
@@ -27,9 +38,9 @@ impl Supervisor {
         &self,
         upstream: &Arc<Upstream>,
         caller: &Identity,
-    ) -> Result<(Connection, InUse, Value), ErrorObject> {
+    ) -> Result<(Connection, InUse, Value), NotStarted> {
         let person = caller.person();
-        let refused = |why: String| -> ErrorObject { Failure::Refused(why).into() };
+        let refused = |why: String| NotStarted::Refused(Failure::Refused(why).into());
         let instances = &upstream.instances;
         if let Some((instance, connection)) = instances.serving(&person) {
             return Ok((connection, instance.used(), instance.audited(false)));
@@ -38,11 +49,11 @@ impl Supervisor {
         if let Some((instance, connection)) = instances.serving(&person) {
             return Ok((connection, instance.used(), instance.audited(false)));
         }
-        // One that exited, or whose token is about to expire, is started again.
+        // One that exited, whose token is about to expire or whose login lapsed is started
+        // again.
         if let Some(gone) = instances.of(&person) {
             instances.stop(&gone, "started again").await;
         }
-        self.make_room(upstream).await.map_err(refused)?;
         let subject = person
             .placeholder()
             .map_err(|e| refused(e.clone()))?
@@ -54,29 +65,45 @@ impl Supervisor {
         // A remote server is reached with the caller's own token for it, never theirs as sent.
         let mut expires = None;
         let mut upstream_claims = Value::Null;
-        if let Some(url) = upstream.config.url.as_deref() {
-            let exchanged = self
-                .upstreams
-                .exchange_for(upstream, caller, url)
-                .await
-                .map_err(|why| refused(format!("{} for {person}: {why}", upstream.name)))?;
-            upstream_claims = token_claims(&exchanged.token);
-            let bearer = format!("Bearer {}", exchanged.token);
-            expanded.headers.insert("Authorization".into(), bearer);
-            expanded.secrets.push(exchanged.token);
-            expires = Some(exchanged.expires);
+        let credential = person_login::slot_key(&upstream.name, &person);
+        match (&upstream.config.url, upstream.config.per_identity.token) {
+            (Some(url), Some(PersonToken::Exchange)) => {
+                let exchanged = self
+                    .upstreams
+                    .exchange_for(upstream, caller, url)
+                    .await
+                    .map_err(|why| refused(format!("{} for {person}: {why}", upstream.name)))?;
+                upstream_claims = token_claims(&exchanged.token);
+                let bearer = format!("Bearer {}", exchanged.token);
+                expanded.headers.insert("Authorization".into(), bearer);
+                expanded.secrets.push(exchanged.token);
+                expires = Some(exchanged.expires);
+            }
+            (Some(url), Some(PersonToken::Login)) => {
+                let store = self.upstreams.credentials();
+                let login = store.read(&credential).await;
+                if !login.is_some_and(|c| c.server_url == *url && c.may_serve()) {
+                    return Err(NotStarted::LoginNeeded);
+                }
+            }
+            (Some(_), None) | (None, _) => {}
         }
+        self.make_room(upstream).await.map_err(refused)?;
         let instance = Arc::new(Instance::new(person.clone(), expires, &upstream_claims));
         let call = instance.used();
-        let connection = self
-            .start_instance(upstream, &instance, &expanded)
-            .await
-            .map_err(|e| {
-                refused(format!(
+        let started = self
+            .start_instance(upstream, &instance, &expanded, &credential)
+            .await;
+        let connection = match started {
+            Ok(connection) => connection,
+            Err((_, true)) => return Err(NotStarted::LoginNeeded),
+            Err((e, false)) => {
+                return Err(refused(format!(
                     "{}'s instance for {person} did not start: {e}",
                     upstream.name
-                ))
-            })?;
+                )))
+            }
+        };
         instances.keep(Arc::clone(&instance));
         self.registry.notify_changed();
         tracing::info!(server = %upstream.name, person = %person, "started a per-identity instance");
@@ -107,31 +134,32 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Starts `instance` with `expanded`: spawned under its own name (its logs, its private
-    /// directory) and handshaken.
+    /// Starts `instance` with `expanded`, its login (a remote server's) in the store's
+    /// `credential`: spawned under its own name (its logs, its private directory) and
+    /// handshaken. An error says whether the server refused it for want of a login.
     async fn start_instance(
         &self,
         upstream: &Upstream,
         instance: &Instance,
         expanded: &Expanded,
-    ) -> Result<Connection, StartError> {
-        let events = self
-            .events
-            .get()
-            .cloned()
-            .ok_or_else(|| StartError::Failed("mcpx is still starting".into()))?;
+        credential: &str,
+    ) -> Result<Connection, (StartError, bool)> {
+        let events = self.events.get().cloned();
+        let events = events.ok_or((StartError::Failed("mcpx is still starting".into()), false))?;
         let start = upstream.next_start();
         instance.link.begin_start(start);
         let name = format!("{}@{}", upstream.name, instance.person.subject);
         let how = Reached {
             name: &name,
+            credential,
             config: &upstream.config,
             expanded,
             start,
         };
         let public = crate::upstream::child_environment::given_to_every_child();
         crate::redact::register(&crate::redact::pieces(&expanded.secrets, &public));
-        let connection = self.upstreams.connect_as(upstream, how, events)?;
+        let connection =
+            (self.upstreams.connect_as(upstream, how, events)).map_err(|e| (e, false))?;
         instance.link.connecting(connection.clone());
         match connection.handshake().await {
             Ok(handshake) => {
@@ -142,7 +170,7 @@ impl Supervisor {
             Err(why) => {
                 connection.stop();
                 instance.link.stop(UpstreamState::down(why.clone()));
-                Err(StartError::Failed(why))
+                Err((StartError::Failed(why), connection.needs_login()))
             }
         }
     }

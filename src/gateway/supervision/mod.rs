@@ -7,6 +7,7 @@
 //! what reaches every client through [`Clients`].
 
 mod instances;
+pub(super) use instances::NotStarted;
 mod lazy;
 mod listening;
 mod reload;

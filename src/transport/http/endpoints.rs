@@ -1,9 +1,11 @@
 //! The daemon's endpoints beside MCP's doors: `/healthz`, the protected resource metadata
-//! (RFC 9728), the built-in authorization server's and `/metrics`.
+//! (RFC 9728), the built-in authorization server's, a person's sign-in to a per-identity server
+//! and `/metrics`.
 
 use super::reply::{empty, json_response, plain, Body};
 use super::{Caller, FrontDoor};
 use crate::access::builtin::{self, AuthServer};
+use crate::gateway::person_login::Page;
 use crate::metrics;
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
@@ -93,6 +95,52 @@ impl FrontDoor {
         };
         let (head, text) = server.answer(asked, &door_exists).await.into_parts();
         Response::from_parts(head, Full::new(Bytes::from(text)).boxed())
+    }
+
+    /// `GET /upstreams/login[/callback]`: a person's sign-in to a per-identity server, in
+    /// their browser ([`crate::gateway::person_login`]).
+    pub(super) async fn person_login(&self, request: &Request<Incoming>) -> Response<Body> {
+        if request.method() != Method::GET {
+            return plain(StatusCode::METHOD_NOT_ALLOWED, "this page takes GET\n");
+        }
+        let (path, query) = (request.uri().path(), request.uri().query());
+        let page = |status: StatusCode, text: &str| {
+            let text = builtin::consent::escape(text);
+            let page =
+                format!("<!doctype html><meta charset=utf-8><title>mcpx</title><p>{text}</p>");
+            let mut response = Response::new(Full::new(Bytes::from(page)).boxed());
+            *response.status_mut() = status;
+            let html = http::HeaderValue::from_static("text/html; charset=utf-8");
+            response.headers_mut().insert(header::CONTENT_TYPE, html);
+            response
+        };
+        let mut response = match self.gateway.person_login_page(path, query).await {
+            Page::Redirect(to) => match http::HeaderValue::try_from(to) {
+                Ok(location) => {
+                    let mut response = Response::new(empty());
+                    *response.status_mut() = StatusCode::FOUND;
+                    response.headers_mut().insert(header::LOCATION, location);
+                    response
+                }
+                Err(_) => page(
+                    StatusCode::BAD_GATEWAY,
+                    "the authorization server's address cannot be sent",
+                ),
+            },
+            Page::Done(text) => page(StatusCode::OK, &text),
+            Page::Refused(text) => page(StatusCode::BAD_REQUEST, &text),
+        };
+        // The link is a capability: never cached, never sent on as a referrer, never framed.
+        let headers = response.headers_mut();
+        for (name, value) in [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ] {
+            headers.insert(name, http::HeaderValue::from_static(value));
+        }
+        response
     }
 
     /// `GET /metrics`: the Prometheus text format.

@@ -8,18 +8,17 @@
 //! chosen for this login (RFC 8252), its `state` and `iss` (RFC 9207) are checked, and the code is
 //! exchanged for tokens bound to the server by RFC 8707's `resource`.
 
-use super::discovery::{self, parse_challenge, AuthServer, Challenge, Discovered};
+use super::authorize::Flow;
+use super::discovery::{self, parse_challenge, AuthServer, Challenge};
 use super::store::{Credential, Registration};
-use super::token_request;
-use crate::config::{Server, ServerSettings};
+use crate::config::ServerSettings;
 use crate::json::Member;
 use crate::mcpheaders;
 use crate::net::client::fetch;
-use base64::Engine;
 use http::{HeaderMap, Method};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use smol::io::{AsyncWriteExt, BufReader};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use url::Url;
 
@@ -107,6 +106,48 @@ async fn stream_challenge(server_url: &str) -> Result<Option<Challenge>, String>
     })
 }
 
+/// The start of one person's login to the server `name`, whose browser comes back to
+/// `redirect_uri` (mcpx's public callback) rather than to a loopback listener: the URL to send
+/// the person to, and the flow their redirect finishes. mcpx introduces itself as configured,
+/// else by a registration for that redirect in `registered` (by issuer), else by registering
+/// now: that registration is returned too, for the caller to keep for the next person.
+pub async fn begin_elsewhere(
+    name: &str,
+    server: ServerSettings<'_>,
+    previous: Option<&Credential>,
+    redirect_uri: &str,
+    registered: &BTreeMap<String, Registration>,
+) -> Result<(Url, Flow, Option<(String, Registration)>), String> {
+    let server_url = server.url.as_deref().ok_or("only a `url` server logs in")?;
+    let challenge = probe(server_url).await?.unwrap_or_default();
+    let discovered = discovery::discover(server_url, &challenge).await?;
+    let auth = &discovered.auth;
+    trustworthy(auth)?;
+    let (client, made) = match Introduction::of(server).known_client(auth) {
+        Some(client) => (client, None),
+        None => match registered.get(&auth.issuer) {
+            Some(registration) if registration.redirect_uri == redirect_uri => {
+                (registration.as_client(), None)
+            }
+            _ => {
+                let registration = register(name, auth, redirect_uri).await?;
+                let client = registration.as_client();
+                (client, Some((auth.issuer.clone(), registration)))
+            }
+        },
+    };
+    let redirect_uri = redirect_uri.to_owned();
+    let (authorize, flow) = Flow::begin(
+        server.config,
+        &challenge,
+        &discovered,
+        previous,
+        client,
+        redirect_uri,
+    )?;
+    Ok((authorize, flow, made))
+}
+
 /// Logs in to the server `name`, opening `authorization URL`s with `open`; returns the tokens.
 /// `challenge` is what the server answered (its scope decides what is asked for).
 pub async fn login(
@@ -139,95 +180,21 @@ pub async fn login(
             }
         },
     };
-    let verifier = random_token(32)?;
-    let state = random_token(16)?;
-    let scope = scope_to_ask(&server, challenge, &discovered, previous);
-    let mut authorize = Url::parse(&auth.authorization_endpoint)
-        .map_err(|e| format!("authorization_endpoint: {e}"))?;
-    {
-        let mut query = authorize.query_pairs_mut();
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &client.client_id)
-            .append_pair("redirect_uri", &redirect_uri)
-            .append_pair("code_challenge", &challenge_of(&verifier))
-            .append_pair("code_challenge_method", "S256")
-            .append_pair("state", &state)
-            .append_pair("resource", &discovered.resource);
-        if let Some(scope) = &scope {
-            query.append_pair("scope", scope);
-        }
-    }
+    let (authorize, flow) = Flow::begin(
+        server.config,
+        challenge,
+        &discovered,
+        previous,
+        client,
+        redirect_uri,
+    )?;
     open(authorize.as_str());
     let callback = smol::future::or(wait_for_callback(&listener), async {
         smol::Timer::after(LOGIN_TIMEOUT).await;
         Err(format!("no login within {LOGIN_TIMEOUT:?}"))
     })
     .await?;
-    let code = check_callback(&callback, &state, auth)?;
-    let form = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", redirect_uri.as_str()),
-        ("code_verifier", verifier.as_str()),
-        ("resource", discovered.resource.as_str()),
-    ];
-    let credential = Credential {
-        server_url: server_url.to_owned(),
-        issuer: auth.issuer.clone(),
-        token_endpoint: auth.token_endpoint.clone(),
-        revocation_endpoint: auth.revocation_endpoint.clone(),
-        resource: discovered.resource.clone(),
-        scope,
-        // What was registered for another server is kept; this one's is in use now.
-        registrations: previous
-            .map(|p| p.registrations.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(issuer, _)| *issuer != auth.issuer)
-            .collect(),
-        ..client
-    };
-    let answer = token_request(&credential, &form).await?;
-    Ok(answer.apply(credential))
-}
-
-/// What to ask for: the configured scopes, else the challenge's, else what the resource lists;
-/// with what an earlier login was granted and what the server asked for since (a step-up asks
-/// for the union); `offline_access` added where the authorization server offers it (for a
-/// refresh token).
-fn scope_to_ask(
-    server: &Server,
-    challenge: &Challenge,
-    discovered: &Discovered,
-    previous: Option<&Credential>,
-) -> Option<String> {
-    let configured = server.oauth.as_ref().and_then(|o| o.scopes.clone());
-    let mut scopes: Vec<String> = match (configured, &challenge.scope) {
-        (Some(scopes), _) => scopes,
-        (None, Some(scope)) => scope.split_whitespace().map(str::to_owned).collect(),
-        (None, None) => discovered.scopes_supported.clone(),
-    };
-    let earlier = previous
-        .filter(|p| p.issuer == discovered.auth.issuer)
-        .into_iter()
-        .flat_map(|p| [&p.scope, &p.wanted_scope])
-        .flatten()
-        .flat_map(|s| s.split_whitespace());
-    for scope in earlier {
-        if !scopes.iter().any(|s| s == scope) {
-            scopes.push(scope.to_owned());
-        }
-    }
-    let offered = discovered
-        .auth
-        .scopes_supported
-        .iter()
-        .any(|s| s == "offline_access");
-    if offered && !scopes.iter().any(|s| s == "offline_access") {
-        scopes.push("offline_access".into());
-    }
-    (!scopes.is_empty()).then(|| scopes.join(" "))
+    flow.finish(&callback).await
 }
 
 /// How mcpx introduces itself to authorization servers, as `[servers.NAME.oauth]` says.
@@ -347,9 +314,11 @@ async fn register(
             auth.issuer
         ));
     };
+    // A loopback redirect is a native client's (RFC 8252); mcpx's public URL is a web one's.
+    let loopback = redirect_uri.starts_with("http://127.0.0.1:");
     let request = json!({
         "client_name": "mcpx",
-        "application_type": "native",
+        "application_type": if loopback { "native" } else { "web" },
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
@@ -381,20 +350,6 @@ async fn register(
         token_auth_method: text("token_endpoint_auth_method").unwrap_or_else(|| "none".into()),
         redirect_uri: redirect_uri.to_owned(),
     })
-}
-
-/// `bytes` random bytes, base64url without padding; without the system's randomness no secret
-/// can be made, and what needed one cannot go on (an error, never a panic: the daemon makes
-/// them for its callers too).
-pub fn random_token(bytes: usize) -> Result<String, String> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| format!("the system's random source failed: {e}"))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf))
-}
-
-/// PKCE's S256 challenge of `verifier`.
-pub fn challenge_of(verifier: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
 /// The query of the first request to `/callback`, answered with a page for the person.
@@ -497,40 +452,6 @@ fn trustworthy(auth: &AuthServer) -> Result<(), String> {
     Ok(())
 }
 
-/// The code the callback carries, once its `state` and `iss` are what they must be.
-fn check_callback(callback: &Url, state: &str, auth: &AuthServer) -> Result<String, String> {
-    let param = |key: &str| {
-        callback
-            .query_pairs()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.into_owned())
-    };
-    if let Some(error) = param("error") {
-        let detail = param("error_description").unwrap_or_default();
-        return Err(format!(
-            "the authorization server refused: {error} {detail}"
-        ));
-    }
-    if param("state").as_deref() != Some(state) {
-        return Err("the redirect's state is not this login's: refusing it".into());
-    }
-    // RFC 9207: compared as strings, whenever present; required when the server says it sends it.
-    match param("iss") {
-        Some(iss) if iss != auth.issuer => {
-            return Err(format!(
-                "the redirect says it comes from {iss:?}, not {:?}: refusing it",
-                auth.issuer
-            ))
-        }
-        None if auth.iss_parameter => return Err(
-            "the authorization server promised an iss in its redirect and sent none: refusing it"
-                .into(),
-        ),
-        _ => {}
-    }
-    param("code").ok_or_else(|| "the redirect carries no code".into())
-}
-
 /// Opens `url` in the person's browser (`$BROWSER`, else `xdg-open`), and prints it to stderr
 /// for when no browser can open here.
 pub fn open_in_browser(url: &str) {
@@ -543,47 +464,5 @@ pub fn open_in_browser(url: &str) {
         .spawn();
     if let Err(e) = opened {
         eprintln!("(could not start a browser: {e})");
-    }
-}
-
-#[cfg(test)]
-mod every_revision {
-    mod auth {
-        use super::super::*;
-
-        fn auth_server(iss_parameter: bool) -> AuthServer {
-            AuthServer {
-                issuer: "https://auth.example".into(),
-                iss_parameter,
-                ..AuthServer::default()
-            }
-        }
-
-        #[test]
-        fn the_pkce_challenge_is_s256_of_the_verifier() {
-            // RFC 7636, appendix B.
-            assert_eq!(
-                challenge_of("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-                "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-            );
-        }
-
-        #[test]
-        fn a_callback_is_refused_for_a_wrong_state_or_issuer() {
-            let url = |q: &str| Url::parse(&format!("http://127.0.0.1/callback?{q}")).unwrap();
-            let ok = url("code=c&state=s&iss=https%3A%2F%2Fauth.example");
-            assert_eq!(check_callback(&ok, "s", &auth_server(true)).unwrap(), "c");
-            assert!(check_callback(&ok, "other", &auth_server(true)).is_err());
-            let wrong = url("code=c&state=s&iss=https%3A%2F%2Fevil.example");
-            assert!(check_callback(&wrong, "s", &auth_server(false)).is_err());
-            let normalized = url("code=c&state=s&iss=https%3A%2F%2Fauth.example%2F");
-            assert!(check_callback(&normalized, "s", &auth_server(true)).is_err());
-            let missing = url("code=c&state=s");
-            assert!(check_callback(&missing, "s", &auth_server(true)).is_err());
-            assert_eq!(
-                check_callback(&missing, "s", &auth_server(false)).unwrap(),
-                "c"
-            );
-        }
     }
 }

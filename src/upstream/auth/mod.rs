@@ -4,6 +4,7 @@
 //! puts the access token on each request and refreshes it before it expires or when the server
 //! refuses it, one refresh at a time.
 
+pub mod authorize;
 pub mod discovery;
 pub mod login;
 pub mod store;
@@ -18,14 +19,15 @@ use http::{HeaderMap, HeaderValue, Method};
 use login::Introduction;
 use serde_json::Value;
 use std::sync::Mutex;
-use store::{now_secs, Credential, Store};
+use store::{now_secs, Credential, Slot};
 
 /// The tokens of one server, kept fresh.
 #[derive(Debug)]
 pub struct Authorizer {
     server: String,
     url: String,
-    store: Store,
+    /// Where its credential is kept: the server's own, or one person's.
+    slot: Slot,
     /// The credential in use (re-read from the store when the server refuses it: a login from
     /// `mcpx auth login` may have written a new one).
     current: Mutex<Option<Credential>>,
@@ -54,13 +56,13 @@ impl std::fmt::Display for NeedsLogin {
 }
 
 impl Authorizer {
-    /// The authorizer of server `server` at `url`, its tokens in `store`.
-    pub fn new(server: &str, url: &str, store: Store, introduction: Introduction) -> Authorizer {
-        let current = store.get(server).filter(|c| c.server_url == url);
+    /// The authorizer of server `server` at `url`, its tokens in `slot`.
+    pub fn new(server: &str, url: &str, slot: Slot, introduction: Introduction) -> Authorizer {
+        let current = slot.get().filter(|c| c.server_url == url);
         Authorizer {
             server: server.to_owned(),
             url: url.to_owned(),
-            store,
+            slot,
             current: Mutex::new(current),
             refreshing: smol::lock::Mutex::new(()),
             introduction,
@@ -73,7 +75,7 @@ impl Authorizer {
     pub fn reach(
         name: &str,
         server: ServerSettings<'_>,
-        credentials: Store,
+        credentials: Slot,
     ) -> Result<(Pool, Option<Authorizer>), String> {
         let pool = pool_for(server)?;
         let url = server.url.as_deref().unwrap_or_default();
@@ -137,7 +139,7 @@ impl Authorizer {
             *checked = used.map(str::to_owned);
         }
         let _one_at_a_time = self.refreshing.lock().await;
-        let stored = self.store.read(&self.server).await;
+        let stored = self.slot.read().await;
         let Some(mut credential) = stored.filter(|c| c.server_url == self.url) else {
             return;
         };
@@ -161,7 +163,7 @@ impl Authorizer {
                 credential
                     .registrations
                     .insert(auth.issuer.clone(), registration);
-                if let Err(e) = self.store.keep(server, Some(credential)).await {
+                if let Err(e) = self.slot.keep(Some(credential)).await {
                     tracing::warn!(%server, "the registration could not be saved: {e}");
                 }
             }
@@ -180,11 +182,7 @@ impl Authorizer {
     /// One refresh at a time: whoever comes second finds the token already changed and takes it.
     async fn refresh(&self, used: Option<&str>) -> Result<String, NeedsLogin> {
         let _one_at_a_time = self.refreshing.lock().await;
-        let stored = self
-            .store
-            .read(&self.server)
-            .await
-            .filter(|c| c.server_url == self.url);
+        let stored = self.slot.read().await.filter(|c| c.server_url == self.url);
         let current = lock(&self.current).clone();
         let newest = match (current, stored) {
             (Some(current), Some(stored)) if stored.access_token != current.access_token => stored,
@@ -209,7 +207,7 @@ impl Authorizer {
             Ok(answer) => {
                 let refreshed = answer.apply(newest);
                 *lock(&self.current) = Some(refreshed.clone());
-                if let Err(e) = self.store.keep(&self.server, Some(refreshed.clone())).await {
+                if let Err(e) = self.slot.keep(Some(refreshed.clone())).await {
                     tracing::warn!(server = %self.server, "the refreshed token could not be saved: {e}");
                 }
                 tracing::info!(server = %self.server, "access token refreshed");
@@ -224,7 +222,7 @@ impl Authorizer {
                     ..newest
                 };
                 *lock(&self.current) = Some(spent.clone());
-                let _ = self.store.keep(&self.server, Some(spent)).await;
+                let _ = self.slot.keep(Some(spent)).await;
                 Err(self.needs_login())
             }
         }
@@ -233,11 +231,11 @@ impl Authorizer {
     /// Remembers that the server asked for `scope` beyond what the token has, so that the next
     /// login asks for it too.
     pub fn wants_scope(&self, scope: &str) {
-        let Some(mut credential) = self.store.get(&self.server) else {
+        let Some(mut credential) = self.slot.get() else {
             return;
         };
         credential.wanted_scope = Some(scope.to_owned());
-        if let Err(e) = self.store.put(&self.server, Some(credential)) {
+        if let Err(e) = self.slot.put(Some(credential)) {
             tracing::warn!(server = %self.server, "could not remember the scope asked for: {e}");
         }
     }

@@ -123,6 +123,12 @@ impl Credential {
             .is_some_and(|at| now_secs().saturating_add(margin_secs) >= at)
     }
 
+    /// Whether it can serve a request: its access token is good yet, or a refresh token can
+    /// renew it.
+    pub fn may_serve(&self) -> bool {
+        self.refresh_token.is_some() || !self.expires_within(0)
+    }
+
     /// Whether it is time to refresh: within a minute of expiry, or within a quarter of its
     /// lifetime for a token that lives less than four minutes (so a short-lived token is not
     /// refreshed on every request).
@@ -288,6 +294,53 @@ impl Store {
     }
 }
 
+/// Where one login's credential is kept: the store, and its key there (a server's name for
+/// the server's own login, [`person_key`] for one person's login to a per-identity server).
+#[derive(Debug, Clone)]
+pub struct Slot {
+    /// The store.
+    pub store: Store,
+    /// The credential's key in it.
+    pub key: String,
+}
+
+impl Slot {
+    /// [`Store::get`] of this slot.
+    pub fn get(&self) -> Option<Credential> {
+        self.store.get(&self.key)
+    }
+
+    /// [`Store::put`] of this slot.
+    pub fn put(&self, credential: Option<Credential>) -> Result<(), String> {
+        self.store.put(&self.key, credential)
+    }
+
+    /// [`Store::read`] of this slot.
+    pub async fn read(&self) -> Option<Credential> {
+        self.store.read(&self.key).await
+    }
+
+    /// [`Store::keep`] of this slot.
+    pub async fn keep(&self, credential: Option<Credential>) -> Result<(), String> {
+        self.store.keep(&self.key, credential).await
+    }
+}
+
+/// The key of `subject`'s (of `issuer`) own login to the per-identity server `server`: the three
+/// as a JSON array, which no server's name can be mistaken for (names never start with `[`)
+/// and which no issuer or subject, whatever it holds, can make equal to another person's.
+pub fn person_key(server: &str, issuer: &str, subject: &str) -> String {
+    serde_json::json!([server, issuer, subject]).to_string()
+}
+
+/// The server, issuer and subject a [`person_key`] names; `None` for a server's own key.
+pub fn person_of_key(key: &str) -> Option<(String, String, String)> {
+    if !key.starts_with('[') {
+        return None;
+    }
+    serde_json::from_str(key).ok()
+}
+
 /// The credential the keyring holds for `server`.
 async fn keyring_get(keyring: &Keyring, server: &str) -> Result<Option<Credential>, String> {
     match keyring.get(KEYRING_SERVICE, server).await? {
@@ -321,6 +374,32 @@ mod every_revision {
             assert!(!format!("{credential:?}").contains("secret-token"));
             store.put("s", None).unwrap();
             assert!(store.get("s").is_none());
+        }
+
+        #[test]
+        fn a_persons_login_is_kept_apart_from_the_servers_and_from_every_other_persons() {
+            let key = person_key("gh", "https://idp", "alice");
+            let named = ("gh".into(), "https://idp".into(), "alice".into());
+            assert_eq!(person_of_key(&key), Some(named));
+            assert_eq!(person_of_key("gh"), None);
+            // Whatever an issuer or subject holds, two people's keys differ.
+            assert_ne!(
+                person_key("gh", "https://a\",\"b", "c"),
+                person_key("gh", "https://a", "b\",\"c")
+            );
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::new(dir.path().join("credentials.json"));
+            let slot = Slot {
+                store: store.clone(),
+                key,
+            };
+            let alice = Credential {
+                access_token: "alice-token".into(),
+                ..Credential::default()
+            };
+            slot.put(Some(alice.clone())).unwrap();
+            assert_eq!(slot.get(), Some(alice));
+            assert!(store.get("gh").is_none());
         }
     }
 }

@@ -23,7 +23,7 @@ use headers::trace_headers;
 use super::asks::{self, Askers};
 use super::auth::bearer;
 use super::auth::discovery::{challenge_of, Challenge};
-use super::auth::store::Store;
+use super::auth::store::Slot;
 use super::auth::Authorizer;
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, FirstTry, Wire};
@@ -150,7 +150,7 @@ impl HttpUpstream {
         name: &str,
         link: LinkId,
         server: ServerSettings<'_>,
-        credentials: Store,
+        credentials: Slot,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
         let (pool, auth) = Authorizer::reach(name, server, credentials)?;
