@@ -130,6 +130,9 @@ struct Code {
     challenge: String,
     resource: String,
     client_id: String,
+    /// Who signed in: what the person typed (`user`, as the tests' browser adds it), else
+    /// `loop-user`.
+    subject: String,
 }
 
 /// The query or form `text` as a map.
@@ -252,6 +255,7 @@ impl Provider {
                                 challenge: asked.get("code_challenge").cloned().unwrap_or_default(),
                                 resource: asked.get("resource").cloned().unwrap_or_default(),
                                 client_id: asked.get("client_id").cloned().unwrap_or_default(),
+                                subject: asked.get("user").cloned().unwrap_or("loop-user".into()),
                             },
                         );
                         let mut back = url::Url::parse(&asked["redirect_uri"]).unwrap();
@@ -305,7 +309,7 @@ impl Provider {
                             Some(code) => {
                                 issued.fetch_add(1, Ordering::SeqCst);
                                 let claims = json!({
-                                    "iss": issuer, "sub": "loop-user", "aud": code.resource,
+                                    "iss": issuer, "sub": code.subject, "aud": code.resource,
                                     "exp": now() + 300, "iat": now(), "scope": "mcp",
                                     "client_id": code.client_id,
                                 });

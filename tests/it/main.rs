@@ -39,4 +39,5 @@ mod strangers;
 mod supervision;
 mod tasks;
 mod team;
+mod team_signin;
 mod upstream_listens;

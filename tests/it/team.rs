@@ -38,7 +38,7 @@ fn runs(pid: u64) -> bool {
 }
 
 /// `mcpx status --json`'s view of the server `name`.
-fn status_of(d: &Daemon, name: &str) -> Value {
+pub(crate) fn status_of(d: &Daemon, name: &str) -> Value {
     let out = std::process::Command::new(mcpx_bin())
         .arg("--config")
         .arg(d.config_path())
@@ -51,13 +51,9 @@ fn status_of(d: &Daemon, name: &str) -> Value {
     found.unwrap_or_else(|| panic!("no {name} in {status}"))
 }
 
-/// A daemon at `PUBLIC` taking `provider`'s tokens and exchanging them, in front of the FastMCP
-/// server `remote` (per identity, by exchange), which takes only tokens the provider signed for
-/// it; and that server's process.
-fn exchanging_daemon(
-    provider: &Provider,
-    audit: &std::path::Path,
-) -> (Daemon, std::process::Child) {
+/// The FastMCP server `whoami` on a free port, taking only tokens `issuer` signed for it (and,
+/// with `advertise`, naming `issuer` as its authorization server): its URL and its process.
+pub(crate) fn whoami_server(issuer: &str, advertise: bool) -> (String, std::process::Child) {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -67,14 +63,29 @@ fn exchanging_daemon(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/sdk/fastmcp_whoami_server.py"
     );
-    let server = std::process::Command::new(deps::python())
-        .args([script, &port.to_string(), &provider.issuer, &url])
+    let mut command = std::process::Command::new(deps::python());
+    command.args([script, &port.to_string(), issuer, &url]);
+    if advertise {
+        command.arg("--advertise");
+    }
+    let server = command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let answers = || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
     assert!(eventually(answers), "the whoami server did not start");
+    (url, server)
+}
+
+/// A daemon at `PUBLIC` taking `provider`'s tokens and exchanging them, in front of the FastMCP
+/// server `remote` (per identity, by exchange), which takes only tokens the provider signed for
+/// it; and that server's process.
+fn exchanging_daemon(
+    provider: &Provider,
+    audit: &std::path::Path,
+) -> (Daemon, std::process::Child) {
+    let (url, server) = whoami_server(&provider.issuer, false);
     let (client, secret) = EXCHANGE_CLIENT;
     let d = Daemon::start(
         &format!(

@@ -432,7 +432,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn parse(raw: &[u8]) -> Reply {
+    pub fn parse(raw: &[u8]) -> Reply {
         let split = raw
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
@@ -470,6 +470,11 @@ impl Reply {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
     }
 
     pub fn json(&self) -> Value {

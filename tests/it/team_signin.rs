@@ -1,0 +1,211 @@
+//! A team's gateway where each person signs in to a remote server as themselves
+//! (`perIdentity.token = "login"`): a call from someone without a login there is answered with
+//! a link to mcpx's own sign-in page (a URL elicitation, or in the call's error for a client
+//! that cannot open one); they sign in at the server's own authorization server, and their
+//! calls reach the server with their own tokens, kept apart from everyone else's.
+
+use crate::access::{call as call_with_token, Provider, PUBLIC};
+use crate::common::http::*;
+use crate::common::*;
+use crate::team::whoami_server;
+use serde_json::{json, Value};
+use sha2::Digest;
+use std::io::{Read, Write};
+
+/// A daemon at `PUBLIC` taking `idp`'s tokens, in front of the server at `url` (`remote`), which
+/// each person signs in to as themselves; its credentials file in `dir`.
+fn signing_in_daemon(idp: &Provider, url: &str, dir: &std::path::Path) -> Daemon {
+    Daemon::start(
+        &format!(
+            "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\ncredentials = \"{}/credentials.json\"\n\
+             [auth.external]\nissuer = \"{}\"\n\
+             [servers.remote]\nurl = \"{url}\"\ncredentials = \"per-identity\"\n\
+             [servers.remote.perIdentity]\ntoken = \"login\"\n",
+            dir.display(),
+            idp.issuer,
+        ),
+        "",
+    )
+}
+
+/// The Python SDK's client in `era`, bearing `token`, taking `steps`; when asked to sign in,
+/// its browser signs in at the authorization server as `user`.
+fn through_sdk(d: &Daemon, era: &str, token: &str, user: &str, steps: &[&str]) -> Value {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/python_signin_client.py"
+    );
+    let (url, origin) = (
+        format!("http://{}/mcp", d.addr),
+        format!("http://{}", d.addr),
+    );
+    let out = std::process::Command::new(deps::python())
+        .args([script, era, &url, token, PUBLIC, &origin, user])
+        .args(steps)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}{stderr}\n{}", d.stderr());
+    serde_json::from_str(said.trim()).unwrap_or_else(|e| panic!("{e}: {said}"))
+}
+
+/// What `remote__whoami` said in a call's text: whose token reached the server.
+fn who(text: &Value) -> Value {
+    serde_json::from_str(text.as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// A GET of `url` (an `http://` one) as a browser sends it, without following a redirect.
+fn get(url: &str) -> Reply {
+    let parsed = url::Url::parse(url).unwrap();
+    let addr = format!("{}:{}", parsed.host_str().unwrap(), parsed.port().unwrap());
+    let target = &url[url.find(parsed.path()).unwrap()..];
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        parsed.host_str().unwrap()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    Reply::parse(&raw)
+}
+
+/// A person's browser on mcpx's sign-in `link`: at mcpx (by its public name) it is sent to the
+/// authorization server, signs in there as `user`, and comes back to mcpx: mcpx's last page.
+fn browse(d: &Daemon, link: &str, user: &str) -> Reply {
+    let at_mcpx = |url: &str| d.bodiless("GET", url.strip_prefix(PUBLIC).unwrap(), "");
+    let start = at_mcpx(link);
+    if start.status != 302 {
+        return start;
+    }
+    let authorize = start.header("location").unwrap();
+    let signed_in = get(&format!("{authorize}&user={user}"));
+    assert_eq!(signed_in.status, 302, "{}", signed_in.text());
+    at_mcpx(signed_in.header("location").unwrap())
+}
+
+/// `mcpx auth ARGS` on the daemon's configuration: whether it succeeded, and what it printed.
+fn auth(d: &Daemon, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(d.config_path())
+        .arg("auth")
+        .args(args)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said.into_owned())
+}
+
+mod every_revision {
+    pub mod team {
+        use super::super::*;
+
+        /// Alice (a 2025-11-25 client) signs in with `mcpx__login`: asked by URL elicitation to
+        /// open mcpx's own sign-in link, she signs in at the server's authorization server and
+        /// is then served as herself. Bob (2026-07-28), not signed in, calls the tool and is
+        /// asked in turn (`input_required`), then served as himself. Carol's client cannot open
+        /// a link: her call's error names one, which works once; after it she is served. Nobody's
+        /// own token reaches the server; `mcpx auth list` shows each login by person, and
+        /// `mcpx auth logout --identity` forgets one.
+        #[test]
+        fn each_person_signs_in_to_a_remote_server_as_themselves_and_is_served() {
+            let (idp, upstream_as) = (Provider::start(), Provider::start());
+            let (url, mut server) = whoami_server(&upstream_as.issuer, true);
+            let dir = tempfile::tempdir().unwrap();
+            let d = signing_in_daemon(&idp, &url, dir.path());
+            let alice = idp.good("alice");
+            let first = through_sdk(
+                &d,
+                "legacy",
+                &alice,
+                "alice-gh",
+                &[r#"mcpx__login={"server": "remote"}"#, "remote__whoami"],
+            );
+            let asked = &first["asked"][0];
+            assert_eq!(asked["mode"], "url", "{first}");
+            let link = asked["url"].as_str().unwrap_or_default();
+            assert!(
+                link.starts_with(&format!("{PUBLIC}/upstreams/login?ticket=")),
+                "{first}"
+            );
+            let pages = &asked["pages"];
+            assert_eq!(pages[0]["status"], 302, "{first}");
+            assert_eq!(
+                pages[1]["back"],
+                format!("{PUBLIC}/upstreams/login/callback")
+            );
+            assert_eq!(pages[2]["status"], 200, "{first}");
+            let page = pages[2]["text"].as_str().unwrap_or_default();
+            assert!(page.contains("Signed in to remote for alice"), "{page}");
+            let signed = first["calls"][0].as_str().unwrap_or_default();
+            assert!(signed.contains("Signed in to remote as alice"), "{first}");
+            assert_eq!(who(&first["calls"][1])["sub"], "alice-gh", "{first}");
+
+            let bob = idp.good("bob");
+            let second = through_sdk(&d, "2026-07-28", &bob, "bob-gh", &["remote__whoami"]);
+            assert_eq!(
+                second["asked"].as_array().map(Vec::len),
+                Some(1),
+                "{second}"
+            );
+            assert_eq!(who(&second["calls"][0])["sub"], "bob-gh", "{second}");
+
+            // Alice's login serves her next call from any client, without a question; her own
+            // token never reached the server.
+            let whoami = json!({"name": "remote__whoami", "arguments": {}});
+            let again = call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami.clone());
+            let said = &again.json()["result"]["structuredContent"];
+            assert_eq!(said["sub"], "alice-gh", "{}", again.text());
+            let own = format!("{:x}", sha2::Sha256::digest(alice.as_bytes()));
+            assert_ne!(
+                said["tokenSha256"], own,
+                "the caller's own token reached the server"
+            );
+
+            // Carol's client cannot open a link: the error names one; it works once.
+            let carol = idp.good("carol");
+            let refused = call_with_token(&d, "/mcp", Some(&carol), "tools/call", whoami.clone());
+            let result = &refused.json()["result"];
+            assert_eq!(result["isError"], true, "{}", refused.text());
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            let at = text.find(PUBLIC).unwrap_or_else(|| panic!("{text}"));
+            let link = text[at..].split_whitespace().next().unwrap();
+            let done = browse(&d, link, "carol-gh");
+            assert_eq!(done.status, 200, "{}", done.text());
+            let used = browse(&d, link, "mallory-gh");
+            assert_eq!(used.status, 400, "{}", used.text());
+            assert!(
+                used.text().contains("unknown, used or expired"),
+                "{}",
+                used.text()
+            );
+            let served = call_with_token(&d, "/mcp", Some(&carol), "tools/call", whoami);
+            let said = &served.json()["result"]["structuredContent"];
+            assert_eq!(said["sub"], "carol-gh", "{}", served.text());
+            let ticket = link.split("ticket=").nth(1).unwrap();
+            assert!(!d.stderr().contains(ticket), "a sign-in link was logged");
+
+            let (listed, list) = auth(&d, &["list"]);
+            assert!(listed, "{list}");
+            for person in ["alice", "bob", "carol"] {
+                let line = format!(
+                    "  {person} ({}): logged in at {}",
+                    idp.issuer, upstream_as.issuer
+                );
+                assert!(list.contains(&line), "{person}: {list}");
+            }
+            let (forgot, said) = auth(&d, &["logout", "remote", "--identity", "bob"]);
+            assert!(forgot, "{said}");
+            let (_, list) = auth(&d, &["list"]);
+            assert!(!list.contains("  bob ("), "{list}");
+            assert!(list.contains("  alice ("), "{list}");
+            let (missing, said) = auth(&d, &["logout", "remote", "--identity", "bob"]);
+            assert!(!missing && said.contains("no login of their own"), "{said}");
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+    }
+}
