@@ -121,6 +121,9 @@ impl Gate {
         let verifier = match auth.mode {
             AuthMode::External => {
                 let secret = settings.introspection_secret.clone()?;
+                // A token exchange's secret or key that cannot be had stops the start here,
+                // rather than every exchange later.
+                exchange::Exchanger::new(settings)?;
                 Some(external::Verifier::new(&auth.external, secret))
             }
             AuthMode::Builtin => {

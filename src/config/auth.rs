@@ -167,6 +167,14 @@ pub struct External {
     /// Its secret (`${VAR}` expands; never logged), sent as HTTP Basic.
     #[serde(rename = "clientSecret", skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+    /// Instead of a secret, its private key (a PKCS#8 PEM, P-256 or RSA; `${file:…}` or
+    /// `${cred:…}` says where), with which mcpx signs a JWT for each request to the token
+    /// endpoint (`private_key_jwt`, RFC 7523): no secret crosses the network.
+    #[serde(rename = "clientKey", skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
+    /// The `kid` the provider knows that key by, if it asks for one.
+    #[serde(rename = "clientKeyId", skip_serializing_if = "Option::is_none")]
+    pub client_key_id: Option<String>,
 }
 
 impl Default for External {
@@ -181,6 +189,8 @@ impl Default for External {
             introspection: None,
             client_id: None,
             client_secret: None,
+            client_key: None,
+            client_key_id: None,
         }
     }
 }

@@ -235,6 +235,19 @@ impl Config {
         {
             return Err((at(&["auth", "mode"]), "auth.mode = \"external\" needs auth.external.issuer: the identity provider whose tokens are accepted".into()));
         }
+        let external = &auth.external;
+        if external.client_secret.is_some() && external.client_key.is_some() {
+            return Err((at(&["auth", "external", "clientKey"]), "auth.external has both clientSecret and clientKey: mcpx proves itself to the provider one way, say which".into()));
+        }
+        if external.client_key.is_some() && external.client_id.is_none() {
+            return Err((at(&["auth", "external", "clientKey"]), "auth.external.clientKey is the key of a client: name it with auth.external.clientId".into()));
+        }
+        if external.client_key_id.is_some() && external.client_key.is_none() {
+            return Err((
+                at(&["auth", "external", "clientKeyId"]),
+                "auth.external.clientKeyId names clientKey's id, and there is no clientKey".into(),
+            ));
+        }
         for (n, rule) in auth.rules.iter().enumerate() {
             let line = at(&["auth", "rules"]);
             let fail = |message: String| Err((line, format!("auth.rules[{n}]: {message}")));

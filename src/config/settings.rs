@@ -29,6 +29,8 @@ pub struct Settings {
     pub introspection_secret: Result<Option<String>, String>,
     /// `auth.external.clientSecret`: mcpx's at the provider's token endpoint.
     pub exchange_secret: Result<Option<String>, String>,
+    /// `auth.external.clientKey`: its private key there instead, as PEM text.
+    pub exchange_key: Result<Option<String>, String>,
     /// `auth.builtin.ownerSecret`.
     pub owner_secret: Result<Option<String>, String>,
     /// `cluster.advertise`.
@@ -166,6 +168,7 @@ impl Settings {
             "auth.external.clientSecret",
             &config.auth.external.client_secret,
         );
+        let exchange_key = optional("auth.external.clientKey", &config.auth.external.client_key);
         let owner_secret = optional(
             "auth.builtin.ownerSecret",
             &config.auth.builtin.owner_secret,
@@ -181,6 +184,7 @@ impl Settings {
             daemon_token,
             introspection_secret,
             exchange_secret,
+            exchange_key,
             owner_secret,
             cluster_advertise: optional("cluster.advertise", &config.cluster.advertise),
             cluster_peers: config

@@ -35,16 +35,35 @@ impl Gateway {
             ..
         } = *incoming;
         if let Some(list) = List::of(method) {
-            self.list_unlisted(incoming).await;
+            let _ = self.list_unlisted(incoming).await;
             let cursor = params.and_then(|p| p.member("cursor"));
             let apps = incoming.extensions.contains(Extension::Apps);
             return self.catalog_of(client).page(list, cursor, apps);
         }
-        let catalog = self.catalog_of(client);
+        let mut catalog = self.catalog_of(client);
+        // A name no catalog knows may be a per-identity server's nobody listed yet: it is
+        // listed through this caller's own instance, and the name looked up again; if it is
+        // still unknown, the caller is told why that server could not be listed for them.
+        let mut unlisted_because = Vec::new();
+        if target::resolve(&catalog, method, params).is_err() {
+            let listed;
+            (listed, unlisted_because) = self.list_unlisted(incoming).await;
+            if listed {
+                catalog = self.catalog_of(client);
+            }
+        }
         let resolved = match target::resolve(&catalog, method, params) {
             Ok(Some(resolved)) => resolved,
             Ok(None) => return Err(not_found(method.as_str())),
-            Err(unresolved) => return self.unresolved(method, unresolved, revision),
+            Err(unresolved) => {
+                let mut answer = self.unresolved(method, unresolved, revision);
+                if let Err(error) = &mut answer {
+                    for why in unlisted_because {
+                        error.message = format!("{}; {why}", error.message);
+                    }
+                }
+                return answer;
+            }
         };
         // What it resolved to is what it is observed as, whatever name it was sent under.
         let _ = ctx.target.set(resolved.target.clone());
@@ -93,8 +112,9 @@ impl Gateway {
 
     /// Lists each per-identity remote server in the caller's view that nobody has listed yet,
     /// through the caller's own instance: it takes only its callers' own tokens, so its first
-    /// caller's list waits for it to be listed, once, for everyone.
-    async fn list_unlisted(&self, incoming: &Incoming<'_>) {
+    /// caller's list waits for it to be listed, once, for everyone. Whether one was listed, and
+    /// why each that was not could not be, for this caller.
+    async fn list_unlisted(&self, incoming: &Incoming<'_>) -> (bool, Vec<String>) {
         let profiles = self.catalogs.profiles();
         let unlisted = self.supervisor.upstreams().all().into_iter().filter(|u| {
             u.is_per_identity()
@@ -102,15 +122,24 @@ impl Gateway {
                 && *crate::sync::lock(&u.listing) == super::Listing::default()
                 && profiles.sees_server(incoming.client.view, &u.name)
         });
+        let (mut listed, mut unlisted_because) = (false, Vec::new());
         for upstream in unlisted {
             let caller = &incoming.ctx.caller;
             let why = match self.supervisor.instance_for(&upstream, caller).await {
-                Ok(_) => continue,
-                Err(NotStarted::LoginNeeded) => "they have not signed in to it".to_owned(),
+                Ok(_) => {
+                    listed |= *crate::sync::lock(&upstream.listing) != super::Listing::default();
+                    continue;
+                }
+                Err(NotStarted::LoginNeeded) => format!(
+                    "{} shows its tools only to someone signed in to it: sign in with mcpx__login {{\"server\": \"{}\"}}",
+                    upstream.name, upstream.name
+                ),
                 Err(NotStarted::Refused(refused)) => refused.message,
             };
             tracing::debug!(server = %upstream.name, "not listed through this caller: {why}");
+            unlisted_because.push(why);
         }
+        (listed, unlisted_because)
     }
 
     /// The answer to a request that names nothing the caller reaches.

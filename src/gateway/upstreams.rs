@@ -165,11 +165,9 @@ impl Upstreams {
             launcher,
             max_message_bytes: config.transport.max_message_bytes,
             credentials: Store::configured(&config.auth),
+            // One that cannot be made has stopped the daemon's start already ([`crate::access`]).
             exchanger: (config.auth.mode == AuthMode::External)
-                .then(|| {
-                    let secret = settings.exchange_secret.clone().ok().flatten();
-                    Exchanger::new(&config.auth.external, secret)
-                })
+                .then(|| Exchanger::new(settings).ok().flatten())
                 .flatten(),
         };
         let list = settings

@@ -123,6 +123,8 @@ pub(crate) struct Provider {
     introspected_by: Arc<Mutex<Option<String>>>,
     /// The access tokens its token endpoint issued.
     issued: Arc<AtomicUsize>,
+    /// The clients that prove themselves by a key (RFC 7523), and its public point.
+    client_keys: Arc<Mutex<HashMap<String, Vec<u8>>>>,
 }
 
 /// A code the authorization endpoint gave: its PKCE challenge and the resource it is for.
@@ -149,6 +151,57 @@ pub(crate) const EXCHANGE_CLIENT: (&str, &str) = ("mcpx-exchange", "xs");
 /// A subject the provider never lets anyone act for.
 pub(crate) const NEVER_ACTED_FOR: &str = "mallory";
 
+/// The client a token request proves itself as: [`EXCHANGE_CLIENT`] by HTTP Basic, or a client
+/// whose P-256 key the provider trusts by a client assertion (RFC 7523) for its token endpoint,
+/// unexpired; `None` for any other.
+fn exchanging_client(
+    asked: &HashMap<String, String>,
+    authorization: Option<&str>,
+    issuer: &str,
+    client_keys: &HashMap<String, Vec<u8>>,
+) -> Option<String> {
+    let (client, secret) = EXCHANGE_CLIENT;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"))
+    );
+    if authorization == Some(basic.as_str()) {
+        return Some(client.to_owned());
+    }
+    if authorization.is_some()
+        || asked.get("client_assertion_type").map(String::as_str)
+            != Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    {
+        return None;
+    }
+    let assertion = asked.get("client_assertion")?;
+    let pieces: Vec<&str> = assertion.split('.').collect();
+    let [header, claims, signature] = pieces[..] else {
+        return None;
+    };
+    let decode = |part: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .ok()
+    };
+    let header: Value = serde_json::from_slice(&decode(header)?).ok()?;
+    let claims: Value = serde_json::from_slice(&decode(claims)?).ok()?;
+    let id = claims["iss"].as_str()?;
+    let public = client_keys.get(id)?;
+    let verifier =
+        ring::signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, public);
+    let input = format!("{}.{}", pieces[0], pieces[1]);
+    let good = header["alg"] == "ES256"
+        && verifier
+            .verify(input.as_bytes(), &decode(signature)?)
+            .is_ok()
+        && claims["sub"] == id
+        && asked.get("client_id").map(String::as_str) == Some(id)
+        && claims["aud"] == format!("{issuer}/token")
+        && claims["exp"].as_u64().is_some_and(|exp| exp > now());
+    good.then(|| id.to_owned())
+}
+
 /// The provider's answer to a token exchange `asked` by the client `authorization` names: a
 /// token `sign`ed for the subject token's `sub`, the asked audience and `act` naming the client;
 /// `invalid_client` for another client, `invalid_grant` for a subject token it did not issue,
@@ -157,16 +210,12 @@ fn exchange(
     asked: &HashMap<String, String>,
     authorization: Option<&str>,
     issuer: &str,
+    client_keys: &HashMap<String, Vec<u8>>,
     sign: impl Fn(&Value) -> String,
 ) -> (&'static str, Value) {
-    let (client, secret) = EXCHANGE_CLIENT;
-    let expected = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"))
-    );
-    if authorization != Some(expected.as_str()) {
+    let Some(client) = exchanging_client(asked, authorization, issuer, client_keys) else {
         return ("401 Unauthorized", json!({"error": "invalid_client"}));
-    }
+    };
     let subject_token = asked.get("subject_token").map_or("", String::as_str);
     let payload = subject_token.split('.').nth(1).unwrap_or_default();
     let claims: Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -210,7 +259,9 @@ impl Provider {
         let issuer = Arc::new(Mutex::new(String::new()));
         let issued = Arc::new(AtomicUsize::new(0));
         let codes: Arc<Mutex<HashMap<String, Code>>> = Arc::default();
+        let client_keys: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
         let served = {
+            let client_keys = client_keys.clone();
             let (issued, codes) = (issued.clone(), codes.clone());
             let (keys, kid, key_fetches) = (keys.clone(), kid.clone(), key_fetches.clone());
             let (introspections, opaque) = (introspections.clone(), opaque.clone());
@@ -282,6 +333,7 @@ impl Provider {
                             &form(&request.body),
                             authorization.as_deref(),
                             &issuer,
+                            &client_keys.lock().unwrap(),
                             |claims| {
                                 let kid = format!("{}ec", kid.lock().unwrap());
                                 keys.token(
@@ -358,7 +410,17 @@ impl Provider {
             opaque,
             introspected_by,
             issued,
+            client_keys,
         }
+    }
+
+    /// Trusts the client `id` that proves itself with the P-256 key whose public point is
+    /// `public`.
+    pub(crate) fn trust_client_key(&self, id: &str, public: &[u8]) {
+        self.client_keys
+            .lock()
+            .unwrap()
+            .insert(id.to_owned(), public.to_vec());
     }
 
     /// Claims of a good token for `sub` at the door `door`, with `scope`.

@@ -78,19 +78,25 @@ pub(crate) fn whoami_server(issuer: &str, advertise: bool) -> (String, std::proc
     (url, server)
 }
 
-/// A daemon at `PUBLIC` taking `provider`'s tokens and exchanging them, in front of the FastMCP
-/// server `remote` (per identity, by exchange), which takes only tokens the provider signed for
-/// it; and that server's process.
+/// How mcpx proves itself at the provider: `EXCHANGE_CLIENT`'s id and secret.
+fn by_secret() -> String {
+    let (client, secret) = EXCHANGE_CLIENT;
+    format!("clientId = \"{client}\"\nclientSecret = \"{secret}\"\n")
+}
+
+/// A daemon at `PUBLIC` taking `provider`'s tokens and exchanging them, proving itself as
+/// `proof` says (`[auth.external]` keys), in front of the FastMCP server `remote` (per identity,
+/// by exchange), which takes only tokens the provider signed for it; and that server's process.
 fn exchanging_daemon(
     provider: &Provider,
     audit: &std::path::Path,
+    proof: &str,
 ) -> (Daemon, std::process::Child) {
     let (url, server) = whoami_server(&provider.issuer, false);
-    let (client, secret) = EXCHANGE_CLIENT;
     let d = Daemon::start(
         &format!(
             "[auth]\nmode = \"external\"\npublicUrl = \"{}\"\n\
-             [auth.external]\nissuer = \"{}\"\nclientId = \"{client}\"\nclientSecret = \"{secret}\"\n\
+             [auth.external]\nissuer = \"{}\"\n{proof}\
              [servers.remote]\nurl = \"{url}\"\ncredentials = \"per-identity\"\n\
              [servers.remote.perIdentity]\ntoken = \"exchange\"\n[audit]\npath = {:?}\n",
             crate::access::PUBLIC,
@@ -226,7 +232,7 @@ mod every_revision {
             let provider = Provider::start();
             let dir = tempfile::tempdir().unwrap();
             let audit = dir.path().join("audit.jsonl");
-            let (d, mut server) = exchanging_daemon(&provider, &audit);
+            let (d, mut server) = exchanging_daemon(&provider, &audit, &by_secret());
             let (alice, bob) = (provider.good("alice"), provider.good("bob"));
             let listed = call_with_token(&d, "/mcp", Some(&alice), "tools/list", json!({})).json();
             let names = listed["result"]["tools"].to_string();
@@ -274,6 +280,61 @@ mod every_revision {
                 assert_eq!(instance["act"]["sub"], EXCHANGE_CLIENT.0, "{line}");
                 assert!(instance["started"].is_boolean(), "{line}");
             }
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+
+        /// mcpx proves itself at the provider with a key rather than a secret
+        /// (`private_key_jwt`): a JWT signed for the token endpoint, read from a private file.
+        /// Alice reaches the server as herself, in `act` the keyed client; a key the provider
+        /// does not trust gets her a clear refusal.
+        #[test]
+        fn a_token_exchange_proves_mcpx_with_a_private_key_jwt() {
+            use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+            use std::os::unix::fs::PermissionsExt;
+            let provider = Provider::start();
+            let dir = tempfile::tempdir().unwrap();
+            let rng = ring::rand::SystemRandom::new();
+            let key = |name: &str| {
+                let der =
+                    EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+                let pair =
+                    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der.as_ref(), &rng)
+                        .unwrap();
+                use base64::Engine;
+                let body = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+                let pem =
+                    format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n");
+                let path = dir.path().join(name);
+                std::fs::write(&path, pem).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+                (path, pair.public_key().as_ref().to_vec())
+            };
+            let (trusted, public) = key("trusted.pem");
+            let (untrusted, _) = key("untrusted.pem");
+            provider.trust_client_key("mcpx-keyed", &public);
+            let whoami = json!({"name": "remote__whoami", "arguments": {}});
+            let alice = provider.good("alice");
+            let proof = |path: &std::path::Path| {
+                format!("clientId = \"mcpx-keyed\"\nclientKey = \"${{file:{}}}\"\nclientKeyId = \"k1\"\n", path.display())
+            };
+            let audit = dir.path().join("audit.jsonl");
+            let (d, mut server) = exchanging_daemon(&provider, &audit, &proof(&trusted));
+            let answer =
+                call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami.clone()).json();
+            let said = &answer["result"]["structuredContent"];
+            assert_eq!(said["sub"], "alice", "{answer}\n{}", d.stderr());
+            assert_eq!(said["act"]["sub"], "mcpx-keyed", "{answer}");
+            drop(d);
+            let _ = server.kill();
+            let _ = server.wait();
+            let (d, mut server) = exchanging_daemon(&provider, &audit, &proof(&untrusted));
+            let refused = call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami).json();
+            let said = refused.to_string();
+            assert!(
+                said.contains("refused the token exchange") && said.contains("invalid_client"),
+                "{refused}"
+            );
             let _ = server.kill();
             let _ = server.wait();
         }

@@ -103,7 +103,8 @@ mod every_revision {
     pub mod team {
         use super::super::*;
 
-        /// Alice (a 2025-11-25 client) signs in with `mcpx__login`: asked by URL elicitation to
+        /// Before anyone signs in, a call is told how to. Alice (a 2025-11-25 client) signs in
+        /// with `mcpx__login`: asked by URL elicitation to
         /// open mcpx's own sign-in link, she signs in at the server's authorization server and
         /// is then served as herself. Bob (2026-07-28), not signed in, calls the tool and is
         /// asked in turn (`input_required`), then served as himself. Carol's client cannot open
@@ -116,6 +117,23 @@ mod every_revision {
             let (url, mut server) = whoami_server(&upstream_as.issuer, true);
             let dir = tempfile::tempdir().unwrap();
             let d = signing_in_daemon(&idp, &url, dir.path());
+            // Before anyone signs in, nothing lists the server: a call by its tool's name is
+            // told how to sign in.
+            let whoami = json!({"name": "remote__whoami", "arguments": {}});
+            let early = call_with_token(
+                &d,
+                "/mcp",
+                Some(&idp.good("dave")),
+                "tools/call",
+                whoami.clone(),
+            );
+            assert!(
+                early
+                    .text()
+                    .contains(r#"sign in with mcpx__login {\"server\": \"remote\"}"#),
+                "{}",
+                early.text()
+            );
             let alice = idp.good("alice");
             let first = through_sdk(
                 &d,
@@ -155,7 +173,6 @@ mod every_revision {
 
             // Alice's login serves her next call from any client, without a question; her own
             // token never reached the server.
-            let whoami = json!({"name": "remote__whoami", "arguments": {}});
             let again = call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami.clone());
             let said = &again.json()["result"]["structuredContent"];
             assert_eq!(said["sub"], "alice-gh", "{}", again.text());
