@@ -19,6 +19,7 @@
 use super::forwarded::forwardable;
 use super::incoming::Incoming;
 use super::{Client, Gateway, RequestContext, Route};
+use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -276,11 +277,12 @@ impl Gateway {
 
     /// A bridged task that ended cancelled: the server's task is cancelled too. Its word that
     /// the task has ended already is no failure, and nobody waits on the answer.
-    pub(super) async fn cancel_bridged(&self, bridge: &Bridge) {
+    pub(super) async fn cancel_bridged(&self, bridge: &Bridge, caller: &Identity) {
         let Some(id) = bridge.upstream_task.get() else {
             return;
         };
-        if let Err(error) = self.cancel_upstream_task(bridge.route.owner, id).await {
+        let cancelled = self.cancel_upstream_task(bridge.route.owner, id, caller);
+        if let Err(error) = cancelled.await {
             tracing::debug!("cancelling a bridged task upstream: {}", error.message);
         }
     }

@@ -277,12 +277,10 @@ impl TaskIds {
     }
 
     /// A passed task by the id its client knows: its upstream and that upstream's own id.
-    pub(super) fn passed_by_id(&self, id: &str) -> Option<(usize, String)> {
+    pub(super) fn passed_by_id(&self, id: &str) -> Option<(usize, String, Identity)> {
         let shown = lock(&self.shown);
-        shown
-            .iter()
-            .find(|(_, p)| p.id == id)
-            .map(|(k, _)| k.clone())
+        let ((upstream, own_id), passed) = shown.iter().find(|(_, p)| p.id == id)?;
+        Some((*upstream, own_id.clone(), passed.origin.caller.clone()))
     }
 
     /// What `id` names, if mcpx sealed it for `caller` through `client`, it has not expired,

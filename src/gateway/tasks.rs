@@ -12,6 +12,8 @@
 use super::incoming::Incoming;
 use super::task_ids::{Opened, TaskIds};
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
+use crate::access::Identity;
+use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::MISSING_CLIENT_CAPABILITY;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
@@ -149,10 +151,10 @@ impl Gateway {
             self.own_tasks.any(number).ok_or_else(unknown)?.cancel();
             return Ok(format!("task {} cancelled", crate::view::short_task_id(id)));
         }
-        let (upstream, own_id) = self.task_ids.passed_by_id(id).ok_or_else(unknown)?;
+        let (upstream, own_id, caller) = self.task_ids.passed_by_id(id).ok_or_else(unknown)?;
         let owner = Owner::Upstream(upstream);
         let (server, answer) = self
-            .cancel_upstream_task(owner, &own_id)
+            .cancel_upstream_task(owner, &own_id, &caller)
             .await
             .map_err(|e| CommandError::Upstream(e.message))?;
         // 2025-11-25 answers the cancelled task; the extension's cancel is an ack.
@@ -167,14 +169,30 @@ impl Gateway {
         ))
     }
 
-    /// `tasks/cancel` of `owner`'s task `own_id`, sent as mcpx's own request: the server's name
-    /// and its answer.
+    /// `tasks/cancel` of `owner`'s task `own_id`, made for `caller`, sent as mcpx's own request
+    /// (over the caller's own instance of a per-identity server, which runs it): the server's
+    /// name and its answer.
     pub(super) async fn cancel_upstream_task(
         &self,
         owner: Owner,
         own_id: &str,
+        caller: &Identity,
     ) -> Result<(String, Value), ErrorObject> {
-        let (server, connection) = self.supervisor.upstreams().connection(owner)?;
+        let upstreams = self.supervisor.upstreams();
+        let (server, connection) = match upstreams.of(owner).filter(|u| u.is_per_identity()) {
+            Some(server) => {
+                let person = caller.person();
+                let Some((_, connection)) = server.instances.serving(&person) else {
+                    let gone = format!(
+                        "{}'s instance for {person} has stopped, and the task with it",
+                        server.name
+                    );
+                    return Err(Failure::Refused(gone).into());
+                };
+                (server, connection)
+            }
+            None => upstreams.connection(owner)?,
+        };
         let mut params = json!({"taskId": own_id});
         if server.is_modern() {
             params["_meta"][envelope::CLIENT_CAPABILITIES] =

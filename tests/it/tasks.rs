@@ -844,7 +844,7 @@ fn rmcp_tasks_server(name: &str) -> String {
 }
 
 /// `[servers.NAME]` running the TypeScript SDK v1's 2025-11-25 tasks server.
-fn ts_tasks_server(name: &str) -> String {
+pub(crate) fn ts_tasks_server(name: &str) -> String {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ts_tasks_server.mjs");
     format!(
         "[servers.{name}]\ncommand = {:?}\nargs = [{script:?}]\n",

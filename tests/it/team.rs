@@ -339,6 +339,61 @@ mod every_revision {
             let _ = server.wait();
         }
 
+        /// A task a per-identity server runs for Alice is cancelled from the admin socket (the
+        /// console's `c`): mcpx's task ends cancelled, and so does the server's task behind it,
+        /// in her own instance, which runs it (not the server's shared link, which knows
+        /// nothing of it).
+        #[test]
+        fn an_admin_cancel_of_a_persons_task_reaches_their_own_instance() {
+            let provider = Provider::start();
+            let server = format!(
+                "{}credentials = \"per-identity\"\ntasks = \"always\"\n",
+                crate::tasks::ts_tasks_server("ts")
+            );
+            let d = daemon_for(&provider, &server);
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let alice = provider.good("alice");
+            let with_tasks = |mut params: Value| {
+                params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+                params
+            };
+            let call = |method: &str, params: Value| {
+                call_with_token(&d, "/mcp", Some(&alice), method, params).json()
+            };
+            let slow = json!({"name": "ts__delay", "arguments": {"ms": 600_000}});
+            let created = call("tools/call", with_tasks(slow));
+            let id = created["result"]["taskId"].as_str();
+            let id = id.unwrap_or_else(|| panic!("{created}")).to_owned();
+            let config = std::fs::read_to_string(d.config_path()).unwrap();
+            let socket = mcpx::config::Config::parse(&config).unwrap().admin.socket;
+            let cancel = mcpx::admin::protocol::Command::CancelTask { id: id.clone() };
+            let reply = mcpx::admin::ask(&socket, &cancel).unwrap();
+            assert!(
+                matches!(reply, mcpx::admin::protocol::Reply::Done { .. }),
+                "{reply:?}\n{}",
+                d.stderr()
+            );
+            let status =
+                || call("tasks/get", with_tasks(json!({"taskId": id})))["result"]["status"].clone();
+            assert!(eventually(|| status() == "cancelled"), "{}", status());
+            let statuses = || {
+                let listed = call(
+                    "tools/call",
+                    json!({"name": "ts__statuses", "arguments": {}}),
+                );
+                listed["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("[]")
+                    .to_owned()
+            };
+            assert!(
+                eventually(|| statuses() == r#"["cancelled"]"#),
+                "{}",
+                statuses()
+            );
+        }
+
         /// A single user's setup (stdio, no tokens) is the one identity `owner`: one process,
         /// whichever call.
         #[test]

@@ -89,10 +89,10 @@ impl Drop for Unpromoted {
             return;
         };
         // The server's task is made whatever the round's cancellation; then it is cancelled.
-        let gateway = Arc::clone(&self.gateway);
+        let (gateway, caller) = (Arc::clone(&self.gateway), self.task.origin.caller.clone());
         crate::runtime::spawn(async move {
             let _ = round.await;
-            gateway.cancel_bridged(&bridge).await;
+            gateway.cancel_bridged(&bridge, &caller).await;
         })
         .detach();
     }

@@ -161,7 +161,7 @@ impl Gateway {
             gateway.own_tasks.finish(&task, outcome);
             let ended = lock(&task.state).status;
             if let Some(bridge) = task.bridge.as_ref().filter(|_| ended == "cancelled") {
-                gateway.cancel_bridged(bridge).await;
+                gateway.cancel_bridged(bridge, &task.origin.caller).await;
             }
             gateway.observer.task(&task.origin, ended);
         })
