@@ -29,7 +29,7 @@ struct State {
 
 /// One server playing both the authorization server and the MCP server (issuer and resource on
 /// the same origin, as many hosted servers are).
-struct AuthServer {
+pub(crate) struct AuthServer {
     addr: std::net::SocketAddr,
     state: Arc<Mutex<State>>,
     /// How long an access token works.
@@ -45,7 +45,7 @@ struct AuthServer {
 }
 
 impl AuthServer {
-    fn start(lifetime: Duration, refresh_allowed: bool) -> Arc<AuthServer> {
+    pub(crate) fn start(lifetime: Duration, refresh_allowed: bool) -> Arc<AuthServer> {
         AuthServer::with_metadata(lifetime, refresh_allowed, json!({}))
     }
 
@@ -71,7 +71,7 @@ impl AuthServer {
         server
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 

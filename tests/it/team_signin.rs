@@ -224,5 +224,48 @@ mod every_revision {
             let _ = server.kill();
             let _ = server.wait();
         }
+
+        /// A person's login that lapses (their access token expired, its refresh refused)
+        /// gets them a fresh sign-in link in the next call's answer, not a stale error; after
+        /// signing in again they are served.
+        #[test]
+        fn a_lapsed_login_asks_the_person_to_sign_in_again() {
+            let idp = Provider::start();
+            let server = crate::auth::AuthServer::start(std::time::Duration::from_secs(1), false);
+            let dir = tempfile::tempdir().unwrap();
+            let d = signing_in_daemon(&idp, &format!("{}/mcp", server.url()), dir.path());
+            let alice = idp.good("alice");
+            let whoami = json!({"name": "remote__whoami", "arguments": {}});
+            let call = || call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami.clone());
+            let login = json!({"name": "mcpx__login", "arguments": {"server": "remote"}});
+            let told = call_with_token(&d, "/mcp", Some(&alice), "tools/call", login).json();
+            let link = |answer: &Value| {
+                let text = answer["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default();
+                let at = text.find(PUBLIC)?;
+                Some(text[at..].split_whitespace().next()?.to_owned())
+            };
+            let first = link(&told).unwrap_or_else(|| panic!("{told}"));
+            assert_eq!(browse(&d, &first, "alice-gh").status, 200);
+            let served = call().json();
+            let text = &served["result"]["content"][0]["text"];
+            assert_eq!(text, "you are logged in", "{served}\n{}", d.stderr());
+            // The token expires within a second and cannot be refreshed: the next calls are
+            // answered with a new link (not with what the server said to mcpx).
+            let again = std::cell::RefCell::new(None);
+            assert!(eventually(|| {
+                *again.borrow_mut() = link(&call().json());
+                again.borrow().is_some()
+            }));
+            let again = again.into_inner().unwrap();
+            assert_ne!(again, first);
+            assert_eq!(browse(&d, &again, "alice-gh").status, 200);
+            let served = call().json();
+            assert_eq!(
+                served["result"]["content"][0]["text"], "you are logged in",
+                "{served}"
+            );
+        }
     }
 }
