@@ -96,7 +96,7 @@ impl Catalogs {
                     owner: Owner::Upstream(u.id),
                     listing,
                     overrides: Some(&u.config.tools),
-                    own_tasks: (u.link.runs_tasks() != Some(Era::Legacy)).then_some(u.config.tasks),
+                    own_tasks: (u.runs_tasks() != Some(Era::Legacy)).then_some(u.config.tasks),
                 }),
         );
         let (catalog, collisions) = Catalog::build(&sources, &self.everything());

@@ -72,13 +72,16 @@ impl Gateway {
         }
         let (target, params) = (&resolved.target, resolved.params());
         match method {
-            Method::ToolsCall => match self.promotes(incoming, &resolved)? {
-                Some(promotion) => {
-                    self.call_promoting(incoming, target, params, promotion)
-                        .await
+            Method::ToolsCall => {
+                self.handshake_first(target.owner, &ctx.caller).await;
+                match self.promotes(incoming, &resolved)? {
+                    Some(promotion) => {
+                        self.call_promoting(incoming, target, params, promotion)
+                            .await
+                    }
+                    None => self.call_named(incoming, target, params).await,
                 }
-                None => self.call_named(incoming, target, params).await,
-            },
+            }
             Method::PromptsGet => self.call_named(incoming, target, params).await,
             Method::ResourcesRead | Method::SkillsGet | Method::ResourcesDirectoryRead => {
                 self.read_resource(incoming, target).await
@@ -107,6 +110,21 @@ impl Gateway {
             | Method::TasksList
             | Method::TasksCancel
             | Method::TasksUpdate => Err(not_found(method.as_str())),
+        }
+    }
+
+    /// A per-identity server no handshake has told mcpx of yet (its catalog came from the
+    /// cache) is handshaken through the caller's own instance, which the call needs anyway,
+    /// before the call is made: whether the server runs tasks itself decides how it is made.
+    async fn handshake_first(&self, owner: Owner, caller: &crate::access::Identity) {
+        let upstream = self.supervisor.upstreams().of(owner);
+        let Some(upstream) = upstream.filter(|u| u.is_per_identity() && u.era().is_none()) else {
+            return;
+        };
+        if let Err(NotStarted::Refused(refused)) =
+            self.supervisor.instance_for(&upstream, caller).await
+        {
+            tracing::debug!(server = %upstream.name, "not handshaken through this caller: {}", refused.message);
         }
     }
 
@@ -207,7 +225,7 @@ impl Gateway {
             // Asks a 2025-11-25 server for a task: no other server is asked for one.
             let upstreams = self.supervisor.upstreams();
             let runs_them =
-                || upstreams.of(owner).and_then(|u| u.link.runs_tasks()) == Some(Era::Legacy);
+                || upstreams.of(owner).and_then(|u| u.runs_tasks()) == Some(Era::Legacy);
             if fields.contains_key("task") && !runs_them() {
                 fields.remove("task");
             }
@@ -267,7 +285,7 @@ impl Gateway {
         if legacy {
             return self.promotes_for_legacy(called, route, params, &upstream, policy);
         }
-        let bridged = match upstream.link.runs_tasks() {
+        let bridged = match upstream.runs_tasks() {
             Some(Era::Modern) => return Ok(None),
             Some(Era::Legacy) => match self.catalog_of(client).task_support(called) {
                 "required" => Some((route, true)),
@@ -304,7 +322,7 @@ impl Gateway {
         upstream: &Upstream,
         policy: TaskPolicy,
     ) -> Result<Option<Promotion>, ErrorObject> {
-        let runs = upstream.link.runs_tasks();
+        let runs = upstream.runs_tasks();
         if runs == Some(Era::Legacy) {
             return Ok(None);
         }

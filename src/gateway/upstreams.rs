@@ -101,7 +101,25 @@ impl Upstream {
 
     /// Whether mcpx speaks 2026-07-28 to it.
     pub(super) fn is_modern(&self) -> bool {
-        self.link.era() == Some(Era::Modern)
+        self.era() == Some(Era::Modern)
+    }
+
+    /// The era its last handshake spoke ([`Upstream::known`]).
+    pub(super) fn era(&self) -> Option<Era> {
+        self.known(Link::era)
+    }
+
+    /// The generation of tasks it runs on `tools/call`, if any ([`Upstream::known`]).
+    pub(super) fn runs_tasks(&self) -> Option<Era> {
+        self.known(Link::runs_tasks)
+    }
+
+    /// What its last handshake says (`read`): its own link's, or, where that has none (a
+    /// per-identity server, whose own link is stopped once its catalog is listed, or listed from
+    /// the cache), one of its instances'. What the server speaks and offers is the same for
+    /// every person.
+    fn known<R>(&self, read: impl Fn(&Link) -> Option<R>) -> Option<R> {
+        read(&self.link).or_else(|| self.instances.all().iter().find_map(|i| read(&i.link)))
     }
 
     fn view(&self) -> UpstreamView {

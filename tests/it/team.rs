@@ -342,7 +342,8 @@ mod every_revision {
         /// A task a per-identity server runs for Alice is cancelled from the admin socket (the
         /// console's `c`): mcpx's task ends cancelled, and so does the server's task behind it,
         /// in her own instance, which runs it (not the server's shared link, which knows
-        /// nothing of it).
+        /// nothing of it), even when the server's catalog came from the cache and only her
+        /// instance's handshake says that it runs tasks itself.
         #[test]
         fn an_admin_cancel_of_a_persons_task_reaches_their_own_instance() {
             let provider = Provider::start();
@@ -350,9 +351,15 @@ mod every_revision {
                 "{}credentials = \"per-identity\"\ntasks = \"always\"\n",
                 crate::tasks::ts_tasks_server("ts")
             );
+            let alice = provider.good("alice");
+            // A daemon started after one that listed the server reads its catalog from the
+            // cache: no handshake has said what the server speaks before Alice's call.
+            let first = daemon_for(&provider, &server);
+            let listed = call_with_token(&first, "/mcp", Some(&alice), "tools/list", json!({}));
+            assert!(listed.text().contains("ts__delay"), "{}", listed.text());
+            drop(first);
             let d = daemon_for(&provider, &server);
             assert!(d.upstreams_ready(), "{}", d.stderr());
-            let alice = provider.good("alice");
             let with_tasks = |mut params: Value| {
                 params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
                     json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
@@ -365,6 +372,23 @@ mod every_revision {
             let created = call("tools/call", with_tasks(slow));
             let id = created["result"]["taskId"].as_str();
             let id = id.unwrap_or_else(|| panic!("{created}")).to_owned();
+            let statuses = || {
+                let listed = call(
+                    "tools/call",
+                    json!({"name": "ts__statuses", "arguments": {}}),
+                );
+                listed["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("[]")
+                    .to_owned()
+            };
+            // Her instance runs the server's task before the cancel: cancelling sooner would race
+            // the task's making, not test where the cancel goes.
+            assert!(
+                eventually(|| statuses() == r#"["working"]"#),
+                "{}",
+                statuses()
+            );
             let config = std::fs::read_to_string(d.config_path()).unwrap();
             let socket = mcpx::config::Config::parse(&config).unwrap().admin.socket;
             let cancel = mcpx::admin::protocol::Command::CancelTask { id: id.clone() };
@@ -377,16 +401,6 @@ mod every_revision {
             let status =
                 || call("tasks/get", with_tasks(json!({"taskId": id})))["result"]["status"].clone();
             assert!(eventually(|| status() == "cancelled"), "{}", status());
-            let statuses = || {
-                let listed = call(
-                    "tools/call",
-                    json!({"name": "ts__statuses", "arguments": {}}),
-                );
-                listed["result"]["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or("[]")
-                    .to_owned()
-            };
             assert!(
                 eventually(|| statuses() == r#"["cancelled"]"#),
                 "{}",

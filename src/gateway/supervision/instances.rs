@@ -164,7 +164,13 @@ impl Supervisor {
         match connection.handshake().await {
             Ok(handshake) => {
                 self.list_once(upstream, &connection, &handshake).await;
+                let first_told = upstream.era().is_none();
                 instance.link.serve(handshake);
+                // The catalog offers mcpx's own tasks only where the server runs none: now
+                // that a handshake says which, it is merged again.
+                if first_told {
+                    self.publish_catalog();
+                }
                 Ok(connection)
             }
             Err(why) => {
