@@ -1,4 +1,5 @@
-//! The merged catalog: every upstream's tools, prompts, resources and templates under one roof.
+//! The merged catalog: every upstream's tools, prompts, resources, templates, skills and event
+//! types under one roof.
 //!
 //! Tools and prompts are renamed ([`naming::exposed`]) and routed back by their exposed name; their
 //! schemas are kept verbatim. Resources keep their URIs (but for the `ui://` and `skill://` URIs
@@ -7,7 +8,9 @@
 //! configuration's server order, then each server's own order, so `tools/list` is deterministic.
 
 use super::apps::{self, BareTools};
+use super::collisions::{keepers, lost, Claimant, Collision};
 use super::cursor;
+use super::event_types;
 use super::merged::{List, Merged};
 use super::naming;
 use super::route::{Owner, Route};
@@ -42,6 +45,9 @@ pub struct Listing {
     /// `skills/list` (Skills), from a server that declares it.
     #[serde(default)]
     pub skills: Vec<Value>,
+    /// `events/list` (Events), from a server that declares it.
+    #[serde(default)]
+    pub events: Vec<Value>,
 }
 
 /// A server's contribution to the merged catalog.
@@ -62,11 +68,18 @@ pub struct Source<'a> {
     pub own_tasks: Option<TaskPolicy>,
 }
 
+impl<'a> Source<'a> {
+    /// It as a claimant of exposed names.
+    fn claimant(&self) -> Claimant<'a> {
+        (self.owner, self.server)
+    }
+}
+
 /// The merged catalog.
 #[derive(Debug, Default)]
 pub struct Catalog {
     /// The merged lists, by kind ([`List`] as an index).
-    lists: [Merged; 5],
+    lists: [Merged; 6],
     /// URIs a server answers for that no `resources/list` need hold: its tools' UI resources
     /// (an App's HTML may be left out of the list) and its skills' files.
     named_uris: HashMap<String, Owner>,
@@ -122,13 +135,21 @@ impl Catalog {
                     .collect()
             })
             .collect();
-        let claims = |items: &[Vec<&Value>]| -> Vec<(usize, String)> {
-            let named = items.iter().enumerate().flat_map(|(i, listed)| {
+        let events: Vec<Vec<&Value>> = sources
+            .iter()
+            .map(|s| {
+                let named = s.listing.events.iter();
+                named.filter(|e| has_name(e, s, "event type")).collect()
+            })
+            .collect();
+        let claims = |items: &[Vec<&Value>], exposed: fn(&Value, &Source<'_>) -> String| {
+            let named = items.iter().enumerate().flat_map(move |(i, listed)| {
+                let source = &sources[i];
                 listed
                     .iter()
-                    .map(move |item| (i, exposed_name(item, &sources[i])))
+                    .map(move |item| (source.claimant(), exposed(item, source)))
             });
-            named.collect()
+            named.collect::<Vec<_>>()
         };
         let ui_claims: Vec<_> = sources
             .iter()
@@ -141,8 +162,12 @@ impl Catalog {
             .map(|s| skills::claimed(&s.listing.skills))
             .collect();
         let shared_dirs = shared_uris::shared(&skill_dirs, &servers);
-        let tool_keepers = keepers(sources, claims(&tools), previous.list(List::Tools));
-        let prompt_keepers = keepers(sources, claims(&prompts), previous.list(List::Prompts));
+        let tool_keepers = keepers(claims(&tools, exposed_name), previous.list(List::Tools));
+        let prompt_keepers = keepers(claims(&prompts, exposed_name), previous.list(List::Prompts));
+        let event_keepers = keepers(
+            claims(&events, event_types::exposed),
+            previous.list(List::Events),
+        );
         for (index, source) in sources.iter().enumerate() {
             let mut renames = UriRenames::new(source.server);
             let templates = &source.listing.templates;
@@ -154,7 +179,9 @@ impl Catalog {
                 let own_name = tool["name"].as_str().unwrap_or_default();
                 let overridden = source.overrides.and_then(|o| o.get(own_name));
                 let exposed_name = exposed_name(tool, source);
-                if let Some(collision) = lost(&tool_keepers, &exposed_name, source, "tool") {
+                if let Some(collision) =
+                    lost(&tool_keepers, &exposed_name, source.claimant(), "tool")
+                {
                     collisions.push(collision);
                     continue;
                 }
@@ -185,7 +212,9 @@ impl Catalog {
             }
             for prompt in prompts[index].iter().copied() {
                 let exposed_name = exposed_name(prompt, source);
-                if let Some(collision) = lost(&prompt_keepers, &exposed_name, source, "prompt") {
+                if let Some(collision) =
+                    lost(&prompt_keepers, &exposed_name, source.claimant(), "prompt")
+                {
                     collisions.push(collision);
                     continue;
                 }
@@ -217,6 +246,18 @@ impl Catalog {
                 let route = Route::new(source.owner, &name);
                 catalog.lists[List::Skills as usize].push(name, skill, route);
             }
+            for event in events[index].iter().copied() {
+                let exposed = event_types::exposed(event, source);
+                if let Some(collision) = lost(&event_keepers, &exposed, source.claimant(), "event")
+                {
+                    collisions.push(collision);
+                    continue;
+                }
+                if let Some(shown) = event_types::shown(event, &exposed) {
+                    let route = Route::new(source.owner, named(event).unwrap_or_default());
+                    catalog.lists[List::Events as usize].push(exposed, shown, route);
+                }
+            }
             catalog.shared_uris.add(source.owner, renames);
         }
         catalog.model_tools = model_tools(catalog.list(List::Tools).shown());
@@ -247,6 +288,9 @@ impl Catalog {
         if differs(List::Resources) || differs(List::Templates) {
             kinds.push(ListKind::Resources);
         }
+        if differs(List::Events) {
+            kinds.push(ListKind::Events);
+        }
         kinds
     }
 
@@ -276,7 +320,7 @@ impl Catalog {
         let lists = List::ALL.map(|list| {
             self.list(list).filtered(|item| {
                 let name = match list {
-                    List::Tools | List::Prompts => Some(item.key.as_str()),
+                    List::Tools | List::Prompts | List::Events => Some(item.key.as_str()),
                     List::Templates => named(&item.shown),
                     List::Resources | List::Skills => None,
                 };
@@ -343,6 +387,12 @@ impl Catalog {
         item.map(|item| &item.route)
     }
 
+    /// Which server answers for an exposed event type's name, and its own name there.
+    pub fn event(&self, exposed: &str) -> Option<&Route> {
+        let item = self.list(List::Events).get(exposed);
+        item.map(|item| &item.route)
+    }
+
     /// Which server answers for a resource URI ([`Catalog::resource_route`]).
     pub fn resource_owner(&self, uri: &str) -> Option<Owner> {
         self.resource_route(uri).map(|(owner, _)| owner)
@@ -395,7 +445,7 @@ impl Catalog {
     ) -> Result<Value, ErrorObject> {
         let items = match list {
             List::Tools => self.listed_tools_for(apps),
-            List::Prompts | List::Resources | List::Templates | List::Skills => {
+            List::Prompts | List::Resources | List::Templates | List::Skills | List::Events => {
                 self.list(list).shown().collect()
             }
         };
@@ -447,29 +497,6 @@ fn has_name(item: &Value, source: &Source<'_>, what: &str) -> bool {
     named
 }
 
-/// Two servers that expose one name: `kept` serves it, `dropped`'s item is left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Collision {
-    /// "tool" or "prompt".
-    pub what: &'static str,
-    /// The exposed name.
-    pub name: String,
-    /// The server that keeps it.
-    pub kept: String,
-    /// The server whose item is left out.
-    pub dropped: String,
-}
-
-impl std::fmt::Display for Collision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} name {:?} is exposed by both server {:?} and server {:?}: {:?} keeps it, {:?}'s is not served; give one of them a different `prefix`",
-            self.what, self.name, self.kept, self.dropped, self.kept, self.dropped
-        )
-    }
-}
-
 /// Whether a listed tool can be served: it has a name, is not disabled by an override, and its
 /// header annotations are valid (HTTP clients must drop one whose are not, and mcpx is such a
 /// client of its upstreams; the catalog is one for every transport).
@@ -503,52 +530,6 @@ fn exposed_name(item: &Value, source: &Source<'_>) -> String {
     let overridden = source.overrides.and_then(|o| o.get(name));
     let shown = overridden.and_then(|o| o.name.as_deref()).unwrap_or(name);
     naming::exposed(source.prefix, shown)
-}
-
-/// Which server keeps each exposed name that several sources claim (`claims`: a source's
-/// index and a name it exposes): the one `previous` routed it to, if it still claims it, else
-/// the first in order.
-fn keepers<'s>(
-    sources: &'s [Source<'s>],
-    claims: Vec<(usize, String)>,
-    previous: &Merged,
-) -> HashMap<String, (Owner, &'s str)> {
-    let mut claimants: HashMap<String, Vec<(Owner, &'s str)>> = HashMap::new();
-    for (index, name) in claims {
-        let source = &sources[index];
-        let listed = claimants.entry(name).or_default();
-        if !listed.iter().any(|(owner, _)| *owner == source.owner) {
-            listed.push((source.owner, source.server));
-        }
-    }
-    claimants
-        .into_iter()
-        .filter(|(_, listed)| listed.len() > 1)
-        .map(|(name, listed)| {
-            let earlier = previous.owner(&name);
-            let keeper = listed
-                .iter()
-                .find(|(owner, _)| Some(*owner) == earlier)
-                .unwrap_or(&listed[0]);
-            (name, *keeper)
-        })
-        .collect()
-}
-
-/// The collision that leaves `source`'s item named `exposed` out, if another server keeps it.
-fn lost(
-    keepers: &HashMap<String, (Owner, &str)>,
-    exposed: &str,
-    source: &Source<'_>,
-    what: &'static str,
-) -> Option<Collision> {
-    let (owner, server) = keepers.get(exposed)?;
-    (*owner != source.owner).then(|| Collision {
-        what,
-        name: exposed.to_owned(),
-        kept: (*server).to_owned(),
-        dropped: source.server.to_owned(),
-    })
 }
 
 /// One tool or prompt exposed under `exposed`: (exposed name, route, exposed definition).

@@ -2,8 +2,9 @@
 //! restricted into each profile's view, and swapped in whole so that a request reads one
 //! consistent catalog. Each client hears `list_changed` for what changed in its own view only.
 
-use super::catalog::{self, Catalog, Collision, Listing};
+use super::catalog::{self, Catalog, Listing};
 use super::clients::Clients;
+use super::collisions::Collision;
 use super::pinning::Pinning;
 use super::profile::{Profiles, ViewId, Views};
 use super::upstreams::Upstream;

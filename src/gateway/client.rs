@@ -269,7 +269,9 @@ impl Client {
     /// `listChanged`, so it must deliver), and to every listen that opted into this kind.
     pub fn list_changed(&self, kind: ListKind) {
         let state = self.lock();
-        if state.revision.is_some() {
+        // A legacy session hears the changes its revision can name (not an extension's of the
+        // modern era: event types).
+        if state.revision.is_some() && kind.notification().in_era(crate::protocol::Era::Legacy) {
             let _ = self
                 .outbound
                 .try_send(Notification::new(kind.notification(), json!({})));

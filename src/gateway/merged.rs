@@ -1,4 +1,4 @@
-//! One kind of merged list (tools, prompts, resources, templates or skills): its items in the
+//! One kind of merged list (tools, prompts, resources, templates, skills or event types): its items in the
 //! order clients are shown them, each with the server that answers for it, found by its key.
 
 use super::route::{Owner, Route};
@@ -14,6 +14,7 @@ pub(super) enum List {
     Resources,
     Templates,
     Skills,
+    Events,
 }
 
 impl List {
@@ -25,15 +26,17 @@ impl List {
             List::Resources => "resources",
             List::Templates => "resourceTemplates",
             List::Skills => "skills",
+            List::Events => "events",
         }
     }
 
-    pub const ALL: [List; 5] = [
+    pub const ALL: [List; 6] = [
         List::Tools,
         List::Prompts,
         List::Resources,
         List::Templates,
         List::Skills,
+        List::Events,
     ];
 
     /// The list a `*/list` method pages through; `None` for a method that lists nothing.
@@ -44,6 +47,7 @@ impl List {
             Method::ResourcesList => Some(List::Resources),
             Method::ResourcesTemplatesList => Some(List::Templates),
             Method::SkillsList => Some(List::Skills),
+            Method::EventsList => Some(List::Events),
             Method::Initialize
             | Method::Ping
             | Method::ServerDiscover
@@ -64,7 +68,11 @@ impl List {
             | Method::TasksResult
             | Method::TasksList
             | Method::TasksCancel
-            | Method::TasksUpdate => None,
+            | Method::TasksUpdate
+            | Method::EventsPoll
+            | Method::EventsStream
+            | Method::EventsSubscribe
+            | Method::EventsUnsubscribe => None,
         }
     }
 }

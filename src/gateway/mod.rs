@@ -16,8 +16,12 @@ mod catalog;
 mod catalogs;
 mod client;
 mod clients;
+mod collisions;
 mod command_error;
 mod cursor;
+mod event_cursors;
+mod event_types;
+mod events;
 mod forwarded;
 mod handshake;
 mod inbound;
@@ -157,6 +161,8 @@ pub struct Gateway {
     pinning: Arc<pinning::Pinning>,
     /// People's own logins to per-identity servers, under way ([`person_login`]).
     person_logins: person_login::PersonLogins,
+    /// Seals the event types' cursors clients hold ([`event_cursors`]).
+    event_cursors: event_cursors::EventCursors,
 }
 
 impl Gateway {
@@ -203,6 +209,7 @@ impl Gateway {
             limits: call_limits::CallLimits::new(&config.limits),
             pinning,
             person_logins: person_login::PersonLogins::new(config.auth.public_url.clone()),
+            event_cursors: event_cursors::EventCursors::new(cluster),
         })
     }
 
@@ -476,7 +483,12 @@ impl Gateway {
             | Method::CompletionComplete
             | Method::SkillsList
             | Method::SkillsGet
-            | Method::ResourcesDirectoryRead => {
+            | Method::ResourcesDirectoryRead
+            | Method::EventsList
+            | Method::EventsPoll
+            | Method::EventsStream
+            | Method::EventsSubscribe
+            | Method::EventsUnsubscribe => {
                 self.catalogs.ready().await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).

@@ -54,6 +54,7 @@ impl Pinning {
             (Kind::Resource, listing.resources.as_slice()),
             (Kind::Template, listing.templates.as_slice()),
             (Kind::Skill, listing.skills.as_slice()),
+            (Kind::Event, listing.events.as_slice()),
         ];
         let (served, events) = self.pins.vet(&upstream.name, pin, &lists);
         for (server, item, event) in &events {
@@ -80,6 +81,7 @@ impl Pinning {
             resources: next(),
             templates: next(),
             skills: next(),
+            events: next(),
         }
     }
 
@@ -148,6 +150,7 @@ impl Gateway {
             TargetKind::Prompt => Kind::Prompt,
             TargetKind::Resource => Kind::Resource,
             TargetKind::Skill => Kind::Skill,
+            TargetKind::Event => Kind::Event,
         };
         let template = || {
             let template = target.template.as_deref()?;

@@ -10,7 +10,7 @@ use super::own_tasks::Promotion;
 use super::supervision::NotStarted;
 use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
 use super::upstreams::Upstream;
-use super::{builtin, not_found, results, search, Gateway, Owner, Route};
+use super::{builtin, events, not_found, results, search, Gateway, Owner, Route};
 use crate::config::TaskPolicy;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -90,6 +90,11 @@ impl Gateway {
                 self.subscribe(client, target.owner, &target.exposed).await
             }
             Method::CompletionComplete => self.complete(incoming, target).await,
+            Method::EventsPoll => self.poll_events(incoming, target).await,
+            Method::EventsStream => Err(events::not_carried("push")),
+            Method::EventsSubscribe | Method::EventsUnsubscribe => {
+                Err(events::not_carried("webhook"))
+            }
             // Nothing else names a target ([`target::resolve`] resolved it to none).
             Method::Initialize
             | Method::Ping
@@ -109,7 +114,8 @@ impl Gateway {
             | Method::TasksResult
             | Method::TasksList
             | Method::TasksCancel
-            | Method::TasksUpdate => Err(not_found(method.as_str())),
+            | Method::TasksUpdate
+            | Method::EventsList => Err(not_found(method.as_str())),
         }
     }
 
@@ -180,6 +186,7 @@ impl Gateway {
                 None => invalid("tool", &name),
             },
             Unresolved::Prompt(name) => invalid("prompt", &name),
+            Unresolved::Event(name) => Err(events::unknown_event(&name)),
             Unresolved::Resource(uri) => Err(resource_not_found(&uri, revision)),
             Unresolved::Reference(uri) if method == Method::CompletionComplete => {
                 invalid("resource reference", &uri)
@@ -379,7 +386,7 @@ impl Gateway {
         let mut forwarded = forwardable(incoming.params);
         match target.kind {
             TargetKind::Prompt => forwarded["ref"]["name"] = json!(target.own),
-            TargetKind::Tool | TargetKind::Resource | TargetKind::Skill => {
+            TargetKind::Tool | TargetKind::Resource | TargetKind::Skill | TargetKind::Event => {
                 let own = target.template.as_ref().unwrap_or(&target.own);
                 forwarded["ref"]["uri"] = json!(own);
             }

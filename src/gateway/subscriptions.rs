@@ -211,8 +211,10 @@ impl Gateway {
             ("toolsListChanged", ListKind::Tools),
             ("promptsListChanged", ListKind::Prompts),
             ("resourcesListChanged", ListKind::Resources),
+            ("eventsListChanged", ListKind::Events),
         ] {
-            if filter.member(key) == Some(&json!(true)) {
+            let declared = kind != ListKind::Events || extensions.contains(Extension::Events);
+            if declared && filter.member(key) == Some(&json!(true)) {
                 honoured.insert(key.into(), json!(true));
                 lists.push(kind);
             }

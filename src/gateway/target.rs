@@ -22,6 +22,8 @@ pub(super) enum Kind {
     Prompt,
     Resource,
     Skill,
+    /// An event type (Events).
+    Event,
 }
 
 /// The one definition a request uses.
@@ -71,6 +73,8 @@ pub(super) enum Unresolved {
     Tool(String),
     /// No prompt of that name.
     Prompt(String),
+    /// No event type of that name.
+    Event(String),
     /// No resource at that URI, nor a template matching it.
     Resource(String),
     /// A completion's reference is neither a prompt nor a resource mcpx knows.
@@ -165,6 +169,19 @@ pub(super) fn resolve<'p>(
             };
             resolved(target, as_sent(params))
         }
+        Method::EventsPoll
+        | Method::EventsStream
+        | Method::EventsSubscribe
+        | Method::EventsUnsubscribe => {
+            let name = text(params, "name");
+            match catalog.event(&name) {
+                Some(route) => {
+                    let target = tool_target(route.owner, &route.name, name, Kind::Event);
+                    resolved(target, as_sent(params))
+                }
+                None => Err(Unresolved::Event(name)),
+            }
+        }
         // Lists, mcpx's own answers, a server's questions and tasks (named by a sealed id, which
         // [`super::tasks`] opens) name no target here.
         Method::Initialize
@@ -185,7 +202,8 @@ pub(super) fn resolve<'p>(
         | Method::TasksResult
         | Method::TasksList
         | Method::TasksCancel
-        | Method::TasksUpdate => Ok(None),
+        | Method::TasksUpdate
+        | Method::EventsList => Ok(None),
     }
 }
 

@@ -39,6 +39,10 @@ pub const HEADER_MISMATCH: i64 = -32020;
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 /// 2026-07-28: the protocol version in `_meta` is not one mcpx serves.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// Events: the event type (or subscription) named is not found.
+pub const NOT_FOUND: i64 = -32011;
+/// Events: what was asked is not supported (a delivery mode, a feature); `data` says which.
+pub const UNSUPPORTED: i64 = -32014;
 /// mcpx's `[limits]` refused a call other than `tools/call` (whose refusal is a tool result):
 /// outside the reserved range, and reading as HTTP's 429. `data` has `limit` and
 /// `retryAfterMs`.

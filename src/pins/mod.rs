@@ -24,12 +24,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The kinds of definition pinned, and the member that names each.
-pub const KINDS: [(Kind, &str); 5] = [
+pub const KINDS: [(Kind, &str); 6] = [
     (Kind::Tool, "name"),
     (Kind::Prompt, "name"),
     (Kind::Resource, "uri"),
     (Kind::Template, "uriTemplate"),
     (Kind::Skill, "uri"),
+    (Kind::Event, "name"),
 ];
 
 /// A kind of definition.
@@ -45,6 +46,8 @@ pub enum Kind {
     Template,
     /// `skills/list`'s entries (their name and description reach the model), by entry URI.
     Skill,
+    /// `events/list`'s event types (Events), by name: what a subscription's agent is told.
+    Event,
 }
 
 impl Kind {
@@ -56,6 +59,7 @@ impl Kind {
             Kind::Resource => "resource",
             Kind::Template => "template",
             Kind::Skill => "skill",
+            Kind::Event => "event",
         }
     }
 

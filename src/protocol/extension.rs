@@ -22,6 +22,9 @@ pub enum Extension {
     /// Tasks (`io.modelcontextprotocol/tasks`, SEP-2663): a `tools/call` the server chooses to
     /// run in the background, polled by `tasks/get` ([`super::task`]).
     Tasks,
+    /// Events (`io.modelcontextprotocol/events`, SEP-3415): event types a client subscribes to,
+    /// delivered by polling, a pushed stream or a webhook.
+    Events,
 }
 
 /// The MIME type of an MCP App's HTML, the one mcpx's clients are asked to render.
@@ -29,7 +32,12 @@ pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
 impl Extension {
     /// Every extension mcpx carries.
-    pub const ALL: [Extension; 3] = [Extension::Apps, Extension::Skills, Extension::Tasks];
+    pub const ALL: [Extension; 4] = [
+        Extension::Apps,
+        Extension::Skills,
+        Extension::Tasks,
+        Extension::Events,
+    ];
 
     /// Its identifier, the key under `capabilities.extensions`.
     pub const fn id(self) -> &'static str {
@@ -37,6 +45,7 @@ impl Extension {
             Extension::Apps => "io.modelcontextprotocol/ui",
             Extension::Skills => "io.modelcontextprotocol/skills",
             Extension::Tasks => "io.modelcontextprotocol/tasks",
+            Extension::Events => "io.modelcontextprotocol/events",
         }
     }
 
@@ -50,14 +59,18 @@ impl Extension {
     pub fn client_declaration(self) -> Value {
         match self {
             Extension::Apps => json!({ "mimeTypes": [APP_MIME_TYPE] }),
-            Extension::Skills | Extension::Tasks => json!({}),
+            Extension::Skills | Extension::Tasks | Extension::Events => json!({}),
         }
     }
 
     /// Whether it exists in `era`. Tasks does not in the legacy one, where 2025-11-25's own tasks
-    /// stand in its place: a legacy session never negotiates it, either way.
+    /// stand in its place, nor Events, which relies on per-request capabilities and
+    /// `server/discover`: a legacy session never negotiates either.
     pub const fn in_era(self, era: Era) -> bool {
-        !matches!((self, era), (Extension::Tasks, Era::Legacy))
+        !matches!(
+            (self, era),
+            (Extension::Tasks | Extension::Events, Era::Legacy)
+        )
     }
 
     /// Whether mcpx declares it upstream on its own requests (the handshake, the catalog's
@@ -84,7 +97,7 @@ impl Extension {
             (Extension::Apps, _) => &[],
             // Their fields are in results of their own methods, which shaping leaves whole, and
             // in a created task, which shaping keeps as such ([`super::task`]).
-            (Extension::Skills | Extension::Tasks, _) => &[],
+            (Extension::Skills | Extension::Tasks | Extension::Events, _) => &[],
         }
     }
 }

@@ -67,6 +67,17 @@ pub enum Method {
     TasksCancel,
     /// `tasks/update` (the Tasks extension only): answers to a task's input requests.
     TasksUpdate,
+    /// `events/list` (Events): the merged event types.
+    EventsList,
+    /// `events/poll` (Events): one event type's occurrences since a cursor.
+    EventsPoll,
+    /// `events/stream` (Events): one event type's occurrences pushed as notifications on a
+    /// request that stays open.
+    EventsStream,
+    /// `events/subscribe` (Events): webhook delivery to a callback.
+    EventsSubscribe,
+    /// `events/unsubscribe` (Events): a webhook subscription ended.
+    EventsUnsubscribe,
 }
 
 /// What a server may ask its client, mid-call: the methods [`Side::Server`] sends.
@@ -267,6 +278,19 @@ impl Row {
         }
     }
 
+    /// A request of the Events extension (2026-07-28), routed to the upstream whose event type
+    /// it names: audited like a call, but never asking the client anything.
+    const fn event(method: Method, name: &'static str) -> Row {
+        Row {
+            catalog: true,
+            routed_by: RoutedBy::Name,
+            audited: true,
+            extension: Some(Extension::Events),
+            ..Row::base(method, name)
+        }
+        .eras(Eras::Modern)
+    }
+
     const fn eras(self, eras: Eras) -> Row {
         Row { eras, ..self }
     }
@@ -277,7 +301,7 @@ use Method::*;
 impl Method {
     /// Every method and its properties, in the order the specification lists them, then the
     /// extensions' methods.
-    const ROWS: [Row; 26] = [
+    const ROWS: [Row; 31] = [
         Row::base(Initialize, "initialize").eras(Eras::Legacy),
         // 2026-07-28 has no `ping`: every request stands alone.
         Row {
@@ -356,6 +380,16 @@ impl Method {
         Row::task(TasksList, "tasks/list").eras(Eras::Legacy),
         Row::task(TasksCancel, "tasks/cancel"),
         Row::task(TasksUpdate, "tasks/update").eras(Eras::Modern),
+        Row {
+            extension: Some(Extension::Events),
+            cacheable: false,
+            ..Row::list(EventsList, "events/list", "events")
+        }
+        .eras(Eras::Modern),
+        Row::event(EventsPoll, "events/poll"),
+        Row::event(EventsStream, "events/stream"),
+        Row::event(EventsSubscribe, "events/subscribe"),
+        Row::event(EventsUnsubscribe, "events/unsubscribe"),
     ];
 
     fn row(self) -> &'static Row {
@@ -403,7 +437,12 @@ impl Method {
             | TasksResult
             | TasksList
             | TasksCancel
-            | TasksUpdate => None,
+            | TasksUpdate
+            | EventsList
+            | EventsPoll
+            | EventsStream
+            | EventsSubscribe
+            | EventsUnsubscribe => None,
         }
     }
 
@@ -435,7 +474,12 @@ impl Method {
             | RootsList
             | SkillsList
             | SkillsGet
-            | ResourcesDirectoryRead => None,
+            | ResourcesDirectoryRead
+            | EventsList
+            | EventsPoll
+            | EventsStream
+            | EventsSubscribe
+            | EventsUnsubscribe => None,
         }
     }
 

@@ -35,6 +35,19 @@ pub enum Notice {
     TasksStatus,
     /// `notifications/tasks` (the Tasks extension): the task as `tasks/get` would show it.
     Tasks,
+    /// `notifications/events/list_changed` (Events): the event types changed.
+    EventsListChanged,
+    /// `notifications/events/active` (Events): a stream's subscription is in place, from a
+    /// cursor (again, after a gap, `truncated`).
+    EventsActive,
+    /// `notifications/events/event` (Events): an occurrence on a stream.
+    EventsEvent,
+    /// `notifications/events/heartbeat` (Events): a stream is alive, checked up to a cursor.
+    EventsHeartbeat,
+    /// `notifications/events/error` (Events): a stream's upstream failed for now.
+    EventsError,
+    /// `notifications/events/terminated` (Events): a stream's subscription ended.
+    EventsTerminated,
 }
 
 /// One row of the table.
@@ -59,6 +72,14 @@ impl Row {
         }
     }
 
+    /// A server's notification of the Events extension (2026-07-28).
+    const fn event(notice: Notice, name: &'static str) -> Row {
+        Row {
+            extension: Some(Extension::Events),
+            ..Row::server(notice, name).eras(Eras::Modern)
+        }
+    }
+
     const fn eras(self, eras: Eras) -> Row {
         Row { eras, ..self }
     }
@@ -72,7 +93,7 @@ use Notice::*;
 
 impl Notice {
     /// Every notification and its properties, in the variants' order.
-    const ROWS: [Row; 13] = [
+    const ROWS: [Row; 19] = [
         Row::server(Initialized, "notifications/initialized")
             .sender(Side::Client)
             .eras(Eras::Legacy),
@@ -97,6 +118,12 @@ impl Notice {
             extension: Some(Extension::Tasks),
             ..Row::server(Tasks, "notifications/tasks").eras(Eras::Modern)
         },
+        Row::event(EventsListChanged, "notifications/events/list_changed"),
+        Row::event(EventsActive, "notifications/events/active"),
+        Row::event(EventsEvent, "notifications/events/event"),
+        Row::event(EventsHeartbeat, "notifications/events/heartbeat"),
+        Row::event(EventsError, "notifications/events/error"),
+        Row::event(EventsTerminated, "notifications/events/terminated"),
     ];
 
     fn row(self) -> &'static Row {

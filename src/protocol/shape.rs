@@ -139,7 +139,12 @@ pub fn result(
         | Method::TasksGet
         | Method::TasksList
         | Method::TasksCancel
-        | Method::TasksUpdate => {}
+        | Method::TasksUpdate
+        | Method::EventsList
+        | Method::EventsPoll
+        | Method::EventsStream
+        | Method::EventsSubscribe
+        | Method::EventsUnsubscribe => {}
     }
     envelope(method, revision, &mut result);
     result

@@ -233,7 +233,10 @@ pub fn log_to_caller(server: &str, sink: Option<&super::LogSink>, params: &Value
 pub fn event_of(server: &str, link: LinkId, method: &str, params: &Value) -> Option<Event> {
     let notice = Notice::parse(method)?;
     match notice {
-        Notice::ToolsListChanged | Notice::PromptsListChanged | Notice::ResourcesListChanged => {
+        Notice::ToolsListChanged
+        | Notice::PromptsListChanged
+        | Notice::ResourcesListChanged
+        | Notice::EventsListChanged => {
             let kind = ListKind::from_notification(notice)?;
             Some(Event::ListChanged { link, kind })
         }
@@ -264,6 +267,12 @@ pub fn event_of(server: &str, link: LinkId, method: &str, params: &Value) -> Opt
         // A URL elicitation's end and a modern task's state are the request's own business,
         // carried by the call that asked (mcpx polls a modern upstream's tasks).
         Notice::ElicitationComplete | Notice::Tasks => None,
+        // A stream's own frames, for the `events/stream` request they name.
+        Notice::EventsActive
+        | Notice::EventsEvent
+        | Notice::EventsHeartbeat
+        | Notice::EventsError
+        | Notice::EventsTerminated => None,
     }
 }
 

@@ -179,6 +179,8 @@ pub enum ListKind {
     Prompts,
     /// `resources/list` and `resources/templates/list`.
     Resources,
+    /// `events/list` (Events).
+    Events,
 }
 
 impl ListKind {
@@ -188,14 +190,20 @@ impl ListKind {
             ListKind::Tools => Notice::ToolsListChanged,
             ListKind::Prompts => Notice::PromptsListChanged,
             ListKind::Resources => Notice::ResourcesListChanged,
+            ListKind::Events => Notice::EventsListChanged,
         }
     }
 
     /// The kind a `list_changed` notification names.
     pub fn from_notification(notice: Notice) -> Option<ListKind> {
-        [ListKind::Tools, ListKind::Prompts, ListKind::Resources]
-            .into_iter()
-            .find(|k| k.notification() == notice)
+        [
+            ListKind::Tools,
+            ListKind::Prompts,
+            ListKind::Resources,
+            ListKind::Events,
+        ]
+        .into_iter()
+        .find(|k| k.notification() == notice)
     }
 }
 

@@ -18,7 +18,7 @@ use super::link::UpstreamState;
 use super::link::STOP_GRACE;
 use super::subscriptions::HeldSubscriptions;
 use super::upstreams::{Upstream, Upstreams};
-use super::{catalog, CommandError, Listing};
+use super::{CommandError, Listing};
 use crate::cancel::Cancel;
 use crate::config::{RemoteTransport, UpstreamEra};
 use crate::json::Member;
@@ -39,6 +39,7 @@ enum Relisted {
     Tools(Vec<Value>),
     Prompts(Vec<Value>),
     Resources(Vec<Value>, Vec<Value>),
+    Events(Vec<Value>),
 }
 
 /// The least time between two listings of one upstream's catalog after `list_changed`.
@@ -365,6 +366,9 @@ impl Supervisor {
             ListKind::Prompts => list_all(&connection, Method::PromptsList, &cancel)
                 .await
                 .map(Relisted::Prompts),
+            ListKind::Events => list_all(&connection, Method::EventsList, &cancel)
+                .await
+                .map(Relisted::Events),
             ListKind::Resources => {
                 match list_all(&connection, Method::ResourcesList, &cancel).await {
                     Ok(resources) => Ok(Relisted::Resources(
@@ -391,6 +395,7 @@ impl Supervisor {
             match relisted {
                 Relisted::Tools(tools) => listing.tools = tools,
                 Relisted::Prompts(prompts) => listing.prompts = prompts,
+                Relisted::Events(events) => listing.events = events,
                 Relisted::Resources(resources, templates) => {
                     listing.resources = resources;
                     listing.templates = templates;
@@ -404,7 +409,7 @@ impl Supervisor {
     /// Rebuilds the catalog after an upstream's listing changed, and tells each client what
     /// changed in its own view. A name the change would take from another server stays that
     /// server's ([`Catalogs::build`]).
-    pub(super) fn publish_catalog(&self) -> Vec<catalog::Collision> {
+    pub(super) fn publish_catalog(&self) -> Vec<super::collisions::Collision> {
         let (catalog, collisions) = self.catalogs.build(&self.upstreams.all());
         self.catalogs.install(
             catalog,
@@ -520,8 +525,12 @@ async fn list_everything(connection: &Connection, capabilities: &Value) -> Resul
             .await
             .unwrap_or_default();
     }
-    if Extensions::declared_in(Some(capabilities)).contains(Extension::Skills) {
+    let extensions = Extensions::declared_in(Some(capabilities));
+    if extensions.contains(Extension::Skills) {
         listing.skills = list_all(connection, Method::SkillsList, &cancel).await?;
+    }
+    if extensions.contains(Extension::Events) {
+        listing.events = list_all(connection, Method::EventsList, &cancel).await?;
     }
     Ok(listing)
 }

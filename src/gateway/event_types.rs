@@ -1,0 +1,36 @@
+//! Event types (the Events extension's `events/list`) in the merged catalog: named like tools,
+//! `SERVER__name`, and each shown with only the delivery modes mcpx carries for it, so a client
+//! never subscribes in a way that would fail at mcpx.
+
+use super::catalog::Source;
+use super::naming;
+use crate::json::Member;
+use serde_json::Value;
+
+/// The delivery modes mcpx carries from an upstream to its clients: `events/poll`, passed to
+/// the upstream with its cursors sealed.
+pub(super) const CARRIED: [&str; 1] = ["poll"];
+
+/// The name `event` is exposed under: the server's prefix and its own name.
+pub(super) fn exposed(event: &Value, source: &Source<'_>) -> String {
+    let own = event.member("name").and_then(Value::as_str);
+    naming::exposed(source.prefix, own.unwrap_or_default())
+}
+
+/// `event` as clients are shown it, under `exposed`: its delivery modes cut to those mcpx
+/// carries; `None` when it offers none of them.
+pub(super) fn shown(event: &Value, exposed: &str) -> Option<Value> {
+    let offered = event.member("delivery").and_then(Value::as_array)?;
+    let carried: Vec<Value> = offered
+        .iter()
+        .filter(|mode| mode.as_str().is_some_and(|m| CARRIED.contains(&m)))
+        .cloned()
+        .collect();
+    if carried.is_empty() {
+        return None;
+    }
+    let mut shown = event.clone();
+    shown["name"] = Value::String(exposed.to_owned());
+    shown["delivery"] = Value::Array(carried);
+    Some(shown)
+}
