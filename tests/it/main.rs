@@ -15,6 +15,7 @@ mod cli;
 mod clients;
 mod cluster;
 mod conformance;
+mod events;
 mod http_legacy;
 mod http_modern;
 mod input;

@@ -8,6 +8,7 @@
 
 mod conformance;
 mod conformance_tasks;
+mod events;
 
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 struct Server {
     out: Mutex<()>,
+    /// With `--events`: the Events extension's event types and their occurrences.
+    events: Option<events::Log>,
     cancelled: Mutex<HashSet<String>>,
     extra_tool: Mutex<bool>,
     modern_only: bool,
@@ -319,6 +322,9 @@ impl Server {
                     "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"},
                     "unix": {"type": "string"}, "say": {"type": "string"}, "stderr": {"type": "string"}}}}));
         }
+        if self.events.is_some() {
+            tools.push(events::emit_tool());
+        }
         if self.show_environment {
             tools.push(json!({"name": "environment", "description": "Reports the environment variables named in `names` (on stderr too), its own arguments and its process id.",
                 "inputSchema": {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}}}}));
@@ -379,6 +385,15 @@ impl Server {
         let text =
             |t: String| Ok(json!({"content": [{"type": "text", "text": t}], "isError": false}));
         let result = match name {
+            "emit_event" if self.events.is_some() => {
+                let log = self.events.as_ref().map(|log| {
+                    log.emit(
+                        args["name"].as_str().unwrap_or_default(),
+                        args["text"].as_str().unwrap_or_default(),
+                    )
+                });
+                text(format!("emitted {}", log.unwrap_or_default()["eventId"]))
+            }
             "echo" | "echo2" => {
                 let calls = 1 + self
                     .echo_calls
@@ -745,8 +760,12 @@ impl Server {
             self.legacy_session
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let capabilities = json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
+        let mut capabilities = json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true}, "completions": {}});
+        // Events is of the modern era only: a legacy session is not told of it.
+        if self.events.is_some() && method == "server/discover" {
+            capabilities["extensions"] = json!({"io.modelcontextprotocol/events": {}});
+        }
         let result = match method.as_str() {
             "initialize" => Ok(
                 json!({"protocolVersion": params["protocolVersion"], "serverInfo": {"name": "fixture", "version": "1"},
@@ -758,6 +777,17 @@ impl Server {
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}}),
             ),
             "ping" => Ok(json!({})),
+            "events/list" if self.events.is_some() => Ok(json!({"events": events::types()})),
+            "events/poll" => match &self.events {
+                Some(log) => {
+                    eprintln!(
+                        "fixture: polled {} from {}",
+                        params["name"], params["cursor"]
+                    );
+                    log.poll(&params)
+                }
+                None => Err((-32601, "Method not found")),
+            },
             "tools/list" => {
                 eprintln!("fixture: listing tools");
                 let tools = json!({"tools": self.tools()});
@@ -1025,6 +1055,10 @@ fn main() {
         rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
         tasks: args.iter().any(|a| a == "--conformance-tasks"),
+        events: args
+            .iter()
+            .any(|a| a == "--events")
+            .then(events::Log::default),
         generated_tools,
         catalog: args
             .iter()

@@ -1,0 +1,123 @@
+//! The fixture's event types (the Events extension, SEP-3415), with `--events`, written from
+//! the extension's specification since no released server delivers by poll or push: `ticks`
+//! (poll), `alerts` (push) and `hooks` (webhook only, which mcpx does not carry). Occurrences
+//! are what the tool `emit_event` raises, kept in one log; a cursor is the count of occurrences
+//! before it (`c7`), so a poll from it resumes exactly there.
+
+use serde_json::{json, Value};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The event types, as `events/list` shows them.
+pub fn types() -> Vec<Value> {
+    let object = json!({"type": "object", "properties": {}});
+    let payload = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    ["ticks:poll", "alerts:push", "hooks:webhook"]
+        .iter()
+        .map(|spec| {
+            let (name, mode) = spec.split_once(':').unwrap_or_default();
+            json!({"name": name, "description": format!("{name}, raised by emit_event"),
+                "delivery": [mode], "inputSchema": object, "payloadSchema": payload})
+        })
+        .collect()
+}
+
+/// The tool that raises an occurrence.
+pub fn emit_tool() -> Value {
+    json!({"name": "emit_event", "description": "Raises an occurrence of the event type `name` with `text`.",
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["name"]}})
+}
+
+/// Every occurrence raised, in order.
+#[derive(Default)]
+pub struct Log {
+    occurrences: Mutex<Vec<Value>>,
+}
+
+impl Log {
+    /// Raises an occurrence of `name` with `text`.
+    pub fn emit(&self, name: &str, text: &str) -> Value {
+        let mut occurrences = self.occurrences.lock().unwrap();
+        let n = occurrences.len();
+        let occurrence = json!({"eventId": format!("e{n}"), "name": name, "timestamp": now(),
+            "data": {"text": text}, "cursor": format!("c{}", n + 1)});
+        occurrences.push(occurrence.clone());
+        occurrence
+    }
+
+    /// `events/poll`: `name`'s occurrences after `cursor` (none for a `null` cursor: it starts
+    /// from now), at most `maxEvents`.
+    pub fn poll(&self, params: &Value) -> Result<Value, (i64, &'static str)> {
+        let name = params["name"].as_str().unwrap_or_default();
+        let offered = types().into_iter().find(|t| t["name"] == name);
+        let Some(offered) = offered else {
+            return Err((-32011, "Event type not found"));
+        };
+        if !offered["delivery"]
+            .as_array()
+            .is_some_and(|d| d.contains(&json!("poll")))
+        {
+            return Err((
+                -32014,
+                "Unsupported: this event type is not delivered by poll",
+            ));
+        }
+        let occurrences = self.occurrences.lock().unwrap();
+        let from = match &params["cursor"] {
+            Value::Null => occurrences.len(),
+            Value::String(cursor) => cursor
+                .strip_prefix('c')
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n <= occurrences.len())
+                .ok_or((-32602, "Invalid params: not a cursor of this server's"))?,
+            _ => return Err((-32602, "Invalid params: cursor must be a string or null")),
+        };
+        let most = params["maxEvents"].as_u64().unwrap_or(100) as usize;
+        let matching: Vec<(usize, &Value)> = occurrences
+            .iter()
+            .enumerate()
+            .skip(from)
+            .filter(|(_, o)| o["name"] == name)
+            .collect();
+        let batch: Vec<Value> = matching
+            .iter()
+            .take(most)
+            .map(|(_, o)| (*o).clone())
+            .collect();
+        let end = match batch.len() < matching.len() {
+            true => matching[batch.len() - 1].0 + 1,
+            false => occurrences.len(),
+        };
+        let mut answer = json!({"events": batch, "cursor": format!("c{end}"), "nextPollMs": 100,
+            "hasMore": batch.len() < matching.len(), "truncated": false});
+        if batch.is_empty() && matching.is_empty() {
+            answer["hasMore"] = json!(false);
+        }
+        Ok(answer)
+    }
+}
+
+/// Now, in RFC 3339 (UTC, whole seconds).
+fn now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}

@@ -1,0 +1,277 @@
+//! MCP Events (SEP-3415) through mcpx, end to end: two servers' event types listed apart as
+//! `SERVER__name` with only the delivery modes mcpx carries, polls passed to their server with
+//! cursors mcpx seals (a forged or foreign one refused, one from before a restart still good),
+//! profiles cutting event types as they cut tools, deliveries mcpx does not carry refused
+//! without reaching a server, and nothing of it in a legacy session. The upstream is the
+//! fixture with `--events` (no released server delivers events by poll).
+
+use crate::common::http::*;
+use crate::common::*;
+use serde_json::{json, Value};
+
+const EVENTS: &str = "io.modelcontextprotocol/events";
+
+/// Two fixture servers, `a` and `b`, each with the same event types, and `more` configuration.
+fn two_servers(more: &str) -> String {
+    format!(
+        "[servers.a]\ncommand = {bin:?}\nargs = [\"--events\"]\n[servers.b]\ncommand = {bin:?}\nargs = [\"--events\"]\n{more}",
+        bin = fixture_bin()
+    )
+}
+
+/// A modern request's params declaring the Events extension.
+fn declaring(mut params: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {EVENTS: {}}});
+    modern(params)
+}
+
+/// `events/poll` of `name` from `cursor` over `mcpx`, as request `id`.
+fn poll(mcpx: &mut Serve, id: i64, name: &str, cursor: Value) -> Value {
+    let params = json!({"name": name, "arguments": {}, "cursor": cursor});
+    mcpx.call(id, "events/poll", declaring(params))
+}
+
+/// Raises an occurrence of `event` on server `server` with `text`.
+fn emit(mcpx: &mut Serve, id: i64, server: &str, event: &str, text: &str) {
+    let params = json!({"name": format!("{server}__emit_event"), "arguments": {"name": event, "text": text}});
+    let emitted = mcpx.call(id, "tools/call", modern(params));
+    assert_eq!(emitted["result"]["isError"], false, "{emitted}");
+}
+
+/// The names of what a poll answer delivered, and their ids.
+fn delivered(answer: &Value) -> Vec<(String, String, String)> {
+    let events = answer["result"]["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    events
+        .iter()
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap_or_default().to_owned();
+            (
+                text("name"),
+                text("eventId"),
+                e["data"]["text"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+mod v2026_07_28 {
+    pub mod events {
+        use super::super::*;
+
+        /// mcpx declares the extension to a 2026-07-28 client, and `events/list` shows both
+        /// servers' event types apart under their prefixes, each with only the delivery modes
+        /// mcpx carries: a push-only and a webhook-only type are not shown, rather than shown and
+        /// then failing.
+        #[test]
+        fn two_servers_event_types_are_listed_apart_with_only_what_mcpx_carries() {
+            let mut mcpx = Serve::start(&two_servers(""));
+            let discovered = mcpx.call(1, "server/discover", modern(json!({})));
+            let extensions = &discovered["result"]["capabilities"]["extensions"];
+            assert!(extensions.get(EVENTS).is_some(), "{discovered}");
+            let listed = mcpx.call(2, "events/list", declaring(json!({})));
+            let names: Vec<&str> = listed["result"]["events"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{listed}"))
+                .iter()
+                .filter_map(|e| e["name"].as_str())
+                .collect();
+            assert_eq!(names, ["a__ticks", "b__ticks"], "{listed}");
+            let ticks = &listed["result"]["events"][0];
+            assert_eq!(ticks["delivery"], json!(["poll"]), "{listed}");
+            assert!(ticks["inputSchema"].is_object() && ticks["payloadSchema"].is_object());
+        }
+
+        /// A poll from `null` starts from now (no events, a cursor); the cursor mcpx hands out is
+        /// sealed, and polling from it delivers what happened since, exactly once and in order,
+        /// named as exposed, with `maxEvents` and `hasMore` passed through; each server's
+        /// occurrences reach only its own event type.
+        #[test]
+        fn a_poll_from_a_cursor_resumes_without_loss_or_repeat() {
+            let mut mcpx = Serve::start(&two_servers(""));
+            let first = poll(&mut mcpx, 1, "a__ticks", json!(null));
+            assert_eq!(first["result"]["events"], json!([]), "{first}");
+            let cursor = first["result"]["cursor"].clone();
+            let sealed = cursor.as_str().unwrap_or_else(|| panic!("{first}"));
+            assert!(
+                sealed.starts_with("mcpxc1.") && !sealed.contains("c0"),
+                "{first}"
+            );
+            for (id, text) in [(2, "one"), (3, "two"), (4, "three")] {
+                emit(&mut mcpx, id, "a", "ticks", text);
+            }
+            emit(&mut mcpx, 5, "b", "ticks", "b's");
+            let params =
+                json!({"name": "a__ticks", "arguments": {}, "cursor": cursor, "maxEvents": 2});
+            let some = mcpx.call(6, "events/poll", declaring(params));
+            let names = |answer: &Value| -> Vec<String> {
+                delivered(answer)
+                    .into_iter()
+                    .map(|(_, _, text)| text)
+                    .collect()
+            };
+            assert_eq!(names(&some), ["one", "two"], "{some}");
+            assert_eq!(some["result"]["hasMore"], true, "{some}");
+            assert!(
+                delivered(&some)
+                    .iter()
+                    .all(|(name, _, _)| name == "a__ticks"),
+                "{some}"
+            );
+            let rest = poll(&mut mcpx, 7, "a__ticks", some["result"]["cursor"].clone());
+            assert_eq!(names(&rest), ["three"], "{rest}");
+            let quiet = poll(&mut mcpx, 8, "a__ticks", rest["result"]["cursor"].clone());
+            assert_eq!(quiet["result"]["events"], json!([]), "{quiet}");
+            emit(&mut mcpx, 9, "a", "ticks", "four");
+            let later = poll(&mut mcpx, 10, "a__ticks", quiet["result"]["cursor"].clone());
+            assert_eq!(names(&later), ["four"], "{later}");
+            let b = poll(&mut mcpx, 11, "b__ticks", json!(null));
+            let b = poll(&mut mcpx, 12, "b__ticks", b["result"]["cursor"].clone());
+            assert_eq!(b["result"]["events"], json!([]), "{b}");
+            // Every cursor a client holds is mcpx's, an occurrence's too.
+            let occurrence = &later["result"]["events"][0];
+            let own = occurrence["cursor"].as_str().unwrap_or_default();
+            assert!(own.starts_with("mcpxc1."), "{later}");
+        }
+
+        /// A cursor mcpx did not seal (the server's own, made up, altered) and one of another
+        /// server's or another event type's are refused as invalid, before any server sees them.
+        #[test]
+        fn a_forged_or_foreign_cursor_is_refused() {
+            let mut mcpx = Serve::start(&two_servers(""));
+            let a = poll(&mut mcpx, 1, "a__ticks", json!(null));
+            let cursor = a["result"]["cursor"].as_str().unwrap().to_owned();
+            let mut altered = cursor.clone();
+            let last = altered.pop().unwrap();
+            altered.push(if last == 'A' { 'B' } else { 'A' });
+            for (id, name, forged) in [
+                (2, "a__ticks", json!("c0")),
+                (3, "a__ticks", json!("mcpxc1.AAAA")),
+                (4, "a__ticks", json!(altered)),
+                (5, "a__ticks", json!(7)),
+                (6, "b__ticks", json!(cursor)),
+            ] {
+                let refused = poll(&mut mcpx, id, name, forged.clone());
+                assert_eq!(refused["error"]["code"], -32602, "{forged}: {refused}");
+            }
+            // The refused polls never reached a server: only the first poll did.
+            assert!(eventually(
+                || mcpx.log_shows("fixture: polled \"ticks\" from null")
+            ));
+            assert!(!mcpx.log_shows("from \"c0\""), "{}", mcpx.stderr());
+        }
+
+        /// A profile without a server shows none of its event types, and a poll of one is as of a
+        /// type that does not exist; `denyTools` globs cut event types by their exposed names.
+        #[test]
+        fn a_profile_or_rule_without_the_server_sees_none_of_its_events() {
+            let config = two_servers("[profiles.only_a]\nservers = [\"a\"]\n");
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("config.toml");
+            std::fs::write(&path, config).unwrap();
+            let mut mcpx = Serve::spawn(&path, &["--profile", "only_a"]);
+            let listed = mcpx.call(1, "events/list", declaring(json!({})));
+            let names: Vec<Value> = listed["result"]["events"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{listed}"))
+                .iter()
+                .map(|e| e["name"].clone())
+                .collect();
+            assert_eq!(names, [json!("a__ticks")], "{listed}");
+            let unknown = poll(&mut mcpx, 2, "b__ticks", json!(null));
+            assert_eq!(unknown["error"]["code"], -32011, "{unknown}");
+        }
+
+        /// Deliveries mcpx does not carry yet (a pushed stream, a webhook) are refused as
+        /// unsupported, saying which, and never reach the server: it must not learn a client's
+        /// callback or secret.
+        #[test]
+        fn a_delivery_mcpx_does_not_carry_is_refused_and_never_passed_on() {
+            let mut mcpx = Serve::start(&two_servers(""));
+            let webhook = json!({"name": "a__ticks", "arguments": {},
+                "delivery": {"mode": "webhook", "url": "https://agent.example/hook", "secret": "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}});
+            for (id, method, params, mode) in [
+                (1, "events/subscribe", webhook.clone(), "webhook"),
+                (2, "events/unsubscribe", webhook, "webhook"),
+                (
+                    3,
+                    "events/stream",
+                    json!({"name": "a__ticks", "arguments": {}}),
+                    "push",
+                ),
+            ] {
+                let refused = mcpx.call(id, method, declaring(params));
+                assert_eq!(refused["error"]["code"], -32014, "{method}: {refused}");
+                assert_eq!(refused["error"]["data"]["value"], mode, "{refused}");
+            }
+            assert!(!mcpx.log_shows("agent.example"), "{}", mcpx.stderr());
+        }
+
+        /// A cursor handed out before mcpx restarted is still one of mcpx's after: the key it is
+        /// sealed with is kept, so a client's polling resumes rather than starting over.
+        #[test]
+        fn a_cursor_from_before_a_restart_still_resumes() {
+            let mut before = Serve::start(&two_servers(""));
+            let first = poll(&mut before, 1, "a__ticks", json!(null));
+            let cursor = first["result"]["cursor"].clone();
+            drop(before);
+            let mut after = Serve::start(&two_servers(""));
+            let resumed = poll(&mut after, 1, "a__ticks", cursor);
+            assert_eq!(resumed["result"]["events"], json!([]), "{resumed}");
+            assert!(resumed.get("error").is_none(), "{resumed}");
+        }
+
+        /// The same over the daemon's HTTP door: listed, polled with a sealed cursor, resumed.
+        #[test]
+        fn event_types_are_listed_and_polled_over_http() {
+            let d = Daemon::start(&two_servers(""), "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let listed = d.modern(1, "events/list", declaring(json!({}))).json();
+            assert_eq!(
+                listed["result"]["events"][1]["name"], "b__ticks",
+                "{listed}"
+            );
+            let params = |cursor: Value| {
+                declaring(json!({"name": "b__ticks", "arguments": {}, "cursor": cursor}))
+            };
+            let first = d.modern(2, "events/poll", params(json!(null))).json();
+            let cursor = first["result"]["cursor"].clone();
+            let emitted = d.modern(3, "tools/call", modern(json!({"name": "b__emit_event", "arguments": {"name": "ticks", "text": "over http"}}))).json();
+            assert_eq!(emitted["result"]["isError"], false, "{emitted}");
+            let next = d.modern(4, "events/poll", params(cursor)).json();
+            assert_eq!(
+                delivered(&next),
+                [(
+                    "b__ticks".to_owned(),
+                    "e0".to_owned(),
+                    "over http".to_owned()
+                )],
+                "{next}"
+            );
+        }
+    }
+}
+
+mod v2025_11_25 {
+    mod events {
+        use super::super::*;
+
+        /// Events is of 2026-07-28 and later: a legacy session is neither offered it nor answers
+        /// its methods.
+        #[test]
+        fn a_legacy_session_has_no_events() {
+            let mut mcpx = Serve::start(&two_servers(""));
+            let initialized = mcpx.initialize("2025-11-25");
+            let extensions = &initialized["result"]["capabilities"]["extensions"];
+            assert!(extensions.get(EVENTS).is_none(), "{initialized}");
+            // Read as a 2026-07-28 request (its method is of that era only), which this one is
+            // not: refused, never answered with a list.
+            let listed = mcpx.call(2, "events/list", json!({}));
+            assert!(listed.get("result").is_none(), "{listed}");
+            assert_eq!(listed["error"]["code"], -32602, "{listed}");
+        }
+    }
+}
