@@ -16,6 +16,10 @@ use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+/// The timeout of a request that stays open for as long as its caller holds it (a listen, an
+/// event stream): a hundred years.
+pub const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// `work`'s outcome, or "no answer within `limit`" once that passed first. For the rare,
 /// long waits on another party (a handshake, a provider's keys): an async-io timer each.
 pub async fn within<T>(

@@ -317,8 +317,13 @@ impl Gateway {
                 .observer
                 .audit()
                 .map(|log| Questions::new(log, client.session, &ctx.caller, &upstream.name)),
-            timeout: ctx.timeout,
+            // A stream stays open for as long as its client holds it.
+            timeout: match incoming.frames {
+                Some(_) => Some(crate::deadline::FOREVER),
+                None => ctx.timeout,
+            },
             tasks,
+            frames: incoming.frames.cloned(),
         };
         match revision.era() {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,

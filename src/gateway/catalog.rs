@@ -393,6 +393,13 @@ impl Catalog {
         item.map(|item| &item.route)
     }
 
+    /// Whether the exposed event type is shown with the delivery `mode`.
+    pub fn event_offers(&self, exposed: &str, mode: &str) -> bool {
+        let item = self.list(List::Events).get(exposed);
+        let modes = item.and_then(|item| item.shown["delivery"].as_array());
+        modes.is_some_and(|modes| modes.iter().any(|m| m == mode))
+    }
+
     /// Which server answers for a resource URI ([`Catalog::resource_route`]).
     pub fn resource_owner(&self, uri: &str) -> Option<Owner> {
         self.resource_route(uri).map(|(owner, _)| owner)

@@ -7,9 +7,9 @@ use super::naming;
 use crate::json::Member;
 use serde_json::Value;
 
-/// The delivery modes mcpx carries from an upstream to its clients: `events/poll`, passed to
-/// the upstream with its cursors sealed.
-pub(super) const CARRIED: [&str; 1] = ["poll"];
+/// The delivery modes mcpx carries from an upstream to its clients: `events/poll` and
+/// `events/stream` (push), passed to the upstream with their cursors sealed.
+pub(super) const CARRIED: [&str; 2] = ["poll", "push"];
 
 /// The name `event` is exposed under: the server's prefix and its own name.
 pub(super) fn exposed(event: &Value, source: &Source<'_>) -> String {

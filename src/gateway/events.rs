@@ -2,7 +2,11 @@
 //! every upstream's event types under their exposed names ([`super::event_types`]);
 //! `events/poll` goes to the upstream whose event type it names, under its own name, with the
 //! client's sealed cursor opened for it, and comes back with the event types renamed and every
-//! cursor sealed again ([`super::event_cursors`]). Profiles, `[[auth.rules]]` (`denyTools`
+//! cursor sealed again ([`super::event_cursors`]). `events/stream` is opened upstream the same
+//! way and held for as long as the client holds its own: each frame the server sends on it
+//! (`notifications/events/*`) is passed on, renamed, its cursor sealed, naming the client's
+//! request; the client's cancellation (or its closed stream) cancels the server's, and the
+//! server's end (its empty result, or an error) ends the client's. Profiles, `[[auth.rules]]` (`denyTools`
 //! globs match event types' exposed names too), pins and `[limits]` apply as to a tool, by the
 //! one gate. Delivery mcpx does not carry (yet) is refused saying so, never passed on: a
 //! server must not learn a client's webhook callback or secret.
@@ -13,8 +17,13 @@ use super::target::Target;
 use super::{results, Gateway};
 use crate::failure::Failure;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, NOT_FOUND, UNSUPPORTED};
+use crate::jsonrpc::{ErrorObject, Id, Notification, INVALID_PARAMS, NOT_FOUND, UNSUPPORTED};
+use crate::protocol::Notice;
+use crate::upstream::SUBSCRIPTION_ID;
 use serde_json::{json, Value};
+
+/// How many of a stream's frames may wait between the server's and the client's streams.
+const FRAMES_IN_FLIGHT: usize = 1024;
 
 impl Gateway {
     /// `events/poll` of `target`: passed to its server under its own name, its cursor the
@@ -24,15 +33,8 @@ impl Gateway {
         incoming: &Incoming<'_>,
         target: &Target,
     ) -> Result<Value, ErrorObject> {
-        let server = self.server_name(target)?;
+        let (server, forwarded) = self.delivered_by(incoming, target, "poll")?;
         let cursors = &self.event_cursors;
-        let sent = incoming.params.and_then(|p| p.member("cursor"));
-        let own = cursors
-            .open(&server, &target.exposed, sent)
-            .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))?;
-        let mut forwarded = forwardable(incoming.params);
-        forwarded["name"] = json!(target.own);
-        forwarded["cursor"] = own;
         let answer = self
             .forward(incoming, target.owner, forwarded, &target.exposed)
             .await?;
@@ -56,6 +58,80 @@ impl Gateway {
         Ok(answer)
     }
 
+    /// `events/stream` of `target`: opened on its server under its own name, each of the
+    /// server's frames passed on as the client's own stream's, until either side ends it.
+    pub(super) async fn stream_events(
+        &self,
+        incoming: &Incoming<'_>,
+        target: &Target,
+    ) -> Result<Value, ErrorObject> {
+        let (server, forwarded) = self.delivered_by(incoming, target, "push")?;
+        let cursors = &self.event_cursors;
+        let (sink, frames) = async_channel::bounded(FRAMES_IN_FLIGHT);
+        let streaming = Incoming {
+            frames: Some(&sink),
+            ..*incoming
+        };
+        let subscription = incoming.id.map_or(Value::Null, Id::to_value);
+        let pass_on = |(notice, mut params): (Notice, Value)| {
+            params["_meta"][SUBSCRIPTION_ID] = subscription.clone();
+            if notice == Notice::EventsEvent {
+                params["name"] = json!(target.exposed);
+            }
+            if let Some(cursor) = params.member_mut("cursor") {
+                match cursors.seal(&server, &target.exposed, cursor) {
+                    Ok(sealed) => *cursor = sealed,
+                    // Unsealed, no cursor is shown: the client resumes from its last one.
+                    Err(_) => *cursor = Value::Null,
+                }
+            }
+            let _ = incoming
+                .ctx
+                .outbound
+                .try_send(Notification::new(notice, params));
+        };
+        let passing = async {
+            while let Ok(frame) = frames.recv().await {
+                pass_on(frame);
+            }
+            std::future::pending().await
+        };
+        let stream = self.forward(&streaming, target.owner, forwarded, &target.exposed);
+        let ended = smol::future::or(stream, passing).await;
+        // The frames the server sent before it ended the stream go before its end.
+        while let Ok(frame) = frames.try_recv() {
+            pass_on(frame);
+        }
+        ended
+    }
+
+    /// The server of `target`, delivered by `mode`, and the request it is sent: under its own
+    /// name, the client's cursor opened for it. Refused when the event type is not shown with
+    /// `mode`, or the cursor is not one mcpx sealed for it.
+    fn delivered_by(
+        &self,
+        incoming: &Incoming<'_>,
+        target: &Target,
+        mode: &str,
+    ) -> Result<(String, Value), ErrorObject> {
+        if !self
+            .catalog_of(incoming.client)
+            .event_offers(&target.exposed, mode)
+        {
+            return Err(not_carried(&target.exposed, mode));
+        }
+        let server = self.server_name(target)?;
+        let sent = incoming.params.and_then(|p| p.member("cursor"));
+        let own = self
+            .event_cursors
+            .open(&server, &target.exposed, sent)
+            .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))?;
+        let mut forwarded = forwardable(incoming.params);
+        forwarded["name"] = json!(target.own);
+        forwarded["cursor"] = own;
+        Ok((server, forwarded))
+    }
+
     /// The configured name of the server `target` is of.
     fn server_name(&self, target: &Target) -> Result<String, ErrorObject> {
         let upstream = self.supervisor.upstreams().of(target.owner);
@@ -64,13 +140,15 @@ impl Gateway {
     }
 }
 
-/// The answer to a request for a delivery mcpx does not carry yet: `events/stream` and the
-/// webhook methods. `events/list` shows no event type with such a mode, so only a client that
-/// ignored it meets this.
-pub(super) fn not_carried(mode: &str) -> ErrorObject {
+/// The answer to a request for a delivery of `event` that mcpx does not carry for it (the
+/// webhook methods, for now, and a mode its server does not offer): `events/list` shows no
+/// event type with such a mode, so only a client that ignored it meets this.
+pub(super) fn not_carried(event: &str, mode: &str) -> ErrorObject {
     ErrorObject::new(
         UNSUPPORTED,
-        format!("Unsupported: mcpx does not carry {mode} delivery of events yet; poll them (events/poll)"),
+        format!(
+            "Unsupported: mcpx does not deliver {event} by {mode}; see its delivery in events/list"
+        ),
     )
     .with_data(json!({"feature": "deliveryMode", "value": mode}))
 }

@@ -3,7 +3,9 @@
 //! upstream) instead of the separate values it was made from.
 
 use super::{Client, RequestContext};
+use crate::jsonrpc::Id;
 use crate::protocol::{envelope, Era, Extensions, Method, Revision};
+use crate::upstream::FrameSink;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -23,6 +25,10 @@ pub(super) struct Incoming<'a> {
     pub extensions: Extensions,
     /// Its cancellation, its own messages, and who sent it.
     pub ctx: &'a RequestContext,
+    /// Its JSON-RPC id, where dispatch knows it: a stream's frames name it.
+    pub id: Option<&'a Id>,
+    /// Where the frames of the stream it opens upstream go (`events/stream`).
+    pub frames: Option<&'a FrameSink>,
 }
 
 impl<'a> Incoming<'a> {
@@ -45,6 +51,16 @@ impl<'a> Incoming<'a> {
             revision,
             extensions,
             ctx,
+            id: None,
+            frames: None,
+        }
+    }
+
+    /// The same request, known by its JSON-RPC `id`.
+    pub fn with_id(self, id: &'a Id) -> Incoming<'a> {
+        Incoming {
+            id: Some(id),
+            ..self
         }
     }
 

@@ -454,7 +454,7 @@ impl Gateway {
         else {
             return Err(not_found(name));
         };
-        let incoming = Incoming::new(client, method, params, revision, ctx);
+        let incoming = Incoming::new(client, method, params, revision, ctx).with_id(&request.id);
         let extensions = incoming.extensions;
         let result = match method {
             Method::Ping => Ok(json!({})),

@@ -61,6 +61,8 @@ pub(super) struct UpstreamCall {
     pub timeout: Option<std::time::Duration>,
     /// How the upstream's task ids are shown to a 2025-11-25 client, in its questions.
     pub tasks: Option<Arc<dyn crate::upstream::ShowsTasks>>,
+    /// Where its stream's frames go (`events/stream`).
+    pub frames: Option<crate::upstream::FrameSink>,
 }
 
 impl UpstreamCall {
@@ -75,7 +77,7 @@ impl UpstreamCall {
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send + 'static {
         let (reach, method) = (self.reach.clone(), self.method);
         let (progress, timeout) = (self.progress.clone(), self.timeout);
-        let log = self.log.clone();
+        let (log, frames) = (self.log.clone(), self.frames.clone());
         async move {
             let (connection, login) = match reach {
                 Reach::Ready(connection, login) => (connection, login),
@@ -95,6 +97,7 @@ impl UpstreamCall {
                 asks: Some(asks.clone()),
                 log,
                 timeout,
+                frames,
             };
             // Kept for a retry only where a login could be run.
             let retry = login.map(|login| (login, params.clone(), caller.clone()));

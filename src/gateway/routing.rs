@@ -91,9 +91,9 @@ impl Gateway {
             }
             Method::CompletionComplete => self.complete(incoming, target).await,
             Method::EventsPoll => self.poll_events(incoming, target).await,
-            Method::EventsStream => Err(events::not_carried("push")),
+            Method::EventsStream => self.stream_events(incoming, target).await,
             Method::EventsSubscribe | Method::EventsUnsubscribe => {
-                Err(events::not_carried("webhook"))
+                Err(events::not_carried(&target.exposed, "webhook"))
             }
             // Nothing else names a target ([`target::resolve`] resolved it to none).
             Method::Initialize

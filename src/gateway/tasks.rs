@@ -42,6 +42,7 @@ impl Gateway {
             revision,
             extensions,
             ctx,
+            ..
         } = *incoming;
         if revision.era() == Era::Modern && !extensions.contains(Extension::Tasks) {
             return Err(undeclared(method.as_str()));

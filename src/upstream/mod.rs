@@ -278,6 +278,31 @@ pub struct Caller {
     /// How long the call may go unanswered, when not the server's `timeout`: a task's call
     /// waits as long as the task lives.
     pub timeout: Option<std::time::Duration>,
+    /// Where the frames of its stream go, for a request whose answer is a stream of
+    /// notifications of its own (Events' `events/stream`).
+    pub frames: Option<FrameSink>,
+}
+
+/// Where a stream's frames go: each notification (its method and params) that names the
+/// request it belongs to (`_meta["io.modelcontextprotocol/subscriptionId"]`), in order.
+pub type FrameSink = async_channel::Sender<(Notice, Value)>;
+
+/// The `_meta` key of a stream's frames that names the request they belong to.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The frame `method` with `params` is, if it is one of a stream's (Events).
+pub fn frame_of(method: &str, params: &Value) -> Option<(Notice, Option<i64>)> {
+    let notice = Notice::parse(method)?;
+    let framed = matches!(
+        notice,
+        Notice::EventsActive
+            | Notice::EventsEvent
+            | Notice::EventsHeartbeat
+            | Notice::EventsError
+            | Notice::EventsTerminated
+    );
+    let request = params["_meta"][SUBSCRIPTION_ID].as_i64();
+    framed.then_some((notice, request))
 }
 
 /// The levels of `notifications/message`, least severe first.

@@ -11,7 +11,7 @@ use super::asks::{self, Answer, Askers};
 use super::chatter::{Chatter, Verdict};
 use super::client::{self, Wire};
 use super::task_progress::{self, KeptProgress};
-use super::{Caller, Event, LinkId, LogSink, ProgressSink};
+use super::{Caller, Event, FrameSink, LinkId, LogSink, ProgressSink};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -44,6 +44,8 @@ pub struct Peer {
     askers: Askers,
     /// The calls in flight whose clients take the server's log messages, oldest first.
     loggers: Mutex<Vec<(i64, LogSink)>>,
+    /// The requests in flight whose answer is a stream of frames, by id ([`super::frame_of`]).
+    streams: Mutex<HashMap<i64, FrameSink>>,
     next_id: AtomicI64,
     era: Mutex<Era>,
     /// How long a request may go unanswered.
@@ -95,6 +97,7 @@ impl Peer {
             task_progress: KeptProgress::default(),
             askers: Askers::default(),
             loggers: Mutex::default(),
+            streams: Mutex::default(),
             next_id: AtomicI64::new(1),
             era: Mutex::new(Era::Legacy),
             timeout,
@@ -148,6 +151,10 @@ impl Peer {
         if let Some(log) = caller.log {
             lock(&self.loggers).push((id, log));
         }
+        let streams = caller.frames.is_some();
+        if let Some(frames) = caller.frames {
+            lock(&self.streams).insert(id, frames);
+        }
         let (tx, rx) = async_channel::bounded(1);
         lock(&self.pending).insert(id, tx);
         let sent = self.send(&Request {
@@ -183,6 +190,9 @@ impl Peer {
         self.askers.leave(id);
         if logs {
             lock(&self.loggers).retain(|(call, _)| *call != id);
+        }
+        if streams {
+            lock(&self.streams).remove(&id);
         }
         match reply {
             Some(Ok(reply)) => reply,
@@ -267,6 +277,15 @@ impl Peer {
 
     async fn on_notification(&self, n: Notification) {
         let params = n.params.unwrap_or(Value::Null);
+        // A stream's frame goes to the request it names, in order, whatever its pace: the
+        // stream is what that request asked for.
+        if let Some((notice, Some(request))) = super::frame_of(&n.method, &params) {
+            let sink = lock(&self.streams).get(&request).cloned();
+            if let Some(sink) = sink {
+                let _ = sink.send((notice, params)).await;
+            }
+            return;
+        }
         self.task_progress.heard(&n.method, &params);
         if n.method == Notice::Progress {
             let token = params

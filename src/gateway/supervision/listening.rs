@@ -28,9 +28,6 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest wait between two listens.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// How long a listen may stay open: as long as the server lives.
-const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
 /// A listen in flight: cancelling it ends it (stdio: `notifications/cancelled`; HTTP: its
 /// stream closed); `ended` fires when its request returned, with why.
 struct OpenListen {
@@ -190,7 +187,7 @@ fn open(connection: crate::upstream::Connection, params: Value) -> OpenListen {
     );
     crate::runtime::spawn(async move {
         let caller = Caller {
-            timeout: Some(FOREVER),
+            timeout: Some(crate::deadline::FOREVER),
             ..Caller::default()
         };
         let answer = connection

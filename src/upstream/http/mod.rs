@@ -479,7 +479,13 @@ impl HttpUpstream {
             Ok(Message::Notification(n)) => {
                 let params = n.params.unwrap_or(Value::Null);
                 self.task_progress.heard(&n.method, &params);
-                if n.method == Notice::Progress {
+                let frame = super::frame_of(&n.method, &params);
+                if let (Some((notice, _)), Some(sink)) = (frame, &caller.frames) {
+                    // On the stream's own request: its frames, in order.
+                    if sink.try_send((notice, params)).is_err() {
+                        tracing::warn!(server = %self.name, "a stream's reader fell behind: a frame was dropped");
+                    }
+                } else if n.method == Notice::Progress {
                     match &caller.progress {
                         Some(sink) => sink.forward(params),
                         // On the session's GET stream: a task's, made by a request now answered.

@@ -2,7 +2,10 @@
 //! the extension's specification since no released server delivers by poll or push: `ticks`
 //! (poll), `alerts` (push) and `hooks` (webhook only, which mcpx does not carry). Occurrences
 //! are what the tool `emit_event` raises, kept in one log; a cursor is the count of occurrences
-//! before it (`c7`), so a poll from it resumes exactly there.
+//! before it (`c7`), so a poll or a stream from it resumes exactly there. A stream (an
+//! `events/stream` request, never answered while it is open) is confirmed by `active`, hears
+//! each occurrence as `event` and a `heartbeat` every second, every frame naming its request
+//! in `_meta`; its cancellation ends it.
 
 use serde_json::{json, Value};
 use std::sync::Mutex;
@@ -29,21 +32,101 @@ pub fn emit_tool() -> Value {
             "required": ["name"]}})
 }
 
-/// Every occurrence raised, in order.
+/// Every occurrence raised, in order, and the streams open.
 #[derive(Default)]
 pub struct Log {
     occurrences: Mutex<Vec<Value>>,
+    /// Each open stream's request id and event type.
+    streams: Mutex<Vec<(Value, String)>>,
+}
+
+/// The `_meta` that names the stream a frame is of.
+fn of_stream(id: &Value) -> Value {
+    json!({"io.modelcontextprotocol/subscriptionId": id})
+}
+
+/// A stream's frame `kind` (`active`, `event`, `heartbeat`) with `params`.
+fn frame(kind: &str, mut params: Value, id: &Value) -> Value {
+    params["_meta"] = of_stream(id);
+    json!({"jsonrpc": "2.0", "method": format!("notifications/events/{kind}"), "params": params})
 }
 
 impl Log {
-    /// Raises an occurrence of `name` with `text`.
-    pub fn emit(&self, name: &str, text: &str) -> Value {
+    /// Raises an occurrence of `name` with `text`: it, and the frames that carry it to the
+    /// streams open on `name`.
+    pub fn emit(&self, name: &str, text: &str) -> (Value, Vec<Value>) {
         let mut occurrences = self.occurrences.lock().unwrap();
         let n = occurrences.len();
         let occurrence = json!({"eventId": format!("e{n}"), "name": name, "timestamp": now(),
             "data": {"text": text}, "cursor": format!("c{}", n + 1)});
         occurrences.push(occurrence.clone());
-        occurrence
+        let streams = self.streams.lock().unwrap();
+        let frames = streams
+            .iter()
+            .filter(|(_, streamed)| streamed == name)
+            .map(|(id, _)| frame("event", occurrence.clone(), id))
+            .collect();
+        (occurrence, frames)
+    }
+
+    /// `events/stream` request `id`: the frames that open it (`active`, then what happened since
+    /// its cursor), or why it cannot be opened.
+    pub fn open_stream(
+        &self,
+        id: &Value,
+        params: &Value,
+    ) -> Result<Vec<Value>, (i64, &'static str)> {
+        let name = params["name"].as_str().unwrap_or_default();
+        let offered = types().into_iter().find(|t| t["name"] == name);
+        let Some(offered) = offered else {
+            return Err((-32011, "Event type not found"));
+        };
+        if !offered["delivery"]
+            .as_array()
+            .is_some_and(|d| d.contains(&json!("push")))
+        {
+            return Err((
+                -32014,
+                "Unsupported: this event type is not delivered by push",
+            ));
+        }
+        let occurrences = self.occurrences.lock().unwrap();
+        let from = match &params["cursor"] {
+            Value::String(cursor) => cursor
+                .strip_prefix('c')
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n <= occurrences.len())
+                .ok_or((-32602, "Invalid params: not a cursor of this server's"))?,
+            _ => occurrences.len(),
+        };
+        let cursor = format!("c{}", occurrences.len());
+        let mut frames = vec![frame(
+            "active",
+            json!({"cursor": cursor, "truncated": false}),
+            id,
+        )];
+        let missed = occurrences.iter().skip(from).filter(|o| o["name"] == name);
+        frames.extend(missed.map(|o| frame("event", o.clone(), id)));
+        self.streams
+            .lock()
+            .unwrap()
+            .push((id.clone(), name.to_owned()));
+        Ok(frames)
+    }
+
+    /// The heartbeat of stream `id`, if it is still open.
+    pub fn heartbeat(&self, id: &Value) -> Option<Value> {
+        let open = self.streams.lock().unwrap().iter().any(|(s, _)| s == id);
+        let cursor = format!("c{}", self.occurrences.lock().unwrap().len());
+        open.then(|| frame("heartbeat", json!({ "cursor": cursor }), id))
+    }
+
+    /// Ends stream `id`, if it is one: whether it was.
+    pub fn close_stream(&self, id: &Value) -> bool {
+        let mut streams = self.streams.lock().unwrap();
+        let before = streams.len();
+        streams.retain(|(s, _)| s != id);
+        streams.len() < before
     }
 
     /// `events/poll`: `name`'s occurrences after `cursor` (none for a `null` cursor: it starts

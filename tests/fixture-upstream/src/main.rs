@@ -116,6 +116,17 @@ impl Server {
     /// Sends a message; an announcement (a list changed, a resource updated) goes as a real
     /// server's does: untagged to a legacy session, and to each 2026-07-28 listen that asked
     /// for it, tagged with its subscription id.
+    /// Sends stream `id` its heartbeat every second, for as long as it is open.
+    fn beat(&self, id: &Value) {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let Some(heartbeat) = self.events.as_ref().and_then(|log| log.heartbeat(id)) else {
+                return;
+            };
+            self.send_line(&heartbeat.to_string());
+        }
+    }
+
     fn send(&self, message: Value) {
         let method = message["method"].as_str().unwrap_or_default();
         let announced =
@@ -386,13 +397,17 @@ impl Server {
             |t: String| Ok(json!({"content": [{"type": "text", "text": t}], "isError": false}));
         let result = match name {
             "emit_event" if self.events.is_some() => {
-                let log = self.events.as_ref().map(|log| {
-                    log.emit(
-                        args["name"].as_str().unwrap_or_default(),
-                        args["text"].as_str().unwrap_or_default(),
-                    )
-                });
-                text(format!("emitted {}", log.unwrap_or_default()["eventId"]))
+                let name = args["name"].as_str().unwrap_or_default();
+                let said = args["text"].as_str().unwrap_or_default();
+                let (occurrence, frames) = self
+                    .events
+                    .as_ref()
+                    .map(|log| log.emit(name, said))
+                    .unwrap_or_default();
+                for frame in frames {
+                    self.send_line(&frame.to_string());
+                }
+                text(format!("emitted {}", occurrence["eventId"]))
             }
             "echo" | "echo2" => {
                 let calls = 1 + self
@@ -721,6 +736,13 @@ impl Server {
         let params = message.get("params").cloned().unwrap_or(json!({}));
         let Some(id) = id else {
             if method == "notifications/cancelled" {
+                let closed = self
+                    .events
+                    .as_ref()
+                    .map(|log| log.close_stream(&params["requestId"]));
+                if closed == Some(true) {
+                    eprintln!("fixture: stream {} cancelled", params["requestId"]);
+                }
                 let mut listens = self.listens.lock().unwrap();
                 let before = listens.len();
                 listens.retain(|(id, _)| *id != params["requestId"]);
@@ -778,6 +800,21 @@ impl Server {
             ),
             "ping" => Ok(json!({})),
             "events/list" if self.events.is_some() => Ok(json!({"events": events::types()})),
+            "events/stream" => match &self.events {
+                Some(log) => match log.open_stream(&id, &params) {
+                    Ok(frames) => {
+                        eprintln!("fixture: streaming {} to {id}", params["name"]);
+                        for frame in frames {
+                            self.send_line(&frame.to_string());
+                        }
+                        let server = Arc::clone(self);
+                        std::thread::spawn(move || server.beat(&id));
+                        return;
+                    }
+                    Err(refused) => Err(refused),
+                },
+                None => Err((-32601, "Method not found")),
+            },
             "events/poll" => match &self.events {
                 Some(log) => {
                     eprintln!(
