@@ -8,6 +8,7 @@ mod auth;
 mod cluster;
 mod daemon;
 mod duration;
+mod events;
 mod limits;
 mod load;
 mod observe;
@@ -23,6 +24,7 @@ pub use auth::{
 };
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
+pub use events::Events;
 pub use limits::{Limits, LoopGuard, Rate, ToolLimit};
 pub use observe::{Audit, Telemetry};
 pub use pins::{OnChange, OnNew, Pin, Pins};
@@ -69,6 +71,8 @@ pub struct Config {
     pub cluster: Cluster,
     /// The tasks mcpx runs itself.
     pub tasks: Tasks,
+    /// Webhook delivery of event types.
+    pub events: Events,
     /// How often one caller may call.
     pub limits: Limits,
     /// Where pinned definitions are kept, and whether every server is pinned.

@@ -7,9 +7,10 @@ use super::naming;
 use crate::json::Member;
 use serde_json::Value;
 
-/// The delivery modes mcpx carries from an upstream to its clients: `events/poll` and
-/// `events/stream` (push), passed to the upstream with their cursors sealed.
-pub(super) const CARRIED: [&str; 2] = ["poll", "push"];
+/// The delivery modes mcpx passes from an upstream to its clients: `events/poll` and
+/// `events/stream` (push), with their cursors sealed. Where either is offered, mcpx also
+/// delivers by webhook itself ([`super::event_subscriptions`]).
+pub(super) const PASSED: [&str; 2] = ["poll", "push"];
 
 /// The name `event` is exposed under: the server's prefix and its own name.
 pub(super) fn exposed(event: &Value, source: &Source<'_>) -> String {
@@ -18,17 +19,19 @@ pub(super) fn exposed(event: &Value, source: &Source<'_>) -> String {
 }
 
 /// `event` as clients are shown it, under `exposed`: its delivery modes cut to those mcpx
-/// carries; `None` when it offers none of them.
+/// passes, and webhook, which mcpx bridges from them; `None` when it offers neither poll nor
+/// push (a webhook-only type: relaying a server's own webhooks is not built).
 pub(super) fn shown(event: &Value, exposed: &str) -> Option<Value> {
     let offered = event.member("delivery").and_then(Value::as_array)?;
-    let carried: Vec<Value> = offered
+    let mut carried: Vec<Value> = offered
         .iter()
-        .filter(|mode| mode.as_str().is_some_and(|m| CARRIED.contains(&m)))
+        .filter(|mode| mode.as_str().is_some_and(|m| PASSED.contains(&m)))
         .cloned()
         .collect();
     if carried.is_empty() {
         return None;
     }
+    carried.push(Value::String("webhook".into()));
     let mut shown = event.clone();
     shown["name"] = Value::String(exposed.to_owned());
     shown["delivery"] = Value::Array(carried);

@@ -11,9 +11,12 @@
 //! one gate. Delivery mcpx does not carry (yet) is refused saying so, never passed on: a
 //! server must not learn a client's webhook callback or secret.
 
+use super::event_delivery::Held;
+use super::event_subscriptions::{Asked, EventSubscriptions, Subscribed};
 use super::forwarded::forwardable;
 use super::incoming::Incoming;
 use super::target::Target;
+use super::webhooks::{Callback, Secret};
 use super::{results, Gateway};
 use crate::failure::Failure;
 use crate::json::Member;
@@ -21,6 +24,13 @@ use crate::jsonrpc::{ErrorObject, Id, Notification, INVALID_PARAMS, NOT_FOUND, U
 use crate::protocol::Notice;
 use crate::upstream::SUBSCRIPTION_ID;
 use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Events: a per-caller cap was reached; the message names it.
+const RESOURCE_EXHAUSTED: i64 = -32013;
+/// Events: the webhook callback failed its verification or cannot be used.
+const CALLBACK_ENDPOINT_ERROR: i64 = -32015;
 
 /// How many of a stream's frames may wait between the server's and the client's streams.
 const FRAMES_IN_FLIGHT: usize = 1024;
@@ -103,6 +113,121 @@ impl Gateway {
             pass_on(frame);
         }
         ended
+    }
+
+    /// `events/subscribe` of `target`: webhook delivery, held by mcpx from the server's poll or
+    /// stream ([`super::event_subscriptions`]). Asked again, it refreshes the subscription.
+    pub(super) async fn subscribe_events(
+        &self,
+        incoming: &Incoming<'_>,
+        target: &Target,
+    ) -> Result<Value, ErrorObject> {
+        let catalog = self.catalog_of(incoming.client);
+        let held = match catalog.event_offers(&target.exposed, "poll") {
+            true => Held::Poll,
+            false if catalog.event_offers(&target.exposed, "push") => Held::Push,
+            false => return Err(not_carried(&target.exposed, "webhook")),
+        };
+        let invalid =
+            |why: &str| ErrorObject::new(INVALID_PARAMS, format!("Invalid params: {why}"));
+        let params = incoming.params.cloned().unwrap_or_default();
+        let delivery = &params["delivery"];
+        if delivery["mode"] != "webhook" {
+            return Err(invalid("delivery.mode must be \"webhook\""));
+        }
+        let url = delivery["url"]
+            .as_str()
+            .ok_or_else(|| invalid("delivery.url is missing"))?;
+        let secret = delivery["secret"].as_str().unwrap_or_default();
+        let secret = Secret::parse(secret).map_err(|why| invalid(&why))?;
+        let ttl = params["ttlMs"].as_u64().map(Duration::from_millis);
+        let server = self.server_name(target)?;
+        let cursors = &self.event_cursors;
+        let start = (cursors.open(&server, &target.exposed, params.get("cursor")))
+            .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))?;
+        let holder = &incoming.ctx.caller;
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        let subscriptions = &self.event_subscriptions;
+        let id = EventSubscriptions::id_of(holder, &target.exposed, &arguments, url);
+        if !subscriptions.holds(&id) {
+            let callback = Callback {
+                url,
+                subscription: &id,
+                secret: &secret,
+                loopback_ok: subscriptions.loopback_ok(),
+            };
+            callback.verify().await.map_err(|why| {
+                ErrorObject::new(
+                    CALLBACK_ENDPOINT_ERROR,
+                    format!("the callback {url} cannot be used: {why}"),
+                )
+                .with_data(json!({"reason": why}))
+            })?;
+        }
+        let asked = Asked {
+            holder,
+            owner: target.owner,
+            own: &target.own,
+            exposed: &target.exposed,
+            server: &server,
+            arguments: &arguments,
+            url,
+            secret,
+            ttl,
+        };
+        let subscribed = subscriptions
+            .subscribe(asked)
+            .map_err(|why| ErrorObject::new(RESOURCE_EXHAUSTED, why))?;
+        let (subscription, cursor) = match subscribed {
+            Subscribed::Refreshed(subscription) => (subscription, start),
+            Subscribed::New(subscription) => {
+                // Where "from now" is, so that the answer's cursor is a real position.
+                let start = match (held, start.is_null()) {
+                    (Held::Poll, true) => {
+                        let now = self.poll_for(&subscription, &Value::Null).await;
+                        now.map(|answer| answer["cursor"].clone())
+                            .unwrap_or(Value::Null)
+                    }
+                    _ => start,
+                };
+                let gateway = self
+                    .me
+                    .upgrade()
+                    .ok_or_else(|| Failure::Refused("mcpx is stopping".into()))?;
+                gateway.hold(Arc::clone(&subscription), held, start.clone());
+                tracing::info!(subscription = %subscription.id, event = %target.exposed, "an event subscription began");
+                (subscription, start)
+            }
+        };
+        let refresh_before = humantime::format_rfc3339_seconds(subscription.ends_at()).to_string();
+        let cursor = cursors
+            .seal(&server, &target.exposed, &cursor)
+            .map_err(Failure::Refused)?;
+        Ok(
+            json!({"id": subscription.id, "refreshBefore": refresh_before, "cursor": cursor,
+            "truncated": false}),
+        )
+    }
+
+    /// `events/unsubscribe` of `target`: the caller's webhook subscription at the callback named
+    /// ends.
+    pub(super) fn unsubscribe_events(
+        &self,
+        incoming: &Incoming<'_>,
+        target: &Target,
+    ) -> Result<Value, ErrorObject> {
+        let params = incoming.params.cloned().unwrap_or_default();
+        let url = params["delivery"]["url"].as_str().unwrap_or_default();
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        let holder = &incoming.ctx.caller;
+        let id = EventSubscriptions::id_of(holder, &target.exposed, &arguments, url);
+        match self.event_subscriptions.unsubscribe(&id, holder) {
+            true => Ok(json!({})),
+            false => Err(ErrorObject::new(
+                NOT_FOUND,
+                format!("No subscription to {} at {url}", target.exposed),
+            )),
+        }
     }
 
     /// The server of `target`, delivered by `mode`, and the request it is sent: under its own

@@ -20,6 +20,8 @@ mod collisions;
 mod command_error;
 mod cursor;
 mod event_cursors;
+mod event_delivery;
+mod event_subscriptions;
 mod event_types;
 mod events;
 mod forwarded;
@@ -56,6 +58,7 @@ mod task_ids;
 mod tasks;
 mod upstreams;
 mod uri_template;
+mod webhooks;
 
 pub use catalog::{Catalog, Listing};
 pub use client::{Client, Listen};
@@ -163,6 +166,8 @@ pub struct Gateway {
     person_logins: person_login::PersonLogins,
     /// Seals the event types' cursors clients hold ([`event_cursors`]).
     event_cursors: event_cursors::EventCursors,
+    /// The webhook subscriptions mcpx delivers itself ([`event_subscriptions`]).
+    event_subscriptions: event_subscriptions::EventSubscriptions,
 }
 
 impl Gateway {
@@ -210,6 +215,7 @@ impl Gateway {
             pinning,
             person_logins: person_login::PersonLogins::new(config.auth.public_url.clone()),
             event_cursors: event_cursors::EventCursors::new(cluster),
+            event_subscriptions: event_subscriptions::EventSubscriptions::new(&config.events),
         })
     }
 

@@ -92,9 +92,8 @@ impl Gateway {
             Method::CompletionComplete => self.complete(incoming, target).await,
             Method::EventsPoll => self.poll_events(incoming, target).await,
             Method::EventsStream => self.stream_events(incoming, target).await,
-            Method::EventsSubscribe | Method::EventsUnsubscribe => {
-                Err(events::not_carried(&target.exposed, "webhook"))
-            }
+            Method::EventsSubscribe => self.subscribe_events(incoming, target).await,
+            Method::EventsUnsubscribe => self.unsubscribe_events(incoming, target),
             // Nothing else names a target ([`target::resolve`] resolved it to none).
             Method::Initialize
             | Method::Ping

@@ -80,6 +80,52 @@ pub async fn fetch_public(url: &str, max_bytes: usize) -> Result<Fetched, String
     fetch_at(pool, Method::GET, None, Some(address), max_bytes).await
 }
 
+/// A `POST` of `body` (JSON) with `headers` to a callback a stranger names by its URL (an
+/// event subscription's webhook): over HTTPS to a host whose every address is public, on the
+/// address checked, redirects not followed, at most `max_bytes` of the answer read. With
+/// `loopback_ok`, an `http://` URL on loopback is taken too (tests, agents on this machine).
+pub async fn post_to_callback(
+    url: &str,
+    headers: HeaderMap,
+    body: String,
+    loopback_ok: bool,
+    max_bytes: usize,
+) -> Result<Fetched, String> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    let host = uri.host().unwrap_or_default();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let https = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let addresses: Vec<std::net::SocketAddr> = smol::net::resolve((host.as_str(), port))
+        .await
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    let loopback = !addresses.is_empty() && addresses.iter().all(|a| a.ip().is_loopback());
+    match (https, loopback && loopback_ok) {
+        (_, true) => {}
+        (false, false) => return Err(format!("{url} is not an https:// URL")),
+        (true, false) => {
+            let private = addresses.iter().find(|a| !super::public::is_public(a.ip()));
+            if let Some(private) = private {
+                return Err(format!(
+                    "{host} resolves to {}, which is not a public address",
+                    private.ip()
+                ));
+            }
+        }
+    }
+    let address = *addresses
+        .first()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    let pool = Pool::new(uri, headers);
+    let body = Some(("application/json", body));
+    fetch_at(pool, Method::POST, body, Some(address), max_bytes).await
+}
+
 /// One request on a connection of its own (to `address` when given, else to the URL's host).
 async fn fetch_at(
     pool: Pool,

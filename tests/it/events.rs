@@ -84,8 +84,11 @@ mod v2026_07_28 {
                 "{listed}"
             );
             let ticks = &listed["result"]["events"][0];
-            assert_eq!(ticks["delivery"], json!(["poll"]), "{listed}");
-            assert_eq!(listed["result"]["events"][1]["delivery"], json!(["push"]));
+            assert_eq!(ticks["delivery"], json!(["poll", "webhook"]), "{listed}");
+            assert_eq!(
+                listed["result"]["events"][1]["delivery"],
+                json!(["push", "webhook"])
+            );
             assert!(ticks["inputSchema"].is_object() && ticks["payloadSchema"].is_object());
         }
 
@@ -190,30 +193,19 @@ mod v2026_07_28 {
             assert_eq!(unknown["error"]["code"], -32011, "{unknown}");
         }
 
-        /// A delivery mcpx does not carry (a webhook, for now; a stream of a type delivered only
-        /// by poll) is refused as unsupported, saying which, and never reaches the server: it
-        /// must not learn a client's callback or secret.
+        /// A delivery an event type is not shown with (a stream of a type delivered only by
+        /// poll) is refused by mcpx as unsupported, saying which, and never reaches the server.
         #[test]
-        fn a_delivery_mcpx_does_not_carry_is_refused_and_never_passed_on() {
+        fn a_delivery_an_event_type_lacks_is_refused_and_never_passed_on() {
             let mut mcpx = Serve::start(&two_servers(""));
-            let webhook = json!({"name": "a__ticks", "arguments": {},
-                "delivery": {"mode": "webhook", "url": "https://agent.example/hook", "secret": "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}});
-            for (id, method, params, mode) in [
-                (1, "events/subscribe", webhook.clone(), "webhook"),
-                (2, "events/unsubscribe", webhook, "webhook"),
-                (
-                    3,
-                    "events/stream",
-                    json!({"name": "a__ticks", "arguments": {}}),
-                    "push",
-                ),
-            ] {
-                let refused = mcpx.call(id, method, declaring(params));
-                assert_eq!(refused["error"]["code"], -32014, "{method}: {refused}");
-                assert_eq!(refused["error"]["data"]["value"], mode, "{refused}");
-            }
+            let stream = json!({"name": "a__ticks", "arguments": {}});
+            let refused = mcpx.call(1, "events/stream", declaring(stream));
+            assert_eq!(refused["error"]["code"], -32014, "{refused}");
+            assert_eq!(refused["error"]["data"]["value"], "push", "{refused}");
+            let polled = poll(&mut mcpx, 2, "a__ticks", json!(null));
+            assert!(polled.get("result").is_some(), "{polled}");
             assert!(
-                !mcpx.stderr().contains("agent.example"),
+                !mcpx.stderr().contains("fixture: streaming"),
                 "{}",
                 mcpx.stderr()
             );
@@ -375,6 +367,160 @@ mod v2026_07_28 {
                 "{next}"
             );
         }
+
+        /// A client asking for webhook delivery of event types whose servers offer only poll
+        /// (`ticks`) or only push (`alerts`) gets it from mcpx: the callback is verified once,
+        /// each occurrence is POSTed to it alone, signed with the client's secret as Standard
+        /// Webhooks defines, naming the subscription and the event type as exposed; asking again
+        /// refreshes the one subscription (same id, no second verification, no duplicate
+        /// delivery); unsubscribing stops it, and so does its lifetime passing unrefreshed.
+        #[test]
+        fn webhooks_are_bridged_from_poll_and_push_signed_refreshed_and_stopped() {
+            let receiver = Receiver::start(true);
+            let config = two_servers("[events]\nallowLoopbackCallbacks = true\n");
+            let d = Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let listed = d.modern(1, "events/list", declaring(json!({}))).json();
+            assert_eq!(
+                listed["result"]["events"][0]["delivery"],
+                json!(["poll", "webhook"]),
+                "{listed}"
+            );
+            let ticks_url = format!("{}/ticks", receiver.url);
+            let ticks = subscribe(&d, 2, "a__ticks", &ticks_url, None);
+            let id = ticks["result"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{ticks}\n{}", d.stderr()))
+                .to_owned();
+            assert!(
+                ticks["result"]["refreshBefore"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with('Z')),
+                "{ticks}"
+            );
+            assert!(
+                ticks["result"]["cursor"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("mcpxc1.")),
+                "{ticks}"
+            );
+            assert_eq!(receiver.verifications(), 1);
+            emit_over(&d, 3, "a", "ticks", "one");
+            emit_over(&d, 4, "a", "ticks", "two");
+            let texts = |events: Vec<Value>| -> Vec<Value> {
+                events.iter().map(|e| e["data"]["text"].clone()).collect()
+            };
+            assert!(
+                eventually(|| receiver.events_at("/ticks", &id).len() == 2),
+                "{}",
+                d.stderr()
+            );
+            let delivered = receiver.events_at("/ticks", &id);
+            assert_eq!(texts(delivered.clone()), [json!("one"), json!("two")]);
+            assert!(
+                delivered.iter().all(|e| e["name"] == "a__ticks"),
+                "{delivered:?}"
+            );
+            // Asked again: the same subscription, refreshed.
+            let again = subscribe(&d, 5, "a__ticks", &ticks_url, None);
+            assert_eq!(again["result"]["id"], id.as_str(), "{again}");
+            assert_eq!(receiver.verifications(), 1);
+            // A push-only type, at another callback.
+            let alerts_url = format!("{}/alerts", receiver.url);
+            let alerts = subscribe(&d, 6, "b__alerts", &alerts_url, None);
+            let alerts_id = alerts["result"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{alerts}"))
+                .to_owned();
+            emit_over(&d, 7, "b", "alerts", "fire");
+            assert!(
+                eventually(|| receiver.events_at("/alerts", &alerts_id).len() == 1),
+                "{}",
+                d.stderr()
+            );
+            assert_eq!(
+                receiver.events_at("/alerts", &alerts_id)[0]["name"],
+                "b__alerts"
+            );
+            emit_over(&d, 8, "a", "ticks", "three");
+            assert!(eventually(|| receiver.events_at("/ticks", &id).len() == 3));
+            // Unsubscribed: what happens after reaches nobody.
+            let params = json!({"name": "a__ticks", "arguments": {}, "delivery": {"mode": "webhook", "url": ticks_url}});
+            let gone = d
+                .modern(9, "events/unsubscribe", declaring(params.clone()))
+                .json();
+            assert!(gone.get("result").is_some(), "{gone}");
+            let again = d.modern(10, "events/unsubscribe", declaring(params)).json();
+            assert_eq!(again["error"]["code"], -32011, "{again}");
+            // A short-lived one ends by itself.
+            let brief_url = format!("{}/brief", receiver.url);
+            let brief = subscribe(&d, 11, "a__ticks", &brief_url, Some(1000));
+            assert!(brief.get("result").is_some(), "{brief}");
+            assert!(
+                eventually(|| d.log_shows("an event subscription ended")),
+                "{}",
+                d.stderr()
+            );
+            let ended = |log: String| log.matches("an event subscription ended").count() >= 2;
+            assert!(eventually(|| ended(d.stderr())), "{}", d.stderr());
+            emit_over(&d, 12, "a", "ticks", "after");
+            emit_over(&d, 13, "b", "alerts", "marker");
+            assert!(eventually(|| receiver
+                .events_at("/alerts", &alerts_id)
+                .len()
+                == 2));
+            assert_eq!(
+                receiver.events_at("/ticks", &id).len(),
+                3,
+                "delivered after unsubscribe"
+            );
+            let brief_got = receiver
+                .got
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|g| g.path == "/brief" && g.body["type"] != "verification")
+                .count();
+            assert_eq!(brief_got, 0, "delivered after its lifetime");
+        }
+
+        /// The callback must be `https://` to a public address (loopback only where allowed),
+        /// and must echo the verification challenge; a bad secret is invalid params. None of
+        /// these makes a subscription.
+        #[test]
+        fn a_callback_that_cannot_be_used_is_refused_and_nothing_is_subscribed() {
+            let receiver = Receiver::start(true);
+            let d = Daemon::start(&two_servers(""), "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let loopback = subscribe(&d, 1, "a__ticks", &format!("{}/x", receiver.url), None);
+            assert_eq!(loopback["error"]["code"], -32015, "{loopback}");
+            let https_loopback = subscribe(&d, 2, "a__ticks", "https://127.0.0.1:9/x", None);
+            assert_eq!(https_loopback["error"]["code"], -32015, "{https_loopback}");
+            assert!(
+                https_loopback.to_string().contains("not a public address"),
+                "{https_loopback}"
+            );
+            assert_eq!(receiver.verifications(), 0);
+            let silent = Receiver::start(false);
+            let allowed = Daemon::start(
+                &two_servers("[events]\nallowLoopbackCallbacks = true\n"),
+                "",
+            );
+            assert!(allowed.upstreams_ready(), "{}", allowed.stderr());
+            let unechoed = subscribe(&allowed, 3, "a__ticks", &format!("{}/x", silent.url), None);
+            assert_eq!(unechoed["error"]["code"], -32015, "{unechoed}");
+            let params = json!({"name": "a__ticks", "arguments": {},
+                "delivery": {"mode": "webhook", "url": format!("{}/x", receiver.url), "secret": "not-a-secret"}});
+            let bad = allowed
+                .modern(4, "events/subscribe", declaring(params))
+                .json();
+            assert_eq!(bad["error"]["code"], -32602, "{bad}");
+            let params = json!({"name": "a__ticks", "arguments": {}, "delivery": {"mode": "webhook", "url": format!("{}/x", silent.url)}});
+            let none = allowed
+                .modern(5, "events/unsubscribe", declaring(params))
+                .json();
+            assert_eq!(none["error"]["code"], -32011, "{none}");
+        }
     }
 }
 
@@ -397,4 +543,143 @@ mod v2025_11_25 {
             assert_eq!(listed["error"]["code"], -32602, "{listed}");
         }
     }
+}
+
+/// What a webhook receiver was sent: each request's path, headers and body.
+#[derive(Clone, Debug)]
+struct Delivered {
+    path: String,
+    headers: std::collections::HashMap<String, String>,
+    body: Value,
+}
+
+/// A webhook receiver on loopback, as an agent's would be: it echoes a verification's
+/// challenge (unless `echo` is false), takes events with 204, and keeps what it was sent.
+struct Receiver {
+    url: String,
+    got: std::sync::Arc<std::sync::Mutex<Vec<Delivered>>>,
+}
+
+/// The secret every test subscription signs with.
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+impl Receiver {
+    fn start(echo: bool) -> Receiver {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let got: std::sync::Arc<std::sync::Mutex<Vec<Delivered>>> = Default::default();
+        let kept = std::sync::Arc::clone(&got);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let kept = std::sync::Arc::clone(&kept);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    let _ = reader.read_line(&mut line);
+                    let path = line
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or_default()
+                        .to_owned();
+                    let mut headers = std::collections::HashMap::new();
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                            break;
+                        }
+                        if let Some((name, value)) = header.split_once(':') {
+                            headers
+                                .insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+                        }
+                    }
+                    let length = headers
+                        .get("content-length")
+                        .and_then(|l| l.parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body);
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer = match (body["type"] == "verification", echo) {
+                        (true, true) => json!({"challenge": body["challenge"]}).to_string(),
+                        (true, false) => json!({"challenge": "something else"}).to_string(),
+                        (false, _) => String::new(),
+                    };
+                    kept.lock().unwrap().push(Delivered {
+                        path,
+                        headers,
+                        body,
+                    });
+                    let status = if answer.is_empty() {
+                        "204 No Content"
+                    } else {
+                        "200 OK"
+                    };
+                    let mut stream = stream;
+                    let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}", answer.len());
+                });
+            }
+        });
+        Receiver { url, got }
+    }
+
+    /// The events (not verifications) sent to `path`, each checked to be signed with
+    /// [`SECRET`] as Standard Webhooks defines and to name `subscription`.
+    fn events_at(&self, path: &str, subscription: &str) -> Vec<Value> {
+        let got = self.got.lock().unwrap().clone();
+        got.into_iter()
+            .filter(|d| d.path == path && d.body["type"] != "verification")
+            .map(|d| {
+                assert_eq!(d.headers["x-mcp-subscription-id"], subscription, "{d:?}");
+                assert!(signed(&d), "not signed with the secret: {d:?}");
+                d.body
+            })
+            .collect()
+    }
+
+    fn verifications(&self) -> usize {
+        let got = self.got.lock().unwrap();
+        got.iter()
+            .filter(|d| d.body["type"] == "verification")
+            .count()
+    }
+}
+
+/// Whether `delivered` carries a valid Standard Webhooks signature by [`SECRET`].
+fn signed(delivered: &Delivered) -> bool {
+    use base64::Engine;
+    use hmac::Mac;
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(SECRET.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let (id, timestamp) = (
+        &delivered.headers["webhook-id"],
+        &delivered.headers["webhook-timestamp"],
+    );
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{timestamp}.{}", delivered.body).as_bytes());
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    delivered.headers["webhook-signature"]
+        .split(' ')
+        .any(|s| s == expected)
+}
+
+/// `events/subscribe` of `name` at `url`, living `ttl_ms` if given, over the daemon.
+fn subscribe(d: &Daemon, id: i64, name: &str, url: &str, ttl_ms: Option<u64>) -> Value {
+    let mut params = json!({"name": name, "arguments": {}, "cursor": null,
+        "delivery": {"mode": "webhook", "url": url, "secret": SECRET}});
+    if let Some(ttl) = ttl_ms {
+        params["ttlMs"] = json!(ttl);
+    }
+    d.modern(id, "events/subscribe", declaring(params)).json()
+}
+
+/// Raises an occurrence on the daemon's server `server`.
+fn emit_over(d: &Daemon, id: i64, server: &str, event: &str, text: &str) {
+    let params = json!({"name": format!("{server}__emit_event"), "arguments": {"name": event, "text": text}});
+    let emitted = d.modern(id, "tools/call", modern(params)).json();
+    assert_eq!(emitted["result"]["isError"], false, "{emitted}");
 }

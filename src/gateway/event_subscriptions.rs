@@ -1,0 +1,299 @@
+//! Webhook delivery bridged by mcpx (`events/subscribe`): a client asks for an event type's
+//! occurrences at its callback, and mcpx, not the server, holds the server's delivery for the
+//! subscription's life (polling it, or holding its stream) and POSTs each occurrence to the
+//! callback, signed with the client's secret ([`super::webhooks`]). The server never learns
+//! the callback or the secret.
+//!
+//! A subscription is known by an id derived from who holds it, the callback, the event type and
+//! its arguments: asking again refreshes it (a new lifetime, maybe a new secret), never makes a
+//! second. It ends when its lifetime passes unrefreshed, on `events/unsubscribe`, or when its
+//! server ends the stream for good. Subscriptions live in this daemon's memory: a restart ends
+//! them, and their clients subscribe again (they refresh before `refreshBefore` anyway).
+
+use super::event_cursors::EventCursors;
+use super::route::Owner;
+use super::webhooks::{Callback, Secret};
+use crate::access::Identity;
+use crate::cancel::Cancel;
+use crate::config::Events as EventsConfig;
+use crate::sync::lock;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// The shortest lifetime a subscription is given, whatever its client asks.
+const MIN_TTL: Duration = Duration::from_secs(1);
+
+/// How soon mcpx polls again when the server does not say (`nextPollMs`), and the bounds it
+/// keeps a server's word within.
+const POLL_EVERY: Duration = Duration::from_secs(5);
+const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(60));
+
+/// One webhook subscription.
+#[derive(Debug)]
+pub(super) struct Subscription {
+    pub id: String,
+    pub holder: Arc<Identity>,
+    /// The event type: who serves it, its own name there, its exposed name.
+    pub owner: Owner,
+    pub own: String,
+    pub exposed: String,
+    pub server: String,
+    pub arguments: Value,
+    pub url: String,
+    secret: Mutex<Secret>,
+    ends_at: Mutex<SystemTime>,
+    /// Fired when it ends (unsubscribed, expired, or its server ended it).
+    pub ended: Cancel,
+}
+
+impl Subscription {
+    /// Whether it is still to be delivered.
+    pub fn live(&self) -> bool {
+        !self.ended.is_cancelled() && SystemTime::now() < *lock(&self.ends_at)
+    }
+
+    /// When it ends unless refreshed.
+    pub fn ends_at(&self) -> SystemTime {
+        *lock(&self.ends_at)
+    }
+
+    /// Its callback, as of now (a refresh may have changed the secret).
+    fn callback(&self, loopback_ok: bool) -> (Secret, bool) {
+        (lock(&self.secret).clone(), loopback_ok)
+    }
+
+    /// Delivers `occurrence` (as its server wrote it) to the callback: renamed, its cursor
+    /// sealed, under a message id that is the same on every try of it.
+    pub async fn deliver(
+        &self,
+        mut occurrence: Value,
+        cursors: &EventCursors,
+        loopback_ok: bool,
+    ) -> Result<(), String> {
+        occurrence["name"] = json!(self.exposed);
+        if let Some(cursor) = occurrence.get_mut("cursor") {
+            *cursor = cursors.seal(&self.server, &self.exposed, cursor)?;
+        }
+        let event_id = occurrence["eventId"].as_str().unwrap_or_default();
+        let message = format!("msg_{}", &hex_digest(&[&self.id, event_id])[..32]);
+        let (secret, loopback_ok) = self.callback(loopback_ok);
+        let callback = Callback {
+            url: &self.url,
+            subscription: &self.id,
+            secret: &secret,
+            loopback_ok,
+        };
+        callback.deliver(&message, &occurrence).await
+    }
+}
+
+/// The hex SHA-256 of `parts`, each ended by a NUL (so no two lists of parts share one).
+fn hex_digest(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    hex::encode(hash.finalize())
+}
+
+/// What a subscribe asks for.
+pub(super) struct Asked<'a> {
+    pub holder: &'a Arc<Identity>,
+    pub owner: Owner,
+    pub own: &'a str,
+    pub exposed: &'a str,
+    pub server: &'a str,
+    pub arguments: &'a Value,
+    pub url: &'a str,
+    pub secret: Secret,
+    pub ttl: Option<Duration>,
+}
+
+/// The subscriptions mcpx delivers, by id.
+#[derive(Debug)]
+pub(super) struct EventSubscriptions {
+    config: EventsConfig,
+    by_id: Mutex<HashMap<String, Arc<Subscription>>>,
+}
+
+/// A subscribe's outcome: the subscription, and whether it is new (its delivery is to start).
+pub(super) enum Subscribed {
+    New(Arc<Subscription>),
+    Refreshed(Arc<Subscription>),
+}
+
+impl EventSubscriptions {
+    pub(super) fn new(config: &EventsConfig) -> EventSubscriptions {
+        EventSubscriptions {
+            config: config.clone(),
+            by_id: Mutex::default(),
+        }
+    }
+
+    /// Whether the subscription `id` is held (and live).
+    pub(super) fn holds(&self, id: &str) -> bool {
+        lock(&self.by_id).get(id).is_some_and(|s| s.live())
+    }
+
+    /// Whether a callback may be on loopback over `http://`.
+    pub(super) fn loopback_ok(&self) -> bool {
+        self.config.allow_loopback_callbacks
+    }
+
+    /// The id of `holder`'s subscription to `exposed` with `arguments` at `url`.
+    pub(super) fn id_of(holder: &Identity, exposed: &str, arguments: &Value, url: &str) -> String {
+        let person = holder.person();
+        let arguments = crate::canonical::to_string(arguments, crate::canonical::Numbers::Rfc8785);
+        let who = [person.issuer.as_str(), person.subject.as_str()];
+        let digest = hex_digest(&[who[0], who[1], exposed, &arguments, url]);
+        format!("mcpxs_{}", &digest[..32])
+    }
+
+    /// Subscribes as `asked`, or refreshes the subscription it names; an error when the holder
+    /// holds as many as they may.
+    pub(super) fn subscribe(&self, asked: Asked<'_>) -> Result<Subscribed, String> {
+        let id = Self::id_of(asked.holder, asked.exposed, asked.arguments, asked.url);
+        let ttl = asked
+            .ttl
+            .unwrap_or(self.config.default_ttl)
+            .clamp(MIN_TTL, self.config.max_ttl.max(MIN_TTL));
+        let ends_at = SystemTime::now() + ttl;
+        let mut by_id = lock(&self.by_id);
+        by_id.retain(|_, s| s.live());
+        if let Some(held) = by_id.get(&id) {
+            *lock(&held.secret) = asked.secret;
+            *lock(&held.ends_at) = ends_at;
+            return Ok(Subscribed::Refreshed(Arc::clone(held)));
+        }
+        let person = asked.holder.person();
+        let held = by_id
+            .values()
+            .filter(|s| s.holder.person() == person)
+            .count();
+        if held >= self.config.max_per_caller {
+            return Err(format!(
+                "{person} holds {held} event subscriptions, events.maxPerCaller"
+            ));
+        }
+        let subscription = Arc::new(Subscription {
+            id: id.clone(),
+            holder: Arc::clone(asked.holder),
+            owner: asked.owner,
+            own: asked.own.to_owned(),
+            exposed: asked.exposed.to_owned(),
+            server: asked.server.to_owned(),
+            arguments: asked.arguments.clone(),
+            url: asked.url.to_owned(),
+            secret: Mutex::new(asked.secret),
+            ends_at: Mutex::new(ends_at),
+            ended: Cancel::new(),
+        });
+        by_id.insert(id, Arc::clone(&subscription));
+        Ok(Subscribed::New(subscription))
+    }
+
+    /// Ends the subscription `id`, if `holder` holds it: whether there was one.
+    pub(super) fn unsubscribe(&self, id: &str, holder: &Identity) -> bool {
+        let mut by_id = lock(&self.by_id);
+        let held = by_id
+            .get(id)
+            .is_some_and(|s| s.holder.person() == holder.person());
+        if let Some(ended) = held.then(|| by_id.remove(id)).flatten() {
+            ended.ended.cancel();
+        }
+        held
+    }
+
+    /// Forgets `id` (its delivery ended).
+    pub(super) fn forget(&self, id: &str) {
+        if let Some(ended) = lock(&self.by_id).remove(id) {
+            ended.ended.cancel();
+        }
+    }
+}
+
+/// How long to wait before the next poll, as the server's answer says.
+pub(super) fn next_poll(answer: &Value) -> Duration {
+    if answer["hasMore"] == json!(true) {
+        return Duration::ZERO;
+    }
+    let said = answer["nextPollMs"].as_u64().map(Duration::from_millis);
+    said.unwrap_or(POLL_EVERY)
+        .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1)
+}
+
+#[cfg(test)]
+mod v2026_07_28 {
+    mod events {
+        use super::super::*;
+        use crate::access::identity::Kind;
+
+        fn config() -> EventsConfig {
+            EventsConfig {
+                max_per_caller: 2,
+                ..EventsConfig::default()
+            }
+        }
+
+        fn asked<'a>(holder: &'a Arc<Identity>, url: &'a str, arguments: &'a Value) -> Asked<'a> {
+            Asked {
+                holder,
+                owner: Owner::Builtin,
+                own: "ticks",
+                exposed: "a__ticks",
+                server: "a",
+                arguments,
+                url,
+                secret: Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
+                ttl: None,
+            }
+        }
+
+        #[test]
+        fn asking_again_refreshes_one_subscription_and_each_caller_has_a_cap() {
+            let subscriptions = EventSubscriptions::new(&config());
+            let owner = Arc::new(Identity::of_kind(Kind::LocalOwner));
+            let none = json!({});
+            let first = subscriptions.subscribe(asked(&owner, "https://a.example/h", &none));
+            let again = subscriptions.subscribe(asked(&owner, "https://a.example/h", &none));
+            let (Ok(Subscribed::New(first)), Ok(Subscribed::Refreshed(again))) = (first, again)
+            else {
+                panic!("not one subscription refreshed");
+            };
+            assert_eq!(first.id, again.id);
+            // Arguments in another order are the same arguments.
+            let a = json!({"x": 1, "y": 2});
+            let b = json!({"y": 2, "x": 1});
+            assert_eq!(
+                EventSubscriptions::id_of(&owner, "a__ticks", &a, "u"),
+                EventSubscriptions::id_of(&owner, "a__ticks", &b, "u")
+            );
+            let second = subscriptions.subscribe(asked(&owner, "https://b.example/h", &none));
+            assert!(matches!(second, Ok(Subscribed::New(_))));
+            let third = subscriptions.subscribe(asked(&owner, "https://c.example/h", &none));
+            assert!(third.is_err());
+            assert!(subscriptions.unsubscribe(&first.id, &owner));
+            assert!(first.ended.is_cancelled() && !first.live());
+            assert!(!subscriptions.unsubscribe(&first.id, &owner));
+        }
+
+        #[test]
+        fn a_poll_loop_follows_the_servers_pace_within_bounds() {
+            assert_eq!(
+                next_poll(&json!({"hasMore": true, "nextPollMs": 5000})),
+                Duration::ZERO
+            );
+            assert_eq!(
+                next_poll(&json!({"nextPollMs": 250})),
+                Duration::from_millis(250)
+            );
+            assert_eq!(next_poll(&json!({"nextPollMs": 1})), POLL_BOUNDS.0);
+            assert_eq!(next_poll(&json!({"nextPollMs": 10_000_000})), POLL_BOUNDS.1);
+            assert_eq!(next_poll(&json!({})), POLL_EVERY);
+        }
+    }
+}
