@@ -52,6 +52,32 @@ pub struct Snapshot {
     /// Pinned definitions that wait for review, or were rejected (`mcpx pins`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pins: Vec<crate::pins::Review>,
+    /// The webhook subscriptions to event types mcpx delivers itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_subscriptions: Vec<EventSubscriptionView>,
+}
+
+/// A webhook subscription mcpx delivers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventSubscriptionView {
+    /// Its id.
+    pub id: String,
+    /// Who holds it.
+    pub person: String,
+    /// The event type, as exposed.
+    pub event: String,
+    /// Where it is delivered: the callback's origin (its path and query may hold a secret).
+    pub callback: String,
+    /// How long until it ends unless refreshed, in milliseconds.
+    pub ends_in_ms: u64,
+    /// Occurrences its callback took.
+    pub delivered: u64,
+    /// Occurrences its callback did not take, after every try.
+    pub failed: u64,
+    /// Why the last one was not taken, if one was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// A client whose metadata document could not be fetched.

@@ -351,6 +351,27 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             seconds(t.age_ms)
         );
     }
+    if !snapshot.event_subscriptions.is_empty() {
+        let count = snapshot.event_subscriptions.len();
+        let _ = writeln!(text, "event subscriptions ({count}):");
+    }
+    for e in &snapshot.event_subscriptions {
+        let _ = writeln!(
+            text,
+            "  {} {} for {} to {}: {} delivered, {} failed{}; ends in {} unless refreshed",
+            p(&e.id),
+            p(&e.event),
+            p(&e.person),
+            p(&e.callback),
+            e.delivered,
+            e.failed,
+            e.last_error
+                .as_ref()
+                .map(|w| format!(" (last: {})", p(w)))
+                .unwrap_or_default(),
+            seconds(e.ends_in_ms)
+        );
+    }
     let _ = writeln!(text, "sessions ({}):", snapshot.sessions.len());
     for s in &snapshot.sessions {
         let client = s

@@ -7,6 +7,7 @@
 use super::event_subscriptions::{next_poll, Subscription};
 use super::Gateway;
 use crate::jsonrpc::NOT_FOUND;
+use crate::metrics::{self, EventDelivery, EventOutcome};
 use crate::protocol::{envelope, Extension, Method, Notice};
 use crate::upstream::{Caller, Connection};
 use serde_json::{json, Value};
@@ -187,9 +188,16 @@ impl Gateway {
     async fn deliver(&self, subscription: &Subscription, occurrence: Value) {
         let loopback_ok = self.event_subscriptions.loopback_ok();
         let cursors = &self.event_cursors;
-        if let Err(why) = subscription.deliver(occurrence, cursors, loopback_ok).await {
-            tracing::warn!(subscription = %subscription.id, "an event was not delivered: {why}");
-        }
+        let delivered = subscription.deliver(occurrence, cursors, loopback_ok).await;
+        let outcome = match &delivered {
+            Ok(()) => EventOutcome::delivered,
+            Err(why) => {
+                tracing::warn!(subscription = %subscription.id, "an event was not delivered: {why}");
+                EventOutcome::failed
+            }
+        };
+        subscription.delivered(delivered);
+        metrics::events(&subscription.server, EventDelivery::webhook, outcome, 1);
     }
 }
 

@@ -17,9 +17,11 @@ use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::config::Events as EventsConfig;
 use crate::sync::lock;
+use crate::view::EventSubscriptionView;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -47,6 +49,10 @@ pub(super) struct Subscription {
     ends_at: Mutex<SystemTime>,
     /// Fired when it ends (unsubscribed, expired, or its server ended it).
     pub ended: Cancel,
+    /// What its callback took and did not, and why the last was not.
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    last_error: Mutex<Option<String>>,
 }
 
 impl Subscription {
@@ -58,6 +64,36 @@ impl Subscription {
     /// When it ends unless refreshed.
     pub fn ends_at(&self) -> SystemTime {
         *lock(&self.ends_at)
+    }
+
+    /// Notes how a delivery went.
+    pub fn delivered(&self, outcome: Result<(), String>) {
+        match outcome {
+            Ok(()) => self.delivered.fetch_add(1, Ordering::Relaxed),
+            Err(why) => {
+                *lock(&self.last_error) = Some(why);
+                self.failed.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+    }
+
+    /// It as `mcpx status` shows it.
+    fn view(&self) -> EventSubscriptionView {
+        let origin = url::Url::parse(&self.url).map(|u| u.origin().ascii_serialization());
+        let left = self
+            .ends_at()
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        EventSubscriptionView {
+            id: self.id.clone(),
+            person: self.holder.person().to_string(),
+            event: self.exposed.clone(),
+            callback: origin.unwrap_or_default(),
+            ends_in_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+            delivered: self.delivered.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            last_error: lock(&self.last_error).clone(),
+        }
     }
 
     /// Its callback, as of now (a refresh may have changed the secret).
@@ -191,6 +227,9 @@ impl EventSubscriptions {
             secret: Mutex::new(asked.secret),
             ends_at: Mutex::new(ends_at),
             ended: Cancel::new(),
+            delivered: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            last_error: Mutex::default(),
         });
         by_id.insert(id, Arc::clone(&subscription));
         Ok(Subscribed::New(subscription))
@@ -206,6 +245,18 @@ impl EventSubscriptions {
             ended.ended.cancel();
         }
         held
+    }
+
+    /// Every live subscription, as `mcpx status` shows them, by id.
+    pub(super) fn views(&self) -> Vec<EventSubscriptionView> {
+        let by_id = lock(&self.by_id);
+        let mut views: Vec<_> = by_id
+            .values()
+            .filter(|s| s.live())
+            .map(|s| s.view())
+            .collect();
+        views.sort_by(|a, b| a.id.cmp(&b.id));
+        views
     }
 
     /// Forgets `id` (its delivery ended).

@@ -21,6 +21,7 @@ use super::{results, Gateway};
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Notification, INVALID_PARAMS, NOT_FOUND, UNSUPPORTED};
+use crate::metrics::{self, EventDelivery, EventOutcome};
 use crate::protocol::Notice;
 use crate::upstream::SUBSCRIPTION_ID;
 use serde_json::{json, Value};
@@ -59,6 +60,8 @@ impl Gateway {
             seal(cursor)?;
         }
         let occurrences = answer.member_mut("events").and_then(Value::as_array_mut);
+        let count = occurrences.as_ref().map_or(0, |o| o.len() as u64);
+        metrics::events(&server, EventDelivery::poll, EventOutcome::passed, count);
         for occurrence in occurrences.into_iter().flatten() {
             occurrence["name"] = json!(target.exposed);
             if let Some(cursor) = occurrence.member_mut("cursor") {
@@ -87,6 +90,7 @@ impl Gateway {
             params["_meta"][SUBSCRIPTION_ID] = subscription.clone();
             if notice == Notice::EventsEvent {
                 params["name"] = json!(target.exposed);
+                metrics::events(&server, EventDelivery::push, EventOutcome::passed, 1);
             }
             if let Some(cursor) = params.member_mut("cursor") {
                 match cursors.seal(&server, &target.exposed, cursor) {

@@ -112,6 +112,7 @@ impl Gateway {
             consents: registry.consents().views(),
             unfetched_clients: registry.consents().unfetched(),
             pins: self.pin_reviews(),
+            event_subscriptions: self.event_subscriptions.views(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The label sets mcpx's metrics are kept by, and [`Known`], the family that finds a label set
 //! seen before without allocating it.
 
-use super::{Door, PassedOn, Refusal};
+use super::{Door, EventDelivery, EventOutcome, PassedOn, Refusal};
 use crate::failure::Outcome;
 use crate::sync::{read, write};
 use hashbrown::Equivalent;
@@ -195,6 +195,13 @@ pub(super) struct AuthFailureLabel {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct AuthorizationLabel {
     pub(super) event: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct EventLabel {
+    pub(super) server: String,
+    pub(super) delivery: EventDelivery,
+    pub(super) outcome: EventOutcome,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -11,9 +11,9 @@ mod labels;
 
 use crate::protocol::Method;
 use labels::{
-    AuthFailureLabel, AuthorizationLabel, ClientOperationLabels, DoorLabel, KindLabel, Known,
-    LimitLabel, PassedOnLabel, PinEventLabel, PinStateLabel, RefusalLabel, ServerOperationLabels,
-    TaskLabel, ToleratedLabel, TransportLabel, UpstreamLabel,
+    AuthFailureLabel, AuthorizationLabel, ClientOperationLabels, DoorLabel, EventLabel, KindLabel,
+    Known, LimitLabel, PassedOnLabel, PinEventLabel, PinStateLabel, RefusalLabel,
+    ServerOperationLabels, TaskLabel, ToleratedLabel, TransportLabel, UpstreamLabel,
 };
 pub use labels::{ClientOperation, ServerOperation};
 use prometheus_client::encoding::EncodeLabelValue;
@@ -37,6 +37,30 @@ pub enum PassedOn {
     retry,
     /// A legacy session's `DELETE`, to a peer.
     end,
+}
+
+/// How an event type's occurrence reached a client (the Events extension).
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum EventDelivery {
+    /// In an `events/poll` answer.
+    poll,
+    /// On an `events/stream`.
+    push,
+    /// POSTed to a webhook by mcpx.
+    webhook,
+}
+
+/// What became of an occurrence mcpx carried.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum EventOutcome {
+    /// Passed to its client (a poll's answer, a stream).
+    passed,
+    /// Taken by its webhook.
+    delivered,
+    /// Not taken by its webhook after every try, or too large to send.
+    failed,
 }
 
 /// Why mcpx refused a request before serving it.
@@ -118,6 +142,7 @@ struct Metrics {
     received: [Counter; 2],
     sent: [Counter; 2],
     passed_on: Family<PassedOnLabel, Counter>,
+    events: Family<EventLabel, Counter>,
     auth_failures: Family<AuthFailureLabel, Counter>,
     limited: Family<LimitLabel, Counter>,
     tolerated: Family<ToleratedLabel, Counter>,
@@ -189,6 +214,7 @@ impl Metrics {
             received,
             sent,
             passed_on: Family::default(),
+            events: Family::default(),
             auth_failures: Family::default(),
             limited: Family::default(),
             tolerated: Family::default(),
@@ -273,6 +299,11 @@ impl Metrics {
             "mcpx_pinned_definitions",
             "Definitions of pinned servers, by state (pinned, changed, new, rejected)",
             metrics.pins.clone(),
+        );
+        registry.register(
+            "mcpx_events",
+            "Occurrences of event types mcpx carried, by server, delivery (poll, push, webhook) and outcome (passed, delivered, failed)",
+            metrics.events.clone(),
         );
         registry.register(
             "mcpx_pin_events",
@@ -392,6 +423,18 @@ pub fn pin_event(event: &str) {
                 event: event.to_owned(),
             })
             .inc();
+    }
+}
+
+/// Counts `count` occurrences of `server`'s event types carried by `delivery` to `outcome`.
+pub fn events(server: &str, delivery: EventDelivery, outcome: EventOutcome, count: u64) {
+    if let Some(m) = METRICS.get() {
+        let label = EventLabel {
+            server: server.to_owned(),
+            delivery,
+            outcome,
+        };
+        m.events.get_or_create(&label).inc_by(count);
     }
 }
 

@@ -444,6 +444,36 @@ mod v2026_07_28 {
             );
             emit_over(&d, 8, "a", "ticks", "three");
             assert!(eventually(|| receiver.events_at("/ticks", &id).len() == 3));
+            // Shown where the owner looks: `mcpx status` and `/metrics`.
+            let status = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(d.config_path())
+                .args(["status", "--json"])
+                .output()
+                .unwrap();
+            let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+            let held = status["eventSubscriptions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let ticks_view = held
+                .iter()
+                .find(|s| s["id"] == id.as_str())
+                .unwrap_or_else(|| panic!("{status}"));
+            assert_eq!(ticks_view["event"], "a__ticks", "{status}");
+            assert_eq!(ticks_view["delivered"], 3, "{status}");
+            assert_eq!(ticks_view["callback"], receiver.url.as_str(), "{status}");
+            let metrics = d.metrics();
+            let delivered = metric_sample(
+                &metrics,
+                "mcpx_events_total",
+                &[
+                    ("server", "a"),
+                    ("delivery", "webhook"),
+                    ("outcome", "delivered"),
+                ],
+            );
+            assert_eq!(delivered, 3.0, "{metrics}");
             // Unsubscribed: what happens after reaches nobody.
             let params = json!({"name": "a__ticks", "arguments": {}, "delivery": {"mode": "webhook", "url": ticks_url}});
             let gone = d
