@@ -3,6 +3,7 @@
 
 use super::duration as humantime_serde;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// `[events]`.
@@ -21,6 +22,9 @@ pub struct Events {
     pub max_ttl: Duration,
     /// The most webhook subscriptions one caller may hold.
     pub max_per_caller: usize,
+    /// Where the daemon keeps its webhook subscriptions (and their signing secrets: mode 0600)
+    /// between runs, so that a restart resumes each where it was.
+    pub store: PathBuf,
 }
 
 impl Default for Events {
@@ -30,6 +34,7 @@ impl Default for Events {
             default_ttl: Duration::from_secs(60 * 60),
             max_ttl: Duration::from_secs(24 * 60 * 60),
             max_per_caller: 100,
+            store: super::state_dir().join("event-subscriptions.json"),
         }
     }
 }

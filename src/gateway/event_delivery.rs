@@ -5,7 +5,7 @@
 //! holder reaches it (their own instance of a per-identity server), declaring the extension.
 
 use super::event_subscriptions::{next_poll, Subscription};
-use super::Gateway;
+use super::{Gateway, Owner};
 use crate::jsonrpc::NOT_FOUND;
 use crate::metrics::{self, EventDelivery, EventOutcome};
 use crate::protocol::{envelope, Extension, Method, Notice};
@@ -79,6 +79,27 @@ impl Gateway {
             .await
     }
 
+    /// Takes back the webhook subscriptions the store kept (the daemon's last run's), each
+    /// delivered again from where it was.
+    pub(super) fn resume_event_subscriptions(&self) {
+        let upstreams = self.supervisor.upstreams();
+        let owner_of = |server: &str| upstreams.by_name(server).map(|u| Owner::Upstream(u.id));
+        let resumed = self.event_subscriptions.resume(owner_of);
+        let Some(gateway) = self.me.upgrade() else {
+            return;
+        };
+        for subscription in resumed {
+            tracing::info!(subscription = %subscription.id, event = %subscription.exposed, "an event subscription resumed");
+            let held = if subscription.polls {
+                Held::Poll
+            } else {
+                Held::Push
+            };
+            let cursor = subscription.cursor();
+            gateway.hold(subscription, held, cursor);
+        }
+    }
+
     /// Holds `subscription`'s delivery by `held`, from the server's own `cursor`, until it
     /// ends; then forgets it.
     pub(super) fn hold(
@@ -121,8 +142,12 @@ impl Gateway {
             for occurrence in occurrences {
                 self.deliver(subscription, occurrence).await;
             }
-            if let Some(next) = answer.get("cursor").filter(|c| !c.is_null()) {
+            if let Some(next) = answer
+                .get("cursor")
+                .filter(|c| !c.is_null() && **c != cursor)
+            {
                 cursor = next.clone();
+                self.event_subscriptions.moved(subscription, cursor.clone());
             }
             pause(subscription, next_poll(&answer)).await;
         }
@@ -152,8 +177,12 @@ impl Gateway {
             let mut terminated = false;
             let passing = async {
                 while let Ok((notice, mut params)) = frames.recv().await {
-                    if let Some(at) = params.get("cursor").filter(|c| !c.is_null()) {
+                    let at = params
+                        .get("cursor")
+                        .filter(|c| !c.is_null() && **c != cursor);
+                    if let Some(at) = at {
                         cursor = at.clone();
+                        self.event_subscriptions.moved(subscription, cursor.clone());
                     }
                     match notice {
                         Notice::EventsEvent => {

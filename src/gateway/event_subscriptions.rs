@@ -7,10 +7,11 @@
 //! A subscription is known by an id derived from who holds it, the callback, the event type and
 //! its arguments: asking again refreshes it (a new lifetime, maybe a new secret), never makes a
 //! second. It ends when its lifetime passes unrefreshed, on `events/unsubscribe`, or when its
-//! server ends the stream for good. Subscriptions live in this daemon's memory: a restart ends
-//! them, and their clients subscribe again (they refresh before `refreshBefore` anyway).
+//! server ends the stream for good. The daemon keeps them, with where each is in its server's
+//! occurrences, in a file ([`super::event_store`]), and resumes them when it starts again.
 
 use super::event_cursors::EventCursors;
+use super::event_store::{Record, Store};
 use super::route::Owner;
 use super::webhooks::{Callback, Secret};
 use crate::access::Identity;
@@ -22,8 +23,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The shortest lifetime a subscription is given, whatever its client asks.
 const MIN_TTL: Duration = Duration::from_secs(1);
@@ -45,6 +46,10 @@ pub(super) struct Subscription {
     pub server: String,
     pub arguments: Value,
     pub url: String,
+    /// Whether mcpx polls the server for it (else holds its stream).
+    pub polls: bool,
+    /// The server's own cursor: where its delivery is.
+    cursor: Mutex<Value>,
     secret: Mutex<Secret>,
     ends_at: Mutex<SystemTime>,
     /// Fired when it ends (unsubscribed, expired, or its server ended it).
@@ -64,6 +69,34 @@ impl Subscription {
     /// When it ends unless refreshed.
     pub fn ends_at(&self) -> SystemTime {
         *lock(&self.ends_at)
+    }
+
+    /// What the store keeps of it.
+    fn record(&self) -> Record {
+        let person = self.holder.person();
+        let ends_at = self
+            .ends_at()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Record {
+            id: self.id.clone(),
+            issuer: person.issuer,
+            subject: person.subject,
+            server: self.server.clone(),
+            own: self.own.clone(),
+            exposed: self.exposed.clone(),
+            arguments: self.arguments.clone(),
+            url: self.url.clone(),
+            secret: lock(&self.secret).to_whsec(),
+            ends_at: ends_at.as_secs(),
+            polls: self.polls,
+            cursor: lock(&self.cursor).clone(),
+        }
+    }
+
+    /// Where its delivery is now.
+    pub fn cursor(&self) -> Value {
+        lock(&self.cursor).clone()
     }
 
     /// Notes how a delivery went.
@@ -147,6 +180,9 @@ pub(super) struct Asked<'a> {
     pub url: &'a str,
     pub secret: Secret,
     pub ttl: Option<Duration>,
+    /// Whether mcpx polls the server (else holds its stream), and from where.
+    pub polls: bool,
+    pub cursor: Value,
 }
 
 /// The subscriptions mcpx delivers, by id.
@@ -154,6 +190,8 @@ pub(super) struct Asked<'a> {
 pub(super) struct EventSubscriptions {
     config: EventsConfig,
     by_id: Mutex<HashMap<String, Arc<Subscription>>>,
+    /// The file this process keeps them in, once opened (none: another process keeps it).
+    store: OnceLock<Option<Store>>,
 }
 
 /// A subscribe's outcome: the subscription, and whether it is new (its delivery is to start).
@@ -167,6 +205,7 @@ impl EventSubscriptions {
         EventSubscriptions {
             config: config.clone(),
             by_id: Mutex::default(),
+            store: OnceLock::new(),
         }
     }
 
@@ -203,7 +242,10 @@ impl EventSubscriptions {
         if let Some(held) = by_id.get(&id) {
             *lock(&held.secret) = asked.secret;
             *lock(&held.ends_at) = ends_at;
-            return Ok(Subscribed::Refreshed(Arc::clone(held)));
+            let held = Arc::clone(held);
+            drop(by_id);
+            self.save();
+            return Ok(Subscribed::Refreshed(held));
         }
         let person = asked.holder.person();
         let held = by_id
@@ -224,6 +266,8 @@ impl EventSubscriptions {
             server: asked.server.to_owned(),
             arguments: asked.arguments.clone(),
             url: asked.url.to_owned(),
+            polls: asked.polls,
+            cursor: Mutex::new(asked.cursor),
             secret: Mutex::new(asked.secret),
             ends_at: Mutex::new(ends_at),
             ended: Cancel::new(),
@@ -232,6 +276,8 @@ impl EventSubscriptions {
             last_error: Mutex::default(),
         });
         by_id.insert(id, Arc::clone(&subscription));
+        drop(by_id);
+        self.save();
         Ok(Subscribed::New(subscription))
     }
 
@@ -244,6 +290,8 @@ impl EventSubscriptions {
         if let Some(ended) = held.then(|| by_id.remove(id)).flatten() {
             ended.ended.cancel();
         }
+        drop(by_id);
+        self.save();
         held
     }
 
@@ -263,6 +311,106 @@ impl EventSubscriptions {
     pub(super) fn forget(&self, id: &str) {
         if let Some(ended) = lock(&self.by_id).remove(id) {
             ended.ended.cancel();
+        }
+        self.save();
+    }
+
+    /// Notes that `subscription`'s delivery is at `cursor` now.
+    pub(super) fn moved(&self, subscription: &Subscription, cursor: Value) {
+        *lock(&subscription.cursor) = cursor;
+        self.save();
+    }
+
+    /// Opens the store (`[events] store`), if this process can keep it, and takes back what it
+    /// kept: each live subscription, with the owner its server `owner_of` names now (one whose
+    /// server is gone is dropped).
+    pub(super) fn resume(
+        &self,
+        owner_of: impl Fn(&str) -> Option<Owner>,
+    ) -> Vec<Arc<Subscription>> {
+        // A process that never held one opens no store (an editor's `mcpx serve` beside the
+        // daemon): it is opened when there is something to take back, or keep.
+        if !self.config.store.exists() {
+            return Vec::new();
+        }
+        let Some(store) = self.store() else {
+            return Vec::new();
+        };
+        let records = store.load().unwrap_or_else(|why| {
+            tracing::warn!("event subscriptions were not resumed: {why}");
+            Vec::new()
+        });
+        let now = SystemTime::now();
+        let mut resumed = Vec::new();
+        let mut by_id = lock(&self.by_id);
+        for record in records {
+            let ends_at = UNIX_EPOCH + Duration::from_secs(record.ends_at);
+            let (Some(owner), Ok(secret)) =
+                (owner_of(&record.server), Secret::parse(&record.secret))
+            else {
+                continue;
+            };
+            if ends_at <= now {
+                continue;
+            }
+            let subscription = Arc::new(Subscription {
+                id: record.id.clone(),
+                holder: Arc::new(record.holder()),
+                owner,
+                own: record.own,
+                exposed: record.exposed,
+                server: record.server,
+                arguments: record.arguments,
+                url: record.url,
+                polls: record.polls,
+                cursor: Mutex::new(record.cursor),
+                secret: Mutex::new(secret),
+                ends_at: Mutex::new(ends_at),
+                ended: Cancel::new(),
+                delivered: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                last_error: Mutex::default(),
+            });
+            by_id.insert(record.id, Arc::clone(&subscription));
+            resumed.push(subscription);
+        }
+        resumed
+    }
+
+    /// The store, opened the first time it is needed; none when another process keeps it.
+    fn store(&self) -> Option<&Store> {
+        let store = self
+            .store
+            .get_or_init(|| match Store::open(&self.config.store) {
+                Ok(store) => store,
+                Err(why) => {
+                    tracing::warn!("event subscriptions are kept in memory only: {why}");
+                    None
+                }
+            });
+        store.as_ref()
+    }
+
+    /// Keeps every live subscription in the store, if this process keeps it.
+    fn save(&self) {
+        if lock(&self.by_id).is_empty() && self.store.get().is_none() {
+            return;
+        }
+        let Some(store) = self.store() else {
+            return;
+        };
+        let records: Vec<Record> = {
+            let by_id = lock(&self.by_id);
+            let mut records: Vec<Record> = by_id
+                .values()
+                .filter(|s| s.live())
+                .map(|s| s.record())
+                .collect();
+            records.sort_by(|a, b| a.id.cmp(&b.id));
+            records
+        };
+        if let Err(why) = store.save(&records) {
+            tracing::warn!("event subscriptions could not be kept: {why}");
         }
     }
 }
@@ -301,6 +449,8 @@ mod v2026_07_28 {
                 url,
                 secret: Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
                 ttl: None,
+                polls: true,
+                cursor: Value::Null,
             }
         }
 

@@ -178,6 +178,8 @@ impl Gateway {
             url,
             secret,
             ttl,
+            polls: held == Held::Poll,
+            cursor: start.clone(),
         };
         let subscribed = subscriptions
             .subscribe(asked)
@@ -194,6 +196,7 @@ impl Gateway {
                     }
                     _ => start,
                 };
+                subscriptions.moved(&subscription, start.clone());
                 let gateway = self
                     .me
                     .upgrade()

@@ -21,6 +21,7 @@ mod command_error;
 mod cursor;
 mod event_cursors;
 mod event_delivery;
+mod event_store;
 mod event_subscriptions;
 mod event_types;
 mod events;
@@ -235,6 +236,7 @@ impl Gateway {
         let heard = supervision::TaskStatusHeard(Box::new(heard));
         self.supervisor.on_task_status(heard);
         self.supervisor.start().await;
+        self.resume_event_subscriptions();
         Ok(())
     }
 

@@ -50,6 +50,14 @@ impl Secret {
         }
     }
 
+    /// It as a `whsec_` secret again.
+    pub(super) fn to_whsec(&self) -> String {
+        format!(
+            "whsec_{}",
+            base64::engine::general_purpose::STANDARD.encode(&self.0)
+        )
+    }
+
     /// The `webhook-signature` of `body`, sent as message `id` at `timestamp`.
     pub(super) fn sign(&self, id: &str, timestamp: u64, body: &str) -> String {
         let mut mac =

@@ -377,8 +377,8 @@ mod v2026_07_28 {
         #[test]
         fn webhooks_are_bridged_from_poll_and_push_signed_refreshed_and_stopped() {
             let receiver = Receiver::start(true);
-            let config = two_servers("[events]\nallowLoopbackCallbacks = true\n");
-            let d = Daemon::start(&config, "");
+            let dir = tempfile::tempdir().unwrap();
+            let d = Daemon::start(&two_servers(&webhooks_allowed(dir.path())), "");
             assert!(d.upstreams_ready(), "{}", d.stderr());
             let listed = d.modern(1, "events/list", declaring(json!({}))).json();
             assert_eq!(
@@ -532,10 +532,8 @@ mod v2026_07_28 {
             );
             assert_eq!(receiver.verifications(), 0);
             let silent = Receiver::start(false);
-            let allowed = Daemon::start(
-                &two_servers("[events]\nallowLoopbackCallbacks = true\n"),
-                "",
-            );
+            let dir = tempfile::tempdir().unwrap();
+            let allowed = Daemon::start(&two_servers(&webhooks_allowed(dir.path())), "");
             assert!(allowed.upstreams_ready(), "{}", allowed.stderr());
             let unechoed = subscribe(&allowed, 3, "a__ticks", &format!("{}/x", silent.url), None);
             assert_eq!(unechoed["error"]["code"], -32015, "{unechoed}");
@@ -550,6 +548,63 @@ mod v2026_07_28 {
                 .modern(5, "events/unsubscribe", declaring(params))
                 .json();
             assert_eq!(none["error"]["code"], -32011, "{none}");
+        }
+
+        /// A webhook subscription outlives the daemon: restarted, it resumes where its delivery
+        /// was (no new subscribe, no second verification), delivering what happens next once and
+        /// nothing already delivered again. Its secret is kept in a private file.
+        #[test]
+        fn a_webhook_subscription_resumes_where_it_was_after_a_restart() {
+            use std::os::unix::fs::PermissionsExt;
+            let receiver = Receiver::start(true);
+            let dir = tempfile::tempdir().unwrap();
+            let history = dir.path().join("history.jsonl");
+            let config = format!(
+                "[servers.a]\ncommand = {:?}\nargs = [\"--events\", \"--events-log\", {:?}]\n{}",
+                fixture_bin(),
+                history.display().to_string(),
+                webhooks_allowed(dir.path())
+            );
+            let url = format!("{}/kept", receiver.url);
+            let id = {
+                let d = Daemon::start(&config, "");
+                assert!(d.upstreams_ready(), "{}", d.stderr());
+                let subscribed = subscribe(&d, 1, "a__ticks", &url, None);
+                let id = subscribed["result"]["id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{subscribed}"))
+                    .to_owned();
+                emit_over(&d, 2, "a", "ticks", "before");
+                assert!(
+                    eventually(|| receiver.events_at("/kept", &id).len() == 1),
+                    "{}",
+                    d.stderr()
+                );
+                id
+            };
+            let kept = dir.path().join("event-subscriptions.json");
+            let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+            let d = Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            assert!(
+                eventually(|| d.log_shows("an event subscription resumed")),
+                "{}",
+                d.stderr()
+            );
+            emit_over(&d, 3, "a", "ticks", "after");
+            assert!(
+                eventually(|| receiver.events_at("/kept", &id).len() == 2),
+                "{}",
+                d.stderr()
+            );
+            let texts: Vec<Value> = receiver
+                .events_at("/kept", &id)
+                .iter()
+                .map(|e| e["data"]["text"].clone())
+                .collect();
+            assert_eq!(texts, [json!("before"), json!("after")]);
+            assert_eq!(receiver.verifications(), 1);
         }
     }
 }
@@ -695,6 +750,14 @@ fn signed(delivered: &Delivered) -> bool {
     delivered.headers["webhook-signature"]
         .split(' ')
         .any(|s| s == expected)
+}
+
+/// `[events]` taking loopback callbacks and keeping subscriptions in `dir`.
+fn webhooks_allowed(dir: &std::path::Path) -> String {
+    format!(
+        "[events]\nallowLoopbackCallbacks = true\nstore = \"{}/event-subscriptions.json\"\n",
+        dir.display()
+    )
 }
 
 /// `events/subscribe` of `name` at `url`, living `ttl_ms` if given, over the daemon.

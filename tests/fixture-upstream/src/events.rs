@@ -36,6 +36,9 @@ pub fn emit_tool() -> Value {
 #[derive(Default)]
 pub struct Log {
     occurrences: Mutex<Vec<Value>>,
+    /// With `--events-log FILE`: where occurrences are kept (a line each), so that they outlive
+    /// the process, as a real server's history does.
+    kept: Option<std::path::PathBuf>,
     /// Each open stream's request id and event type.
     streams: Mutex<Vec<(Value, String)>>,
 }
@@ -52,6 +55,21 @@ fn frame(kind: &str, mut params: Value, id: &Value) -> Value {
 }
 
 impl Log {
+    /// A log kept in `file` when given (what it held read back), else in memory.
+    pub fn at(file: Option<std::path::PathBuf>) -> Log {
+        let held = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok());
+        let occurrences = held
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        Log {
+            occurrences: Mutex::new(occurrences),
+            kept: file,
+            ..Log::default()
+        }
+    }
+
     /// Raises an occurrence of `name` with `text`: it, and the frames that carry it to the
     /// streams open on `name`.
     pub fn emit(&self, name: &str, text: &str) -> (Value, Vec<Value>) {
@@ -60,6 +78,15 @@ impl Log {
         let occurrence = json!({"eventId": format!("e{n}"), "name": name, "timestamp": now(),
             "data": {"text": text}, "cursor": format!("c{}", n + 1)});
         occurrences.push(occurrence.clone());
+        if let Some(file) = &self.kept {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+                .unwrap();
+            let _ = writeln!(file, "{occurrence}");
+        }
         let streams = self.streams.lock().unwrap();
         let frames = streams
             .iter()

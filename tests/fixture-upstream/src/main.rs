@@ -1092,10 +1092,10 @@ fn main() {
         rounds: args.iter().any(|a| a == "--conformance-rounds"),
         conformance: args.iter().any(|a| a == "--conformance"),
         tasks: args.iter().any(|a| a == "--conformance-tasks"),
-        events: args
-            .iter()
-            .any(|a| a == "--events")
-            .then(events::Log::default),
+        events: args.iter().any(|a| a == "--events").then(|| {
+            let kept = args.iter().position(|a| a == "--events-log");
+            events::Log::at(kept.and_then(|i| args.get(i + 1)).map(Into::into))
+        }),
         generated_tools,
         catalog: args
             .iter()
