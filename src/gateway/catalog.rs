@@ -165,7 +165,9 @@ impl Catalog {
         let tool_keepers = keepers(claims(&tools, exposed_name), previous.list(List::Tools));
         let prompt_keepers = keepers(claims(&prompts, exposed_name), previous.list(List::Prompts));
         let event_keepers = keepers(
-            claims(&events, event_types::exposed),
+            claims(&events, |event, source| {
+                event_types::exposed(event, source.prefix)
+            }),
             previous.list(List::Events),
         );
         for (index, source) in sources.iter().enumerate() {
@@ -247,7 +249,7 @@ impl Catalog {
                 catalog.lists[List::Skills as usize].push(name, skill, route);
             }
             for event in events[index].iter().copied() {
-                let exposed = event_types::exposed(event, source);
+                let exposed = event_types::exposed(event, source.prefix);
                 if let Some(collision) = lost(&event_keepers, &exposed, source.claimant(), "event")
                 {
                     collisions.push(collision);

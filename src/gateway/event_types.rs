@@ -2,7 +2,6 @@
 //! `SERVER__name`, and each shown with only the delivery modes mcpx carries for it, so a client
 //! never subscribes in a way that would fail at mcpx.
 
-use super::catalog::Source;
 use super::naming;
 use crate::json::Member;
 use serde_json::Value;
@@ -12,10 +11,10 @@ use serde_json::Value;
 /// delivers by webhook itself ([`super::event_subscriptions`]).
 pub(super) const PASSED: [&str; 2] = ["poll", "push"];
 
-/// The name `event` is exposed under: the server's prefix and its own name.
-pub(super) fn exposed(event: &Value, source: &Source<'_>) -> String {
+/// The name `event` is exposed under: its server's `prefix` and its own name.
+pub(super) fn exposed(event: &Value, prefix: &str) -> String {
     let own = event.member("name").and_then(Value::as_str);
-    naming::exposed(source.prefix, own.unwrap_or_default())
+    naming::exposed(prefix, own.unwrap_or_default())
 }
 
 /// `event` as clients are shown it, under `exposed`: its delivery modes cut to those mcpx
