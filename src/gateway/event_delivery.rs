@@ -79,6 +79,13 @@ impl Gateway {
             .await
     }
 
+    /// Makes this process the keeper of webhook subscriptions (the daemon): they are kept in
+    /// `[events] store`, and those its last run kept are taken back, each delivered again from
+    /// where it was, once it starts.
+    pub fn keep_event_subscriptions(&self) {
+        self.event_subscriptions.become_keeper();
+    }
+
     /// Takes back the webhook subscriptions the store kept (the daemon's last run's), each
     /// delivered again from where it was.
     pub(super) fn resume_event_subscriptions(&self) {

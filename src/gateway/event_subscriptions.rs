@@ -8,7 +8,8 @@
 //! its arguments: asking again refreshes it (a new lifetime, maybe a new secret), never makes a
 //! second. It ends when its lifetime passes unrefreshed, on `events/unsubscribe`, or when its
 //! server ends the stream for good. The daemon keeps them, with where each is in its server's
-//! occurrences, in a file ([`super::event_store`]), and resumes them when it starts again.
+//! occurrences, in a file ([`super::event_store`]), and resumes them when it starts again; any
+//! other mcpx process keeps its clients' in memory, for its own life.
 
 use super::event_cursors::EventCursors;
 use super::event_store::{Record, Store};
@@ -22,7 +23,7 @@ use crate::view::EventSubscriptionView;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,6 +70,28 @@ impl Subscription {
     /// When it ends unless refreshed.
     pub fn ends_at(&self) -> SystemTime {
         *lock(&self.ends_at)
+    }
+
+    /// The subscription `id`, as `asked`, ending at `ends_at`.
+    fn of(id: String, asked: Asked<'_>, ends_at: SystemTime) -> Subscription {
+        Subscription {
+            id,
+            holder: Arc::clone(asked.holder),
+            owner: asked.owner,
+            own: asked.own.to_owned(),
+            exposed: asked.exposed.to_owned(),
+            server: asked.server.to_owned(),
+            arguments: asked.arguments.clone(),
+            url: asked.url.to_owned(),
+            polls: asked.polls,
+            cursor: Mutex::new(asked.cursor),
+            secret: Mutex::new(asked.secret),
+            ends_at: Mutex::new(ends_at),
+            ended: Cancel::new(),
+            delivered: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            last_error: Mutex::default(),
+        }
     }
 
     /// What the store keeps of it.
@@ -192,6 +215,9 @@ pub(super) struct EventSubscriptions {
     by_id: Mutex<HashMap<String, Arc<Subscription>>>,
     /// The file this process keeps them in, once opened (none: another process keeps it).
     store: OnceLock<Option<Store>>,
+    /// Whether this process keeps them there: the daemon does; an editor's `mcpx serve`, or
+    /// `mcpx call`, keeps its own in memory, for its own life.
+    keeper: AtomicBool,
 }
 
 /// A subscribe's outcome: the subscription, and whether it is new (its delivery is to start).
@@ -206,7 +232,13 @@ impl EventSubscriptions {
             config: config.clone(),
             by_id: Mutex::default(),
             store: OnceLock::new(),
+            keeper: AtomicBool::new(false),
         }
+    }
+
+    /// Makes this process the one that keeps subscriptions in `[events] store`.
+    pub(super) fn become_keeper(&self) {
+        self.keeper.store(true, Ordering::Release);
     }
 
     /// Whether the subscription `id` is held (and live).
@@ -257,24 +289,7 @@ impl EventSubscriptions {
                 "{person} holds {held} event subscriptions, events.maxPerCaller"
             ));
         }
-        let subscription = Arc::new(Subscription {
-            id: id.clone(),
-            holder: Arc::clone(asked.holder),
-            owner: asked.owner,
-            own: asked.own.to_owned(),
-            exposed: asked.exposed.to_owned(),
-            server: asked.server.to_owned(),
-            arguments: asked.arguments.clone(),
-            url: asked.url.to_owned(),
-            polls: asked.polls,
-            cursor: Mutex::new(asked.cursor),
-            secret: Mutex::new(asked.secret),
-            ends_at: Mutex::new(ends_at),
-            ended: Cancel::new(),
-            delivered: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            last_error: Mutex::default(),
-        });
+        let subscription = Arc::new(Subscription::of(id.clone(), asked, ends_at));
         by_id.insert(id, Arc::clone(&subscription));
         drop(by_id);
         self.save();
@@ -328,9 +343,8 @@ impl EventSubscriptions {
         &self,
         owner_of: impl Fn(&str) -> Option<Owner>,
     ) -> Vec<Arc<Subscription>> {
-        // A process that never held one opens no store (an editor's `mcpx serve` beside the
-        // daemon): it is opened when there is something to take back, or keep.
-        if !self.config.store.exists() {
+        // Opened when there is something to take back, or keep.
+        if !self.keeper.load(Ordering::Acquire) || !self.config.store.exists() {
             return Vec::new();
         }
         let Some(store) = self.store() else {
@@ -353,24 +367,21 @@ impl EventSubscriptions {
             if ends_at <= now {
                 continue;
             }
-            let subscription = Arc::new(Subscription {
-                id: record.id.clone(),
-                holder: Arc::new(record.holder()),
+            let holder = Arc::new(record.holder());
+            let asked = Asked {
+                holder: &holder,
                 owner,
-                own: record.own,
-                exposed: record.exposed,
-                server: record.server,
-                arguments: record.arguments,
-                url: record.url,
+                own: &record.own,
+                exposed: &record.exposed,
+                server: &record.server,
+                arguments: &record.arguments,
+                url: &record.url,
+                secret,
+                ttl: None,
                 polls: record.polls,
-                cursor: Mutex::new(record.cursor),
-                secret: Mutex::new(secret),
-                ends_at: Mutex::new(ends_at),
-                ended: Cancel::new(),
-                delivered: AtomicU64::new(0),
-                failed: AtomicU64::new(0),
-                last_error: Mutex::default(),
-            });
+                cursor: record.cursor.clone(),
+            };
+            let subscription = Arc::new(Subscription::of(record.id.clone(), asked, ends_at));
             by_id.insert(record.id, Arc::clone(&subscription));
             resumed.push(subscription);
         }
@@ -393,7 +404,8 @@ impl EventSubscriptions {
 
     /// Keeps every live subscription in the store, if this process keeps it.
     fn save(&self) {
-        if lock(&self.by_id).is_empty() && self.store.get().is_none() {
+        let nothing = lock(&self.by_id).is_empty() && self.store.get().is_none();
+        if nothing || !self.keeper.load(Ordering::Acquire) {
             return;
         }
         let Some(store) = self.store() else {

@@ -63,19 +63,11 @@ pub async fn fetch_public(url: &str, max_bytes: usize) -> Result<Fetched, String
         return Err(format!("{url} is not an https:// URL on port 443"));
     }
     let host = uri.host().unwrap_or_default();
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let addresses: Vec<std::net::SocketAddr> = smol::net::resolve((host, 443))
-        .await
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    if let Some(private) = addresses.iter().find(|a| !super::public::is_public(a.ip())) {
-        return Err(format!(
-            "{host} resolves to {}, which is not a public address",
-            private.ip()
-        ));
-    }
-    let address = *addresses
-        .first()
-        .ok_or_else(|| format!("{host} has no address"))?;
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let (address, _) = resolve_checked(&host, 443, false).await?;
     let pool = Pool::new(uri, HeaderMap::new());
     fetch_at(pool, Method::GET, None, Some(address), max_bytes).await
 }
@@ -101,29 +93,39 @@ pub async fn post_to_callback(
         .to_owned();
     let https = uri.scheme_str() == Some("https");
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let addresses: Vec<std::net::SocketAddr> = smol::net::resolve((host.as_str(), port))
+    let (address, loopback) = resolve_checked(&host, port, loopback_ok).await?;
+    if !https && !(loopback && loopback_ok) {
+        return Err(format!("{url} is not an https:// URL"));
+    }
+    let pool = Pool::new(uri, headers);
+    let body = Some(("application/json", body));
+    fetch_at(pool, Method::POST, body, Some(address), max_bytes).await
+}
+
+/// The address of `host` at `port` to connect to, and whether it is loopback's: every address
+/// it resolves to must be public (so that a name cannot aim mcpx at the network behind it),
+/// unless `loopback_ok` and every one is loopback's.
+async fn resolve_checked(
+    host: &str,
+    port: u16,
+    loopback_ok: bool,
+) -> Result<(std::net::SocketAddr, bool), String> {
+    let addresses: Vec<std::net::SocketAddr> = smol::net::resolve((host, port))
         .await
         .map_err(|e| format!("cannot resolve {host}: {e}"))?;
     let loopback = !addresses.is_empty() && addresses.iter().all(|a| a.ip().is_loopback());
-    match (https, loopback && loopback_ok) {
-        (_, true) => {}
-        (false, false) => return Err(format!("{url} is not an https:// URL")),
-        (true, false) => {
-            let private = addresses.iter().find(|a| !super::public::is_public(a.ip()));
-            if let Some(private) = private {
-                return Err(format!(
-                    "{host} resolves to {}, which is not a public address",
-                    private.ip()
-                ));
-            }
+    if !(loopback && loopback_ok) {
+        if let Some(private) = addresses.iter().find(|a| !super::public::is_public(a.ip())) {
+            return Err(format!(
+                "{host} resolves to {}, which is not a public address",
+                private.ip()
+            ));
         }
     }
     let address = *addresses
         .first()
         .ok_or_else(|| format!("{host} has no address"))?;
-    let pool = Pool::new(uri, headers);
-    let body = Some(("application/json", body));
-    fetch_at(pool, Method::POST, body, Some(address), max_bytes).await
+    Ok((address, loopback))
 }
 
 /// One request on a connection of its own (to `address` when given, else to the URL's host).

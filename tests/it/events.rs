@@ -445,13 +445,7 @@ mod v2026_07_28 {
             emit_over(&d, 8, "a", "ticks", "three");
             assert!(eventually(|| receiver.events_at("/ticks", &id).len() == 3));
             // Shown where the owner looks: `mcpx status` and `/metrics`.
-            let status = std::process::Command::new(mcpx_bin())
-                .arg("--config")
-                .arg(d.config_path())
-                .args(["status", "--json"])
-                .output()
-                .unwrap();
-            let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+            let status = status_json(d.config_path());
             let held = status["eventSubscriptions"]
                 .as_array()
                 .cloned()
@@ -580,6 +574,15 @@ mod v2026_07_28 {
                     "{}",
                     d.stderr()
                 );
+                // Stopped once the store keeps the position after it (stopped sooner, it is
+                // delivered again, under the same webhook-id).
+                let kept = dir.path().join("event-subscriptions.json");
+                let position = || {
+                    let text = std::fs::read_to_string(&kept).unwrap_or_default();
+                    let records: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                    records[0]["cursor"].clone()
+                };
+                assert!(eventually(|| position() == "c1"), "{}", position());
                 id
             };
             let kept = dir.path().join("event-subscriptions.json");
@@ -650,62 +653,34 @@ const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 impl Receiver {
     fn start(echo: bool) -> Receiver {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let got: std::sync::Arc<std::sync::Mutex<Vec<Delivered>>> = Default::default();
         let kept = std::sync::Arc::clone(&got);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let kept = std::sync::Arc::clone(&kept);
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut line = String::new();
-                    let _ = reader.read_line(&mut line);
-                    let path = line
-                        .split_whitespace()
-                        .nth(1)
-                        .unwrap_or_default()
-                        .to_owned();
-                    let mut headers = std::collections::HashMap::new();
-                    loop {
-                        let mut header = String::new();
-                        if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
-                            break;
-                        }
-                        if let Some((name, value)) = header.split_once(':') {
-                            headers
-                                .insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
-                        }
-                    }
-                    let length = headers
-                        .get("content-length")
-                        .and_then(|l| l.parse().ok())
-                        .unwrap_or(0);
-                    let mut body = vec![0; length];
-                    let _ = reader.read_exact(&mut body);
-                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let answer = match (body["type"] == "verification", echo) {
-                        (true, true) => json!({"challenge": body["challenge"]}).to_string(),
-                        (true, false) => json!({"challenge": "something else"}).to_string(),
-                        (false, _) => String::new(),
-                    };
-                    kept.lock().unwrap().push(Delivered {
-                        path,
-                        headers,
-                        body,
-                    });
-                    let status = if answer.is_empty() {
-                        "204 No Content"
-                    } else {
-                        "200 OK"
-                    };
-                    let mut stream = stream;
-                    let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}", answer.len());
-                });
-            }
+        let addr = http_server(move |request| {
+            let path = request.line.split_whitespace().nth(1).unwrap_or_default();
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let answer = match (body["type"] == "verification", echo) {
+                (true, true) => json!({"challenge": body["challenge"]}).to_string(),
+                (true, false) => json!({"challenge": "something else"}).to_string(),
+                (false, _) => String::new(),
+            };
+            let headers = request.headers.iter().cloned().collect();
+            let path = path.to_owned();
+            kept.lock().unwrap().push(Delivered {
+                path,
+                headers,
+                body,
+            });
+            let status = if answer.is_empty() {
+                "204 No Content"
+            } else {
+                "200 OK"
+            };
+            (status.to_owned(), "application/json", answer)
         });
-        Receiver { url, got }
+        Receiver {
+            url: format!("http://{addr}"),
+            got,
+        }
     }
 
     /// The events (not verifications) sent to `path`, each checked to be signed with

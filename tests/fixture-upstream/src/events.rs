@@ -103,29 +103,9 @@ impl Log {
         id: &Value,
         params: &Value,
     ) -> Result<Vec<Value>, (i64, &'static str)> {
-        let name = params["name"].as_str().unwrap_or_default();
-        let offered = types().into_iter().find(|t| t["name"] == name);
-        let Some(offered) = offered else {
-            return Err((-32011, "Event type not found"));
-        };
-        if !offered["delivery"]
-            .as_array()
-            .is_some_and(|d| d.contains(&json!("push")))
-        {
-            return Err((
-                -32014,
-                "Unsupported: this event type is not delivered by push",
-            ));
-        }
+        let name = delivered_by(params, "push")?;
         let occurrences = self.occurrences.lock().unwrap();
-        let from = match &params["cursor"] {
-            Value::String(cursor) => cursor
-                .strip_prefix('c')
-                .and_then(|n| n.parse().ok())
-                .filter(|&n| n <= occurrences.len())
-                .ok_or((-32602, "Invalid params: not a cursor of this server's"))?,
-            _ => occurrences.len(),
-        };
+        let from = position(&params["cursor"], occurrences.len())?;
         let cursor = format!("c{}", occurrences.len());
         let mut frames = vec![frame(
             "active",
@@ -159,30 +139,9 @@ impl Log {
     /// `events/poll`: `name`'s occurrences after `cursor` (none for a `null` cursor: it starts
     /// from now), at most `maxEvents`.
     pub fn poll(&self, params: &Value) -> Result<Value, (i64, &'static str)> {
-        let name = params["name"].as_str().unwrap_or_default();
-        let offered = types().into_iter().find(|t| t["name"] == name);
-        let Some(offered) = offered else {
-            return Err((-32011, "Event type not found"));
-        };
-        if !offered["delivery"]
-            .as_array()
-            .is_some_and(|d| d.contains(&json!("poll")))
-        {
-            return Err((
-                -32014,
-                "Unsupported: this event type is not delivered by poll",
-            ));
-        }
+        let name = delivered_by(params, "poll")?;
         let occurrences = self.occurrences.lock().unwrap();
-        let from = match &params["cursor"] {
-            Value::Null => occurrences.len(),
-            Value::String(cursor) => cursor
-                .strip_prefix('c')
-                .and_then(|n| n.parse().ok())
-                .filter(|&n| n <= occurrences.len())
-                .ok_or((-32602, "Invalid params: not a cursor of this server's"))?,
-            _ => return Err((-32602, "Invalid params: cursor must be a string or null")),
-        };
+        let from = position(&params["cursor"], occurrences.len())?;
         let most = params["maxEvents"].as_u64().unwrap_or(100) as usize;
         let matching: Vec<(usize, &Value)> = occurrences
             .iter()
@@ -205,6 +164,33 @@ impl Log {
             answer["hasMore"] = json!(false);
         }
         Ok(answer)
+    }
+}
+
+/// The event type `params` name, if it is delivered by `mode`.
+fn delivered_by<'p>(params: &'p Value, mode: &str) -> Result<&'p str, (i64, &'static str)> {
+    let name = params["name"].as_str().unwrap_or_default();
+    let offered = types().into_iter().find(|t| t["name"] == name);
+    let offered = offered.ok_or((-32011, "Event type not found"))?;
+    match offered["delivery"]
+        .as_array()
+        .is_some_and(|d| d.contains(&json!(mode)))
+    {
+        true => Ok(name),
+        false => Err((-32014, "Unsupported: this event type is not delivered so")),
+    }
+}
+
+/// The count of occurrences a `cursor` stands after (`null`: all `len` of them, now).
+fn position(cursor: &Value, len: usize) -> Result<usize, (i64, &'static str)> {
+    match cursor {
+        Value::Null => Ok(len),
+        Value::String(cursor) => cursor
+            .strip_prefix('c')
+            .and_then(|n| n.parse().ok())
+            .filter(|&n| n <= len)
+            .ok_or((-32602, "Invalid params: not a cursor of this server's")),
+        _ => Err((-32602, "Invalid params: cursor must be a string or null")),
     }
 }
 

@@ -396,6 +396,18 @@ pub fn wait_exit(child: &mut Child, within: Duration) -> Option<ExitStatus> {
     }
 }
 
+/// What `mcpx status --json` says of the mcpx running on the configuration at `config`.
+pub fn status_json(config: &std::path::Path) -> Value {
+    let out = Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(config)
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
 /// `params` with a valid 2026-07-28 envelope added (declaring no capabilities, unless the
 /// params already declare some).
 pub fn modern(mut params: Value) -> Value {
