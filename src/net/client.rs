@@ -94,7 +94,8 @@ pub async fn post_to_callback(
     let https = uri.scheme_str() == Some("https");
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
     let (address, loopback) = resolve_checked(&host, port, loopback_ok).await?;
-    if !https && !(loopback && loopback_ok) {
+    let plain_loopback = loopback && loopback_ok;
+    if !(https || plain_loopback) {
         return Err(format!("{url} is not an https:// URL"));
     }
     let pool = Pool::new(uri, headers);
