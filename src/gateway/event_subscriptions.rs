@@ -158,7 +158,7 @@ impl Subscription {
     }
 
     /// Delivers `occurrence` (as its server wrote it) to the callback: renamed, its cursor
-    /// sealed, under a message id that is the same on every try of it.
+    /// sealed, as a message named by its `eventId`.
     pub async fn deliver(
         &self,
         mut occurrence: Value,
@@ -169,8 +169,15 @@ impl Subscription {
         if let Some(cursor) = occurrence.get_mut("cursor") {
             *cursor = cursors.seal(&self.server, &self.exposed, cursor)?;
         }
-        let event_id = occurrence["eventId"].as_str().unwrap_or_default();
-        let message = format!("msg_{}", &hex_digest(&[&self.id, event_id])[..32]);
+        // The message is the occurrence: its `webhook-id` is its `eventId` (what callbacks
+        // deduplicate by, and check against the body), the same on every try.
+        let message = match occurrence["eventId"].as_str() {
+            Some(event_id) if !event_id.is_empty() => event_id.to_owned(),
+            _ => format!(
+                "msg_{}",
+                &hex_digest(&[&self.id, &occurrence.to_string()])[..32]
+            ),
+        };
         let (secret, loopback_ok) = self.callback(loopback_ok);
         let callback = Callback {
             url: &self.url,

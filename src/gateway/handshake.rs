@@ -79,6 +79,9 @@ impl Gateway {
         let mut capabilities = served();
         capabilities["completions"] = json!({});
         capabilities["extensions"] = extension::advertised_by_mcpx(Era::Modern);
+        // Events' first drafts declared it as `capabilities.events`, and clients still read it
+        // there (the AI SDK's `@ai-sdk/mcp` 2.0 refuses `events/*` without it): said both ways.
+        capabilities["events"] = json!({"listChanged": true});
         json!({
             "supportedVersions": Revision::all_strings(),
             "capabilities": capabilities,

@@ -609,6 +609,61 @@ mod v2026_07_28 {
             assert_eq!(texts, [json!("before"), json!("after")]);
             assert_eq!(receiver.verifications(), 1);
         }
+
+        /// The AI SDK's own events client (`@ai-sdk/mcp` 2.0, `experimental_events`, the webhook
+        /// client ChatGPT-style agents use) in front of mcpx: it finds mcpx offering events,
+        /// subscribes by webhook to a type whose server offers only poll, and its own webhook
+        /// handler, which checks each request's Standard Webhooks signature, subscription id
+        /// and event, is given the occurrence; refreshing keeps the one subscription, and
+        /// unsubscribing ends it.
+        #[test]
+        fn the_ai_sdks_webhook_client_is_delivered_events_bridged_from_a_poll() {
+            let dir = tempfile::tempdir().unwrap();
+            let d = Daemon::start(&two_servers(&webhooks_allowed(dir.path())), "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let script = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/sdk/ai_sdk_events_client.mjs"
+            );
+            let url = format!("http://{}/mcp", d.addr);
+            let out = std::process::Command::new(deps::node())
+                .args([
+                    script,
+                    &url,
+                    "a__ticks",
+                    "a__emit_event",
+                    r#"{"name": "ticks", "text": "for the agent"}"#,
+                ])
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{said}{stderr}\n{}", d.stderr());
+            let report: Value =
+                serde_json::from_str(said.trim()).unwrap_or_else(|e| panic!("{e}: {said}"));
+            let ticks = report["listed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == "a__ticks")
+                .cloned();
+            assert_eq!(
+                ticks.unwrap_or_default()["delivery"],
+                json!(["poll", "webhook"]),
+                "{report}"
+            );
+            let id = report["subscribed"]["id"].as_str().unwrap_or_default();
+            assert!(id.starts_with("mcpxs_"), "{report}");
+            let received = &report["received"][0];
+            assert_eq!(received["subscription"], id, "{report}");
+            assert_eq!(received["event"]["name"], "a__ticks", "{report}");
+            assert_eq!(
+                received["event"]["data"]["text"], "for the agent",
+                "{report}"
+            );
+            assert_eq!(report["refreshed"], id, "{report}");
+            assert_eq!(report["kept"], 0, "{report}");
+        }
     }
 }
 
