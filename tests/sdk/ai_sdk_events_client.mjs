@@ -64,8 +64,12 @@ const subscribed = await client.experimental_events.subscribe({
   ttlMs: 600000,
 });
 await client.callTool({ name: emitTool, arguments: JSON.parse(emitArguments) });
-const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("no event within 30 s")), 30000));
+let timer;
+const timeout = new Promise((_, reject) => {
+  timer = setTimeout(() => reject(new Error("no event within 30 s")), 30000);
+});
 await Promise.race([arrived, timeout]);
+clearTimeout(timer);
 const key = [...byKey.keys()][0];
 const refreshed = await client.experimental_events.refresh({ key });
 await client.experimental_events.unsubscribe({ key });
