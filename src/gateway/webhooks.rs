@@ -21,6 +21,9 @@ pub(super) const MAX_EVENT_BYTES: usize = 256 * 1024;
 const ATTEMPTS: u32 = 4;
 const FIRST_RETRY: Duration = Duration::from_millis(500);
 
+/// How long a callback may take to answer one request.
+const CALLBACK_PATIENCE: Duration = Duration::from_secs(10);
+
 /// How much of a callback's answer is read.
 const MAX_ANSWER_BYTES: usize = 16 * 1024;
 
@@ -99,14 +102,15 @@ impl Callback<'_> {
     /// One POST of `body` as message `id`: the callback's answer, if it took it.
     async fn post(&self, id: &str, body: &str) -> Result<Value, String> {
         let headers = self.headers(id, body)?;
-        let answer = crate::net::client::post_to_callback(
+        let posted = crate::net::client::post_to_callback(
             self.url,
             headers,
             body.to_owned(),
             self.loopback_ok,
             MAX_ANSWER_BYTES,
-        )
-        .await?;
+        );
+        // A callback that takes the connection and never answers holds up nobody.
+        let answer = crate::deadline::within(CALLBACK_PATIENCE, posted).await?;
         if !answer.status.is_success() {
             return Err(format!("the callback answered {}", answer.status));
         }

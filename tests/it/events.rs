@@ -509,8 +509,9 @@ mod v2026_07_28 {
         }
 
         /// The callback must be `https://` to a public address (loopback only where allowed),
-        /// and must echo the verification challenge; a bad secret is invalid params. None of
-        /// these makes a subscription.
+        /// must echo the verification challenge, and must answer (one that holds the connection
+        /// silent is given up on); a bad secret is invalid params. None of these makes a
+        /// subscription.
         #[test]
         fn a_callback_that_cannot_be_used_is_refused_and_nothing_is_subscribed() {
             let receiver = Receiver::start(true);
@@ -531,6 +532,18 @@ mod v2026_07_28 {
             assert!(allowed.upstreams_ready(), "{}", allowed.stderr());
             let unechoed = subscribe(&allowed, 3, "a__ticks", &format!("{}/x", silent.url), None);
             assert_eq!(unechoed["error"]["code"], -32015, "{unechoed}");
+            // A callback that takes the connection and never answers is given up on.
+            let mute = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let mute_url = format!("http://{}/x", mute.local_addr().unwrap());
+            let held = std::thread::spawn(move || {
+                mute.accept().map(|(stream, _)| {
+                    std::thread::sleep(std::time::Duration::from_secs(15));
+                    drop(stream);
+                })
+            });
+            let hung = subscribe(&allowed, 6, "a__ticks", &mute_url, None);
+            assert_eq!(hung["error"]["code"], -32015, "{hung}");
+            drop(held);
             let params = json!({"name": "a__ticks", "arguments": {},
                 "delivery": {"mode": "webhook", "url": format!("{}/x", receiver.url), "secret": "not-a-secret"}});
             let bad = allowed
