@@ -145,6 +145,9 @@ impl Gateway {
                 }
             };
             backoff = BACKOFF.0;
+            if answer["truncated"] == json!(true) {
+                self.gap(subscription, &answer["cursor"]).await;
+            }
             let occurrences = answer["events"].as_array().cloned().unwrap_or_default();
             for occurrence in occurrences {
                 self.deliver(subscription, occurrence).await;
@@ -199,6 +202,10 @@ impl Gateway {
                             backoff = BACKOFF.0;
                             self.deliver(subscription, params).await;
                         }
+                        // A fresh confirmation after a gap: occurrences were skipped.
+                        Notice::EventsActive if params["truncated"] == json!(true) => {
+                            self.gap(subscription, &params["cursor"]).await;
+                        }
                         Notice::EventsTerminated => {
                             terminated = true;
                             return;
@@ -217,6 +224,21 @@ impl Gateway {
             }
             pause(subscription, backoff).await;
             backoff = (backoff * 2).min(BACKOFF.1);
+        }
+    }
+
+    /// Tells the callback occurrences were skipped before `cursor` (a server's `truncated`); a
+    /// server without replay (`null` cursor) has no gap to tell.
+    async fn gap(&self, subscription: &Subscription, cursor: &Value) {
+        if cursor.is_null() {
+            return;
+        }
+        let loopback_ok = self.event_subscriptions.loopback_ok();
+        let told = subscription
+            .deliver_gap(cursor, &self.event_cursors, loopback_ok)
+            .await;
+        if let Err(why) = told {
+            tracing::warn!(subscription = %subscription.id, "a gap was not told: {why}");
         }
     }
 

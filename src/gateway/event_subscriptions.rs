@@ -94,6 +94,31 @@ impl Subscription {
         }
     }
 
+    /// Tells the callback that occurrences were skipped (the server's answer said `truncated`):
+    /// a signed `{"type": "gap", "cursor"}`, the cursor sealed, where delivery goes on from.
+    pub async fn deliver_gap(
+        &self,
+        cursor: &Value,
+        cursors: &EventCursors,
+        loopback_ok: bool,
+    ) -> Result<(), String> {
+        let sealed = cursors.seal(&self.server, &self.exposed, cursor)?;
+        let message = format!(
+            "gap_{}",
+            &hex_digest(&[&self.id, &sealed.to_string()])[..32]
+        );
+        let (secret, loopback_ok) = self.callback(loopback_ok);
+        let callback = Callback {
+            url: &self.url,
+            subscription: &self.id,
+            secret: &secret,
+            loopback_ok,
+        };
+        callback
+            .deliver(&message, &json!({"type": "gap", "cursor": sealed}))
+            .await
+    }
+
     /// What the store keeps of it.
     fn record(&self) -> Record {
         let person = self.holder.person();

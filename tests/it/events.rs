@@ -677,6 +677,57 @@ mod v2026_07_28 {
             assert_eq!(report["refreshed"], id, "{report}");
             assert_eq!(report["kept"], 0, "{report}");
         }
+
+        /// Occurrences the server no longer holds are not silently skipped: subscribed from a
+        /// cursor older than what the server keeps, the callback is first told of the gap (a
+        /// signed `{"type": "gap", "cursor"}`, the cursor sealed), then given what the server
+        /// still has, in order.
+        #[test]
+        fn a_webhook_is_told_of_a_gap_before_what_follows_it() {
+            let receiver = Receiver::start(true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = format!(
+                "[servers.r]\ncommand = {:?}\nargs = [\"--events\", \"--events-retain\", \"2\"]\n{}",
+                fixture_bin(),
+                webhooks_allowed(dir.path())
+            );
+            let d = Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let params = declaring(json!({"name": "r__ticks", "arguments": {}, "cursor": null}));
+            let first = d.modern(1, "events/poll", params).json();
+            let old = first["result"]["cursor"].clone();
+            for n in 0..5 {
+                emit_over(&d, 2 + n, "r", "ticks", &format!("tick {n}"));
+            }
+            let url = format!("{}/gaps", receiver.url);
+            let subscribed = d
+                .modern(
+                    10,
+                    "events/subscribe",
+                    declaring(json!({"name": "r__ticks", "arguments": {},
+                    "cursor": old, "delivery": {"mode": "webhook", "url": url, "secret": SECRET}})),
+                )
+                .json();
+            let id = subscribed["result"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{subscribed}"))
+                .to_owned();
+            assert!(
+                eventually(|| receiver.events_at("/gaps", &id).len() == 3),
+                "{}",
+                d.stderr()
+            );
+            let got = receiver.events_at("/gaps", &id);
+            assert_eq!(got[0]["type"], "gap", "{got:?}");
+            assert!(
+                got[0]["cursor"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("mcpxc1.")),
+                "{got:?}"
+            );
+            let texts: Vec<Value> = got[1..].iter().map(|e| e["data"]["text"].clone()).collect();
+            assert_eq!(texts, [json!("tick 3"), json!("tick 4")]);
+        }
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Log {
     /// With `--events-log FILE`: where occurrences are kept (a line each), so that they outlive
     /// the process, as a real server's history does.
     kept: Option<std::path::PathBuf>,
+    /// With `--events-retain N`: only the last N occurrences can be replayed; a poll from
+    /// before them skips to the oldest kept, saying `truncated`.
+    retain: Option<usize>,
     /// Each open stream's request id and event type.
     streams: Mutex<Vec<(Value, String)>>,
 }
@@ -55,8 +58,9 @@ fn frame(kind: &str, mut params: Value, id: &Value) -> Value {
 }
 
 impl Log {
-    /// A log kept in `file` when given (what it held read back), else in memory.
-    pub fn at(file: Option<std::path::PathBuf>) -> Log {
+    /// A log kept in `file` when given (what it held read back), else in memory, replaying
+    /// only the last `retain` occurrences when given.
+    pub fn at(file: Option<std::path::PathBuf>, retain: Option<usize>) -> Log {
         let held = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok());
         let occurrences = held
             .unwrap_or_default()
@@ -66,6 +70,7 @@ impl Log {
         Log {
             occurrences: Mutex::new(occurrences),
             kept: file,
+            retain,
             ..Log::default()
         }
     }
@@ -141,7 +146,11 @@ impl Log {
     pub fn poll(&self, params: &Value) -> Result<Value, (i64, &'static str)> {
         let name = delivered_by(params, "poll")?;
         let occurrences = self.occurrences.lock().unwrap();
-        let from = position(&params["cursor"], occurrences.len())?;
+        let asked = position(&params["cursor"], occurrences.len())?;
+        let oldest = self
+            .retain
+            .map_or(0, |n| occurrences.len().saturating_sub(n));
+        let (from, truncated) = (asked.max(oldest), asked < oldest);
         let most = params["maxEvents"].as_u64().unwrap_or(100) as usize;
         let matching: Vec<(usize, &Value)> = occurrences
             .iter()
@@ -159,7 +168,7 @@ impl Log {
             false => occurrences.len(),
         };
         let mut answer = json!({"events": batch, "cursor": format!("c{end}"), "nextPollMs": 100,
-            "hasMore": batch.len() < matching.len(), "truncated": false});
+            "hasMore": batch.len() < matching.len(), "truncated": truncated});
         if batch.is_empty() && matching.is_empty() {
             answer["hasMore"] = json!(false);
         }

@@ -1093,8 +1093,12 @@ fn main() {
         conformance: args.iter().any(|a| a == "--conformance"),
         tasks: args.iter().any(|a| a == "--conformance-tasks"),
         events: args.iter().any(|a| a == "--events").then(|| {
-            let kept = args.iter().position(|a| a == "--events-log");
-            events::Log::at(kept.and_then(|i| args.get(i + 1)).map(Into::into))
+            let value = |flag: &str| {
+                let at = args.iter().position(|a| a == flag)?;
+                args.get(at + 1)
+            };
+            let retain = value("--events-retain").and_then(|n| n.parse().ok());
+            events::Log::at(value("--events-log").map(Into::into), retain)
         }),
         generated_tools,
         catalog: args
