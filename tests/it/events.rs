@@ -373,7 +373,8 @@ mod v2026_07_28 {
         /// each occurrence is POSTed to it alone, signed with the client's secret as Standard
         /// Webhooks defines, naming the subscription and the event type as exposed; asking again
         /// refreshes the one subscription (same id, no second verification, no duplicate
-        /// delivery); unsubscribing stops it, and so does its lifetime passing unrefreshed.
+        /// delivery); `mcpx status`, the console and `/metrics` show them; unsubscribing stops
+        /// it, and so does its lifetime passing unrefreshed.
         #[test]
         fn webhooks_are_bridged_from_poll_and_push_signed_refreshed_and_stopped() {
             let receiver = Receiver::start(true);
@@ -457,6 +458,18 @@ mod v2026_07_28 {
             assert_eq!(ticks_view["event"], "a__ticks", "{status}");
             assert_eq!(ticks_view["delivered"], 3, "{status}");
             assert_eq!(ticks_view["callback"], receiver.url.as_str(), "{status}");
+            // And live, in the console's Events view.
+            {
+                use crate::common::console::{open_console, screen_shows, tmux};
+                let config = std::fs::read_to_string(d.config_path()).unwrap();
+                let socket = mcpx::config::Config::parse(&config).unwrap().admin.socket;
+                let name = open_console("events", "", &socket, (160, 30));
+                screen_shows(&name, "8 Events (2)");
+                tmux(&["send-keys", "-t", &name, "8"]);
+                screen_shows(&name, "a__ticks");
+                screen_shows(&name, &receiver.url);
+                tmux(&["kill-session", "-t", &name]);
+            }
             let metrics = d.metrics();
             let delivered = metric_sample(
                 &metrics,

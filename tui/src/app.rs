@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-/// The six views.
+/// The views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
     Upstreams,
@@ -25,9 +25,11 @@ enum View {
     Consents,
     /// Pinned definitions that changed or appeared, waiting for review.
     Pins,
+    /// The webhook subscriptions to event types mcpx delivers.
+    Events,
 }
 
-const VIEWS: [View; 7] = [
+const VIEWS: [View; 8] = [
     View::Upstreams,
     View::Sessions,
     View::Streams,
@@ -35,6 +37,7 @@ const VIEWS: [View; 7] = [
     View::Tasks,
     View::Consents,
     View::Pins,
+    View::Events,
 ];
 
 impl View {
@@ -47,6 +50,7 @@ impl View {
             View::Tasks => "5 Tasks",
             View::Consents => "6 Consents",
             View::Pins => "7 Pins",
+            View::Events => "8 Events",
         }
     }
 }
@@ -221,7 +225,7 @@ impl App {
             }
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.switch(1),
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => self.switch(VIEWS.len() - 1),
-            KeyCode::Char(c @ '1'..='7') => self.set_view(VIEWS[c as usize - '1' as usize]),
+            KeyCode::Char(c @ '1'..='8') => self.set_view(VIEWS[c as usize - '1' as usize]),
             KeyCode::Enter => self.detail = !self.detail,
             KeyCode::Esc => {
                 self.detail = false;

@@ -173,6 +173,24 @@ impl App {
                     .collect(),
                 })
                 .collect(),
+            View::Events => snapshot
+                .event_subscriptions
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ViewRow {
+                    key: i as u64,
+                    name: Some(e.id.clone()),
+                    cells: vec![
+                        e.event.clone(),
+                        e.person.clone(),
+                        e.callback.clone(),
+                        e.delivered.to_string(),
+                        e.failed.to_string(),
+                        seconds(e.ends_in_ms),
+                    ],
+                    detail: serde_json::to_string_pretty(e).unwrap_or_default(),
+                })
+                .collect(),
         };
         match &self.filter {
             Some(filter) if !filter.is_empty() => rows
@@ -204,21 +222,25 @@ impl App {
         };
         frame.render_widget(Line::from(top_line).bold(), top);
         let selected = VIEWS.iter().position(|v| *v == self.view).unwrap_or(0);
-        let counts = self.snapshot.as_ref().map_or([0; 7], |s| {
-            [
-                s.upstreams.len(),
-                s.sessions.len(),
-                s.streams.len(),
-                s.requests.len(),
-                s.tasks.len(),
-                s.consents.len(),
-                s.pins.len(),
-            ]
-        });
+        // Each view's count, by a match: a new view cannot be left without one.
+        let count = |view: View| {
+            let Some(s) = self.snapshot.as_ref() else {
+                return 0;
+            };
+            match view {
+                View::Upstreams => s.upstreams.len(),
+                View::Sessions => s.sessions.len(),
+                View::Streams => s.streams.len(),
+                View::Requests => s.requests.len(),
+                View::Tasks => s.tasks.len(),
+                View::Consents => s.consents.len(),
+                View::Pins => s.pins.len(),
+                View::Events => s.event_subscriptions.len(),
+            }
+        };
         let titles: Vec<String> = VIEWS
             .iter()
-            .zip(counts)
-            .map(|(v, n)| format!("{} ({n})", v.title()))
+            .map(|v| format!("{} ({})", v.title(), count(*v)))
             .collect();
         frame.render_widget(Tabs::new(titles).select(selected), tabs);
         let rows = self.rows();
@@ -310,6 +332,17 @@ impl App {
                     Constraint::Length(10),
                 ],
             ),
+            View::Events => (
+                vec!["EVENT", "FOR", "CALLBACK", "SENT", "FAILED", "ENDS IN"],
+                vec![
+                    Constraint::Min(16),
+                    Constraint::Length(14),
+                    Constraint::Min(20),
+                    Constraint::Length(6),
+                    Constraint::Length(6),
+                    Constraint::Length(9),
+                ],
+            ),
             View::Tasks => (
                 vec!["TASK", "TOOL", "CLIENT", "STATE", "AGE", "RUN BY"],
                 vec![
@@ -374,7 +407,7 @@ impl App {
     }
 }
 
-const HELP: &str = "1-7, Tab, h/l  switch view\n\
+const HELP: &str = "1-8, Tab, h/l  switch view\n\
 j/k, arrows    move\n\
 Enter          detail pane\n\
 /              filter (Enter keeps, Esc clears)\n\
