@@ -190,8 +190,10 @@ impl Subscription {
         cursors: &EventCursors,
         loopback_ok: bool,
     ) -> Result<(), String> {
-        occurrence["name"] = json!(self.exposed);
-        if let Some(cursor) = occurrence.get_mut("cursor") {
+        let fields =
+            (occurrence.as_object_mut()).ok_or("the server's occurrence is not an object")?;
+        fields.insert("name".into(), json!(self.exposed));
+        if let Some(cursor) = fields.get_mut("cursor") {
             *cursor = cursors.seal(&self.server, &self.exposed, cursor)?;
         }
         // The message is the occurrence: its `webhook-id` is its `eventId` (what callbacks

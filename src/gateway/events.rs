@@ -62,9 +62,14 @@ impl Gateway {
         let occurrences = answer.member_mut("events").and_then(Value::as_array_mut);
         let count = occurrences.as_ref().map_or(0, |o| o.len() as u64);
         metrics::events(&server, EventDelivery::poll, EventOutcome::passed, count);
-        for occurrence in occurrences.into_iter().flatten() {
-            occurrence["name"] = json!(target.exposed);
-            if let Some(cursor) = occurrence.member_mut("cursor") {
+        // What is not an occurrence (not an object) passes as the server wrote it.
+        let fields = occurrences
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut);
+        for occurrence in fields {
+            occurrence.insert("name".into(), json!(target.exposed));
+            if let Some(cursor) = occurrence.get_mut("cursor") {
                 seal(cursor)?;
             }
         }
@@ -87,12 +92,20 @@ impl Gateway {
         };
         let subscription = incoming.id.map_or(Value::Null, Id::to_value);
         let pass_on = |(notice, mut params): (Notice, Value)| {
-            params["_meta"][SUBSCRIPTION_ID] = subscription.clone();
+            // A frame that is not an object is no frame: dropped, never written into.
+            let Some(frame) = params.as_object_mut() else {
+                return;
+            };
+            let meta = frame.entry("_meta").or_insert_with(|| json!({}));
+            if !meta.is_object() {
+                *meta = json!({});
+            }
+            meta[SUBSCRIPTION_ID] = subscription.clone();
             if notice == Notice::EventsEvent {
-                params["name"] = json!(target.exposed);
+                frame.insert("name".into(), json!(target.exposed));
                 metrics::events(&server, EventDelivery::push, EventOutcome::passed, 1);
             }
-            if let Some(cursor) = params.member_mut("cursor") {
+            if let Some(cursor) = frame.get_mut("cursor") {
                 match cursors.seal(&server, &target.exposed, cursor) {
                     Ok(sealed) => *cursor = sealed,
                     // Unsealed, no cursor is shown: the client resumes from its last one.

@@ -741,6 +741,42 @@ mod v2026_07_28 {
             let texts: Vec<Value> = got[1..].iter().map(|e| e["data"]["text"].clone()).collect();
             assert_eq!(texts, [json!("tick 3"), json!("tick 4")]);
         }
+
+        /// A hostile server's answers that are not occurrences (a string in a poll's `events`, a
+        /// stream frame whose params are a string) crash nothing: the poll passes it as it is,
+        /// the stream drops the frame, and both go on delivering what follows.
+        #[test]
+        fn what_is_not_an_occurrence_crashes_nothing() {
+            let mut mcpx = Serve::start(&two_servers(""));
+            let first = poll(&mut mcpx, 1, "a__ticks", json!(null));
+            let cursor = first["result"]["cursor"].clone();
+            let malformed = |server: &str, event: &str| json!({"name": format!("{server}__emit_event"), "arguments": {"name": event, "malformed": true}});
+            let emitted = mcpx.call(2, "tools/call", modern(malformed("a", "ticks")));
+            assert_eq!(emitted["result"]["isError"], false, "{emitted}");
+            emit(&mut mcpx, 3, "a", "ticks", "good");
+            let polled = poll(&mut mcpx, 4, "a__ticks", cursor);
+            let events = polled["result"]["events"].clone();
+            assert_eq!(events[0], "not an occurrence", "{polled}");
+            assert_eq!(events[1]["name"], "a__ticks", "{polled}");
+            assert_eq!(events[1]["data"]["text"], "good", "{polled}");
+            let params = json!({"name": "a__alerts", "arguments": {}, "cursor": null});
+            mcpx.request(5, "events/stream", declaring(params));
+            let active = mcpx.next();
+            assert_eq!(active["method"], "notifications/events/active", "{active}");
+            let emitted = mcpx.call(6, "tools/call", modern(malformed("a", "alerts")));
+            assert_eq!(emitted["result"]["isError"], false, "{emitted}");
+            emit(&mut mcpx, 7, "a", "alerts", "after the garbage");
+            let event = loop {
+                let frame = mcpx.next();
+                if frame["method"] == "notifications/events/event" {
+                    break frame;
+                }
+            };
+            assert_eq!(
+                event["params"]["data"]["text"], "after the garbage",
+                "{event}"
+            );
+        }
     }
 }
 

@@ -101,6 +101,22 @@ impl Log {
         (occurrence, frames)
     }
 
+    /// Raises what is no occurrence at all (a hostile server's): a string in place of one, in
+    /// `name`'s polls, and as the params of a frame to its streams.
+    pub fn emit_malformed(&self, name: &str) -> Vec<Value> {
+        let garbage = json!("not an occurrence");
+        self.occurrences
+            .lock()
+            .unwrap()
+            .push(json!({"malformed": name}));
+        let streams = self.streams.lock().unwrap();
+        streams
+            .iter()
+            .filter(|(_, streamed)| streamed == name)
+            .map(|_| json!({"jsonrpc": "2.0", "method": "notifications/events/event", "params": garbage}))
+            .collect()
+    }
+
     /// `events/stream` request `id`: the frames that open it (`active`, then what happened since
     /// its cursor), or why it cannot be opened.
     pub fn open_stream(
@@ -156,13 +172,14 @@ impl Log {
             .iter()
             .enumerate()
             .skip(from)
-            .filter(|(_, o)| o["name"] == name)
+            .filter(|(_, o)| o["name"] == name || o["malformed"] == name)
             .collect();
-        let batch: Vec<Value> = matching
-            .iter()
-            .take(most)
-            .map(|(_, o)| (*o).clone())
-            .collect();
+        // A malformed one is answered as what it stands for: a string.
+        let shown = |o: &Value| match o["malformed"].is_string() {
+            true => json!("not an occurrence"),
+            false => o.clone(),
+        };
+        let batch: Vec<Value> = matching.iter().take(most).map(|(_, o)| shown(o)).collect();
         let end = match batch.len() < matching.len() {
             true => matching[batch.len() - 1].0 + 1,
             false => occurrences.len(),

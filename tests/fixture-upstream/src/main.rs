@@ -399,6 +399,13 @@ impl Server {
             "emit_event" if self.events.is_some() => {
                 let name = args["name"].as_str().unwrap_or_default();
                 let said = args["text"].as_str().unwrap_or_default();
+                if args["malformed"] == true {
+                    let frames = self.events.as_ref().map(|log| log.emit_malformed(name));
+                    for frame in frames.unwrap_or_default() {
+                        self.send_line(&frame.to_string());
+                    }
+                    return self.reply(id, text("emitted something malformed".into()));
+                }
                 let (occurrence, frames) = self
                     .events
                     .as_ref()
