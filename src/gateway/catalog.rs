@@ -66,6 +66,9 @@ pub struct Source<'a> {
     /// Its `tasks`, where mcpx runs its tasks for 2025-11-25 clients; `None` where it runs
     /// 2025-11-25 tasks itself (its tools keep their own `execution.taskSupport`) or none may.
     pub own_tasks: Option<TaskPolicy>,
+    /// Whether mcpx relays its own webhooks to clients, so its webhook-only event types are
+    /// carried.
+    pub relays_webhooks: bool,
 }
 
 impl<'a> Source<'a> {
@@ -255,7 +258,7 @@ impl Catalog {
                     collisions.push(collision);
                     continue;
                 }
-                if let Some(shown) = event_types::shown(event, &exposed) {
+                if let Some(shown) = event_types::shown(event, &exposed, source.relays_webhooks) {
                     let route = Route::new(source.owner, named(event).unwrap_or_default());
                     catalog.lists[List::Events as usize].push(exposed, shown, route);
                 }
@@ -619,6 +622,7 @@ mod every_revision {
                     listing: &odd,
                     overrides: None,
                     own_tasks: None,
+                    relays_webhooks: false,
                 }],
                 &Catalog::default(),
             )
@@ -639,6 +643,7 @@ mod every_revision {
                     listing: &a,
                     overrides: None,
                     own_tasks: None,
+                    relays_webhooks: false,
                 }],
                 &Catalog::default(),
             )
@@ -670,6 +675,7 @@ mod every_revision {
                 listing,
                 overrides: None,
                 own_tasks: None,
+                relays_webhooks: false,
             };
             let (first, collisions) = Catalog::build(
                 &[source("a", 0, &a), source("b", 1, &b)],
@@ -703,6 +709,7 @@ mod every_revision {
                     listing: &l,
                     overrides: None,
                     own_tasks: None,
+                    relays_webhooks: false,
                 }],
                 &Catalog::default(),
             )

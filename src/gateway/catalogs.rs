@@ -15,6 +15,7 @@ use crate::sync::{lock, read, write};
 use crate::upstream::ListKind;
 use smol::lock::OnceCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The views in service, the profiles that make them, and whether the first build is done.
@@ -28,6 +29,9 @@ pub(super) struct Catalogs {
     ready: OnceCell<()>,
     /// What pinned servers may show of their listings.
     pinning: Arc<Pinning>,
+    /// Whether mcpx relays servers' own webhooks (the daemon, with a public URL), so that
+    /// their webhook-only event types are carried.
+    relays_webhooks: AtomicBool,
 }
 
 impl Catalogs {
@@ -38,7 +42,13 @@ impl Catalogs {
             profiles,
             collisions: Mutex::default(),
             ready: OnceCell::new(),
+            relays_webhooks: AtomicBool::new(false),
         }
+    }
+
+    /// Carries servers' webhook-only event types from the next build on: mcpx relays them.
+    pub(super) fn relay_webhooks(&self) {
+        self.relays_webhooks.store(true, Ordering::Release);
     }
 
     /// The configured profiles.
@@ -75,6 +85,7 @@ impl Catalogs {
     /// start, when an upstream's list changes, and at reload.
     pub(super) fn build(&self, upstreams: &[Arc<Upstream>]) -> (Catalog, Vec<Collision>) {
         let builtin = super::builtin::listing();
+        let relays_webhooks = self.relays_webhooks.load(Ordering::Acquire);
         let listings: Vec<Listing> = upstreams
             .iter()
             .map(|u| self.pinning.served(u, lock(&u.listing).clone()))
@@ -86,6 +97,7 @@ impl Catalogs {
             listing: &builtin,
             overrides: None,
             own_tasks: None,
+            relays_webhooks,
         }];
         sources.extend(
             upstreams
@@ -98,6 +110,7 @@ impl Catalogs {
                     listing,
                     overrides: Some(&u.config.tools),
                     own_tasks: (u.runs_tasks() != Some(Era::Legacy)).then_some(u.config.tasks),
+                    relays_webhooks,
                 }),
         );
         let (catalog, collisions) = Catalog::build(&sources, &self.everything());

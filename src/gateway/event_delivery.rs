@@ -1,12 +1,15 @@
 //! Holding a webhook subscription's delivery ([`super::event_subscriptions`]): for as long as
-//! it lives, mcpx polls the server (at the pace the server asks, from the cursor it last gave)
-//! or holds the server's stream (opened again from its last cursor when it drops), and POSTs
-//! each occurrence to the subscription's callback. The server is reached as the subscription's
+//! it lives, mcpx polls the server (at the pace the server asks, from the cursor it last gave),
+//! holds the server's stream (opened again from its last cursor when it drops), or keeps the
+//! server's own webhook subscription to mcpx refreshed ([`super::event_relay`]), and POSTs each
+//! occurrence to the subscription's callback. The server is reached as the subscription's
 //! holder reaches it (their own instance of a per-identity server), declaring the extension.
+//! Where the server ends the subscription for good, the callback is told (`terminated`).
 
+use super::event_store::Held;
 use super::event_subscriptions::{next_poll, Subscription};
 use super::{Gateway, Owner};
-use crate::jsonrpc::NOT_FOUND;
+use crate::jsonrpc::{ErrorObject, NOT_FOUND};
 use crate::metrics::{self, EventDelivery, EventOutcome};
 use crate::protocol::{envelope, Extension, Method, Notice};
 use crate::upstream::{Caller, Connection};
@@ -16,18 +19,11 @@ use std::time::{Duration, SystemTime};
 
 /// The first wait after the server failed a poll or its stream dropped; each next one doubles
 /// it, up to the last.
-const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(30));
-
-/// How a subscription's occurrences are had from its server.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Held {
-    Poll,
-    Push,
-}
+pub(super) const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(30));
 
 impl Gateway {
     /// The request that asks `subscription`'s server for its event type from `cursor`.
-    fn asking(subscription: &Subscription, cursor: &Value) -> Value {
+    pub(super) fn asking(subscription: &Subscription, cursor: &Value) -> Value {
         let mut params = json!({"name": subscription.own, "arguments": subscription.arguments,
             "cursor": cursor});
         params["_meta"][envelope::CLIENT_CAPABILITIES] =
@@ -36,7 +32,7 @@ impl Gateway {
     }
 
     /// A connection to `subscription`'s server, as its holder reaches it.
-    async fn reach(&self, subscription: &Subscription) -> Result<Connection, String> {
+    pub(super) async fn reach(&self, subscription: &Subscription) -> Result<Connection, String> {
         let upstreams = self.supervisor.upstreams();
         let upstream = upstreams
             .of(subscription.owner)
@@ -82,8 +78,12 @@ impl Gateway {
     /// Makes this process the keeper of webhook subscriptions (the daemon): they are kept in
     /// `[events] store`, and those its last run kept are taken back, each delivered again from
     /// where it was, once it starts.
+    /// Where it has `[auth] publicUrl`, it relays servers' own webhooks too, so their
+    /// webhook-only event types are carried.
     pub fn keep_event_subscriptions(&self) {
-        self.event_subscriptions.become_keeper();
+        if self.event_subscriptions.become_keeper() {
+            self.catalogs.relay_webhooks();
+        }
     }
 
     /// Takes back the webhook subscriptions the store kept (the daemon's last run's), each
@@ -97,31 +97,22 @@ impl Gateway {
         };
         for subscription in resumed {
             tracing::info!(subscription = %subscription.id, event = %subscription.exposed, "an event subscription resumed");
-            let held = if subscription.polls {
-                Held::Poll
-            } else {
-                Held::Push
-            };
             let cursor = subscription.cursor();
-            gateway.hold(subscription, held, cursor);
+            gateway.hold(subscription, cursor);
         }
     }
 
-    /// Holds `subscription`'s delivery by `held`, from the server's own `cursor`, until it
-    /// ends; then forgets it.
-    pub(super) fn hold(
-        self: &Arc<Self>,
-        subscription: Arc<Subscription>,
-        held: Held,
-        cursor: Value,
-    ) {
+    /// Holds `subscription`'s delivery, from the server's own `cursor`, until it ends; then
+    /// forgets it.
+    pub(super) fn hold(self: &Arc<Self>, subscription: Arc<Subscription>, cursor: Value) {
         let gateway = Arc::clone(self);
         crate::runtime::spawn(async move {
             let lifetime = watch_lifetime(&subscription);
             let delivering = async {
-                match held {
+                match subscription.held {
                     Held::Poll => gateway.keep_polling(&subscription, cursor).await,
                     Held::Push => gateway.keep_streaming(&subscription, cursor).await,
+                    Held::Relay => gateway.keep_relaying(&subscription).await,
                 }
             };
             smol::future::or(delivering, lifetime).await;
@@ -136,7 +127,9 @@ impl Gateway {
         while subscription.live() {
             let answer = match self.poll_for(subscription, &cursor).await {
                 Ok(answer) => answer,
-                Err(error) if error.code == NOT_FOUND => return,
+                Err(error) if error.code == NOT_FOUND => {
+                    return self.terminated(subscription, &error).await;
+                }
                 Err(error) => {
                     tracing::warn!(subscription = %subscription.id, "polling for an event subscription failed: {}", error.message);
                     pause(subscription, backoff).await;
@@ -184,7 +177,7 @@ impl Gateway {
             let params = Self::asking(subscription, &cursor);
             let method = Method::EventsStream.as_str();
             let stream = connection.request(method, Some(params), &subscription.ended, caller);
-            let mut terminated = false;
+            let mut terminated = None;
             let passing = async {
                 while let Ok((notice, mut params)) = frames.recv().await {
                     let at = params
@@ -207,7 +200,7 @@ impl Gateway {
                             self.gap(subscription, &params["cursor"]).await;
                         }
                         Notice::EventsTerminated => {
-                            terminated = true;
+                            terminated = Some(ended_by(&params));
                             return;
                         }
                         _ => {}
@@ -219,17 +212,30 @@ impl Gateway {
                 None
             })
             .await;
-            if terminated || ended.is_some_and(|e| e.code == NOT_FOUND) {
-                return;
+            match (terminated, ended) {
+                (Some(error), _) => return self.terminated(subscription, &error).await,
+                (None, Some(error)) if error.code == NOT_FOUND => {
+                    return self.terminated(subscription, &error).await;
+                }
+                _ => {}
             }
             pause(subscription, backoff).await;
             backoff = (backoff * 2).min(BACKOFF.1);
         }
     }
 
+    /// Tells the callback its server ended the subscription for good (`error`), unless it
+    /// ended first (unsubscribed, or its lifetime passed).
+    pub(super) async fn terminated(&self, subscription: &Subscription, error: &ErrorObject) {
+        if subscription.live() {
+            let loopback_ok = self.event_subscriptions.loopback_ok();
+            subscription.deliver_terminated(error, loopback_ok).await;
+        }
+    }
+
     /// Tells the callback occurrences were skipped before `cursor` (a server's `truncated`); a
     /// server without replay (`null` cursor) has no gap to tell.
-    async fn gap(&self, subscription: &Subscription, cursor: &Value) {
+    pub(super) async fn gap(&self, subscription: &Subscription, cursor: &Value) {
         if cursor.is_null() {
             return;
         }
@@ -242,8 +248,9 @@ impl Gateway {
         }
     }
 
-    /// Delivers one occurrence, saying so when the callback will not take it (its value never).
-    async fn deliver(&self, subscription: &Subscription, occurrence: Value) {
+    /// Delivers one occurrence, saying so when the callback will not take it (its value never):
+    /// whether it took it.
+    pub(super) async fn deliver(&self, subscription: &Subscription, occurrence: Value) -> bool {
         let loopback_ok = self.event_subscriptions.loopback_ok();
         let cursors = &self.event_cursors;
         let delivered = subscription.deliver(occurrence, cursors, loopback_ok).await;
@@ -254,13 +261,23 @@ impl Gateway {
                 EventOutcome::failed
             }
         };
+        let taken = delivered.is_ok();
         subscription.delivered(delivered);
         metrics::events(&subscription.server, EventDelivery::webhook, outcome, 1);
+        taken
     }
 }
 
+/// Why a server's `notifications/events/terminated` (`params`) says it ended a stream.
+pub(super) fn ended_by(params: &Value) -> ErrorObject {
+    let error = &params["error"];
+    let code = error["code"].as_i64().unwrap_or(NOT_FOUND);
+    let message = error["message"].as_str();
+    ErrorObject::new(code, message.unwrap_or("the server ended the subscription"))
+}
+
 /// Waits `wait`, or less if the subscription ends first.
-async fn pause(subscription: &Subscription, wait: Duration) {
+pub(super) async fn pause(subscription: &Subscription, wait: Duration) {
     let _ = subscription.ended.run(crate::deadline::sleep(wait)).await;
 }
 

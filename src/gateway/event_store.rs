@@ -33,10 +33,24 @@ pub(super) struct Record {
     pub secret: String,
     /// When it ends unless refreshed, in seconds since the epoch.
     pub ends_at: u64,
-    /// Whether mcpx polls the server (else holds its stream).
-    pub polls: bool,
+    /// How mcpx has its occurrences from the server.
+    pub held: Held,
+    /// Where mcpx relays the server's own webhooks: the `whsec_` secret the server signs them
+    /// with for mcpx.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_secret: Option<String>,
     /// The server's own cursor: where delivery resumes.
     pub cursor: Value,
+}
+
+/// How a subscription's occurrences are had from its server: mcpx polls it, holds its stream,
+/// or is itself the callback of the server's own webhooks and relays what they bring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Held {
+    Poll,
+    Push,
+    Relay,
 }
 
 impl Record {
@@ -119,7 +133,8 @@ mod v2026_07_28 {
                 url: "https://agent.example/hook".into(),
                 secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
                 ends_at: 2_000_000_000,
-                polls: true,
+                held: Held::Relay,
+                relay_secret: Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()),
                 cursor: serde_json::json!("c7"),
             }
         }

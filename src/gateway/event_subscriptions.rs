@@ -12,12 +12,13 @@
 //! other mcpx process keeps its clients' in memory, for its own life.
 
 use super::event_cursors::EventCursors;
-use super::event_store::{Record, Store};
+use super::event_store::{Held, Record, Store};
 use super::route::Owner;
 use super::webhooks::{Callback, Secret};
 use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::config::Events as EventsConfig;
+use crate::jsonrpc::ErrorObject;
 use crate::sync::lock;
 use crate::view::EventSubscriptionView;
 use serde_json::{json, Value};
@@ -47,11 +48,15 @@ pub(super) struct Subscription {
     pub server: String,
     pub arguments: Value,
     pub url: String,
-    /// Whether mcpx polls the server for it (else holds its stream).
-    pub polls: bool,
+    /// How mcpx has its occurrences from the server.
+    pub held: Held,
     /// The server's own cursor: where its delivery is.
     cursor: Mutex<Value>,
     secret: Mutex<Secret>,
+    /// Where mcpx relays the server's own webhooks: the secret the server signs them with.
+    pub relay_secret: Option<Secret>,
+    /// When the server's own subscription (a relay's) is next refreshed.
+    relay_refresh: Mutex<Option<SystemTime>>,
     ends_at: Mutex<SystemTime>,
     /// Fired when it ends (unsubscribed, expired, or its server ended it).
     pub ended: Cancel,
@@ -83,9 +88,11 @@ impl Subscription {
             server: asked.server.to_owned(),
             arguments: asked.arguments.clone(),
             url: asked.url.to_owned(),
-            polls: asked.polls,
+            held: asked.held,
             cursor: Mutex::new(asked.cursor),
             secret: Mutex::new(asked.secret),
+            relay_secret: asked.relay_secret,
+            relay_refresh: Mutex::default(),
             ends_at: Mutex::new(ends_at),
             ended: Cancel::new(),
             delivered: AtomicU64::new(0),
@@ -103,10 +110,31 @@ impl Subscription {
         loopback_ok: bool,
     ) -> Result<(), String> {
         let sealed = cursors.seal(&self.server, &self.exposed, cursor)?;
-        let message = format!(
-            "gap_{}",
-            &hex_digest(&[&self.id, &sealed.to_string()])[..32]
-        );
+        let control = json!({"type": "gap", "cursor": sealed});
+        self.deliver_control("gap", control, loopback_ok).await
+    }
+
+    /// Tells the callback that its server ended the subscription for good (`error` says why):
+    /// a signed `{"type": "terminated", "error"}`, after which nothing more comes.
+    pub async fn deliver_terminated(&self, error: &ErrorObject, loopback_ok: bool) {
+        let error = json!({"code": error.code, "message": error.message});
+        let control = json!({"type": "terminated", "error": error});
+        let told = self.deliver_control("end", control, loopback_ok).await;
+        if let Err(why) = told {
+            tracing::warn!(subscription = %self.id, "an ended subscription's callback was not told: {why}");
+        }
+    }
+
+    /// Delivers `control` (what is not an occurrence), as a message named by `kind` and its
+    /// content.
+    async fn deliver_control(
+        &self,
+        kind: &str,
+        control: Value,
+        loopback_ok: bool,
+    ) -> Result<(), String> {
+        let digest = hex_digest(&[&self.id, &control.to_string()]);
+        let message = format!("{kind}_{}", &digest[..32]);
         let (secret, loopback_ok) = self.callback(loopback_ok);
         let callback = Callback {
             url: &self.url,
@@ -114,9 +142,7 @@ impl Subscription {
             secret: &secret,
             loopback_ok,
         };
-        callback
-            .deliver(&message, &json!({"type": "gap", "cursor": sealed}))
-            .await
+        callback.deliver(&message, &control).await
     }
 
     /// What the store keeps of it.
@@ -137,9 +163,20 @@ impl Subscription {
             url: self.url.clone(),
             secret: lock(&self.secret).to_whsec(),
             ends_at: ends_at.as_secs(),
-            polls: self.polls,
+            held: self.held,
+            relay_secret: self.relay_secret.as_ref().map(Secret::to_whsec),
             cursor: lock(&self.cursor).clone(),
         }
+    }
+
+    /// When the server's own subscription (a relay's) is next to be refreshed, if it is.
+    pub fn relay_refresh(&self) -> Option<SystemTime> {
+        *lock(&self.relay_refresh)
+    }
+
+    /// Notes when the server's own subscription (a relay's) is next to be refreshed.
+    pub fn relay_refresh_at(&self, at: Option<SystemTime>) {
+        *lock(&self.relay_refresh) = at;
     }
 
     /// Where its delivery is now.
@@ -237,9 +274,11 @@ pub(super) struct Asked<'a> {
     pub url: &'a str,
     pub secret: Secret,
     pub ttl: Option<Duration>,
-    /// Whether mcpx polls the server (else holds its stream), and from where.
-    pub polls: bool,
+    /// How mcpx has its occurrences from the server, and from where.
+    pub held: Held,
     pub cursor: Value,
+    /// Where mcpx relays the server's own webhooks: the secret the server is to sign them with.
+    pub relay_secret: Option<Secret>,
 }
 
 /// The subscriptions mcpx delivers, by id.
@@ -252,6 +291,11 @@ pub(super) struct EventSubscriptions {
     /// Whether this process keeps them there: the daemon does; an editor's `mcpx serve`, or
     /// `mcpx call`, keeps its own in memory, for its own life.
     keeper: AtomicBool,
+    /// The public URL under which servers POST the webhooks mcpx relays
+    /// ([`super::event_relay`]), once this process is the daemon and has one: none, and
+    /// webhook-only event types are not carried.
+    relay_base: OnceLock<String>,
+    public_url: Option<String>,
 }
 
 /// A subscribe's outcome: the subscription, and whether it is new (its delivery is to start).
@@ -261,18 +305,40 @@ pub(super) enum Subscribed {
 }
 
 impl EventSubscriptions {
-    pub(super) fn new(config: &EventsConfig) -> EventSubscriptions {
+    /// Subscriptions as `config` bounds them, for a process reached at `public_url` (`[auth]
+    /// publicUrl`), if it is.
+    pub(super) fn new(config: &EventsConfig, public_url: Option<&str>) -> EventSubscriptions {
         EventSubscriptions {
             config: config.clone(),
+            public_url: public_url.map(str::to_owned),
             by_id: Mutex::default(),
             store: OnceLock::new(),
             keeper: AtomicBool::new(false),
+            relay_base: OnceLock::new(),
         }
     }
 
-    /// Makes this process the one that keeps subscriptions in `[events] store`.
-    pub(super) fn become_keeper(&self) {
+    /// Makes this process the one that keeps subscriptions in `[events] store`, and, where it
+    /// is reached at a public URL, the one that relays servers' own webhooks: whether it does.
+    pub(super) fn become_keeper(&self) -> bool {
         self.keeper.store(true, Ordering::Release);
+        let Some(public_url) = &self.public_url else {
+            return false;
+        };
+        let _ = (self.relay_base).set(public_url.trim_end_matches('/').to_owned());
+        true
+    }
+
+    /// The public URL under which servers POST the webhooks mcpx relays, if it relays them.
+    pub(super) fn relay_base(&self) -> Option<&str> {
+        self.relay_base.get().map(String::as_str)
+    }
+
+    /// The live subscription `id`, if mcpx relays its server's webhooks.
+    pub(super) fn relayed(&self, id: &str) -> Option<Arc<Subscription>> {
+        let by_id = lock(&self.by_id);
+        let found = by_id.get(id).filter(|s| s.live() && s.held == Held::Relay);
+        found.cloned()
     }
 
     /// Whether the subscription `id` is held (and live).
@@ -398,6 +464,11 @@ impl EventSubscriptions {
             else {
                 continue;
             };
+            let relay_secret = match record.relay_secret.as_deref().map(Secret::parse) {
+                None => None,
+                Some(Ok(secret)) => Some(secret),
+                Some(Err(_)) => continue,
+            };
             if ends_at <= now {
                 continue;
             }
@@ -412,8 +483,9 @@ impl EventSubscriptions {
                 url: &record.url,
                 secret,
                 ttl: None,
-                polls: record.polls,
+                held: record.held,
                 cursor: record.cursor.clone(),
+                relay_secret,
             };
             let subscription = Arc::new(Subscription::of(record.id.clone(), asked, ends_at));
             by_id.insert(record.id, Arc::clone(&subscription));
@@ -495,14 +567,15 @@ mod v2026_07_28 {
                 url,
                 secret: Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
                 ttl: None,
-                polls: true,
+                held: Held::Poll,
                 cursor: Value::Null,
+                relay_secret: None,
             }
         }
 
         #[test]
         fn asking_again_refreshes_one_subscription_and_each_caller_has_a_cap() {
-            let subscriptions = EventSubscriptions::new(&config());
+            let subscriptions = EventSubscriptions::new(&config(), None);
             let owner = Arc::new(Identity::of_kind(Kind::LocalOwner));
             let none = json!({});
             let first = subscriptions.subscribe(asked(&owner, "https://a.example/h", &none));

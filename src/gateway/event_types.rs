@@ -8,7 +8,8 @@ use serde_json::Value;
 
 /// The delivery modes mcpx passes from an upstream to its clients: `events/poll` and
 /// `events/stream` (push), with their cursors sealed. Where either is offered, mcpx also
-/// delivers by webhook itself ([`super::event_subscriptions`]).
+/// delivers by webhook itself ([`super::event_subscriptions`]); where only the server's own
+/// webhooks are, mcpx relays them ([`super::event_relay`]).
 pub(super) const PASSED: [&str; 2] = ["poll", "push"];
 
 /// The name `event` is exposed under: its server's `prefix` and its own name.
@@ -18,16 +19,17 @@ pub(super) fn exposed(event: &Value, prefix: &str) -> String {
 }
 
 /// `event` as clients are shown it, under `exposed`: its delivery modes cut to those mcpx
-/// passes, and webhook, which mcpx bridges from them; `None` when it offers neither poll nor
-/// push (a webhook-only type: relaying a server's own webhooks is not built).
-pub(super) fn shown(event: &Value, exposed: &str) -> Option<Value> {
+/// passes, and webhook, which mcpx bridges from them, or, where the server offers only its own
+/// webhooks, relays when it can (`relays_webhooks`); `None` when mcpx carries no mode of it.
+pub(super) fn shown(event: &Value, exposed: &str, relays_webhooks: bool) -> Option<Value> {
     let offered = event.member("delivery").and_then(Value::as_array)?;
-    let mut carried: Vec<Value> = offered
+    let offers = |mode: &str| offered.iter().any(|m| m.as_str() == Some(mode));
+    let mut carried: Vec<Value> = PASSED
         .iter()
-        .filter(|mode| mode.as_str().is_some_and(|m| PASSED.contains(&m)))
-        .cloned()
+        .filter(|mode| offers(mode))
+        .map(|mode| Value::String((*mode).to_owned()))
         .collect();
-    if carried.is_empty() {
+    if carried.is_empty() && !(relays_webhooks && offers("webhook")) {
         return None;
     }
     carried.push(Value::String("webhook".into()));

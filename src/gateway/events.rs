@@ -11,7 +11,7 @@
 //! one gate. Delivery mcpx does not carry (yet) is refused saying so, never passed on: a
 //! server must not learn a client's webhook callback or secret.
 
-use super::event_delivery::Held;
+use super::event_store::Held;
 use super::event_subscriptions::{Asked, EventSubscriptions, Subscribed};
 use super::forwarded::forwardable;
 use super::incoming::Incoming;
@@ -140,10 +140,17 @@ impl Gateway {
         target: &Target,
     ) -> Result<Value, ErrorObject> {
         let catalog = self.catalog_of(incoming.client);
-        let held = match catalog.event_offers(&target.exposed, "poll") {
-            true => Held::Poll,
-            false if catalog.event_offers(&target.exposed, "push") => Held::Push,
-            false => return Err(not_carried(&target.exposed, "webhook")),
+        let offers = |mode| catalog.event_offers(&target.exposed, mode);
+        // A server's own webhooks are relayed only where it offers nothing mcpx can hold.
+        let held = match (offers("poll"), offers("push"), offers("webhook")) {
+            (true, _, _) => Held::Poll,
+            (false, true, _) => Held::Push,
+            (false, false, true) => Held::Relay,
+            (false, false, false) => return Err(not_carried(&target.exposed, "webhook")),
+        };
+        let relay_secret = match held {
+            Held::Relay => Some(Secret::generate().map_err(Failure::Refused)?),
+            Held::Poll | Held::Push => None,
         };
         let invalid =
             |why: &str| ErrorObject::new(INVALID_PARAMS, format!("Invalid params: {why}"));
@@ -191,32 +198,45 @@ impl Gateway {
             url,
             secret,
             ttl,
-            polls: held == Held::Poll,
+            held,
             cursor: start.clone(),
+            relay_secret,
         };
         let subscribed = subscriptions
             .subscribe(asked)
             .map_err(|why| ErrorObject::new(RESOURCE_EXHAUSTED, why))?;
-        let (subscription, cursor) = match subscribed {
-            Subscribed::Refreshed(subscription) => (subscription, start),
+        let (subscription, cursor, truncated) = match subscribed {
+            Subscribed::Refreshed(subscription) => (subscription, start, false),
             Subscribed::New(subscription) => {
                 // Where "from now" is, so that the answer's cursor is a real position.
-                let start = match (held, start.is_null()) {
+                let (start, truncated) = match (held, start.is_null()) {
                     (Held::Poll, true) => {
                         let now = self.poll_for(&subscription, &Value::Null).await;
-                        now.map(|answer| answer["cursor"].clone())
-                            .unwrap_or(Value::Null)
+                        let at = now.map(|answer| answer["cursor"].clone());
+                        (at.unwrap_or(Value::Null), false)
                     }
-                    _ => start,
+                    // The server's own subscription is made before the client's is answered:
+                    // what the server refuses, the client is told.
+                    (Held::Relay, _) => match self.relay_subscribe(&subscription).await {
+                        Ok(answer) => {
+                            let at = answer.get("cursor").cloned().unwrap_or(start);
+                            (at, answer["truncated"] == json!(true))
+                        }
+                        Err(refused) => {
+                            subscriptions.forget(&subscription.id);
+                            return Err(refused);
+                        }
+                    },
+                    (Held::Poll | Held::Push, false) | (Held::Push, true) => (start, false),
                 };
                 subscriptions.moved(&subscription, start.clone());
                 let gateway = self
                     .me
                     .upgrade()
                     .ok_or_else(|| Failure::Refused("mcpx is stopping".into()))?;
-                gateway.hold(Arc::clone(&subscription), held, start.clone());
+                gateway.hold(Arc::clone(&subscription), start.clone());
                 tracing::info!(subscription = %subscription.id, event = %target.exposed, "an event subscription began");
-                (subscription, start)
+                (subscription, start, truncated)
             }
         };
         let refresh_before = humantime::format_rfc3339_seconds(subscription.ends_at()).to_string();
@@ -225,7 +245,7 @@ impl Gateway {
             .map_err(Failure::Refused)?;
         Ok(
             json!({"id": subscription.id, "refreshBefore": refresh_before, "cursor": cursor,
-            "truncated": false}),
+            "truncated": truncated}),
         )
     }
 

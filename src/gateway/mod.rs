@@ -21,6 +21,7 @@ mod command_error;
 mod cursor;
 mod event_cursors;
 mod event_delivery;
+pub mod event_relay;
 mod event_store;
 mod event_subscriptions;
 mod event_types;
@@ -216,7 +217,10 @@ impl Gateway {
             pinning,
             person_logins: person_login::PersonLogins::new(config.auth.public_url.clone()),
             event_cursors: event_cursors::EventCursors::new(cluster),
-            event_subscriptions: event_subscriptions::EventSubscriptions::new(&config.events),
+            event_subscriptions: event_subscriptions::EventSubscriptions::new(
+                &config.events,
+                config.auth.public_url.as_deref(),
+            ),
         })
     }
 

@@ -4,7 +4,9 @@
 //! its message (`webhook-id`, the same on a retry) and when it was signed
 //! (`webhook-timestamp`), and carries `X-MCP-Subscription-Id`. A callback is first asked to
 //! prove it consents (`{"type": "verification", "challenge"}`, echoed back), and each event is
-//! POSTed alone, at most 256 KiB, retried with backoff while the callback fails.
+//! POSTed alone, at most 256 KiB, retried with backoff while the callback fails. Where mcpx is
+//! the callback (relaying a server's own webhooks), each request is checked the same way
+//! ([`Secret::verify`]).
 
 use base64::Engine;
 use hmac::{Hmac, Mac};
@@ -53,6 +55,13 @@ impl Secret {
         }
     }
 
+    /// A fresh secret: 32 bytes from the system's random source.
+    pub(super) fn generate() -> Result<Secret, String> {
+        let mut bytes = vec![0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| format!("the system's random source failed: {e}"))?;
+        Ok(Secret(bytes))
+    }
+
     /// It as a `whsec_` secret again.
     pub(super) fn to_whsec(&self) -> String {
         format!(
@@ -63,16 +72,54 @@ impl Secret {
 
     /// The `webhook-signature` of `body`, sent as message `id` at `timestamp`.
     pub(super) fn sign(&self, id: &str, timestamp: u64, body: &str) -> String {
-        let mut mac =
-            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC accepts any key length");
-        mac.update(format!("{id}.{timestamp}.{body}").as_bytes());
-        let signature = mac.finalize().into_bytes();
+        let signature = self.mac(id, timestamp, body.as_bytes()).finalize().into_bytes();
         format!(
             "v1,{}",
             base64::engine::general_purpose::STANDARD.encode(signature)
         )
     }
+
+    /// The HMAC of message `id`, sent at `timestamp`, of `body`.
+    fn mac(&self, id: &str, timestamp: u64, body: &[u8]) -> Hmac<Sha256> {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC accepts any key length");
+        mac.update(format!("{id}.{timestamp}.").as_bytes());
+        mac.update(body);
+        mac
+    }
+
+    /// Whether `body` came with a signature of this secret's (one of `webhook-signature`'s
+    /// `v1,` entries), signed at most [`TOLERANCE`] from now: the message's id, when it did.
+    pub(super) fn verify(&self, headers: &HeaderMap, body: &[u8]) -> Result<String, String> {
+        let header = |name: &str| {
+            let value = headers.get(name).and_then(|v| v.to_str().ok());
+            value.ok_or_else(|| format!("{name} is missing"))
+        };
+        let id = header("webhook-id")?;
+        let timestamp: u64 = header("webhook-timestamp")?
+            .parse()
+            .map_err(|_| "webhook-timestamp is not a time")?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if now.abs_diff(timestamp) > TOLERANCE.as_secs() {
+            return Err("webhook-timestamp is too far from now".into());
+        }
+        let signed = header("webhook-signature")?
+            .split(' ')
+            .filter_map(|entry| entry.strip_prefix("v1,"))
+            .filter_map(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+            .any(|signature| self.mac(id, timestamp, body).verify_slice(&signature).is_ok());
+        match signed {
+            true => Ok(id.to_owned()),
+            false => Err("no signature of the subscription's secret".into()),
+        }
+    }
 }
+
+/// How far a signed request's timestamp may be from now (Standard Webhooks' suggestion), so
+/// that a request captured once cannot be replayed later.
+const TOLERANCE: Duration = Duration::from_secs(5 * 60);
 
 /// Where one subscription's webhooks go, and as what.
 pub(super) struct Callback<'a> {
@@ -168,6 +215,41 @@ mod v2026_07_28 {
                 r#"{"test": 2432232314}"#,
             );
             assert_eq!(signed, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+        }
+
+        /// What mcpx takes as its relay callback: a request signed with its secret, now; not
+        /// one signed with another, replayed from long ago, or with its body changed.
+        #[test]
+        fn a_signed_request_is_taken_only_as_it_was_signed() {
+            let secret = Secret::generate().unwrap();
+            let other = Secret::generate().unwrap();
+            assert_ne!(secret, other);
+            let signed = |by: &Secret, at: u64, body: &str| {
+                let mut headers = HeaderMap::new();
+                headers.insert("webhook-id", HeaderValue::from_static("msg_1"));
+                headers.insert("webhook-timestamp", at.to_string().parse().unwrap());
+                // Several signatures (a key being rotated): any one of them will do.
+                let both = format!("v1,bm9pc2U= {}", by.sign("msg_1", at, body));
+                headers.insert("webhook-signature", both.parse().unwrap());
+                headers
+            };
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            let body = r#"{"eventId": "e1"}"#;
+            let taken = secret.verify(&signed(&secret, now, body), body.as_bytes());
+            assert_eq!(taken, Ok("msg_1".to_owned()));
+            assert!(secret
+                .verify(&signed(&other, now, body), body.as_bytes())
+                .is_err());
+            assert!(secret
+                .verify(&signed(&secret, now - 3600, body), body.as_bytes())
+                .is_err());
+            assert!(secret
+                .verify(&signed(&secret, now, body), b"{\"eventId\": \"e2\"}")
+                .is_err());
+            assert!(secret.verify(&HeaderMap::new(), body.as_bytes()).is_err());
         }
 
         #[test]

@@ -118,15 +118,22 @@ impl Extensions {
     }
 
     /// The carried extensions `capabilities.extensions` declares (a client's or a server's).
+    /// Events declared where the extension's first drafts put them, `capabilities.events` (as
+    /// `mcp-handler` 2 and the AI SDK 2 still do), count as declared.
     pub fn declared_in(capabilities: Option<&Value>) -> Extensions {
         let declared = capabilities
             .and_then(|c| c.member("extensions"))
             .and_then(Value::as_object);
-        declared
+        let named = declared
             .into_iter()
             .flat_map(|map| map.keys())
             .filter_map(|id| Extension::parse(id))
-            .fold(Extensions::NONE, Extensions::with)
+            .fold(Extensions::NONE, Extensions::with);
+        let drafted = capabilities.and_then(|c| c.member("events"));
+        match drafted.is_some_and(Value::is_object) {
+            true => named.with(Extension::Events),
+            false => named,
+        }
     }
 
     /// This set and `extension`.
@@ -254,6 +261,11 @@ mod every_revision {
                 Extensions::declared_in(Some(&json!({"extensions": []}))),
                 Extensions::NONE
             );
+            // Where the Events drafts declared it (mcp-handler 2, the AI SDK 2).
+            let drafted = Extensions::declared_in(Some(&json!({"events": {}})));
+            assert_eq!(drafted, Extensions::NONE.with(Extension::Events));
+            let not = Extensions::declared_in(Some(&json!({"events": true})));
+            assert_eq!(not, Extensions::NONE);
             let forwarded = carried_only(&capabilities);
             assert_eq!(
                 forwarded,

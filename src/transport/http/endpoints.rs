@@ -1,10 +1,11 @@
 //! The daemon's endpoints beside MCP's doors: `/healthz`, the protected resource metadata
-//! (RFC 9728), the built-in authorization server's, a person's sign-in to a per-identity server
-//! and `/metrics`.
+//! (RFC 9728), the built-in authorization server's, a person's sign-in to a per-identity server,
+//! servers' webhooks mcpx relays, and `/metrics`.
 
 use super::reply::{empty, json_response, plain, Body};
 use super::{Caller, FrontDoor};
 use crate::access::builtin::{self, AuthServer};
+use crate::gateway::event_relay::{self, Relayed};
 use crate::gateway::person_login::Page;
 use crate::metrics;
 use bytes::Bytes;
@@ -141,6 +142,36 @@ impl FrontDoor {
             headers.insert(name, http::HeaderValue::from_static(value));
         }
         response
+    }
+
+    /// `POST /events/webhooks/ID`: a server's webhook to mcpx, for a client's subscription mcpx
+    /// relays ([`crate::gateway::event_relay`]). Signed by the server, not sent with mcpx's
+    /// token: the signature is the credential.
+    pub(super) async fn relayed_webhook(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.method() != Method::POST {
+            return plain(StatusCode::METHOD_NOT_ALLOWED, "a webhook takes POST\n");
+        }
+        let (parts, body) = request.into_parts();
+        let id = (parts.uri.path())
+            .strip_prefix(event_relay::PATH)
+            .unwrap_or_default();
+        let bytes = match (self.read_body(&parts.headers, body, event_relay::MAX_BODY)).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return *refusal,
+        };
+        match self.gateway.relay_webhook(id, &parts.headers, &bytes).await {
+            Relayed::Echo(answer) => json_response(StatusCode::OK, &answer),
+            Relayed::Taken => {
+                let mut taken = Response::new(empty());
+                *taken.status_mut() = StatusCode::NO_CONTENT;
+                taken
+            }
+            Relayed::Refused(status) => {
+                let mut refused = Response::new(empty());
+                *refused.status_mut() = status;
+                refused
+            }
+        }
     }
 
     /// `GET /metrics`: the Prometheus text format.

@@ -25,7 +25,7 @@ pub mod status;
 use crate::access::builtin::AuthServer;
 use crate::access::{self, Admitted, Knock};
 use crate::cancel::Cancel;
-use crate::gateway::{person_login, Client, Gateway, ViewId};
+use crate::gateway::{event_relay, person_login, Client, Gateway, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Parsed, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::limit::{Held, Limit};
 use crate::mcpheaders::PROTOCOL_VERSION_HEADER;
@@ -374,6 +374,9 @@ impl FrontDoor {
         }
         if path == person_login::START || path == person_login::CALLBACK {
             return Box::pin(self.person_login(&request)).await;
+        }
+        if path.starts_with(event_relay::PATH) {
+            return Box::pin(self.relayed_webhook(request)).await;
         }
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
