@@ -19,7 +19,8 @@ use std::time::{Duration, SystemTime};
 
 /// The first wait after the server failed a poll or its stream dropped; each next one doubles
 /// it, up to the last.
-pub(super) const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(30));
+pub(super) const BACKOFF: (Duration, Duration) =
+    (Duration::from_millis(250), Duration::from_secs(30));
 
 impl Gateway {
     /// The request that asks `subscription`'s server for its event type from `cursor`.

@@ -58,7 +58,8 @@ impl Secret {
     /// A fresh secret: 32 bytes from the system's random source.
     pub(super) fn generate() -> Result<Secret, String> {
         let mut bytes = vec![0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| format!("the system's random source failed: {e}"))?;
+        getrandom::fill(&mut bytes)
+            .map_err(|e| format!("the system's random source failed: {e}"))?;
         Ok(Secret(bytes))
     }
 
@@ -72,7 +73,10 @@ impl Secret {
 
     /// The `webhook-signature` of `body`, sent as message `id` at `timestamp`.
     pub(super) fn sign(&self, id: &str, timestamp: u64, body: &str) -> String {
-        let signature = self.mac(id, timestamp, body.as_bytes()).finalize().into_bytes();
+        let signature = self
+            .mac(id, timestamp, body.as_bytes())
+            .finalize()
+            .into_bytes();
         format!(
             "v1,{}",
             base64::engine::general_purpose::STANDARD.encode(signature)
@@ -109,7 +113,11 @@ impl Secret {
             .split(' ')
             .filter_map(|entry| entry.strip_prefix("v1,"))
             .filter_map(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
-            .any(|signature| self.mac(id, timestamp, body).verify_slice(&signature).is_ok());
+            .any(|signature| {
+                self.mac(id, timestamp, body)
+                    .verify_slice(&signature)
+                    .is_ok()
+            });
         match signed {
             true => Ok(id.to_owned()),
             false => Err("no signature of the subscription's secret".into()),

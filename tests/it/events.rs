@@ -20,7 +20,7 @@ fn two_servers(more: &str) -> String {
 }
 
 /// A modern request's params declaring the Events extension.
-fn declaring(mut params: Value) -> Value {
+pub(crate) fn declaring(mut params: Value) -> Value {
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
         json!({"extensions": {EVENTS: {}}});
     modern(params)
@@ -811,16 +811,16 @@ struct Delivered {
 
 /// A webhook receiver on loopback, as an agent's would be: it echoes a verification's
 /// challenge (unless `echo` is false), takes events with 204, and keeps what it was sent.
-struct Receiver {
-    url: String,
+pub(crate) struct Receiver {
+    pub url: String,
     got: std::sync::Arc<std::sync::Mutex<Vec<Delivered>>>,
 }
 
 /// The secret every test subscription signs with.
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 impl Receiver {
-    fn start(echo: bool) -> Receiver {
+    pub fn start(echo: bool) -> Receiver {
         let got: std::sync::Arc<std::sync::Mutex<Vec<Delivered>>> = Default::default();
         let kept = std::sync::Arc::clone(&got);
         let addr = http_server(move |request| {
@@ -853,7 +853,7 @@ impl Receiver {
 
     /// The events (not verifications) sent to `path`, each checked to be signed with
     /// [`SECRET`] as Standard Webhooks defines and to name `subscription`.
-    fn events_at(&self, path: &str, subscription: &str) -> Vec<Value> {
+    pub fn events_at(&self, path: &str, subscription: &str) -> Vec<Value> {
         let got = self.got.lock().unwrap().clone();
         got.into_iter()
             .filter(|d| d.path == path && d.body["type"] != "verification")
@@ -896,7 +896,7 @@ fn signed(delivered: &Delivered) -> bool {
 }
 
 /// `[events]` taking loopback callbacks and keeping subscriptions in `dir`.
-fn webhooks_allowed(dir: &std::path::Path) -> String {
+pub(crate) fn webhooks_allowed(dir: &std::path::Path) -> String {
     format!(
         "[events]\nallowLoopbackCallbacks = true\nstore = \"{}/event-subscriptions.json\"\n",
         dir.display()

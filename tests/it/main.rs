@@ -16,6 +16,7 @@ mod clients;
 mod cluster;
 mod conformance;
 mod events;
+mod events_relay;
 mod http_legacy;
 mod http_modern;
 mod input;
