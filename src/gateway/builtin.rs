@@ -42,6 +42,7 @@ pub fn listing() -> Listing {
                 "annotations": read_only,
             }),
         ],
+        events: super::own_events::definitions(),
         ..Listing::default()
     }
 }

@@ -131,7 +131,8 @@ impl Catalogs {
     }
 
     /// Puts a rebuilt catalog in service, restricted into each view; each of `clients` hears
-    /// `list_changed` for the kinds of list that changed in its own view, and for nothing else.
+    /// `list_changed` for the kinds of list that changed in its own view, and for nothing else,
+    /// and mcpx's own events keep each view's change.
     pub(super) fn install(
         &self,
         catalog: Catalog,
@@ -148,6 +149,9 @@ impl Catalogs {
             for kind in changed.get(&client.view).into_iter().flatten() {
                 client.list_changed(*kind);
             }
+        }
+        for (view, kinds) in changed.iter().filter(|(_, kinds)| !kinds.is_empty()) {
+            clients.own_events().lists_changed(*view, kinds);
         }
     }
 }

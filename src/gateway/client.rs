@@ -295,9 +295,7 @@ impl Client {
     /// is a sub-resource of).
     pub fn resource_updated(&self, uri: &str) {
         let state = self.lock();
-        let covers = |subscribed: &String| {
-            uri == subscribed || uri.starts_with(&format!("{}/", subscribed.trim_end_matches('/')))
-        };
+        let covers = |subscribed: &String| super::own_events::covers(subscribed, uri);
         if state.resource_subscriptions.iter().any(covers) {
             let updated = Notification::new(Notice::ResourcesUpdated, json!({ "uri": uri }));
             let _ = self.outbound.try_send(updated);

@@ -1,6 +1,9 @@
 //! The connected clients: each opened as a session of the registry, listed for what reaches
 //! every client (a catalog change, a log level), closed with its requests and subscriptions.
+//! What they would hear is also kept for those who hold no connection: mcpx's own events
+//! ([`super::own_events`]).
 
+use super::own_events::OwnEvents;
 use super::{Client, Gateway, ViewId};
 use crate::limit::Limit;
 use crate::outbox;
@@ -16,6 +19,8 @@ pub(super) struct Clients {
     by_session: Mutex<HashMap<u64, Arc<Client>>>,
     /// `transport.maxInFlightPerClient`.
     max_in_flight_per_client: usize,
+    /// What clients hear, kept as mcpx's own events.
+    own_events: Arc<OwnEvents>,
 }
 
 impl Clients {
@@ -23,7 +28,13 @@ impl Clients {
         Clients {
             by_session: Mutex::default(),
             max_in_flight_per_client,
+            own_events: Arc::default(),
         }
+    }
+
+    /// What clients hear, kept as mcpx's own events.
+    pub(super) fn own_events(&self) -> &Arc<OwnEvents> {
+        &self.own_events
     }
 
     /// Every client connected now.
@@ -59,11 +70,13 @@ impl Clients {
         }
     }
 
-    /// A subscribed resource changed: every client that holds it hears so.
+    /// A subscribed resource changed: every client that holds it hears so, and so does whoever
+    /// reads mcpx's own events.
     pub(super) fn resource_updated(&self, uri: &str) {
         for client in self.all() {
             client.resource_updated(uri);
         }
+        self.own_events.resource_updated(uri);
     }
 }
 

@@ -9,6 +9,7 @@
 use super::event_store::Held;
 use super::event_subscriptions::{next_poll, Subscription};
 use super::{Gateway, Owner};
+use crate::config::BUILTIN_SERVER;
 use crate::jsonrpc::{ErrorObject, NOT_FOUND};
 use crate::metrics::{self, EventDelivery, EventOutcome};
 use crate::protocol::{envelope, Extension, Method, Notice};
@@ -67,6 +68,9 @@ impl Gateway {
         subscription: &Subscription,
         cursor: &Value,
     ) -> Result<Value, crate::jsonrpc::ErrorObject> {
+        if subscription.owner == Owner::Builtin {
+            return self.poll_own_for(subscription, cursor).await;
+        }
         let connection =
             (self.reach(subscription).await).map_err(crate::failure::Failure::Refused)?;
         let params = Self::asking(subscription, cursor);
@@ -91,8 +95,13 @@ impl Gateway {
     /// delivered again from where it was.
     pub(super) fn resume_event_subscriptions(&self) {
         let upstreams = self.supervisor.upstreams();
-        let owner_of = |server: &str| upstreams.by_name(server).map(|u| Owner::Upstream(u.id));
-        let resumed = self.event_subscriptions.resume(owner_of);
+        let owner_of = |server: &str| match server {
+            BUILTIN_SERVER => Some(Owner::Builtin),
+            server => upstreams.by_name(server).map(|u| Owner::Upstream(u.id)),
+        };
+        let profiles = self.catalogs.profiles();
+        let view_of = |key: &str| profiles.by_key(key);
+        let resumed = self.event_subscriptions.resume(owner_of, view_of);
         let Some(gateway) = self.me.upgrade() else {
             return;
         };
@@ -153,7 +162,14 @@ impl Gateway {
                 cursor = next.clone();
                 self.event_subscriptions.moved(subscription, cursor.clone());
             }
-            pause(subscription, next_poll(&answer)).await;
+            match subscription.owner {
+                // mcpx's own: read again as soon as the log has more.
+                Owner::Builtin => {
+                    let wait = next_poll(&answer);
+                    let _ = subscription.ended.run(self.own_event_or(wait)).await;
+                }
+                Owner::Upstream(_) => pause(subscription, next_poll(&answer)).await,
+            }
         }
     }
 

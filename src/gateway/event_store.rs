@@ -41,6 +41,10 @@ pub(super) struct Record {
     pub relay_secret: Option<String>,
     /// The server's own cursor: where delivery resumes.
     pub cursor: Value,
+    /// The view it was made in ([`super::profile::Profiles::key`]): without it, or with one
+    /// the profiles no longer have, a subscription to mcpx's own events is not resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
 }
 
 /// How a subscription's occurrences are had from its server: mcpx polls it, holds its stream,
@@ -136,6 +140,7 @@ mod v2026_07_28 {
                 held: Held::Relay,
                 relay_secret: Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()),
                 cursor: serde_json::json!("c7"),
+                view: Some("/work#deny:*delete*".into()),
             }
         }
 

@@ -13,6 +13,7 @@
 
 use super::event_cursors::EventCursors;
 use super::event_store::{Held, Record, Store};
+use super::profile::ViewId;
 use super::route::Owner;
 use super::webhooks::{Callback, Secret};
 use crate::access::Identity;
@@ -41,6 +42,10 @@ const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(100), Duration:
 pub(super) struct Subscription {
     pub id: String,
     pub holder: Arc<Identity>,
+    /// The view it was made in (what its holder may hear of mcpx's own events), and that
+    /// view's key ([`Profiles::key`]).
+    pub view: ViewId,
+    view_key: String,
     /// The event type: who serves it, its own name there, its exposed name.
     pub owner: Owner,
     pub own: String,
@@ -82,6 +87,8 @@ impl Subscription {
         Subscription {
             id,
             holder: Arc::clone(asked.holder),
+            view: asked.view,
+            view_key: asked.view_key,
             owner: asked.owner,
             own: asked.own.to_owned(),
             exposed: asked.exposed.to_owned(),
@@ -166,6 +173,7 @@ impl Subscription {
             held: self.held,
             relay_secret: self.relay_secret.as_ref().map(Secret::to_whsec),
             cursor: lock(&self.cursor).clone(),
+            view: Some(self.view_key.clone()),
         }
     }
 
@@ -266,6 +274,8 @@ fn hex_digest(parts: &[&str]) -> String {
 /// What a subscribe asks for.
 pub(super) struct Asked<'a> {
     pub holder: &'a Arc<Identity>,
+    pub view: ViewId,
+    pub view_key: String,
     pub owner: Owner,
     pub own: &'a str,
     pub exposed: &'a str,
@@ -442,6 +452,7 @@ impl EventSubscriptions {
     pub(super) fn resume(
         &self,
         owner_of: impl Fn(&str) -> Option<Owner>,
+        view_of: impl Fn(&str) -> Option<ViewId>,
     ) -> Vec<Arc<Subscription>> {
         // Opened when there is something to take back, or keep.
         if !self.keeper.load(Ordering::Acquire) || !self.config.store.exists() {
@@ -472,9 +483,17 @@ impl EventSubscriptions {
             if ends_at <= now {
                 continue;
             }
+            // What mcpx's own events tell depends on the view: one no longer known tells none.
+            let view = match (record.view.as_deref().and_then(&view_of), owner) {
+                (Some(view), _) => view,
+                (None, Owner::Builtin) => continue,
+                (None, Owner::Upstream(_)) => ViewId::EVERYTHING,
+            };
             let holder = Arc::new(record.holder());
             let asked = Asked {
                 holder: &holder,
+                view,
+                view_key: record.view.clone().unwrap_or_default(),
                 owner,
                 own: &record.own,
                 exposed: &record.exposed,
@@ -559,6 +578,8 @@ mod v2026_07_28 {
         fn asked<'a>(holder: &'a Arc<Identity>, url: &'a str, arguments: &'a Value) -> Asked<'a> {
             Asked {
                 holder,
+                view: ViewId::EVERYTHING,
+                view_key: "/".into(),
                 owner: Owner::Builtin,
                 own: "ticks",
                 exposed: "a__ticks",

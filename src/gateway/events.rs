@@ -17,7 +17,8 @@ use super::forwarded::forwardable;
 use super::incoming::Incoming;
 use super::target::Target;
 use super::webhooks::{Callback, Secret};
-use super::{results, Gateway};
+use super::{results, Gateway, Owner};
+use crate::config::BUILTIN_SERVER;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Notification, INVALID_PARAMS, NOT_FOUND, UNSUPPORTED};
@@ -44,6 +45,9 @@ impl Gateway {
         incoming: &Incoming<'_>,
         target: &Target,
     ) -> Result<Value, ErrorObject> {
+        if target.owner == Owner::Builtin {
+            return self.poll_own_events(incoming, target).await;
+        }
         let (server, forwarded) = self.delivered_by(incoming, target, "poll")?;
         let cursors = &self.event_cursors;
         let answer = self
@@ -83,6 +87,9 @@ impl Gateway {
         incoming: &Incoming<'_>,
         target: &Target,
     ) -> Result<Value, ErrorObject> {
+        if target.owner == Owner::Builtin {
+            return self.stream_own_events(incoming, target).await;
+        }
         let (server, forwarded) = self.delivered_by(incoming, target, "push")?;
         let cursors = &self.event_cursors;
         let (sink, frames) = async_channel::bounded(FRAMES_IN_FLIGHT);
@@ -171,6 +178,9 @@ impl Gateway {
             .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))?;
         let holder = &incoming.ctx.caller;
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        if target.owner == Owner::Builtin {
+            self.check_own_arguments(incoming.client.view, &target.own, &arguments)?;
+        }
         let subscriptions = &self.event_subscriptions;
         let id = EventSubscriptions::id_of(holder, &target.exposed, &arguments, url);
         if !subscriptions.holds(&id) {
@@ -188,8 +198,11 @@ impl Gateway {
                 .with_data(json!({"reason": why}))
             })?;
         }
+        let view = incoming.client.view;
         let asked = Asked {
             holder,
+            view,
+            view_key: self.catalogs.profiles().key(view),
             owner: target.owner,
             own: &target.own,
             exposed: &target.exposed,
@@ -299,6 +312,9 @@ impl Gateway {
 
     /// The configured name of the server `target` is of.
     fn server_name(&self, target: &Target) -> Result<String, ErrorObject> {
+        if target.owner == Owner::Builtin {
+            return Ok(BUILTIN_SERVER.to_owned());
+        }
         let upstream = self.supervisor.upstreams().of(target.owner);
         let upstream = upstream.ok_or_else(|| Failure::Refused("its server was removed".into()))?;
         Ok(upstream.name.clone())

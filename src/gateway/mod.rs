@@ -39,6 +39,8 @@ mod login;
 mod merged;
 pub mod naming;
 mod observe;
+mod own_event_reads;
+mod own_events;
 mod own_tasks;
 pub mod person_login;
 mod pinning;
@@ -187,6 +189,7 @@ impl Gateway {
         let pinning = Arc::new(pinning::Pinning::new(&config.pins));
         let catalogs = Arc::new(Catalogs::new(profiles, Arc::clone(&pinning)));
         let clients = Arc::new(Clients::new(config.transport.max_in_flight_per_client));
+        pinning.tell(clients.own_events());
         let subscriptions = Arc::new(HeldSubscriptions::default());
         let supervisor = Supervisor::new(
             upstreams::Upstreams::from_settings(settings, launcher),

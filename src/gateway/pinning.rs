@@ -8,6 +8,7 @@ use super::policies::Refused;
 use super::target::{Kind as TargetKind, Target};
 use super::upstreams::Upstream;
 use super::{CommandError, Gateway, Owner};
+use super::own_events::OwnEvents;
 use crate::audit::{AuditLog, Entry};
 use crate::config::{Pin, Server};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
@@ -22,6 +23,8 @@ pub(super) struct Pinning {
     pins: Pins,
     every_server: bool,
     audit: OnceLock<Arc<AuditLog>>,
+    /// Where a definition withheld for review is told, as mcpx's own event.
+    own_events: OnceLock<Arc<OwnEvents>>,
 }
 
 impl Pinning {
@@ -30,7 +33,13 @@ impl Pinning {
             pins: Pins::open(&config.file),
             every_server: config.every_server,
             audit: OnceLock::new(),
+            own_events: OnceLock::new(),
         }
+    }
+
+    /// Tells `own_events` of each definition withheld for review from now on.
+    pub(super) fn tell(&self, own_events: &Arc<OwnEvents>) {
+        let _ = self.own_events.set(Arc::clone(own_events));
     }
 
     /// Records each event in `audit` from now on.
@@ -65,11 +74,16 @@ impl Pinning {
                     item,
                     "a definition changed and was accepted (pin.onNew/onChange = \"accept\")"
                 ),
-                _ => tracing::warn!(
-                    server,
-                    item,
-                    "{event}: held until `mcpx pins approve {server} {item}`"
-                ),
+                _ => {
+                    tracing::warn!(
+                        server,
+                        item,
+                        "{event}: held until `mcpx pins approve {server} {item}`"
+                    );
+                    if let Some(own_events) = self.own_events.get() {
+                        own_events.pin_held(server, item, event);
+                    }
+                }
             }
             self.record(server, item, event);
         }

@@ -42,6 +42,8 @@ struct Compiled {
     name: String,
     /// Whether a door names it (a narrowed view is reached only through its rule).
     door: bool,
+    /// What it is called outside this process ([`Profiles::key`]).
+    key: String,
     servers: Option<Vec<String>>,
     include: Option<GlobSet>,
     exclude: GlobSet,
@@ -55,6 +57,10 @@ impl Profiles {
         let compile = |name: &str, profile: &Profile, denied: &[String]| Compiled {
             name: name.to_owned(),
             door: denied.is_empty(),
+            key: match denied {
+                [] => format!("/{name}"),
+                denied => format!("/{name}#deny:{}", denied.join(",")),
+            },
             servers: profile.servers.clone(),
             include: (!profile.include.is_empty()).then(|| set(&profile.include)),
             exclude: set(&[&profile.exclude[..], denied].concat()),
@@ -121,6 +127,22 @@ impl Profiles {
             .and_then(|i| self.list.get(i))
             .map(|p| p.name.as_str())
             .filter(|name| !name.is_empty())
+    }
+
+    /// What `view` is called outside this process (where a webhook subscription made in it is
+    /// kept): its door, and the tools a rule denies in it; the same after a restart with the
+    /// same profiles and rules.
+    pub fn key(&self, view: ViewId) -> String {
+        let compiled = view.0.checked_sub(1).and_then(|i| self.list.get(i));
+        compiled.map_or_else(|| "/".to_owned(), |p| p.key.clone())
+    }
+
+    /// The view [`Profiles::key`] called `key`, if there still is one.
+    pub fn by_key(&self, key: &str) -> Option<ViewId> {
+        match key {
+            "/" => Some(ViewId::EVERYTHING),
+            key => (self.list.iter().position(|p| p.key == key)).map(|i| ViewId(i + 1)),
+        }
     }
 
     /// Whether `view` sees the server named `server` at all: what a profile leaves out is, to

@@ -120,7 +120,7 @@ impl Gateway {
     /// Subscribes the owning upstream to `uri` when the first client asks for it (a modern
     /// upstream has no `resources/subscribe`: its listen asks for the URIs held,
     /// [`super::supervision`]).
-    async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
+    pub(super) async fn hold_upstream_subscription(&self, owner: Owner, uri: &str) {
         let first = self.subscriptions.hold(uri);
         // A lazy server is started for it; held, the subscription then keeps it running.
         let _ = self.supervisor.wake(owner).await;

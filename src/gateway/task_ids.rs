@@ -76,7 +76,8 @@ pub(super) enum Opened {
 /// questions, and for the live state.
 #[derive(Debug, Clone)]
 pub(super) struct Passed {
-    id: String,
+    /// The id its client knows.
+    pub id: String,
     expires_ms: u64,
     pub origin: TaskOrigin,
     status: String,

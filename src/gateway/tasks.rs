@@ -10,6 +10,7 @@
 //! request afterwards leaves it running; `tasks/cancel` is how it is cancelled, and is passed on.
 
 use super::incoming::Incoming;
+use super::observe::TaskOrigin;
 use super::task_ids::{Opened, TaskIds};
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
 use crate::access::Identity;
@@ -86,7 +87,7 @@ impl Gateway {
             Ok(mut result) => {
                 if let Some(status) = result.member("status").and_then(Value::as_str) {
                     if let Some(ended) = self.task_ids.saw(upstream.id, &own_id, status) {
-                        self.observer.task(&ended.origin, status);
+                        self.task_ended(&ended.origin, &ended.id, status);
                     }
                 }
                 show_id(&mut result, &own_id, id);
@@ -131,7 +132,7 @@ impl Gateway {
         };
         if let Some(status) = params.member("status").and_then(Value::as_str) {
             if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
-                self.observer.task(&ended.origin, status);
+                self.task_ended(&ended.origin, &ended.id, status);
             }
         }
         params["taskId"] = json!(id);
@@ -141,6 +142,14 @@ impl Gateway {
                 params,
             ));
         }
+    }
+
+    /// Task `id` (as its client knows it) ended `status`: audited, and told to its caller as
+    /// mcpx's own event.
+    pub(super) fn task_ended(&self, origin: &TaskOrigin, id: &str, status: &str) {
+        self.observer.task(origin, status);
+        let person = origin.caller.person();
+        (self.clients.own_events()).task_ended(person, id, &origin.tool, status);
     }
 
     /// Admin: cancels task `id` as its client's `tasks/cancel` would: mcpx's own at once, a
@@ -162,7 +171,7 @@ impl Gateway {
         let status = answer.member("status").and_then(Value::as_str);
         let status = status.unwrap_or("cancel asked");
         if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
-            self.observer.task(&ended.origin, status);
+            self.task_ended(&ended.origin, &ended.id, status);
         }
         Ok(format!(
             "task {} cancelled by {server}",

@@ -78,15 +78,25 @@ mod v2026_07_28 {
                 .iter()
                 .filter_map(|e| e["name"].as_str())
                 .collect();
+            // mcpx's own first, then each server's, in order.
             assert_eq!(
                 names,
-                ["a__ticks", "a__alerts", "b__ticks", "b__alerts"],
+                [
+                    "mcpx__resource_updated",
+                    "mcpx__list_changed",
+                    "mcpx__task_ended",
+                    "mcpx__pin_held",
+                    "a__ticks",
+                    "a__alerts",
+                    "b__ticks",
+                    "b__alerts"
+                ],
                 "{listed}"
             );
-            let ticks = &listed["result"]["events"][0];
+            let ticks = &listed["result"]["events"][4];
             assert_eq!(ticks["delivery"], json!(["poll", "webhook"]), "{listed}");
             assert_eq!(
-                listed["result"]["events"][1]["delivery"],
+                listed["result"]["events"][5]["delivery"],
                 json!(["push", "webhook"])
             );
             assert!(ticks["inputSchema"].is_object() && ticks["payloadSchema"].is_object());
@@ -346,7 +356,7 @@ mod v2026_07_28 {
             assert!(d.upstreams_ready(), "{}", d.stderr());
             let listed = d.modern(1, "events/list", declaring(json!({}))).json();
             assert_eq!(
-                listed["result"]["events"][2]["name"], "b__ticks",
+                listed["result"]["events"][6]["name"], "b__ticks",
                 "{listed}"
             );
             let params = |cursor: Value| {
@@ -383,7 +393,7 @@ mod v2026_07_28 {
             assert!(d.upstreams_ready(), "{}", d.stderr());
             let listed = d.modern(1, "events/list", declaring(json!({}))).json();
             assert_eq!(
-                listed["result"]["events"][0]["delivery"],
+                listed["result"]["events"][4]["delivery"],
                 json!(["poll", "webhook"]),
                 "{listed}"
             );

@@ -163,7 +163,8 @@ impl Gateway {
             if let Some(bridge) = task.bridge.as_ref().filter(|_| ended == "cancelled") {
                 gateway.cancel_bridged(bridge, &task.origin.caller).await;
             }
-            gateway.observer.task(&task.origin, ended);
+            let id = task.id.get().map_or("", String::as_str);
+            gateway.task_ended(&task.origin, id, ended);
         })
         .detach();
         Ok(created)
