@@ -40,13 +40,27 @@ impl Gateway {
         let person = incoming.ctx.caller.person();
         let max = incoming.params.and_then(|p| p["maxEvents"].as_u64());
         let read = self
-            .read_own(&person, incoming.client.view, event, &arguments, &cursor, max)
+            .read_own(
+                &person,
+                incoming.client.view,
+                event,
+                &arguments,
+                &cursor,
+                max,
+            )
             .await?;
         let count = read.events.len() as u64;
-        metrics::events(BUILTIN_SERVER, EventDelivery::poll, EventOutcome::passed, count);
+        metrics::events(
+            BUILTIN_SERVER,
+            EventDelivery::poll,
+            EventOutcome::passed,
+            count,
+        );
         let sealed = self.sealed(read, &target.exposed)?;
-        Ok(json!({"events": sealed.events, "cursor": sealed.cursor, "hasMore": sealed.has_more,
-            "truncated": sealed.truncated, "nextPollMs": NEXT_POLL_MS}))
+        Ok(
+            json!({"events": sealed.events, "cursor": sealed.cursor, "hasMore": sealed.has_more,
+            "truncated": sealed.truncated, "nextPollMs": NEXT_POLL_MS}),
+        )
     }
 
     /// `events/stream` of one of mcpx's own event types: confirmed (`active`), then each
@@ -84,7 +98,12 @@ impl Gateway {
                 for occurrence in sealed.events {
                     send(Notice::EventsEvent, occurrence);
                 }
-                metrics::events(BUILTIN_SERVER, EventDelivery::push, EventOutcome::passed, count);
+                metrics::events(
+                    BUILTIN_SERVER,
+                    EventDelivery::push,
+                    EventOutcome::passed,
+                    count,
+                );
                 if more {
                     continue;
                 }
@@ -120,10 +139,19 @@ impl Gateway {
             .ok_or_else(|| unknown_event(&subscription.exposed))?;
         let person = subscription.holder.person();
         let read = self
-            .read_own(&person, subscription.view, event, &subscription.arguments, cursor, None)
+            .read_own(
+                &person,
+                subscription.view,
+                event,
+                &subscription.arguments,
+                cursor,
+                None,
+            )
             .await?;
-        Ok(json!({"events": read.events, "cursor": read.cursor, "hasMore": read.has_more,
-            "truncated": read.truncated, "nextPollMs": NEXT_POLL_MS}))
+        Ok(
+            json!({"events": read.events, "cursor": read.cursor, "hasMore": read.has_more,
+            "truncated": read.truncated, "nextPollMs": NEXT_POLL_MS}),
+        )
     }
 
     /// Waits for the next of mcpx's own occurrences, or `wait`, whichever is first.
@@ -143,7 +171,9 @@ impl Gateway {
         let event = OwnEvent::parse(&target.own).ok_or_else(|| unknown_event(&target.exposed))?;
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
         let catalog = self.catalog_of(incoming.client);
-        check_arguments(event, &arguments, |uri| catalog.resource_route(uri).is_some())?;
+        check_arguments(event, &arguments, |uri| {
+            catalog.resource_route(uri).is_some()
+        })?;
         let cursor = (self.event_cursors)
             .open(BUILTIN_SERVER, &target.exposed, params.get("cursor"))
             .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))?;
@@ -160,7 +190,9 @@ impl Gateway {
     ) -> Result<(), ErrorObject> {
         let event = OwnEvent::parse(own).ok_or_else(|| unknown_event(own))?;
         let catalog = self.catalogs.of(view);
-        check_arguments(event, arguments, |uri| catalog.resource_route(uri).is_some())
+        check_arguments(event, arguments, |uri| {
+            catalog.resource_route(uri).is_some()
+        })
     }
 
     /// What `person`, in `view`, hears of `event` with `arguments` after `cursor`; a resource's

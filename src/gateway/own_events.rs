@@ -61,7 +61,8 @@ impl OwnEvent {
 
     /// Its definition, as `events/list` shows it.
     fn definition(self) -> Value {
-        let no_arguments = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        let no_arguments =
+            json!({"type": "object", "properties": {}, "additionalProperties": false});
         let string = json!({"type": "string"});
         let (description, arguments, payload) = match self {
             OwnEvent::ResourceUpdated => (
@@ -92,7 +93,10 @@ impl OwnEvent {
 
 /// The built-in server's event types, as its listing holds them.
 pub(super) fn definitions() -> Vec<Value> {
-    OwnEvent::ALL.into_iter().map(OwnEvent::definition).collect()
+    OwnEvent::ALL
+        .into_iter()
+        .map(OwnEvent::definition)
+        .collect()
 }
 
 /// Whom an occurrence concerns.
@@ -341,7 +345,13 @@ mod v2026_07_28 {
                 profiles: &profiles,
             };
             let none = json!({});
-            let start = events.read(&reader(&alice), OwnEvent::TaskEnded, &none, &Value::Null, None);
+            let start = events.read(
+                &reader(&alice),
+                OwnEvent::TaskEnded,
+                &none,
+                &Value::Null,
+                None,
+            );
             let start = start.unwrap().cursor;
             events.task_ended(bob.clone(), "t1", "a__slow", "completed");
             events.lists_changed(ViewId::EVERYTHING, &[ListKind::Tools]);
@@ -357,10 +367,19 @@ mod v2026_07_28 {
             let read = events.read(&reader(&bob), OwnEvent::TaskEnded, &none, &start, None);
             let read = read.unwrap();
             assert_eq!(read.events[0]["data"]["taskId"], "t1");
-            let again = events.read(&reader(&bob), OwnEvent::TaskEnded, &none, &read.cursor, None);
+            let again = events.read(
+                &reader(&bob),
+                OwnEvent::TaskEnded,
+                &none,
+                &read.cursor,
+                None,
+            );
             assert_eq!(again.unwrap().events, Vec::<Value>::new());
             let changed = events.read(&reader(&bob), OwnEvent::ListChanged, &none, &start, None);
-            assert_eq!(changed.unwrap().events[0]["data"]["lists"], json!(["tools"]));
+            assert_eq!(
+                changed.unwrap().events[0]["data"]["lists"],
+                json!(["tools"])
+            );
             // A cursor the log never gave is refused.
             let forged = json!("o99");
             assert!(events

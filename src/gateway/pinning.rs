@@ -4,11 +4,11 @@
 //! once, with `list_changed` for what it changes.
 
 use super::catalog::Listing;
+use super::own_events::OwnEvents;
 use super::policies::Refused;
 use super::target::{Kind as TargetKind, Target};
 use super::upstreams::Upstream;
 use super::{CommandError, Gateway, Owner};
-use super::own_events::OwnEvents;
 use crate::audit::{AuditLog, Entry};
 use crate::config::{Pin, Server};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};

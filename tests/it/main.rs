@@ -26,6 +26,7 @@ mod logging;
 mod naming;
 mod observability;
 mod one_gate;
+mod own_events;
 mod pins;
 mod profiles;
 mod remote;
