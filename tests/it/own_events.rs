@@ -274,5 +274,43 @@ mod v2026_07_28 {
             let there = poll_at("/mcp/elsewhere", 5, &elsewhere);
             assert_eq!(there["result"]["events"], json!([]), "{there}");
         }
+
+        /// Each person hears of their own tasks' ends alone: alice's task is told to alice,
+        /// and bob, polling from the same moment, hears nothing.
+        #[test]
+        fn a_tasks_end_is_told_to_its_caller_alone() {
+            use crate::access::{call, daemon, Provider};
+            let provider = Provider::start();
+            let d = daemon(
+                &provider,
+                "[servers.fixture.tools.echo]\ntasks = \"always\"\n",
+            );
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let (alice, bob) = (provider.good("alice"), provider.good("bob"));
+            let poll_as = |token: &str, cursor: &Value| {
+                let params = json!({"name": "mcpx__task_ended", "arguments": {}, "cursor": cursor});
+                call(&d, "/mcp", Some(token), "events/poll", declaring(params)).json()
+            };
+            let alices = poll_as(&alice, &Value::Null)["result"]["cursor"].clone();
+            let bobs = poll_as(&bob, &Value::Null)["result"]["cursor"].clone();
+            assert!(alices.is_string() && bobs.is_string(), "{}", d.stderr());
+            let mut params = json!({"name": "fixture__echo", "arguments": {"text": "mine"}});
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({"extensions": {TASKS: {}}});
+            let created = call(&d, "/mcp", Some(&alice), "tools/call", modern(params)).json();
+            let task = created["result"]["taskId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(!task.is_empty(), "{created}");
+            let heard = || {
+                let events = poll_as(&alice, &alices)["result"]["events"].clone();
+                (!events.as_array().is_none_or(Vec::is_empty)).then_some(events)
+            };
+            assert!(eventually(|| heard().is_some()), "{}", d.stderr());
+            assert_eq!(heard().unwrap()[0]["data"]["taskId"], task.as_str());
+            let bob_heard = poll_as(&bob, &bobs);
+            assert_eq!(bob_heard["result"]["events"], json!([]), "{bob_heard}");
+        }
     }
 }
