@@ -43,7 +43,7 @@ pub(super) struct Subscription {
     pub id: String,
     pub holder: Arc<Identity>,
     /// The view it was made in (what its holder may hear of mcpx's own events), and that
-    /// view's key ([`Profiles::key`]).
+    /// view's key ([`super::profile::Profiles::key`]).
     pub view: ViewId,
     view_key: String,
     /// The event type: who serves it, its own name there, its exposed name.
