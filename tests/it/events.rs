@@ -787,6 +787,53 @@ mod v2026_07_28 {
                 "{event}"
             );
         }
+
+        /// An upstream over Streamable HTTP (a daemon fronting the fixture) is polled and
+        /// streamed through as a stdio one is: a poll resumes from its cursor, and a stream's
+        /// frames, which arrive on the request's own event stream upstream, reach the client.
+        #[test]
+        fn poll_and_push_pass_through_an_http_upstream() {
+            let remote = Daemon::start(&fixture_config("args = [\"--events\"]\n"), "");
+            assert!(remote.upstreams_ready(), "{}", remote.stderr());
+            let mut mcpx = Serve::start(&format!(
+                "[servers.remote]\nurl = \"http://{}/mcp\"\n",
+                remote.addr
+            ));
+            let ticks = "remote__fixture__ticks";
+            let first = poll(&mut mcpx, 1, ticks, json!(null));
+            let cursor = first["result"]["cursor"].clone();
+            assert!(cursor.is_string(), "{first}\n{}", mcpx.stderr());
+            emit(&mut mcpx, 2, "remote__fixture", "ticks", "over http");
+            let polled = poll(&mut mcpx, 3, ticks, cursor);
+            let got = delivered(&polled);
+            assert_eq!(got.len(), 1, "{polled}");
+            assert_eq!((got[0].0.as_str(), got[0].2.as_str()), (ticks, "over http"));
+
+            let params = json!({"name": "remote__fixture__alerts", "arguments": {}});
+            mcpx.request(10, "events/stream", declaring(params));
+            let frame = |mcpx: &mut Serve, method: &str| loop {
+                let message = mcpx.next();
+                if message["method"] == method {
+                    let tag = &message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+                    assert_eq!(*tag, 10, "{message}");
+                    return message;
+                }
+            };
+            frame(&mut mcpx, "notifications/events/active");
+            emit(
+                &mut mcpx,
+                11,
+                "remote__fixture",
+                "alerts",
+                "pushed over http",
+            );
+            let event = frame(&mut mcpx, "notifications/events/event");
+            assert_eq!(
+                event["params"]["name"], "remote__fixture__alerts",
+                "{event}"
+            );
+            assert_eq!(event["params"]["data"]["text"], "pushed over http");
+        }
     }
 }
 
