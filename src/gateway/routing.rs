@@ -90,9 +90,11 @@ impl Gateway {
                 self.subscribe(client, target.owner, &target.exposed).await
             }
             Method::CompletionComplete => self.complete(incoming, target).await,
-            Method::EventsPoll => self.poll_events(incoming, target).await,
-            Method::EventsStream => self.stream_events(incoming, target).await,
-            Method::EventsSubscribe => self.subscribe_events(incoming, target).await,
+            // Boxed: their state (a webhook's verification, a relay's subscribe) stays out of
+            // every other request's future, which is moved whole into its task.
+            Method::EventsPoll => Box::pin(self.poll_events(incoming, target)).await,
+            Method::EventsStream => Box::pin(self.stream_events(incoming, target)).await,
+            Method::EventsSubscribe => Box::pin(self.subscribe_events(incoming, target)).await,
             Method::EventsUnsubscribe => self.unsubscribe_events(incoming, target),
             // Nothing else names a target ([`target::resolve`] resolved it to none).
             Method::Initialize
