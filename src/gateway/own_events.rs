@@ -6,7 +6,9 @@
 //! show the resource, the view must be theirs, the task must be theirs, the view must show
 //! the pinned server). A cursor is a position in the log (sealed for the client as any
 //! server's is), so a poll resumes exactly after what it last had, and one older than what the
-//! log still keeps is answered `truncated`.
+//! log still keeps is answered `truncated`. The log lives in memory: a cursor of an earlier
+//! run (before a restart) reads the new log from its start, `truncated`, and every occurrence's
+//! id names its run, so that none is taken for one of the same number before.
 
 use super::catalog::Catalog;
 use super::profile::{Profiles, ViewId};
@@ -163,8 +165,10 @@ pub(super) struct Read {
 }
 
 /// The log.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct OwnEvents {
+    /// This run's number: in every cursor and occurrence id.
+    run: u64,
     log: Mutex<VecDeque<Occurrence>>,
     /// The position of the last occurrence kept (0: none yet).
     last: Mutex<u64>,
@@ -175,7 +179,24 @@ pub(super) struct OwnEvents {
     leases: Mutex<std::collections::HashMap<String, Instant>>,
 }
 
+impl Default for OwnEvents {
+    fn default() -> OwnEvents {
+        OwnEvents {
+            run: fastrand::u64(..),
+            log: Mutex::default(),
+            last: Mutex::default(),
+            arrived: event_listener::Event::new(),
+            leases: Mutex::default(),
+        }
+    }
+}
+
 impl OwnEvents {
+    /// The cursor after `position` in this run's log.
+    fn cursor(&self, position: u64) -> Value {
+        json!(format!("{:x}.{position}", self.run))
+    }
+
     fn add(&self, event: OwnEvent, audience: Audience, data: Value) {
         let mut last = lock(&self.last);
         *last += 1;
@@ -251,6 +272,15 @@ impl OwnEvents {
         until
     }
 
+    /// `occurrence` as the extension shows it, its cursor where a read resumes after it.
+    fn shown(&self, occurrence: &Occurrence) -> Value {
+        let position = occurrence.position;
+        json!({"eventId": format!("mcpx-{:x}-{position}", self.run),
+            "name": occurrence.event.name(),
+            "timestamp": humantime::format_rfc3339_millis(occurrence.at).to_string(),
+            "data": occurrence.data, "cursor": self.cursor(position)})
+    }
+
     /// Fires at the next occurrence.
     pub(super) fn arrived(&self) -> event_listener::EventListener {
         self.arrived.listen()
@@ -268,16 +298,24 @@ impl OwnEvents {
     ) -> Result<Read, String> {
         let log = lock(&self.log);
         let last = *lock(&self.last);
-        let after = match cursor {
-            Value::Null => last,
-            Value::String(at) => (at.strip_prefix('o'))
-                .and_then(|n| n.parse::<u64>().ok())
-                .filter(|n| *n <= last)
-                .ok_or("the cursor is not one of mcpx's")?,
-            _ => return Err("the cursor is not one of mcpx's".into()),
+        let not_ours = || "the cursor is not one of mcpx's".to_owned();
+        let (after, before_restart) = match cursor {
+            Value::Null => (last, false),
+            Value::String(at) => {
+                let (run, position) = at.split_once('.').ok_or_else(not_ours)?;
+                let run = u64::from_str_radix(run, 16).map_err(|_| not_ours())?;
+                let position: u64 = position.parse().map_err(|_| not_ours())?;
+                match run == self.run {
+                    true if position <= last => (position, false),
+                    true => return Err(not_ours()),
+                    // What came after it in the earlier run is gone.
+                    false => (0, true),
+                }
+            }
+            _ => return Err(not_ours()),
         };
         let oldest = log.front().map_or(last + 1, |o| o.position);
-        let truncated = after + 1 < oldest;
+        let truncated = before_restart || after + 1 < oldest;
         let most = max.map_or(MOST_PER_POLL, |m| (m as usize).clamp(1, MOST_PER_POLL));
         let mut events = Vec::new();
         let mut reached = after;
@@ -292,23 +330,15 @@ impl OwnEvents {
                 break;
             }
             reached = occurrence.position;
-            events.push(shown(occurrence));
+            events.push(occurrence);
         }
         Ok(Read {
-            events,
-            cursor: json!(format!("o{reached}")),
+            events: events.iter().map(|o| self.shown(o)).collect(),
+            cursor: self.cursor(reached),
             truncated,
             has_more,
         })
     }
-}
-
-/// An occurrence as the extension shows it, its cursor where a read resumes after it.
-fn shown(occurrence: &Occurrence) -> Value {
-    let position = occurrence.position;
-    json!({"eventId": format!("mcpx-{position}"), "name": occurrence.event.name(),
-        "timestamp": humantime::format_rfc3339_millis(occurrence.at).to_string(),
-        "data": occurrence.data, "cursor": format!("o{position}")})
 }
 
 /// A list's name in a `list_changed` occurrence.
@@ -361,7 +391,7 @@ mod v2026_07_28 {
                 .unwrap();
             assert_eq!(read.events.len(), 1, "{read:?}");
             assert_eq!(read.events[0]["data"]["taskId"], "t2");
-            assert_eq!(read.cursor, json!("o3"));
+            assert_eq!(read.cursor, events.cursor(3));
             assert!(!read.truncated && !read.has_more);
             // Bob's own, read from the same place; and nothing again from where he got to.
             let read = events.read(&reader(&bob), OwnEvent::TaskEnded, &none, &start, None);
@@ -381,10 +411,28 @@ mod v2026_07_28 {
                 json!(["tools"])
             );
             // A cursor the log never gave is refused.
-            let forged = json!("o99");
-            assert!(events
-                .read(&reader(&bob), OwnEvent::TaskEnded, &none, &forged, Some(1))
-                .is_err());
+            for forged in [events.cursor(99), json!("o1"), json!(7)] {
+                let read = events.read(&reader(&bob), OwnEvent::TaskEnded, &none, &forged, None);
+                assert!(read.is_err(), "{forged}");
+            }
+            // One of an earlier run (before a restart) reads this run's from its start, told
+            // that what came after it then is gone.
+            let earlier = OwnEvents::default();
+            let before = earlier.cursor(1);
+            let read = events.read(&reader(&alice), OwnEvent::TaskEnded, &none, &before, None);
+            let read = read.unwrap();
+            assert!(read.truncated);
+            assert_eq!(read.events[0]["data"]["taskId"], "t2");
+            assert_ne!(
+                earlier.shown(&Occurrence {
+                    position: 3,
+                    event: OwnEvent::TaskEnded,
+                    audience: Audience::Readers,
+                    at: SystemTime::now(),
+                    data: Value::Null,
+                })["eventId"],
+                read.events[0]["eventId"]
+            );
         }
 
         #[test]
@@ -402,7 +450,13 @@ mod v2026_07_28 {
             for n in 0..KEPT + 5 {
                 events.task_ended(owner.clone(), &format!("t{n}"), "x", "completed");
             }
-            let read = events.read(&reader, OwnEvent::TaskEnded, &none, &json!("o1"), Some(3));
+            let read = events.read(
+                &reader,
+                OwnEvent::TaskEnded,
+                &none,
+                &events.cursor(1),
+                Some(3),
+            );
             let read = read.unwrap();
             assert!(read.truncated && read.has_more);
             assert_eq!(read.events.len(), 3);
