@@ -6,6 +6,7 @@
 //! them: each read leases the server's subscription to the URI for [`LEASE`] more, and the
 //! last lease to lapse releases it.
 
+use super::catalog::Catalog;
 use super::event_subscriptions::Subscription;
 use super::events::unknown_event;
 use super::incoming::Incoming;
@@ -171,9 +172,7 @@ impl Gateway {
         let event = OwnEvent::parse(&target.own).ok_or_else(|| unknown_event(&target.exposed))?;
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
         let catalog = self.catalog_of(incoming.client);
-        check_arguments(event, &arguments, |uri| {
-            catalog.resource_route(uri).is_some()
-        })?;
+        check_arguments(event, &arguments, |uri| self.unwatchable(&catalog, uri))?;
         let cursor = (self.event_cursors)
             .open(BUILTIN_SERVER, &target.exposed, params.get("cursor"))
             .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))?;
@@ -190,8 +189,22 @@ impl Gateway {
     ) -> Result<(), ErrorObject> {
         let event = OwnEvent::parse(own).ok_or_else(|| unknown_event(own))?;
         let catalog = self.catalogs.of(view);
-        check_arguments(event, arguments, |uri| {
-            catalog.resource_route(uri).is_some()
+        check_arguments(event, arguments, |uri| self.unwatchable(&catalog, uri))
+    }
+
+    /// Why `uri` can't be watched in `catalog`, if it can't: not served there, or served by a
+    /// per-identity server, whose instances would each need their own subscription, heard by
+    /// their person alone (`resources/subscribe` refuses them too).
+    fn unwatchable(&self, catalog: &Catalog, uri: &str) -> Option<String> {
+        let Some((owner, _)) = catalog.resource_route(uri) else {
+            return Some(format!("no resource {uri} is served here"));
+        };
+        let upstream = self.supervisor.upstreams().of(owner)?;
+        upstream.is_per_identity().then(|| {
+            format!(
+                "{uri} is served by {}, which runs an instance for each person (credentials = \"per-identity\"): updates to its resources are not carried yet",
+                upstream.name
+            )
         })
     }
 
@@ -262,11 +275,11 @@ impl Gateway {
 }
 
 /// Checks `arguments` of `event`: an object, and for a resource's updates a `uri` that
-/// `readable` says the caller's view can read.
+/// `unwatchable` finds no fault with.
 fn check_arguments(
     event: OwnEvent,
     arguments: &Value,
-    readable: impl Fn(&str) -> bool,
+    unwatchable: impl Fn(&str) -> Option<String>,
 ) -> Result<(), ErrorObject> {
     let invalid = |why: String| ErrorObject::new(INVALID_PARAMS, format!("Invalid params: {why}"));
     if !arguments.is_object() {
@@ -274,8 +287,7 @@ fn check_arguments(
     }
     match event {
         OwnEvent::ResourceUpdated => match arguments["uri"].as_str() {
-            Some(uri) if readable(uri) => Ok(()),
-            Some(uri) => Err(invalid(format!("no resource {uri} is served here"))),
+            Some(uri) => unwatchable(uri).map_or(Ok(()), |why| Err(invalid(why))),
             None => Err(invalid("arguments.uri is required".into())),
         },
         OwnEvent::ListChanged | OwnEvent::TaskEnded | OwnEvent::PinHeld => Ok(()),

@@ -441,6 +441,25 @@ mod v2026_07_28 {
     pub mod team {
         use super::super::*;
         use crate::common::cluster::{keygen, replica_of, Balance, Nginx};
+        use crate::events::declaring;
+
+        /// mcpx's own `mcpx__resource_updated` for a per-identity server's resource is refused
+        /// as `resources/subscribe` is, saying why: its lease would subscribe one instance for
+        /// everyone.
+        #[test]
+        fn updates_to_a_per_identity_servers_resource_are_refused_clearly() {
+            let mut mcpx = Serve::start(&own_server(""));
+            let listed = mcpx.call(1, "resources/list", modern(json!({})));
+            let uri = listed["result"]["resources"][0]["uri"].clone();
+            assert!(uri.is_string(), "{listed}");
+            let params = json!({"name": "mcpx__resource_updated", "arguments": {"uri": uri}});
+            for (id, method) in [(2, "events/poll"), (3, "events/stream")] {
+                let refused = mcpx.call(id, method, declaring(params.clone()));
+                assert_eq!(refused["error"]["code"], -32602, "{refused}");
+                let message = refused["error"]["message"].as_str().unwrap_or_default();
+                assert!(message.contains("per-identity"), "{refused}");
+            }
+        }
 
         /// Two replicas behind the shipped nginx site: each person's calls land on one replica,
         /// so each reaches one instance of theirs, however many calls they make.
