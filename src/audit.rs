@@ -69,6 +69,9 @@ pub struct Entry<'a> {
     /// The person's own instance it went to, of a per-identity server: whether this call
     /// started it, and whom the server knows it as (by token exchange: the subject and `act`).
     pub instance: Option<&'a Value>,
+    /// What `[guardrails]` found in its result: each kind, what was done, how often (never a
+    /// value).
+    pub guardrails: Option<&'a Value>,
 }
 
 impl AuditLog {
@@ -116,6 +119,9 @@ impl AuditLog {
         }
         if let Some(instance) = entry.instance {
             line["instance"] = instance.clone();
+        }
+        if let Some(found) = entry.guardrails {
+            line["guardrails"] = found.clone();
         }
         line["method"] = json!(entry.method);
         if let Some(name) = entry.name {
@@ -199,6 +205,7 @@ impl Questions {
             caller: Some(&self.caller),
             client: None,
             instance: None,
+            guardrails: None,
         });
     }
 }
@@ -351,6 +358,7 @@ mod every_revision {
                     caller: None,
                     client: None,
                     instance: None,
+                    guardrails: None,
                 });
             }
             let all = || {

@@ -38,6 +38,7 @@ pub mod config;
 pub mod deadline;
 pub mod failure;
 pub mod gateway;
+pub mod guardrails;
 pub mod import;
 pub mod json;
 pub mod jsonrpc;

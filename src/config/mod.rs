@@ -9,6 +9,7 @@ mod cluster;
 mod daemon;
 mod duration;
 mod events;
+mod guardrails;
 mod limits;
 mod load;
 mod observe;
@@ -25,6 +26,7 @@ pub use auth::{
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use events::Events;
+pub use guardrails::{Action as GuardrailAction, Guardrails, ServerGuardrails};
 pub use limits::{Limits, LoopGuard, Rate, ToolLimit};
 pub use observe::{Audit, Telemetry};
 pub use pins::{OnChange, OnNew, Pin, Pins};
@@ -77,6 +79,8 @@ pub struct Config {
     pub limits: Limits,
     /// Where pinned definitions are kept, and whether every server is pinned.
     pub pins: Pins,
+    /// What is done with credentials and personal data in what a model reads.
+    pub guardrails: Guardrails,
 }
 
 /// The default configuration path, if the platform has a configuration directory.

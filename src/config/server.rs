@@ -99,6 +99,9 @@ pub struct Server {
     /// Its definitions are pinned ([`crate::pins`]): changes wait for approval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pin: Option<Pin>,
+    /// Its own `[guardrails]` settings, in place of the section's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guardrails: Option<super::ServerGuardrails>,
     /// The Streamable HTTP endpoint (remote upstream).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,

@@ -18,6 +18,7 @@
 
 use super::forwarded::forwardable;
 use super::incoming::Incoming;
+use super::results::Leaving;
 use super::{Client, Gateway, RequestContext, Route};
 use crate::access::Identity;
 use crate::cancel::Cancel;
@@ -114,12 +115,13 @@ impl Gateway {
             }
         };
         task::drop_related_task(&mut outcome);
-        let catalog = self.catalog_of(client);
-        Ok(super::results::leaving(
-            &catalog,
-            bridge.route.owner,
-            outcome,
-        ))
+        let door = Leaving {
+            catalog: &self.catalog_of(client),
+            owner: bridge.route.owner,
+            method: Method::ToolsCall,
+            ctx,
+        };
+        self.leaving(door, outcome)
     }
 
     /// `method` sent to the bridged tool's server: `forwarded` as the server sees it, `original`
@@ -150,6 +152,7 @@ impl Gateway {
             caller: Arc::clone(&turn.ctx.caller),
             target: Default::default(),
             instance: Default::default(),
+            guardrails: Default::default(),
         };
         let mut original = turn.params.clone();
         let mut forwarded = forwardable(Some(turn.params));

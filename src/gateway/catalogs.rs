@@ -5,6 +5,7 @@
 use super::catalog::{self, Catalog, Listing};
 use super::clients::Clients;
 use super::collisions::Collision;
+use super::guarded_listings::GuardedListings;
 use super::pinning::Pinning;
 use super::profile::{Profiles, ViewId, Views};
 use super::upstreams::Upstream;
@@ -29,15 +30,22 @@ pub(super) struct Catalogs {
     ready: OnceCell<()>,
     /// What pinned servers may show of their listings.
     pinning: Arc<Pinning>,
+    /// What servers' guardrails let their listings show.
+    guarded: GuardedListings,
     /// Whether mcpx relays servers' own webhooks (the daemon, with a public URL), so that
     /// their webhook-only event types are carried.
     relays_webhooks: AtomicBool,
 }
 
 impl Catalogs {
-    pub(super) fn new(profiles: Profiles, pinning: Arc<Pinning>) -> Catalogs {
+    pub(super) fn new(
+        profiles: Profiles,
+        pinning: Arc<Pinning>,
+        guardrails: Arc<crate::guardrails::Guardrails>,
+    ) -> Catalogs {
         Catalogs {
             pinning,
+            guarded: GuardedListings::new(guardrails),
             views: RwLock::default(),
             profiles,
             collisions: Mutex::default(),
@@ -78,7 +86,8 @@ impl Catalogs {
     }
 
     /// The merged catalog of the built-in server and every upstream's listing (a pinned
-    /// server's as its pins allow, [`Pinning::served`]). A name two
+    /// server's as its pins allow, [`Pinning::served`]; as its guardrails let it show,
+    /// [`GuardedListings::served`]). A name two
     /// servers expose stays with the server that had it (the first in order, at start), and
     /// the newcomer's item is left out; each collision is logged as an error naming both when
     /// it first appears, and returned, for `mcpx reload` to report. The same rule holds at
@@ -88,7 +97,10 @@ impl Catalogs {
         let relays_webhooks = self.relays_webhooks.load(Ordering::Acquire);
         let listings: Vec<Listing> = upstreams
             .iter()
-            .map(|u| self.pinning.served(u, lock(&u.listing).clone()))
+            .map(|u| {
+                let pinned = self.pinning.served(u, lock(&u.listing).clone());
+                self.guarded.served(u, pinned)
+            })
             .collect();
         let mut sources = vec![catalog::Source {
             server: BUILTIN_SERVER,

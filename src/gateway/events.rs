@@ -15,9 +15,10 @@ use super::event_store::Held;
 use super::event_subscriptions::{Asked, EventSubscriptions, Subscribed};
 use super::forwarded::forwardable;
 use super::incoming::Incoming;
+use super::results::Leaving;
 use super::target::Target;
 use super::webhooks::{Callback, Secret};
-use super::{results, Gateway, Owner};
+use super::{Gateway, Owner};
 use crate::config::BUILTIN_SERVER;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -54,7 +55,13 @@ impl Gateway {
             .forward(incoming, target.owner, forwarded, &target.exposed)
             .await?;
         let catalog = self.catalog_of(incoming.client);
-        let mut answer = results::leaving(&catalog, target.owner, answer);
+        let door = Leaving {
+            catalog: &catalog,
+            owner: target.owner,
+            method: incoming.method,
+            ctx: incoming.ctx,
+        };
+        let mut answer = self.leaving(door, answer)?;
         let seal = |cursor: &mut Value| -> Result<(), ErrorObject> {
             let sealed = cursors.seal(&server, &target.exposed, cursor);
             *cursor = sealed.map_err(Failure::Refused)?;

@@ -27,6 +27,7 @@ mod event_subscriptions;
 mod event_types;
 mod events;
 mod forwarded;
+mod guarded_listings;
 mod handshake;
 mod inbound;
 mod incoming;
@@ -114,6 +115,8 @@ pub struct RequestContext {
     target: std::sync::OnceLock<target::Target>,
     /// The person's own instance of a per-identity server it went to, for its audit line.
     instance: std::sync::OnceLock<Value>,
+    /// What `[guardrails]` found in its result, for its audit line.
+    guardrails: std::sync::OnceLock<Value>,
 }
 
 impl RequestContext {
@@ -132,6 +135,7 @@ impl RequestContext {
             caller,
             target: std::sync::OnceLock::new(),
             instance: std::sync::OnceLock::new(),
+            guardrails: std::sync::OnceLock::new(),
         }
     }
 }
@@ -172,6 +176,8 @@ pub struct Gateway {
     event_cursors: event_cursors::EventCursors,
     /// The webhook subscriptions mcpx delivers itself ([`event_subscriptions`]).
     event_subscriptions: event_subscriptions::EventSubscriptions,
+    /// `[guardrails]`, which results ([`results`]) and listings ([`catalogs`]) pass.
+    guardrails: Arc<crate::guardrails::Guardrails>,
 }
 
 impl Gateway {
@@ -187,7 +193,12 @@ impl Gateway {
         let (config, registry) = (&settings.config, Registry::new());
         let profiles = Profiles::new(&config.profiles, &config.auth.rules);
         let pinning = Arc::new(pinning::Pinning::new(&config.pins));
-        let catalogs = Arc::new(Catalogs::new(profiles, Arc::clone(&pinning)));
+        let guardrails = Arc::new(crate::guardrails::Guardrails::new(&config.guardrails));
+        let catalogs = Arc::new(Catalogs::new(
+            profiles,
+            Arc::clone(&pinning),
+            Arc::clone(&guardrails),
+        ));
         let clients = Arc::new(Clients::new(config.transport.max_in_flight_per_client));
         pinning.tell(clients.own_events());
         let subscriptions = Arc::new(HeldSubscriptions::default());
@@ -224,6 +235,7 @@ impl Gateway {
                 &config.events,
                 config.auth.public_url.as_deref(),
             ),
+            guardrails,
         })
     }
 
@@ -268,6 +280,7 @@ impl Gateway {
             .await
             .map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
         self.limits.reconfigure(&settings.config.limits);
+        self.guardrails.reconfigure(&settings.config.guardrails);
         self.supervisor.reload(&settings).await
     }
 
@@ -382,6 +395,7 @@ impl Gateway {
                 caller,
                 target: Default::default(),
                 instance: Default::default(),
+                guardrails: Default::default(),
             };
             let cancel = &context.cancel;
             let response = cancel
@@ -394,13 +408,7 @@ impl Gateway {
                 Outcome::Cancelled
             });
             if let Some(observation) = observation {
-                let (resolved, instance) = (context.target.get(), context.instance.get());
-                gateway.observed(
-                    &client,
-                    observation,
-                    (resolved, instance),
-                    response.as_ref(),
-                );
+                gateway.observed(&client, observation, &context, response.as_ref());
             }
             response
         };

@@ -5,7 +5,7 @@
 //! A call is observed as what it resolved to ([`super::target`]): through `mcpx__call_tool`, by
 //! a server's own name or a renamed URI, it is the call of what ran. Nothing is gathered when neither metrics nor the audit log want it.
 
-use super::target::Target;
+use super::RequestContext;
 use super::{search, Client, Gateway};
 use crate::audit::{AuditLog, Entry};
 use crate::json::Member;
@@ -50,6 +50,8 @@ pub(super) struct Observation {
     client: Option<Value>,
     /// The person's own instance of a per-identity server it went to ([`crate::audit::Entry`]).
     instance: Option<Value>,
+    /// What `[guardrails]` found in its result ([`crate::audit::Entry`]).
+    guardrails: Option<Value>,
 }
 
 impl Observer {
@@ -127,6 +129,7 @@ impl Observer {
             caller,
             client: envelope::client_info(params).filter(|_| audited).cloned(),
             instance: None,
+            guardrails: None,
         })
     }
 
@@ -180,6 +183,7 @@ impl Observer {
             caller: Some(&seen.caller),
             client: seen.client.as_ref(),
             instance: seen.instance.as_ref(),
+            guardrails: seen.guardrails.as_ref(),
         });
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer
@@ -199,23 +203,27 @@ impl Observer {
                 caller: Some(&seen.caller),
                 client: seen.client.as_ref(),
                 instance: None,
+                guardrails: None,
             });
         }
     }
 }
 
 impl Gateway {
-    /// Hands a finished request of `client` to the observer, with what it resolved to (none:
-    /// answered by mcpx, or naming nothing the caller reaches) and the person's instance it went
-    /// to; `answer` is `None` when it was cancelled.
+    /// Hands a finished request of `client` to the observer, with what `context` learnt of it:
+    /// what it resolved to (none: answered by mcpx, or naming nothing the caller reaches), the
+    /// person's instance it went to, what the guardrails found; `answer` is `None` when it was
+    /// cancelled.
     pub(super) fn observed(
         &self,
         client: &Client,
         mut seen: Observation,
-        (resolved, instance): (Option<&Target>, Option<&Value>),
+        context: &RequestContext,
         answer: Option<&Response>,
     ) {
-        seen.instance = instance.cloned();
+        let resolved = context.target.get();
+        seen.instance = context.instance.get().cloned();
+        seen.guardrails = context.guardrails.get().cloned();
         let destination = resolved.map(|target| Destination {
             server: self.supervisor.upstreams().name_of(target.owner),
             own_name: &target.own,
@@ -291,6 +299,7 @@ impl Observer {
                 caller: Some(&origin.caller),
                 client: None,
                 instance: None,
+                guardrails: None,
             });
         }
     }

@@ -6,6 +6,7 @@
 use super::catalog::Listing;
 use super::own_events::OwnEvents;
 use super::policies::Refused;
+use super::results::tool_error;
 use super::target::{Kind as TargetKind, Target};
 use super::upstreams::Upstream;
 use super::{CommandError, Gateway, Owner};
@@ -13,7 +14,7 @@ use crate::audit::{AuditLog, Entry};
 use crate::config::{Pin, Server};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::pins::{Decision, Kind, Pins, Review};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -127,6 +128,7 @@ impl Pinning {
                 caller: None,
                 client: None,
                 instance: None,
+                guardrails: None,
             });
         }
         crate::metrics::pin_event(event);
@@ -140,11 +142,6 @@ impl Pinning {
             .map(|(state, n)| (state.to_owned(), n))
             .collect()
     }
-}
-
-/// A tool result with `isError` saying `message`.
-fn tool_error(message: String) -> Value {
-    json!({"content": [{"type": "text", "text": message}], "isError": true})
 }
 
 impl Gateway {

@@ -7,10 +7,11 @@ use super::forwarded::forwardable;
 use super::incoming::Incoming;
 use super::merged::List;
 use super::own_tasks::Promotion;
+use super::results::Leaving;
 use super::supervision::NotStarted;
 use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
 use super::upstreams::Upstream;
-use super::{builtin, events, not_found, results, search, Gateway, Owner, Route};
+use super::{builtin, events, not_found, search, Gateway, Owner, Route};
 use crate::config::TaskPolicy;
 use crate::failure::Failure;
 use crate::json::Member;
@@ -261,7 +262,13 @@ impl Gateway {
             )?;
             self.observer.task(&created.origin, "created");
         }
-        Ok(results::leaving(&catalog, owner, result))
+        let door = Leaving {
+            catalog: &catalog,
+            owner,
+            method,
+            ctx,
+        };
+        self.leaving(door, result)
     }
 
     /// How long a `tools/call` may run before mcpx makes it a task of its own: for a 2026-07-28
@@ -363,9 +370,15 @@ impl Gateway {
         let mut forwarded = forwardable(incoming.params);
         forwarded["uri"] = json!(target.own);
         let owner = target.owner;
+        let door = Leaving {
+            catalog: &catalog,
+            owner,
+            method: incoming.method,
+            ctx: incoming.ctx,
+        };
         self.forward(incoming, owner, forwarded, &target.exposed)
             .await
-            .map(|result| results::leaving(&catalog, owner, result))
+            .and_then(|result| self.leaving(door, result))
             .map_err(|e| match e.code {
                 // The retired code never reaches a modern client.
                 RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {

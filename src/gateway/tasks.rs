@@ -11,6 +11,7 @@
 
 use super::incoming::Incoming;
 use super::observe::TaskOrigin;
+use super::results::Leaving;
 use super::task_ids::{Opened, TaskIds};
 use super::{Client, CommandError, Gateway, Owner, RequestContext};
 use crate::access::Identity;
@@ -93,11 +94,13 @@ impl Gateway {
                 show_id(&mut result, &own_id, id);
                 // Its result (inline in `tasks/get`, or `tasks/result`'s) leaves as every
                 // result of its server does.
-                Ok(super::results::leaving(
-                    &self.catalog_of(client),
+                let door = Leaving {
+                    catalog: &self.catalog_of(client),
                     owner,
-                    result,
-                ))
+                    method,
+                    ctx,
+                };
+                self.leaving(door, result)
             }
             // The upstream's word for an id it does not know names its own id: the client hears
             // of the one it sent.

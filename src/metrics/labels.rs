@@ -188,6 +188,12 @@ pub(super) struct ToleratedLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct FindingLabel {
+    pub(super) kind: &'static str,
+    pub(super) action: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct AuthFailureLabel {
     pub(super) reason: &'static str,
 }

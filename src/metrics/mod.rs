@@ -11,9 +11,9 @@ mod labels;
 
 use crate::protocol::Method;
 use labels::{
-    AuthFailureLabel, AuthorizationLabel, ClientOperationLabels, DoorLabel, EventLabel, KindLabel,
-    Known, LimitLabel, PassedOnLabel, PinEventLabel, PinStateLabel, RefusalLabel,
-    ServerOperationLabels, TaskLabel, ToleratedLabel, TransportLabel, UpstreamLabel,
+    AuthFailureLabel, AuthorizationLabel, ClientOperationLabels, DoorLabel, EventLabel,
+    FindingLabel, KindLabel, Known, LimitLabel, PassedOnLabel, PinEventLabel, PinStateLabel,
+    RefusalLabel, ServerOperationLabels, TaskLabel, ToleratedLabel, TransportLabel, UpstreamLabel,
 };
 pub use labels::{ClientOperation, ServerOperation};
 use prometheus_client::encoding::EncodeLabelValue;
@@ -145,6 +145,7 @@ struct Metrics {
     events: Family<EventLabel, Counter>,
     auth_failures: Family<AuthFailureLabel, Counter>,
     limited: Family<LimitLabel, Counter>,
+    guardrail_findings: Family<FindingLabel, Counter>,
     tolerated: Family<ToleratedLabel, Counter>,
     pins: Family<PinStateLabel, Gauge>,
     pin_events: Family<PinEventLabel, Counter>,
@@ -217,6 +218,7 @@ impl Metrics {
             events: Family::default(),
             auth_failures: Family::default(),
             limited: Family::default(),
+            guardrail_findings: Family::default(),
             tolerated: Family::default(),
             pins: Family::default(),
             pin_events: Family::default(),
@@ -289,6 +291,11 @@ impl Metrics {
             "mcpx_calls_limited",
             "Calls refused by [limits] and never sent upstream, by limit (calls, tools.\"GLOB\", loopGuard)",
             metrics.limited.clone(),
+        );
+        registry.register(
+            "mcpx_guardrail_findings",
+            "Credentials and personal data [guardrails] found in what a model would read, by kind (github-token, email, ...) and action (redact, block, log)",
+            metrics.guardrail_findings.clone(),
         );
         registry.register(
             "mcpx_requests_tolerated",
@@ -403,6 +410,16 @@ pub fn limited(limit: &str) {
                 limit: limit.to_owned(),
             })
             .inc();
+    }
+}
+
+/// Counts `count` findings of `kind` the guardrails dealt with by `action`.
+pub fn guardrail_findings(kind: &'static str, action: &'static str, count: u32) {
+    if let Some(m) = METRICS.get() {
+        let label = FindingLabel { kind, action };
+        m.guardrail_findings
+            .get_or_create(&label)
+            .inc_by(u64::from(count));
     }
 }
 

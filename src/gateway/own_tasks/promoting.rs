@@ -94,6 +94,7 @@ impl Gateway {
             caller: Arc::clone(&ctx.caller),
             target: Default::default(),
             instance: Default::default(),
+            guardrails: Default::default(),
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
@@ -193,6 +194,7 @@ impl Gateway {
             caller: Arc::clone(&ctx.caller),
             target: Default::default(),
             instance: Default::default(),
+            guardrails: Default::default(),
         };
         async move {
             if let Some(bridge) = &bridge {
@@ -233,6 +235,7 @@ impl Gateway {
             caller,
             target: Default::default(),
             instance: Default::default(),
+            guardrails: Default::default(),
         };
         while asks(&outcome) {
             let questions = outcome.unwrap_or_default();
