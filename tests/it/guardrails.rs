@@ -1,0 +1,281 @@
+//! `[guardrails]`, end to end: a FastMCP server that hands out credentials and personal data
+//! in every place a model reads (`tests/sdk/fastmcp_leaky_server.py`) behind `mcpx serve` and
+//! the daemon, under each action, in both eras: what the client receives, what mcpx logs and
+//! what its audit log says.
+
+use crate::common::http::*;
+use crate::common::*;
+use serde_json::{json, Value};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// The made-up values the server hands out (built as it builds them).
+fn leaked() -> Vec<String> {
+    vec![
+        format!("ghp_{}F6g7H8", "A1b2C3d4E5".repeat(3)),
+        "AKIAIOSFODNN7EXAMPLE".to_owned(),
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7".to_owned(),
+        "ada.lovelace@example.org".to_owned(),
+    ]
+}
+
+/// The markers of what redaction found in the server's configuration text.
+const MARKERS: [&str; 5] = [
+    "[redacted: github-token]",
+    "[redacted: aws-access-key]",
+    "[redacted: aws-secret-key]",
+    "[redacted: private-key]",
+    "[redacted: email]",
+];
+
+/// `[servers.leaky]` with `more` of its own, after `section` (TOML under `[guardrails]`) and an
+/// audit log at `audit`.
+fn config(section: &str, more: &str, audit: &std::path::Path) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/fastmcp_leaky_server.py"
+    );
+    let key = audit.with_extension("key");
+    format!(
+        "[audit]\npath = {:?}\nkeyFile = {:?}\n[guardrails]\n{section}\n[servers.leaky]\ncommand = {:?}\nargs = [{script:?}]\n{more}",
+        audit.display().to_string(),
+        key.display().to_string(),
+        deps::python()
+    )
+}
+
+/// Which of the leaked values `text` shows.
+fn shown_in(text: &str) -> Vec<String> {
+    leaked().into_iter().filter(|v| text.contains(v)).collect()
+}
+
+/// The audit log's lines, once `count` of `method` are in it.
+fn audited(audit: &std::path::Path, method: &str, count: usize) -> Vec<Value> {
+    let lines = || -> Vec<Value> {
+        let text = std::fs::read_to_string(audit).unwrap_or_default();
+        let all = text.lines().filter_map(|l| serde_json::from_str(l).ok());
+        all.filter(|l: &Value| l["method"] == method).collect()
+    };
+    assert!(eventually(|| lines().len() >= count), "{:?}", lines());
+    lines()
+}
+
+/// One era's way of asking: legacy after `initialize`, or modern's envelope on each request.
+#[derive(Clone, Copy)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+impl Era {
+    fn started(self, config: &str) -> Serve {
+        let mut mcpx = Serve::start(config);
+        if let Era::Legacy = self {
+            let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}});
+            let _ = mcpx.call(0, "initialize", hello);
+            mcpx.notify("notifications/initialized", json!({}));
+        }
+        mcpx
+    }
+
+    fn params(self, params: Value) -> Value {
+        match self {
+            Era::Legacy => params,
+            Era::Modern => {
+                let mut params = modern(params);
+                params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({"extensions": {TASKS: {}}});
+                params
+            }
+        }
+    }
+
+    /// A task's result: `leaky__leak_later` run as a task (the server's own, or bridged to
+    /// it), followed to its end.
+    fn task_result(self, mcpx: &mut Serve) -> Value {
+        let mut call = json!({"name": "leaky__leak_later", "arguments": {}});
+        if let Era::Legacy = self {
+            call["task"] = json!({"ttl": 60_000});
+        }
+        let created = mcpx.call(50, "tools/call", self.params(call));
+        let id = match self {
+            Era::Legacy => created["result"]["task"]["taskId"].as_str(),
+            Era::Modern => created["result"]["taskId"].as_str(),
+        };
+        let id = id.unwrap_or_else(|| panic!("{created}")).to_owned();
+        match self {
+            Era::Legacy => mcpx.call(51, "tasks/result", json!({"taskId": id})),
+            Era::Modern => {
+                for n in 51.. {
+                    let got = mcpx.call(n, "tasks/get", self.params(json!({"taskId": id})));
+                    if got["result"]["status"] != "working" {
+                        return got;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                unreachable!()
+            }
+        }
+    }
+
+    /// Everything the server offers a model, as this era's client receives it: a structured
+    /// result, a text result, a resource, a prompt, a task's result, the tool list.
+    fn everything(self, mcpx: &mut Serve) -> Vec<(&'static str, Value)> {
+        let call = |name: &str| json!({"name": format!("leaky__{name}"), "arguments": {}});
+        let mut got = vec![
+            ("structured", mcpx.call(1, "tools/call", self.params(call("leak")))),
+            ("text", mcpx.call(2, "tools/call", self.params(call("leak_text")))),
+            (
+                "resource",
+                mcpx.call(3, "resources/read", self.params(json!({"uri": "leak://config"}))),
+            ),
+            (
+                "prompt",
+                mcpx.call(4, "prompts/get", self.params(json!({"name": "leaky__leaky"}))),
+            ),
+            ("list", mcpx.call(5, "tools/list", self.params(json!({})))),
+        ];
+        got.push(("task", self.task_result(mcpx)));
+        got
+    }
+}
+
+/// The description `tools/list` in `listed` gives `leaky__deploy`.
+fn deploy_description(listed: &Value) -> String {
+    let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let deploy = tools.iter().find(|t| t["name"] == "leaky__deploy");
+    let deploy = deploy.unwrap_or_else(|| panic!("{listed}"));
+    deploy["description"].as_str().unwrap_or_default().to_owned()
+}
+
+mod every_revision {
+    mod guardrails {
+        use super::super::*;
+
+        /// Under `redact`, in both eras, every place a model reads shows the markers and none
+        /// of the values: a structured result and its text, a text result, a resource, a
+        /// prompt, a task's result and a tool's description; mcpx's log and audit log show no
+        /// value either, and each call's audit line names what was found.
+        #[test]
+        fn redacted_values_reach_neither_the_client_nor_the_logs() {
+            for era in [Era::Legacy, Era::Modern] {
+                let dir = tempfile::tempdir().unwrap();
+                let audit = dir.path().join("audit.jsonl");
+                let section = "secrets = \"redact\"\npii = \"redact\"";
+                let mut mcpx = era.started(&config(section, "", &audit));
+                for (place, answer) in era.everything(&mut mcpx) {
+                    let text = answer.to_string();
+                    assert_eq!(shown_in(&text), Vec::<String>::new(), "{place}: {answer}");
+                    let markers: &[&str] = match place {
+                        "list" => &["[redacted: github-token]"],
+                        _ => &MARKERS,
+                    };
+                    for marker in markers {
+                        assert!(text.contains(marker), "{place} lacks {marker}: {answer}");
+                    }
+                }
+                let calls = audited(&audit, "tools/call", 2);
+                let found = &calls[0]["guardrails"];
+                let kinds: Vec<&str> = found
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{calls:?}"))
+                    .iter()
+                    .map(|f| f["kind"].as_str().unwrap())
+                    .collect();
+                for kind in ["github-token", "aws-access-key", "private-key", "email"] {
+                    assert!(kinds.contains(&kind), "{found}");
+                }
+                assert!(found.as_array().unwrap().iter().all(|f| f["action"] == "redact"));
+                let resource = audited(&audit, "resources/read", 1);
+                assert!(resource[0]["guardrails"].is_array(), "{resource:?}");
+                let audit_text = std::fs::read_to_string(&audit).unwrap();
+                assert_eq!(shown_in(&audit_text), Vec::<String>::new());
+                mcpx.close_stdin();
+                mcpx.wait(PATIENCE);
+                assert_eq!(shown_in(&mcpx.stderr()), Vec::<String>::new());
+            }
+        }
+
+        /// Under `block`, a tool's result (and a task's) is an `isError` result that names what
+        /// was found and nothing of it; a resource and a prompt are an error that does too; the
+        /// tool's description says it was withheld, and the tool can still be called.
+        #[test]
+        fn a_blocked_result_names_what_was_found_and_never_the_value() {
+            for era in [Era::Legacy, Era::Modern] {
+                let dir = tempfile::tempdir().unwrap();
+                let audit = dir.path().join("audit.jsonl");
+                let mut mcpx = era.started(&config("secrets = \"block\"", "", &audit));
+                for (place, answer) in era.everything(&mut mcpx) {
+                    let text = answer.to_string();
+                    assert_eq!(shown_in(&text), Vec::<String>::new(), "{place}: {answer}");
+                    let said = match place {
+                        "structured" | "text" => {
+                            assert_eq!(answer["result"]["isError"], true, "{answer}");
+                            answer["result"]["content"][0]["text"].clone()
+                        }
+                        "task" => {
+                            let result = match era {
+                                Era::Legacy => &answer["result"],
+                                Era::Modern => &answer["result"]["result"],
+                            };
+                            assert_eq!(result["isError"], true, "{answer}");
+                            result["content"][0]["text"].clone()
+                        }
+                        "resource" | "prompt" => answer["error"]["message"].clone(),
+                        _ => json!(deploy_description(&answer)),
+                    };
+                    let said = said.as_str().unwrap_or_default();
+                    assert!(said.contains("github-token"), "{place}: {answer}");
+                    if place != "list" {
+                        assert!(said.contains("private-key"), "{place}: {answer}");
+                        // Personal data is not looked for: pii is off.
+                        assert!(!said.contains("email"), "{place}: {answer}");
+                    }
+                }
+                let deployed = json!({"name": "leaky__deploy", "arguments": {}});
+                let called = mcpx.call(60, "tools/call", era.params(deployed));
+                assert_eq!(called["result"]["content"][0]["text"], "deployed", "{called}");
+                let calls = audited(&audit, "tools/call", 2);
+                assert!(calls[0]["guardrails"][0]["action"] == "block", "{calls:?}");
+            }
+        }
+    }
+}
+
+mod v2026_07_28 {
+    mod guardrails {
+        use super::super::*;
+
+        /// `log` lets the result pass unchanged and counts each finding in
+        /// `mcpx_guardrail_findings_total`; a server's own setting wins over the section's
+        /// (`redact` there, `log` here), and `off` reads nothing.
+        #[test]
+        fn log_counts_and_passes_and_a_servers_own_setting_wins() {
+            let dir = tempfile::tempdir().unwrap();
+            let audit = dir.path().join("audit.jsonl");
+            let section = "secrets = \"redact\"\npii = \"redact\"";
+            let own = "[servers.leaky.guardrails]\nsecrets = \"log\"\npii = \"off\"\n";
+            let daemon = Daemon::start(&config(section, own, &audit), "metrics = true");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let params = json!({"name": "leaky__leak_text", "arguments": {}});
+            let answer = daemon.modern(1, "tools/call", params).json();
+            assert_eq!(shown_in(&answer.to_string()).len(), 5, "{answer}");
+            let metrics = daemon.metrics();
+            let found = |kind: &str, action: &str| {
+                let labels = [("kind", kind), ("action", action)];
+                metric_sample(&metrics, "mcpx_guardrail_findings_total", &labels)
+            };
+            // Each place counts: the text, FastMCP's structured copy of it, the description.
+            assert!(found("github-token", "log") >= 2.0, "{metrics}");
+            assert!(found("private-key", "log") >= 1.0, "{metrics}");
+            assert_eq!(found("email", "log"), 0.0, "{metrics}");
+            assert_eq!(found("github-token", "redact"), 0.0, "{metrics}");
+            let calls = audited(&audit, "tools/call", 1);
+            let actions = calls[0]["guardrails"].as_array().cloned().unwrap_or_default();
+            assert!(actions.iter().all(|f| f["action"] == "log"), "{calls:?}");
+            assert_eq!(shown_in(&daemon.stderr()), Vec::<String>::new());
+        }
+    }
+}
