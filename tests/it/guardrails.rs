@@ -125,15 +125,29 @@ impl Era {
     fn everything(self, mcpx: &mut Serve) -> Vec<(&'static str, Value)> {
         let call = |name: &str| json!({"name": format!("leaky__{name}"), "arguments": {}});
         let mut got = vec![
-            ("structured", mcpx.call(1, "tools/call", self.params(call("leak")))),
-            ("text", mcpx.call(2, "tools/call", self.params(call("leak_text")))),
+            (
+                "structured",
+                mcpx.call(1, "tools/call", self.params(call("leak"))),
+            ),
+            (
+                "text",
+                mcpx.call(2, "tools/call", self.params(call("leak_text"))),
+            ),
             (
                 "resource",
-                mcpx.call(3, "resources/read", self.params(json!({"uri": "leak://config"}))),
+                mcpx.call(
+                    3,
+                    "resources/read",
+                    self.params(json!({"uri": "leak://config"})),
+                ),
             ),
             (
                 "prompt",
-                mcpx.call(4, "prompts/get", self.params(json!({"name": "leaky__leaky"}))),
+                mcpx.call(
+                    4,
+                    "prompts/get",
+                    self.params(json!({"name": "leaky__leaky"})),
+                ),
             ),
             ("list", mcpx.call(5, "tools/list", self.params(json!({})))),
         ];
@@ -144,10 +158,16 @@ impl Era {
 
 /// The description `tools/list` in `listed` gives `leaky__deploy`.
 fn deploy_description(listed: &Value) -> String {
-    let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let tools = listed["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let deploy = tools.iter().find(|t| t["name"] == "leaky__deploy");
     let deploy = deploy.unwrap_or_else(|| panic!("{listed}"));
-    deploy["description"].as_str().unwrap_or_default().to_owned()
+    deploy["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 mod every_revision {
@@ -187,7 +207,11 @@ mod every_revision {
                 for kind in ["github-token", "aws-access-key", "private-key", "email"] {
                     assert!(kinds.contains(&kind), "{found}");
                 }
-                assert!(found.as_array().unwrap().iter().all(|f| f["action"] == "redact"));
+                assert!(found
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|f| f["action"] == "redact"));
                 let resource = audited(&audit, "resources/read", 1);
                 assert!(resource[0]["guardrails"].is_array(), "{resource:?}");
                 let audit_text = std::fs::read_to_string(&audit).unwrap();
@@ -236,7 +260,10 @@ mod every_revision {
                 }
                 let deployed = json!({"name": "leaky__deploy", "arguments": {}});
                 let called = mcpx.call(60, "tools/call", era.params(deployed));
-                assert_eq!(called["result"]["content"][0]["text"], "deployed", "{called}");
+                assert_eq!(
+                    called["result"]["content"][0]["text"], "deployed",
+                    "{called}"
+                );
                 let calls = audited(&audit, "tools/call", 2);
                 assert!(calls[0]["guardrails"][0]["action"] == "block", "{calls:?}");
             }
@@ -247,6 +274,33 @@ mod every_revision {
 mod v2026_07_28 {
     mod guardrails {
         use super::super::*;
+        use crate::one_gate::called_in_both_eras;
+
+        /// The attacker's test: a result is guarded whichever route its call took (the exposed
+        /// name, the server's own name, `mcpx__call_tool` naming either), in both eras.
+        #[test]
+        fn every_route_to_a_tool_leaves_by_the_guarded_door() {
+            let dir = tempfile::tempdir().unwrap();
+            let audit = dir.path().join("audit.jsonl");
+            let section = "secrets = \"block\"\n[profiles.found]\nsearch = true";
+            let daemon = Daemon::start(&config(section, "", &audit), "");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let through = |name: &str| json!({"name": "mcpx__call_tool", "arguments": {"name": name, "arguments": {}}});
+            let routes = [
+                ("/mcp", json!({"name": "leaky__leak_text", "arguments": {}})),
+                ("/mcp", json!({"name": "leak_text", "arguments": {}})),
+                ("/mcp/found", through("leaky__leak_text")),
+                ("/mcp/found", through("leak_text")),
+            ];
+            for (n, (door, params)) in routes.iter().enumerate() {
+                for result in called_in_both_eras(&daemon, door, n as i64 + 1, params) {
+                    assert_eq!(result["isError"], true, "{door} {params}: {result}");
+                    let text = result.to_string();
+                    assert!(text.contains("github-token"), "{door} {params}: {result}");
+                    assert_eq!(shown_in(&text), Vec::<String>::new(), "{door} {params}");
+                }
+            }
+        }
 
         /// `log` lets the result pass unchanged and counts each finding in
         /// `mcpx_guardrail_findings_total`; a server's own setting wins over the section's
@@ -273,7 +327,10 @@ mod v2026_07_28 {
             assert_eq!(found("email", "log"), 0.0, "{metrics}");
             assert_eq!(found("github-token", "redact"), 0.0, "{metrics}");
             let calls = audited(&audit, "tools/call", 1);
-            let actions = calls[0]["guardrails"].as_array().cloned().unwrap_or_default();
+            let actions = calls[0]["guardrails"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             assert!(actions.iter().all(|f| f["action"] == "log"), "{calls:?}");
             assert_eq!(shown_in(&daemon.stderr()), Vec::<String>::new());
         }

@@ -32,7 +32,7 @@ fn routes_to_echo(arguments: Value) -> [(&'static str, Value); 4] {
 
 /// A `tools/call` of `params` at `door` in both eras: a 2026-07-28 request, and one in a
 /// 2025-11-25 session opened at that door; the two results.
-fn called_in_both_eras(d: &Daemon, door: &str, id: i64, params: &Value) -> [Value; 2] {
+pub(crate) fn called_in_both_eras(d: &Daemon, door: &str, id: i64, params: &Value) -> [Value; 2] {
     let modern = d.modern_to(door, id, "tools/call", params.clone()).json();
     let session = initialize_session_at(d, door, "2025-11-25", json!({}));
     let call = request(id, "tools/call", params.clone());
