@@ -20,4 +20,8 @@ pub struct Profile {
     /// Lists two tools, `mcpx__search_tools` and `mcpx__call_tool`, in place of the catalog's.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub search: bool,
+    /// The most characters of text a tool result may carry through this door (`[guardrails]
+    /// maxResultChars`; the least of those that apply is the budget).
+    #[serde(rename = "maxResultChars", skip_serializing_if = "Option::is_none")]
+    pub max_result_chars: Option<usize>,
 }

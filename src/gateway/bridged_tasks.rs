@@ -117,6 +117,7 @@ impl Gateway {
         task::drop_related_task(&mut outcome);
         let door = Leaving {
             catalog: &self.catalog_of(client),
+            view: client.view,
             owner: bridge.route.owner,
             method: Method::ToolsCall,
             ctx,

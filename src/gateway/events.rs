@@ -57,6 +57,7 @@ impl Gateway {
         let catalog = self.catalog_of(incoming.client);
         let door = Leaving {
             catalog: &catalog,
+            view: incoming.client.view,
             owner: target.owner,
             method: incoming.method,
             ctx: incoming.ctx,

@@ -32,6 +32,7 @@ mod handshake;
 mod inbound;
 mod incoming;
 mod instances;
+mod kept_results;
 mod link;
 mod listens_held;
 mod live;
@@ -178,6 +179,8 @@ pub struct Gateway {
     event_subscriptions: event_subscriptions::EventSubscriptions,
     /// `[guardrails]`, which results ([`results`]) and listings ([`catalogs`]) pass.
     guardrails: Arc<crate::guardrails::Guardrails>,
+    /// Results cut to their budget, kept whole for their callers ([`kept_results`]).
+    kept_results: kept_results::KeptResults,
 }
 
 impl Gateway {
@@ -236,6 +239,7 @@ impl Gateway {
                 config.auth.public_url.as_deref(),
             ),
             guardrails,
+            kept_results: Default::default(),
         })
     }
 

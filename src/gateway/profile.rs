@@ -48,6 +48,7 @@ struct Compiled {
     include: Option<GlobSet>,
     exclude: GlobSet,
     search: bool,
+    max_result_chars: Option<usize>,
 }
 
 impl Profiles {
@@ -65,6 +66,7 @@ impl Profiles {
             include: (!profile.include.is_empty()).then(|| set(&profile.include)),
             exclude: set(&[&profile.exclude[..], denied].concat()),
             search: profile.search,
+            max_result_chars: profile.max_result_chars,
         };
         let mut list: Vec<Compiled> = config
             .iter()
@@ -143,6 +145,12 @@ impl Profiles {
             "/" => Some(ViewId::EVERYTHING),
             key => (self.list.iter().position(|p| p.key == key)).map(|i| ViewId(i + 1)),
         }
+    }
+
+    /// The budget `view`'s profile sets a tool result's text, if it sets one.
+    pub fn max_result_chars(&self, view: ViewId) -> Option<usize> {
+        let profile = view.0.checked_sub(1).and_then(|i| self.list.get(i))?;
+        profile.max_result_chars
     }
 
     /// Whether `view` sees the server named `server` at all: what a profile leaves out is, to

@@ -4,11 +4,13 @@
 //! generation. Each is shown as the caller's catalog shows its server: the URIs mcpx renamed
 //! for that server ([`super::shared_uris`]) renamed in it. Then the server's guardrails
 //! ([`crate::guardrails`]) read what the client will see: credentials and personal data are
-//! masked, withheld or counted, and what was found goes on the request's audit line.
+//! masked, withheld or counted, and what was found goes on the request's audit line. Last, a
+//! tool's result whose text is over its budget (`maxResultChars`) is cut, and kept whole for
+//! its caller as `mcpx://results/ID` ([`super::kept_results`]).
 
-use super::{apps, skills, Catalog, Gateway, Owner, RequestContext};
+use super::{apps, skills, Catalog, Gateway, Owner, RequestContext, ViewId};
 use crate::config::GuardrailAction;
-use crate::guardrails::{self, Reach, Report};
+use crate::guardrails::{self, budget, Policy, Reach, Report};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::Method;
@@ -18,6 +20,8 @@ use serde_json::{json, Value};
 pub(super) struct Leaving<'a> {
     /// The catalog of the client it goes to.
     pub(super) catalog: &'a Catalog,
+    /// Its view: whose profile may set a budget.
+    pub(super) view: ViewId,
     /// The server it came from.
     pub(super) owner: Owner,
     /// What it answers.
@@ -35,34 +39,41 @@ impl Gateway {
         mut result: Value,
     ) -> Result<Value, ErrorObject> {
         renamed(door.catalog, door.owner, &mut result);
-        self.guarded(&door, result)
-    }
-
-    /// `result` under its server's guardrails.
-    fn guarded(&self, door: &Leaving<'_>, mut result: Value) -> Result<Value, ErrorObject> {
         let Some(upstream) = self.supervisor.upstreams().of(door.owner) else {
             return Ok(result);
         };
         let policy = self.guardrails.policy(upstream.config.guardrails.as_ref());
+        let mut result = self.guarded(&door, &policy, &upstream.name, result)?;
+        self.budgeted(&door, &policy, &mut result);
+        Ok(result)
+    }
+
+    /// `result`, `server`'s, under its `policy` for credentials and personal data.
+    fn guarded(
+        &self,
+        door: &Leaving<'_>,
+        policy: &Policy,
+        server: &str,
+        mut result: Value,
+    ) -> Result<Value, ErrorObject> {
         if policy.scans_nothing() {
             return Ok(result);
         }
         let mut report = Report::default();
-        guardrails::scan(&policy, Reach::Result, &mut result, &mut report);
+        guardrails::scan(policy, Reach::Result, &mut result, &mut report);
         if report.is_empty() {
             return Ok(result);
         }
         report.count();
         let _ = door.ctx.guardrails.set(report.to_json());
         let kinds = report.kinds();
-        tracing::info!(server = %upstream.name, method = %door.method, %kinds, "[guardrails] found credentials or personal data in a result");
+        tracing::info!(server, method = %door.method, %kinds, "[guardrails] found credentials or personal data in a result");
         if !report.blocks() {
             return Ok(result);
         }
         let said = format!(
-            "mcpx withheld this result from {}: it holds {kinds} ([guardrails] {} = \"block\")",
-            upstream.name,
-            blocking_classes(&policy),
+            "mcpx withheld this result from {server}: it holds {kinds} ([guardrails] {} = \"block\")",
+            blocking_classes(policy),
         );
         match door.method {
             Method::ToolsCall | Method::TasksResult => Ok(tool_error(said)),
@@ -76,8 +87,48 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Cuts a tool's `result` to its budget: the least of its server's `policy` and its door's
+    /// profile; the whole kept for the caller, named in the marker and in `_meta`.
+    fn budgeted(&self, door: &Leaving<'_>, policy: &Policy, result: &mut Value) {
+        let profile = self.catalogs.profiles().max_result_chars(door.view);
+        let budgets = [policy.max_result_chars, profile];
+        let Some(max) = budgets.into_iter().flatten().min() else {
+            return;
+        };
+        let tool_result = match door.method {
+            Method::ToolsCall | Method::TasksResult => Some(result),
+            Method::TasksGet => result.member_mut("result"),
+            _ => None,
+        };
+        // Not a tool's result, or a task's state without one yet.
+        let Some(result) = tool_result.filter(|r| r.member("content").is_some()) else {
+            return;
+        };
+        let whole = budget::whole_text(result);
+        if whole.chars().count() <= max {
+            return;
+        }
+        let ttl = self.guardrails.result_ttl();
+        let person = door.ctx.caller.person();
+        let uri = self.kept_results.keep(person, whole, ttl);
+        let kept_for = humantime::format_duration(ttl);
+        let cut = budget::cut(result, max, |cut| {
+            format!("\n[mcpx cut {cut} characters here: the whole result is {uri}, readable with resources/read for {kept_for}]\n")
+        });
+        // A `_meta` that is not an object (the server's mistake) is not indexed into.
+        if let Some(fields) = result.as_object_mut() {
+            let meta = fields.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("mcpx/wholeResult".into(), json!(uri));
+                meta.insert("mcpx/cutChars".into(), json!(cut));
+            }
+        }
+    }
+}
+
 /// Which settings block under `policy`, for the message that says so.
-fn blocking_classes(policy: &guardrails::Policy) -> &'static str {
+fn blocking_classes(policy: &Policy) -> &'static str {
     match (policy.secrets, policy.pii) {
         (GuardrailAction::Block, GuardrailAction::Block) => "secrets and pii",
         (GuardrailAction::Block, _) => "secrets",

@@ -7,6 +7,7 @@
 //! the name as sent again.
 
 use super::catalog::Catalog;
+use super::kept_results::PREFIX as KEPT_RESULTS;
 use super::{search, Owner};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
@@ -131,6 +132,11 @@ pub(super) fn resolve<'p>(
                 Kind::Resource
             };
             let uri = text(params, "uri");
+            // A result mcpx cut and kept is mcpx's own, whichever view (it is its caller's).
+            if method == Method::ResourcesRead && uri.starts_with(KEPT_RESULTS) {
+                let target = tool_target(Owner::Builtin, &uri, uri.clone(), Kind::Resource);
+                return resolved(target, as_sent(params));
+            }
             let target = uri_target(catalog, kind, &uri).ok_or(Unresolved::Resource(uri))?;
             resolved(target, as_sent(params))
         }

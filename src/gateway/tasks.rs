@@ -96,6 +96,7 @@ impl Gateway {
                 // result of its server does.
                 let door = Leaving {
                     catalog: &self.catalog_of(client),
+                    view: client.view,
                     owner,
                     method,
                     ctx,

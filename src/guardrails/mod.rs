@@ -3,6 +3,7 @@
 //! only counts them as the server's [`Policy`] says, in a result at the gateway's one door and
 //! in a listing's descriptions as the catalog is built.
 
+pub mod budget;
 pub mod scan;
 
 use crate::config::{GuardrailAction as Action, Guardrails as Section, ServerGuardrails};

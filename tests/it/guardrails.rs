@@ -170,9 +170,71 @@ fn deploy_description(listed: &Value) -> String {
         .to_owned()
 }
 
+/// `leaky__big`'s whole text: a million characters, its ends marked.
+fn big_text() -> String {
+    format!("HEAD>{}<TAIL", "x".repeat(1_000_000 - 10))
+}
+
+/// Checks that `result` (a tool's) was cut to `max` characters of text and names where its
+/// whole is: that URI.
+fn cut_to(result: &Value, max: usize) -> String {
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    let uri = result["_meta"]["mcpx/wholeResult"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        uri.starts_with("mcpx://results/"),
+        "{}",
+        &text[..text.len().min(500)]
+    );
+    assert!(
+        text.starts_with("HEAD>") && text.ends_with("<TAIL"),
+        "{text}"
+    );
+    assert!(text.contains(uri), "{text}");
+    let marker = text.find("\n[mcpx cut").unwrap();
+    let marker_end = text.rfind("]\n").unwrap() + 2;
+    assert_eq!(text.len() - (marker_end - marker), max, "{text}");
+    assert_eq!(result["_meta"]["mcpx/cutChars"], 1_000_000 - max);
+    uri.to_owned()
+}
+
 mod every_revision {
     mod guardrails {
         use super::super::*;
+
+        /// A million characters are cut to `maxResultChars` (head and tail kept, a marker
+        /// between naming the whole), and the whole is read back as `mcpx://results/ID` by the
+        /// caller, in both eras; a result within the budget passes whole.
+        #[test]
+        fn a_huge_result_is_cut_to_its_budget_and_read_whole_by_its_caller() {
+            for era in [Era::Legacy, Era::Modern] {
+                let dir = tempfile::tempdir().unwrap();
+                let audit = dir.path().join("audit.jsonl");
+                let mut mcpx = era.started(&config("maxResultChars = 2000", "", &audit));
+                let call = json!({"name": "leaky__big", "arguments": {}});
+                let answer = mcpx.call(1, "tools/call", era.params(call));
+                let uri = cut_to(&answer["result"], 2000);
+                let read = mcpx.call(2, "resources/read", era.params(json!({"uri": uri})));
+                let whole = read["result"]["contents"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default();
+                assert!(whole == big_text(), "{}", &read.to_string()[..300]);
+                let small = json!({"name": "leaky__big", "arguments": {"size": 2000}});
+                let answer = mcpx.call(3, "tools/call", era.params(small));
+                let text = answer["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default();
+                assert_eq!(text.len(), 2000, "{answer}");
+                assert!(
+                    answer["result"]["_meta"]["mcpx/wholeResult"].is_null(),
+                    "{answer}"
+                );
+                let unknown = format!("{uri}0");
+                let none = mcpx.call(4, "resources/read", era.params(json!({"uri": unknown})));
+                assert!(none["error"].is_object(), "{none}");
+            }
+        }
 
         /// Under `redact`, in both eras, every place a model reads shows the markers and none
         /// of the values: a structured result and its text, a text result, a resource, a
@@ -274,7 +336,68 @@ mod every_revision {
 mod v2026_07_28 {
     mod guardrails {
         use super::super::*;
+        use crate::access::{call as call_with_token, daemon as daemon_for, Provider};
         use crate::one_gate::called_in_both_eras;
+
+        /// A kept result is its caller's alone: alice reads hers whole, bob is told there is
+        /// no such resource. The budget here is the door's profile's (`/mcp/small`); `/mcp`
+        /// sets none and cuts nothing.
+        #[test]
+        fn a_kept_result_is_its_callers_alone_and_a_profile_sets_a_budget() {
+            let provider = Provider::start();
+            let script = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/sdk/fastmcp_leaky_server.py"
+            );
+            let more = format!(
+                "[profiles.small]\nmaxResultChars = 100\n[servers.leaky]\ncommand = {:?}\nargs = [{script:?}]\n",
+                deps::python()
+            );
+            let d = daemon_for(&provider, &more);
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            // A token is for one door: each person has one for each.
+            let token = |sub: &str, door: &str| {
+                let claims = provider.claims(sub, door, "mcp");
+                provider.signed("ES256", "ec", &claims)
+            };
+            let big = json!({"name": "leaky__big", "arguments": {}});
+            let as_alice = |door: &str, method, params| {
+                call_with_token(&d, door, Some(&token("alice", door)), method, params).json()
+            };
+            let cut = as_alice("/mcp/small", "tools/call", big.clone());
+            assert!(cut["result"].is_object(), "{cut}");
+            let uri = cut_to(&cut["result"], 100);
+            let read = json!({"uri": uri});
+            let hers = as_alice("/mcp/small", "resources/read", read.clone());
+            assert!(
+                hers["result"]["contents"][0]["text"] == big_text(),
+                "{}",
+                d.stderr()
+            );
+            // Kept for the caller, not the door: read through another.
+            let again = as_alice("/mcp", "resources/read", read.clone());
+            assert!(again["result"]["contents"][0]["text"] == big_text());
+            for door in ["/mcp/small", "/mcp"] {
+                let bob = token("bob", door);
+                let reply = call_with_token(&d, door, Some(&bob), "resources/read", read.clone());
+                let theirs = reply.json();
+                assert!(
+                    theirs["result"].is_null(),
+                    "bob read alice's result at {door}"
+                );
+                let said = theirs["error"]["message"].as_str().unwrap_or_default();
+                assert!(said.contains(&uri), "{theirs}");
+            }
+            let whole = as_alice("/mcp", "tools/call", big);
+            let text = whole["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                text == big_text(),
+                "cut at /mcp: {}",
+                &text[..text.len().min(300)]
+            );
+        }
 
         /// The attacker's test: a result is guarded whichever route its call took (the exposed
         /// name, the server's own name, `mcpx__call_tool` naming either), in both eras.
