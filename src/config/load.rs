@@ -161,7 +161,47 @@ impl Config {
         config.check_profiles(&lines)?;
         config.check_auth(&lines)?;
         config.check_limits(&lines)?;
+        config.check_hooks(&lines)?;
         Ok(config)
+    }
+
+    /// Each hook is asked one way, by a URL or a program, about methods that name a target,
+    /// its globs compile.
+    fn check_hooks(&self, lines: &Lines) -> Result<(), (usize, String)> {
+        let line = lines.at(&["guardrails", "hooks"]);
+        for (n, hook) in self.guardrails.hooks.iter().enumerate() {
+            let fail = |why: String| Err((line, format!("guardrails.hooks[{n}]: {why}")));
+            match (&hook.url, hook.command.is_empty()) {
+                (Some(_), false) | (None, true) => {
+                    return fail("give either url or command".into())
+                }
+                (Some(url), true)
+                    if !(url.starts_with("http://") || url.starts_with("https://")) =>
+                {
+                    return fail(format!("{url:?} is not an http:// or https:// URL"))
+                }
+                _ => {}
+            }
+            let asked = super::guardrails::HOOKED_METHODS;
+            if let Some(method) = hook.methods.iter().find(|m| !asked.contains(&m.as_str())) {
+                return fail(format!(
+                    "{method:?} is not a method hooks are asked about ({})",
+                    asked.join(", ")
+                ));
+            }
+            if let Some(Err(e)) = hook
+                .tools
+                .iter()
+                .map(|g| globset::Glob::new(g))
+                .find(Result::is_err)
+            {
+                return fail(format!("a tools glob does not compile: {e}"));
+            }
+            if hook.timeout.is_zero() {
+                return fail("timeout must be above zero".into());
+            }
+        }
+        Ok(())
     }
 
     /// `[limits.tools]` keys are globs; no burst is zero (it would refuse every call).

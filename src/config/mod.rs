@@ -26,7 +26,9 @@ pub use auth::{
 pub use cluster::Cluster;
 pub use daemon::{Admin, Daemon, Transport};
 pub use events::Events;
-pub use guardrails::{Action as GuardrailAction, Guardrails, ServerGuardrails};
+pub use guardrails::{
+    Action as GuardrailAction, FailMode, Guardrails, Hook, HookPhase, ServerGuardrails,
+};
 pub use limits::{Limits, LoopGuard, Rate, ToolLimit};
 pub use observe::{Audit, Telemetry};
 pub use pins::{OnChange, OnNew, Pin, Pins};

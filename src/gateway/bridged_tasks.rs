@@ -122,7 +122,7 @@ impl Gateway {
             method: Method::ToolsCall,
             ctx,
         };
-        self.leaving(door, outcome)
+        self.leaving(door, outcome).await
     }
 
     /// `method` sent to the bridged tool's server: `forwarded` as the server sees it, `original`

@@ -62,7 +62,7 @@ impl Gateway {
             method: incoming.method,
             ctx: incoming.ctx,
         };
-        let mut answer = self.leaving(door, answer)?;
+        let mut answer = self.leaving(door, answer).await?;
         let seal = |cursor: &mut Value| -> Result<(), ErrorObject> {
             let sealed = cursors.seal(&server, &target.exposed, cursor);
             *cursor = sealed.map_err(Failure::Refused)?;

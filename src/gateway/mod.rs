@@ -29,6 +29,7 @@ mod events;
 mod forwarded;
 mod guarded_listings;
 mod handshake;
+mod hooked;
 mod inbound;
 mod incoming;
 mod instances;

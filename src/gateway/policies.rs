@@ -7,12 +7,14 @@
 //! 2. **`stepUp`.** Judged at the HTTP door, where its answer is a 403 with a challenge the
 //!    client can log in again with, on the targets [`Gateway::called_tools`] resolves here.
 //! 3. **Pins** ([`super::pinning`]): a definition waiting for review is not used.
-//! 4. *(Approvals and hooks of the guardrails go here: after what may be used, before what it
-//!    costs.)*
-//! 5. **`[limits]`** ([`super::call_limits`]): rates and the loop guard, per caller, counted on
+//! 4. **`[limits]`** ([`super::call_limits`]): rates and the loop guard, per caller, counted on
 //!    the target's exposed name and its arguments in canonical form.
+//! 5. **Request hooks** of `[[guardrails.hooks]]` ([`super::hooked`]), asked last and apart
+//!    (they wait on an outside policy): a call mcpx refuses itself never reaches them, so a
+//!    looping agent does not flood the policy server, and they are asked about the server's
+//!    own name for what the call resolved to, whatever route it came by.
 //!
-//! [`CHAIN`] is the order steps 3 to 5 run in; a step is a [`Step`], so that a new one is a
+//! [`CHAIN`] is the order steps 3 and 4 run in; a step is a [`Step`], so that a new one is a
 //! compile error until the chain says where it goes.
 
 use super::catalog::Catalog;

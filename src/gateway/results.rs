@@ -9,7 +9,7 @@
 //! its caller as `mcpx://results/ID` ([`super::kept_results`]).
 
 use super::{apps, skills, Catalog, Gateway, Owner, RequestContext, ViewId};
-use crate::config::GuardrailAction;
+use crate::config::{GuardrailAction, HookPhase};
 use crate::guardrails::{self, budget, Policy, Reach, Report};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
@@ -33,7 +33,7 @@ pub(super) struct Leaving<'a> {
 impl Gateway {
     /// `result` as it leaves by `door`; an error when the guardrails withhold a result that is
     /// not a tool's.
-    pub(super) fn leaving(
+    pub(super) async fn leaving(
         &self,
         door: Leaving<'_>,
         mut result: Value,
@@ -44,6 +44,11 @@ impl Gateway {
         };
         let policy = self.guardrails.policy(upstream.config.guardrails.as_ref());
         let mut result = self.guarded(&door, &policy, &upstream.name, result)?;
+        // Boxed, and only when a hook is configured (see `catalog_method`).
+        if self.guardrails.hooks.any(HookPhase::Response) {
+            let hooked = self.hooked_response(&door, &upstream.name, result);
+            result = Box::pin(hooked).await?;
+        }
         self.budgeted(&door, &policy, &mut result);
         Ok(result)
     }

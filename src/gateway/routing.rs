@@ -12,12 +12,13 @@ use super::supervision::NotStarted;
 use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
 use super::upstreams::Upstream;
 use super::{builtin, events, not_found, search, Gateway, Owner, Route};
-use crate::config::TaskPolicy;
+use crate::config::{HookPhase, TaskPolicy};
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY};
 use crate::protocol::{task, Era, Extension, Method, Revision};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 impl Gateway {
     /// Answers a catalog method: a page of a list, or a request resolved to its target
@@ -70,6 +71,16 @@ impl Gateway {
         let _ = ctx.target.set(resolved.target.clone());
         if let Err(refused) = self.admit(method, &resolved, ctx) {
             return refused;
+        }
+        let mut resolved = resolved;
+        // Boxed, and only when a hook is configured: a hook's HTTP exchange stays out of every
+        // other request's future.
+        if self.guardrails.hooks.any(HookPhase::Request) {
+            match Box::pin(self.hooked_request(method, &resolved, ctx)).await {
+                Ok(Some(params)) => resolved.params = Cow::Owned(params),
+                Ok(None) => {}
+                Err(refused) => return refused,
+            }
         }
         let (target, params) = (&resolved.target, resolved.params());
         match method {
@@ -269,7 +280,7 @@ impl Gateway {
             method,
             ctx,
         };
-        self.leaving(door, result)
+        self.leaving(door, result).await
     }
 
     /// How long a `tools/call` may run before mcpx makes it a task of its own: for a 2026-07-28
@@ -383,16 +394,20 @@ impl Gateway {
             method: incoming.method,
             ctx: incoming.ctx,
         };
-        self.forward(incoming, owner, forwarded, &target.exposed)
-            .await
-            .and_then(|result| self.leaving(door, result))
-            .map_err(|e| match e.code {
-                // The retired code never reaches a modern client.
-                RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
-                    resource_not_found(&target.exposed, revision)
-                }
-                _ => e,
-            })
+        let read = self
+            .forward(incoming, owner, forwarded, &target.exposed)
+            .await;
+        let shown = match read {
+            Ok(result) => self.leaving(door, result).await,
+            Err(error) => Err(error),
+        };
+        shown.map_err(|e| match e.code {
+            // The retired code never reaches a modern client.
+            RESOURCE_NOT_FOUND_LEGACY if revision.era() == Era::Modern => {
+                resource_not_found(&target.exposed, revision)
+            }
+            _ => e,
+        })
     }
 
     /// `completion/complete` of what `target` its reference names, a prompt or a resource.

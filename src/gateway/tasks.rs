@@ -101,7 +101,7 @@ impl Gateway {
                     method,
                     ctx,
                 };
-                self.leaving(door, result)
+                self.leaving(door, result).await
             }
             // The upstream's word for an id it does not know names its own id: the client hears
             // of the one it sent.

@@ -1,9 +1,11 @@
 //! Guardrails: what mcpx does with what a model would read before it reads it. The
 //! [`scan`]ner finds credentials and personal data; [`Guardrails::scan`] masks, withholds or
 //! only counts them as the server's [`Policy`] says, in a result at the gateway's one door and
-//! in a listing's descriptions as the catalog is built.
+//! in a listing's descriptions as the catalog is built. Outside policies are asked through
+//! [`hooks`]; results over their budget are cut by [`budget`].
 
 pub mod budget;
+pub mod hooks;
 pub mod scan;
 
 use crate::config::{GuardrailAction as Action, Guardrails as Section, ServerGuardrails};
@@ -17,6 +19,8 @@ use std::sync::RwLock;
 #[derive(Debug, Default)]
 pub struct Guardrails {
     section: RwLock<Section>,
+    /// `[[guardrails.hooks]]`.
+    pub hooks: hooks::Hooks,
 }
 
 /// What applies to one server's results: the section's settings, its own in their place.
@@ -71,6 +75,7 @@ impl Guardrails {
                 scan::prepare(class);
             }
         }
+        self.hooks.reconfigure(&section.hooks);
         *write(&self.section) = section.clone();
     }
 

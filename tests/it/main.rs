@@ -17,6 +17,7 @@ mod cluster;
 mod conformance;
 mod events;
 mod events_relay;
+mod guardrail_hooks;
 mod guardrails;
 mod http_legacy;
 mod http_modern;
