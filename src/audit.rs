@@ -72,6 +72,8 @@ pub struct Entry<'a> {
     /// What `[guardrails]` found in its result: each kind, what was done, how often (never a
     /// value).
     pub guardrails: Option<&'a Value>,
+    /// Who decided a call held for approval (`[approvals]`).
+    pub decided_by: Option<&'a str>,
 }
 
 impl AuditLog {
@@ -122,6 +124,9 @@ impl AuditLog {
         }
         if let Some(found) = entry.guardrails {
             line["guardrails"] = found.clone();
+        }
+        if let Some(by) = entry.decided_by {
+            line["decidedBy"] = json!(by);
         }
         line["method"] = json!(entry.method);
         if let Some(name) = entry.name {
@@ -206,6 +211,7 @@ impl Questions {
             client: None,
             instance: None,
             guardrails: None,
+            decided_by: None,
         });
     }
 }
@@ -359,6 +365,7 @@ mod every_revision {
                     client: None,
                     instance: None,
                     guardrails: None,
+                    decided_by: None,
                 });
             }
             let all = || {

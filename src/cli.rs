@@ -109,6 +109,12 @@ pub enum Command {
         #[command(subcommand)]
         action: PinsAction,
     },
+    /// The calls that wait for your approval (`[approvals]`): list them, approve or deny one.
+    Approvals {
+        /// What to do (default: list).
+        #[command(subcommand)]
+        action: Option<ApprovalsAction>,
+    },
     /// Keep secrets in the desktop's keyring, where `${keyring:NAME}` in the configuration
     /// reads them, and restart the servers that use a secret when it changes.
     Secret {
@@ -125,6 +131,23 @@ pub enum Command {
         /// The shell.
         #[arg(value_enum)]
         shell: Shell,
+    },
+}
+
+/// `mcpx approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsAction {
+    /// The calls waiting, in every running mcpx: id, caller, tool and arguments.
+    List,
+    /// Let the call waiting as ID go on (once: the id then names nothing).
+    Approve {
+        /// The id `mcpx approvals` and `mcpx status` show.
+        id: String,
+    },
+    /// Refuse the call waiting as ID: its caller is told it was denied.
+    Deny {
+        /// The id `mcpx approvals` and `mcpx status` show.
+        id: String,
     },
 }
 

@@ -55,6 +55,29 @@ pub struct Snapshot {
     /// The webhook subscriptions to event types mcpx delivers itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub event_subscriptions: Vec<EventSubscriptionView>,
+    /// Calls waiting for a person's approval (`[approvals]`, `mcpx approvals`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<ApprovalView>,
+}
+
+/// A call waiting for a person's approval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    /// What `mcpx approvals approve|deny` names it by.
+    pub id: String,
+    /// Who called (their subject, or how they reached mcpx).
+    pub caller: String,
+    /// The tool, as exposed.
+    pub tool: String,
+    /// Its arguments, as JSON (the start of them, when long).
+    pub arguments: String,
+    /// The SHA-256 of the arguments' canonical JSON: what the approval is bound to.
+    pub arguments_sha256: String,
+    /// How long it has waited, in milliseconds.
+    pub age_ms: u64,
+    /// How long until it is refused unless decided, in milliseconds.
+    pub ends_in_ms: u64,
 }
 
 /// A webhook subscription mcpx delivers.

@@ -188,6 +188,15 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
             .decide_pins(&server, item.as_deref(), sha256.as_deref(), decision)
             .map_err(refused),
         Command::RefreshPins => Ok(gateway.refresh_pins()),
+        Command::DecideApproval { id, approve, via } => {
+            let via = crate::view::printable(&via).into_owned();
+            let via = match via.chars().count() {
+                1..=40 => via,
+                _ => "admin socket".to_owned(),
+            };
+            let by = format!("the owner ({via})");
+            gateway.decide_approval(&id, approve, &by).map_err(refused)
+        }
     };
     match outcome {
         Ok(message) => Reply::Done { message },
@@ -325,6 +334,25 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             p(&c.door),
             p(&c.scopes.join(" ")),
             seconds(c.age_ms)
+        );
+    }
+    if !snapshot.approvals.is_empty() {
+        let _ = writeln!(
+            text,
+            "waiting for your approval ({}):",
+            snapshot.approvals.len()
+        );
+    }
+    for a in &snapshot.approvals {
+        let _ = writeln!(
+            text,
+            "  mcpx approvals approve {:<20} {} calls {} {} ({} ago, refused in {})",
+            p(&a.id),
+            p(&a.caller),
+            p(&a.tool),
+            p(&a.arguments),
+            seconds(a.age_ms),
+            seconds(a.ends_in_ms)
         );
     }
     for u in &snapshot.unfetched_clients {

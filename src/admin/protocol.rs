@@ -62,6 +62,17 @@ pub enum Command {
     },
     /// Reads the pinned definitions again (another process decided) and serves them.
     RefreshPins,
+    /// Approves or denies a call waiting for approval (`mcpx approvals approve|deny ID`, the
+    /// console's Approvals view).
+    DecideApproval {
+        /// The call's id, as `mcpx status` shows it.
+        id: String,
+        /// Whether it may go on.
+        approve: bool,
+        /// Where the person decided (`mcpx approvals`, the console), for the audit log.
+        #[serde(default)]
+        via: String,
+    },
 }
 
 impl Command {
@@ -70,7 +81,9 @@ impl Command {
     /// ([`crate::net::peer_process`]), which could otherwise approve their own changes.
     pub fn is_an_approval(&self) -> bool {
         match self {
-            Command::ApproveConsent { .. } | Command::DecidePins { .. } => true,
+            Command::ApproveConsent { .. }
+            | Command::DecidePins { .. }
+            | Command::DecideApproval { .. } => true,
             Command::Snapshot
             | Command::Watch
             | Command::Cancel { .. }
@@ -130,7 +143,9 @@ impl From<&crate::gateway::CommandError> for Refusal {
     fn from(error: &crate::gateway::CommandError) -> Refusal {
         use crate::gateway::CommandError;
         match error {
-            CommandError::NoSuchUpstream(_) | CommandError::NoSuchTask(_) => Refusal::NotFound,
+            CommandError::NoSuchUpstream(_)
+            | CommandError::NoSuchTask(_)
+            | CommandError::NoSuchApproval(_) => Refusal::NotFound,
             CommandError::Upstream(_) => Refusal::Failed,
             CommandError::NotReady => Refusal::NotReady,
             CommandError::InvalidConfig(_) => Refusal::InvalidConfig,

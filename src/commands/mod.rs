@@ -5,6 +5,7 @@
 //! mcpx over its admin socket; `auth` logs in to remote servers ([`auth`]); `import`,
 //! `completions` and `exec-upstream` need no gateway.
 
+mod approvals;
 mod auth;
 mod pins;
 mod secret;
@@ -110,6 +111,12 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Reload => return reload(&config.admin.socket),
         Command::Pins { action } => return pins::run(action, &config),
+        Command::Approvals { action } => {
+            let action = action
+                .as_ref()
+                .unwrap_or(&crate::cli::ApprovalsAction::List);
+            return approvals::run(action, &config);
+        }
         Command::Secret { action } => return secret::run(action, &config),
         Command::Serve {
             attach,
@@ -255,6 +262,7 @@ async fn execute(
         | Command::Completions { .. }
         | Command::Status { .. }
         | Command::Pins { .. }
+        | Command::Approvals { .. }
         | Command::Secret { .. }
         | Command::Keygen
         | Command::ExecUpstream { .. }

@@ -162,6 +162,17 @@ impl Config {
         config.check_auth(&lines)?;
         config.check_limits(&lines)?;
         config.check_hooks(&lines)?;
+        let approved = &config.approvals.tools;
+        if let Some(Err(e)) = approved
+            .iter()
+            .map(|g| globset::Glob::new(g))
+            .find(Result::is_err)
+        {
+            return Err((
+                lines.at(&["approvals", "tools"]),
+                format!("approvals.tools: a glob does not compile: {e}"),
+            ));
+        }
         Ok(config)
     }
 

@@ -4,6 +4,7 @@
 //! an impossible upstream is an error that names the file, the line and the key, and mcpx does not
 //! start: a gateway that silently drops half its servers is worse than one that refuses.
 
+mod approvals;
 mod auth;
 mod cluster;
 mod daemon;
@@ -20,6 +21,7 @@ mod server;
 mod settings;
 mod tasks;
 
+pub use approvals::Approvals;
 pub use auth::{
     state_dir, Alg, Auth, AuthMode, Builtin, CredentialsStore, External, Introspection, Rule,
 };
@@ -83,6 +85,8 @@ pub struct Config {
     pub pins: Pins,
     /// What is done with credentials and personal data in what a model reads.
     pub guardrails: Guardrails,
+    /// The tools whose calls a person approves.
+    pub approvals: Approvals,
 }
 
 /// The default configuration path, if the platform has a configuration directory.

@@ -10,6 +10,9 @@ pub enum CommandError {
     /// mcpx holds no live task of that id.
     #[error("no task {0:?} is held")]
     NoSuchTask(String),
+    /// No call waits for approval under that id (decided already, or never held).
+    #[error("no call waits for approval as {0:?}")]
+    NoSuchApproval(String),
     /// The upstream running the task refused to cancel it, or cannot be reached.
     #[error("{0}")]
     Upstream(String),

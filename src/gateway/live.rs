@@ -113,6 +113,7 @@ impl Gateway {
             unfetched_clients: registry.consents().unfetched(),
             pins: self.pin_reviews(),
             event_subscriptions: self.event_subscriptions.views(),
+            approvals: self.approvals.views(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! negotiated revision), checks the modern envelope, routes through the merged [`Catalog`] to an
 //! upstream or the built-in server, and shapes the result for the client's revision.
 
+mod approvals;
 mod apps;
 mod asking;
 mod bridged_tasks;
@@ -182,6 +183,8 @@ pub struct Gateway {
     guardrails: Arc<crate::guardrails::Guardrails>,
     /// Results cut to their budget, kept whole for their callers ([`kept_results`]).
     kept_results: kept_results::KeptResults,
+    /// Calls waiting for a person's approval ([`approvals`]).
+    approvals: approvals::Approvals,
 }
 
 impl Gateway {
@@ -241,6 +244,7 @@ impl Gateway {
             ),
             guardrails,
             kept_results: Default::default(),
+            approvals: approvals::Approvals::new(&config.approvals),
         })
     }
 
@@ -286,6 +290,7 @@ impl Gateway {
             .map_err(|e| CommandError::InvalidConfig(e.to_string()))?;
         self.limits.reconfigure(&settings.config.limits);
         self.guardrails.reconfigure(&settings.config.guardrails);
+        self.approvals.reconfigure(&settings.config.approvals);
         self.supervisor.reload(&settings).await
     }
 

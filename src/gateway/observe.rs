@@ -184,6 +184,7 @@ impl Observer {
             client: seen.client.as_ref(),
             instance: seen.instance.as_ref(),
             guardrails: seen.guardrails.as_ref(),
+            decided_by: None,
         });
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer
@@ -204,6 +205,7 @@ impl Observer {
                 client: seen.client.as_ref(),
                 instance: None,
                 guardrails: None,
+                decided_by: None,
             });
         }
     }
@@ -283,6 +285,34 @@ impl TaskOrigin {
 }
 
 impl Observer {
+    /// Records the end of `caller`'s call of `tool` held for approval: `approved`, `denied`
+    /// (each `by` whom), `timeout` or `cancelled`.
+    pub(super) fn approval(
+        &self,
+        caller: &crate::access::Identity,
+        tool: &str,
+        outcome: &str,
+        by: &str,
+    ) {
+        if let Some(log) = self.audit.get() {
+            log.record(&Entry {
+                session: 0,
+                method: "approval",
+                name: Some(tool),
+                upstream: None,
+                upstream_name: None,
+                outcome,
+                took: Duration::ZERO,
+                arguments: None,
+                caller: Some(caller),
+                client: None,
+                instance: None,
+                guardrails: None,
+                decided_by: Some(by),
+            });
+        }
+    }
+
     /// Records a task's creation (`created`) or end (`completed`, `failed`, `cancelled`) in
     /// the audit log, when there is one, with how long it lasted.
     pub(super) fn task(&self, origin: &TaskOrigin, outcome: &str) {
@@ -300,6 +330,7 @@ impl Observer {
                 client: None,
                 instance: None,
                 guardrails: None,
+                decided_by: None,
             });
         }
     }

@@ -129,6 +129,7 @@ impl Pinning {
                 client: None,
                 instance: None,
                 guardrails: None,
+                decided_by: None,
             });
         }
         crate::metrics::pin_event(event);

@@ -82,6 +82,12 @@ impl Gateway {
                 Err(refused) => return refused,
             }
         }
+        // Last, as the call will go: a person approves what the hooks let through.
+        if method == Method::ToolsCall && self.approvals.asks_about(&resolved.target.exposed) {
+            if let Err(refused) = Box::pin(self.approved(method, &resolved, ctx)).await {
+                return refused;
+            }
+        }
         let (target, params) = (&resolved.target, resolved.params());
         match method {
             Method::ToolsCall => {

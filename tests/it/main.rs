@@ -7,6 +7,7 @@ mod common;
 
 mod access;
 mod admin;
+mod approvals;
 mod apps;
 mod attach;
 mod auth;

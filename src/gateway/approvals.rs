@@ -1,0 +1,248 @@
+//! `[approvals]`: a call of a tool `tools` names waits, after every other policy
+//! ([`super::policies`]), for a person to approve it where they already look: `mcpx status`,
+//! the console, `mcpx approvals approve|deny ID`. An approval is of one held call, so it is
+//! bound to its caller, its tool and its arguments (their canonical SHA-256 is shown beside
+//! them), and used once: the decision takes the call off the list, and its id then names
+//! nothing. A call not decided within `timeout` is refused, as a denied one is. Only the admin
+//! socket decides (as its owner, and never from one of mcpx's own upstreams); nothing a client
+//! sends, an elicitation's answer included, counts as the person's approval. While it waits,
+//! a caller that gave a `progressToken` hears progress saying so.
+
+use super::policies::Refused;
+use super::results::tool_error;
+use super::target::Resolved;
+use super::{CommandError, Gateway, RequestContext};
+use crate::access::Identity;
+use crate::canonical::{self, Numbers};
+use crate::config::Approvals as Config;
+use crate::json::Member;
+use crate::jsonrpc::{ErrorObject, Notification, INVALID_PARAMS};
+use crate::protocol::{Method, Notice};
+use crate::sync::{lock, read, write};
+use crate::view::ApprovalView;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// How often a waiting caller hears that it still waits.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// The most characters of a call's arguments shown.
+const SHOWN_ARGUMENTS: usize = 400;
+
+/// The calls waiting for approval, and which tools' calls do.
+#[derive(Debug, Default)]
+pub(super) struct Approvals {
+    config: RwLock<(Config, GlobSet)>,
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    caller: Arc<Identity>,
+    tool: String,
+    arguments: Value,
+    sha256: String,
+    since: Instant,
+    until: Instant,
+    decided: async_channel::Sender<Decided>,
+}
+
+/// A person's decision on a held call, and who made it.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// Whether the call may go on.
+    pub approve: bool,
+    /// Who decided (for the audit log).
+    pub by: String,
+}
+
+impl Approvals {
+    /// `[approvals]` as configured.
+    pub(super) fn new(config: &Config) -> Approvals {
+        let approvals = Approvals::default();
+        approvals.reconfigure(config);
+        approvals
+    }
+
+    /// Puts `config` in force (a reload); calls already waiting wait on.
+    pub(super) fn reconfigure(&self, config: &Config) {
+        let mut globs = GlobSetBuilder::new();
+        // Checked when the configuration was read.
+        for glob in config.tools.iter().filter_map(|g| Glob::new(g).ok()) {
+            globs.add(glob);
+        }
+        let globs = globs.build().unwrap_or_else(|_| GlobSet::empty());
+        *write(&self.config) = (config.clone(), globs);
+    }
+
+    /// Whether a call of `tool` (exposed) waits for approval.
+    pub(super) fn asks_about(&self, tool: &str) -> bool {
+        let config = read(&self.config);
+        !config.0.tools.is_empty() && config.1.is_match(tool)
+    }
+
+    /// The calls waiting, oldest first.
+    pub(super) fn views(&self) -> Vec<ApprovalView> {
+        let now = Instant::now();
+        let waiting = lock(&self.waiting);
+        let mut views: Vec<ApprovalView> = waiting
+            .iter()
+            .map(|(id, w)| {
+                let mut arguments = w.arguments.to_string();
+                if let Some((cut, _)) = arguments.char_indices().nth(SHOWN_ARGUMENTS) {
+                    arguments.truncate(cut);
+                    arguments.push('…');
+                }
+                ApprovalView {
+                    id: id.clone(),
+                    caller: caller_name(&w.caller),
+                    tool: w.tool.clone(),
+                    arguments,
+                    arguments_sha256: w.sha256.clone(),
+                    age_ms: now.duration_since(w.since).as_millis() as u64,
+                    ends_in_ms: w.until.saturating_duration_since(now).as_millis() as u64,
+                }
+            })
+            .collect();
+        views.sort_by_key(|v| std::cmp::Reverse(v.age_ms));
+        views
+    }
+}
+
+/// How a caller is named to the person deciding.
+fn caller_name(caller: &Identity) -> String {
+    let audited = caller.audited();
+    let named = audited["sub"].as_str().or(audited["kind"].as_str());
+    named.unwrap_or("someone").to_owned()
+}
+
+impl Gateway {
+    /// Holds `resolved`, a call of `method` by `ctx.caller`, until a person approves it (then
+    /// it goes on), denies it, or `timeout` passes (then its answer is the refusal).
+    pub(super) async fn approved(
+        &self,
+        method: Method,
+        resolved: &Resolved<'_>,
+        ctx: &RequestContext,
+    ) -> Result<(), Refused> {
+        let tool = &resolved.target.exposed;
+        if method != Method::ToolsCall || !self.approvals.asks_about(tool) {
+            return Ok(());
+        }
+        let arguments = resolved.arguments().cloned().unwrap_or(json!({}));
+        let sha256 = canonical::sha256(&arguments, Numbers::Rfc8785);
+        let mut id = [0u8; 9];
+        getrandom::fill(&mut id)
+            .map_err(|e| Err(ErrorObject::new(INVALID_PARAMS, e.to_string())))?;
+        let id = format!("a{}", hex::encode(id));
+        let timeout = read(&self.approvals.config).0.timeout;
+        let (decided, decision) = async_channel::bounded(1);
+        let now = Instant::now();
+        let waiting = Waiting {
+            caller: Arc::clone(&ctx.caller),
+            tool: tool.clone(),
+            arguments,
+            sha256,
+            since: now,
+            until: now + timeout,
+            decided,
+        };
+        lock(&self.approvals.waiting).insert(id.clone(), waiting);
+        self.live.registry().notify_changed();
+        tracing::info!(%id, tool = %tool, "a call waits for approval: mcpx approvals approve {id}");
+        let token = resolved
+            .params
+            .member("_meta")
+            .and_then(|m| m.member("progressToken"));
+        let waited = async {
+            let mut heard = 0u64;
+            loop {
+                if let Some(token) = token {
+                    let message = format!("waiting for approval: mcpx approvals approve {id}");
+                    let params =
+                        json!({"progressToken": token, "progress": heard, "message": message});
+                    let _ = ctx
+                        .outbound
+                        .try_send(Notification::new(Notice::Progress, params));
+                }
+                heard += 1;
+                let next = smol::future::or(async { decision.recv().await.ok() }, async {
+                    crate::deadline::sleep(PROGRESS_EVERY).await;
+                    None
+                });
+                if let Some(decided) = next.await {
+                    return Some(decided);
+                }
+            }
+        };
+        let timed = smol::future::or(async { Some(waited.await) }, async {
+            crate::deadline::sleep(timeout).await;
+            None
+        });
+        // Cancelled by its client, it waits no more, and nobody can approve it.
+        let outcome = ctx.cancel.run(timed).await.flatten().flatten();
+        let held = lock(&self.approvals.waiting).remove(&id);
+        self.live.registry().notify_changed();
+        let (said, by) = match (&outcome, held) {
+            (Some(decided), _) => (
+                if decided.approve {
+                    "approved"
+                } else {
+                    "denied"
+                },
+                decided.by.as_str(),
+            ),
+            (None, Some(_)) => ("timeout", "nobody"),
+            (None, None) => ("cancelled", "nobody"),
+        };
+        self.observer.approval(&ctx.caller, tool, said, by);
+        match outcome {
+            Some(Decided { approve: true, .. }) => Ok(()),
+            Some(Decided { approve: false, by }) => Err(refusal(
+                resolved,
+                format!("Denied by {by}: a person did not approve this call of {tool}"),
+            )),
+            None => Err(refusal(
+                resolved,
+                format!("Not approved within {}: a call of {tool} waits for a person's approval ([approvals] timeout), and none came", humantime::format_duration(timeout)),
+            )),
+        }
+    }
+
+    /// Decides the call waiting as `id`, as `by`: taken off the list (an id is used once).
+    pub fn decide_approval(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+    ) -> Result<String, CommandError> {
+        let held = lock(&self.approvals.waiting).remove(id);
+        let Some(held) = held else {
+            return Err(CommandError::NoSuchApproval(id.to_owned()));
+        };
+        self.live.registry().notify_changed();
+        let decided = Decided {
+            approve,
+            by: by.to_owned(),
+        };
+        // Gone meanwhile (cancelled, timed out): the call is answered already.
+        let _ = held.decided.try_send(decided);
+        let word = if approve { "approved" } else { "denied" };
+        Ok(format!(
+            "{word} {id}: {} of {}",
+            held.tool,
+            caller_name(&held.caller)
+        ))
+    }
+}
+
+/// A refused call's answer saying `why`: a tool error, or an error where a task is expected.
+fn refusal(resolved: &Resolved<'_>, why: String) -> Refused {
+    match resolved.asks_for_task() {
+        false => Ok(tool_error(why)),
+        true => Err(ErrorObject::new(INVALID_PARAMS, why)),
+    }
+}

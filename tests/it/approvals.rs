@@ -1,0 +1,195 @@
+//! `[approvals]`, end to end: a call of a tool it names waits, its caller hearing progress
+//! that says how to approve it, until `mcpx approvals approve|deny ID` (through the admin
+//! socket of the mcpx holding it) decides, or its timeout refuses it; the server is reached
+//! only after an approval, once; an id decided once names nothing, and an approval of one call
+//! does not release another with other arguments.
+
+use crate::common::http::*;
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+
+/// A configuration in `dir` (admin socket and audit log there too) holding calls of the
+/// fixture's `echo` for approval, with `more` under `[approvals]`.
+fn config_in(dir: &Path, more: &str) -> std::path::PathBuf {
+    let path = dir.join("config.toml");
+    let text = format!(
+        "[admin]\nsocket = {:?}\n[audit]\npath = {:?}\nkeyFile = {:?}\n[approvals]\ntools = [\"fixture__*\"]\n{more}\n{}",
+        dir.join("admin.sock").display().to_string(),
+        dir.join("audit.jsonl").display().to_string(),
+        dir.join("audit.key").display().to_string(),
+        fixture_config("")
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `mcpx approvals ARGS` on `config`: whether it succeeded, and what it printed.
+fn approvals(config: &Path, args: &[&str]) -> (bool, String) {
+    let output = Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(config)
+        .arg("approvals")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+/// The id a progress notification of mcpx's names, waiting on `mcpx` for the one for `token`.
+fn waiting_id(mcpx: &mut Serve, token: &str) -> String {
+    loop {
+        let message = mcpx.next();
+        if message["method"] != "notifications/progress"
+            || message["params"]["progressToken"] != token
+        {
+            continue;
+        }
+        let said = message["params"]["message"].as_str().unwrap_or_default();
+        let id = said.rsplit(' ').next().unwrap_or_default();
+        assert!(
+            said.starts_with("waiting for approval") && id.starts_with('a'),
+            "{message}"
+        );
+        return id.to_owned();
+    }
+}
+
+/// The audit log's `approval` lines.
+fn approval_lines(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap_or_default();
+    let lines = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok());
+    lines.filter(|l| l["method"] == "approval").collect()
+}
+
+/// The text of the tool result in `answer`.
+fn said(answer: &Value) -> String {
+    let text = answer["result"]["content"][0]["text"].as_str();
+    text.unwrap_or_default().to_owned()
+}
+
+mod every_revision {
+    mod approvals {
+        use super::super::*;
+
+        /// Two calls wait, their caller told how to approve each; `mcpx approvals` lists both
+        /// with their arguments; approving one releases it alone (the other, with other
+        /// arguments, waits on), and its id then names nothing; denying the other refuses it.
+        /// Each decision is audited with who made it. In both eras.
+        #[test]
+        fn mcpx_approvals_approves_one_call_once_and_denies_another() {
+            for modern_era in [false, true] {
+                let dir = tempfile::tempdir().unwrap();
+                let config = config_in(dir.path(), "");
+                let mut mcpx = Serve::with_config_file(&config);
+                let wrap = |params: Value| match modern_era {
+                    true => modern(params),
+                    false => params,
+                };
+                if !modern_era {
+                    mcpx.initialize("2025-11-25");
+                }
+                let call = |text: &str, token: &str| {
+                    wrap(json!({"name": "fixture__echo", "arguments": {"text": text},
+                        "_meta": {"progressToken": token}}))
+                };
+                mcpx.request(1, "tools/call", call("ship it", "one"));
+                let first = waiting_id(&mut mcpx, "one");
+                mcpx.request(2, "tools/call", call("delete it all", "two"));
+                let second = waiting_id(&mut mcpx, "two");
+                let (ok, listed) = approvals(&config, &[]);
+                assert!(
+                    ok && listed.contains(&first) && listed.contains(&second),
+                    "{listed}"
+                );
+                assert!(
+                    listed.contains("ship it") && listed.contains("fixture__echo"),
+                    "{listed}"
+                );
+                let (ok, text) = approvals(&config, &["approve", &first]);
+                assert!(ok, "{text}");
+                assert_eq!(said(&mcpx.response(1)), "ship it");
+                let (ok, text) = approvals(&config, &["approve", &first]);
+                assert!(!ok && text.contains(&first), "replayed: {text}");
+                let (_, listed) = approvals(&config, &["list"]);
+                assert!(
+                    listed.contains(&second) && !listed.contains(&first),
+                    "{listed}"
+                );
+                let (ok, text) = approvals(&config, &["deny", &second]);
+                assert!(ok, "{text}");
+                let denied = mcpx.response(2);
+                assert_eq!(denied["result"]["isError"], true, "{denied}");
+                assert!(said(&denied).contains("Denied"), "{denied}");
+                let lines = approval_lines(dir.path());
+                let outcomes: Vec<(&Value, &Value)> = lines
+                    .iter()
+                    .map(|l| (&l["outcome"], &l["decidedBy"]))
+                    .collect();
+                let by = json!("the owner (mcpx approvals)");
+                assert_eq!(
+                    outcomes,
+                    [(&json!("approved"), &by), (&json!("denied"), &by)]
+                );
+            }
+        }
+    }
+}
+
+mod v2026_07_28 {
+    mod approvals {
+        use super::super::*;
+
+        /// How many `tools/call`s reached the fixture.
+        fn upstream_saw(daemon: &Daemon) -> f64 {
+            let labels = [("method", "tools/call"), ("upstream", "fixture")];
+            let name = "mcp_client_operation_duration_seconds_count";
+            metric_sample(&daemon.metrics(), name, &labels)
+        }
+
+        /// Over HTTP, the server is reached only once a person approved, and once; a call
+        /// nobody decides is refused at its timeout and never reaches it.
+        #[test]
+        fn the_server_is_reached_once_after_approval_and_never_after_a_timeout() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = config_in(dir.path(), "timeout = \"1s\"");
+            let text = std::fs::read_to_string(&config).unwrap();
+            let daemon = Daemon::start(&text, "metrics = true");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let timed_out = daemon
+                .modern(
+                    1,
+                    "tools/call",
+                    json!({"name": "fixture__echo", "arguments": {"text": "late"}}),
+                )
+                .json();
+            assert!(
+                said(&timed_out).contains("Not approved within 1s"),
+                "{timed_out}"
+            );
+            assert_eq!(upstream_saw(&daemon), 0.0);
+            let config = daemon.config_path().to_owned();
+            std::thread::scope(|scope| {
+                let call = scope.spawn(|| {
+                    let params = json!({"name": "fixture__echo", "arguments": {"text": "now"}});
+                    daemon.modern(2, "tools/call", params).json()
+                });
+                let id = {
+                    let listed = || approvals(&config, &[]).1;
+                    assert!(eventually(|| listed().contains("\"now\"")), "{}", listed());
+                    listed().split_whitespace().next().unwrap().to_owned()
+                };
+                assert_eq!(upstream_saw(&daemon), 0.0);
+                let (ok, text) = approvals(&config, &["approve", &id]);
+                assert!(ok, "{text}");
+                assert_eq!(said(&call.join().unwrap()), "now");
+            });
+            assert_eq!(upstream_saw(&daemon), 1.0);
+        }
+    }
+}
