@@ -4,13 +4,21 @@
 --   BENCH_ERA      modern (default: 2026-07-28, every mirrored header right) or legacy (2025-11-25)
 --   BENCH_SESSION  a legacy session's Mcp-Session-Id (legacy only; none means sessionless)
 --   BENCH_AUTHORIZATION  an Authorization header's value (a bearer token), if any
+--   BENCH_TEXT_BYTES     the echoed text's length (default: "hello"): prose and numbers, as a
+--                        tool's result carries, for what scanning a result costs per KiB
 local method = os.getenv("BENCH_METHOD") or "tools/call"
 local tool = os.getenv("BENCH_TOOL") or "echo"
 local modern = (os.getenv("BENCH_ERA") or "modern") == "modern"
 local session = os.getenv("BENCH_SESSION")
 local fields = {}
+local text = "hello"
+local text_bytes = tonumber(os.getenv("BENCH_TEXT_BYTES") or "")
+if text_bytes then
+  local line = "Order 48213 shipped to warehouse B on 2026-11-30; 17 items, total 1,204.50 EUR. "
+  text = string.rep(line, math.ceil(text_bytes / #line)):sub(1, text_bytes)
+end
 if method == "tools/call" then
-  table.insert(fields, '"name":"' .. tool .. '","arguments":{"text":"hello"}')
+  table.insert(fields, '"name":"' .. tool .. '","arguments":{"text":"' .. text .. '"}')
 end
 wrk.method = "POST"
 local authorization = os.getenv("BENCH_AUTHORIZATION")
