@@ -145,6 +145,34 @@ mod v2026_07_28 {
     mod approvals {
         use super::super::*;
 
+        /// Under tmux: the console's Approvals view shows the waiting call (caller, tool,
+        /// arguments), and `a`, `y` approve it; the call goes on, and the audit log says the
+        /// console decided.
+        #[test]
+        fn the_console_approves_a_call_from_its_approvals_view() {
+            use crate::common::console::{open_console, screen_shows, tmux};
+            let dir = tempfile::tempdir().unwrap();
+            let config = config_in(dir.path(), "");
+            let mut mcpx = Serve::with_config_file(&config);
+            let params = json!({"name": "fixture__echo", "arguments": {"text": "from the console"},
+                "_meta": {"progressToken": "c"}});
+            mcpx.request(1, "tools/call", modern(params));
+            waiting_id(&mut mcpx, "c");
+            let socket = dir.path().join(format!("serve-{}.sock", mcpx.pid()));
+            let name = open_console("approvals", "", &socket, (160, 40));
+            screen_shows(&name, "9 Approvals (1)");
+            tmux(&["send-keys", "-t", &name, "9"]);
+            screen_shows(&name, "from the console");
+            tmux(&["send-keys", "-t", &name, "a"]);
+            screen_shows(&name, "(y/n)");
+            tmux(&["send-keys", "-t", &name, "y"]);
+            screen_shows(&name, "approved");
+            tmux(&["kill-session", "-t", &name]);
+            assert_eq!(said(&mcpx.response(1)), "from the console");
+            let lines = approval_lines(dir.path());
+            assert_eq!(lines[0]["decidedBy"], "the owner (console)", "{lines:?}");
+        }
+
         /// How many `tools/call`s reached the fixture.
         fn upstream_saw(daemon: &Daemon) -> f64 {
             let labels = [("method", "tools/call"), ("upstream", "fixture")];

@@ -27,9 +27,11 @@ enum View {
     Pins,
     /// The webhook subscriptions to event types mcpx delivers.
     Events,
+    /// Calls waiting for the owner's approval (`[approvals]`).
+    Approvals,
 }
 
-const VIEWS: [View; 8] = [
+const VIEWS: [View; 9] = [
     View::Upstreams,
     View::Sessions,
     View::Streams,
@@ -38,6 +40,7 @@ const VIEWS: [View; 8] = [
     View::Consents,
     View::Pins,
     View::Events,
+    View::Approvals,
 ];
 
 impl View {
@@ -51,6 +54,7 @@ impl View {
             View::Consents => "6 Consents",
             View::Pins => "7 Pins",
             View::Events => "8 Events",
+            View::Approvals => "9 Approvals",
         }
     }
 }
@@ -225,7 +229,7 @@ impl App {
             }
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.switch(1),
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => self.switch(VIEWS.len() - 1),
-            KeyCode::Char(c @ '1'..='8') => self.set_view(VIEWS[c as usize - '1' as usize]),
+            KeyCode::Char(c @ '1'..='9') => self.set_view(VIEWS[c as usize - '1' as usize]),
             KeyCode::Enter => self.detail = !self.detail,
             KeyCode::Esc => {
                 self.detail = false;
@@ -237,6 +241,8 @@ impl App {
             }
             KeyCode::Char('c') if self.view == View::Tasks => self.ask_about(View::Tasks),
             KeyCode::Char('c') => self.ask_about(View::Requests),
+            KeyCode::Char('a') if self.view == View::Approvals => self.ask_approval(true),
+            KeyCode::Char('d') if self.view == View::Approvals => self.ask_approval(false),
             KeyCode::Char('d') => self.ask_about(View::Sessions),
             KeyCode::Char('a') if self.view == View::Pins => self.ask_pin(Decision::Approve),
             KeyCode::Char('r') if self.view == View::Pins => self.ask_pin(Decision::Reject),
@@ -323,6 +329,28 @@ impl App {
             item: Some(review.item),
             sha256: review.sha256,
             decision,
+        };
+        self.status = format!("{question}? (y/n)");
+        self.pending = Some(Pending { question, command });
+    }
+
+    /// Prepares the decision on the selected call waiting for approval.
+    fn ask_approval(&mut self, approve: bool) {
+        let row = self.rows().into_iter().nth(self.selected());
+        let waiting = row.and_then(|row| {
+            let approvals = &self.snapshot.as_ref()?.approvals;
+            approvals.get(usize::try_from(row.key).ok()?).cloned()
+        });
+        let Some(waiting) = waiting else {
+            self.status = "nothing selected".into();
+            return;
+        };
+        let verb = if approve { "approve" } else { "deny" };
+        let question = format!("{verb} {}'s call of {}", waiting.caller, waiting.tool);
+        let command = Command::DecideApproval {
+            id: waiting.id,
+            approve,
+            via: "console".into(),
         };
         self.status = format!("{question}? (y/n)");
         self.pending = Some(Pending { question, command });

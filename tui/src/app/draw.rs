@@ -191,6 +191,22 @@ impl App {
                     detail: serde_json::to_string_pretty(e).unwrap_or_default(),
                 })
                 .collect(),
+            View::Approvals => snapshot
+                .approvals
+                .iter()
+                .enumerate()
+                .map(|(i, a)| ViewRow {
+                    key: i as u64,
+                    name: Some(a.id.clone()),
+                    // A caller wrote the arguments: nothing in them may drive the terminal.
+                    cells: [&a.caller, &a.tool, &a.arguments]
+                        .map(|text| mcpx::view::printable(text).into_owned())
+                        .into_iter()
+                        .chain([seconds(a.age_ms), seconds(a.ends_in_ms)])
+                        .collect(),
+                    detail: serde_json::to_string_pretty(a).unwrap_or_default(),
+                })
+                .collect(),
         };
         match &self.filter {
             Some(filter) if !filter.is_empty() => rows
@@ -236,6 +252,7 @@ impl App {
                 View::Consents => s.consents.len(),
                 View::Pins => s.pins.len(),
                 View::Events => s.event_subscriptions.len(),
+                View::Approvals => s.approvals.len(),
             }
         };
         let titles: Vec<String> = VIEWS
@@ -332,6 +349,16 @@ impl App {
                     Constraint::Length(10),
                 ],
             ),
+            View::Approvals => (
+                vec!["CALLER", "TOOL", "ARGUMENTS", "WAITED", "ENDS IN"],
+                vec![
+                    Constraint::Length(14),
+                    Constraint::Length(24),
+                    Constraint::Min(24),
+                    Constraint::Length(8),
+                    Constraint::Length(8),
+                ],
+            ),
             View::Events => (
                 vec!["EVENT", "FOR", "CALLBACK", "SENT", "FAILED", "ENDS IN"],
                 vec![
@@ -407,7 +434,7 @@ impl App {
     }
 }
 
-const HELP: &str = "1-8, Tab, h/l  switch view\n\
+const HELP: &str = "1-9, Tab, h/l  switch view\n\
 j/k, arrows    move\n\
 Enter          detail pane\n\
 /              filter (Enter keeps, Esc clears)\n\
@@ -418,6 +445,7 @@ r              restart the selected upstream\n\
 L              log in to the selected upstream\n\
 a              approve the selected client's consent, or pinned change\n\
 r (Pins)       reject the selected pinned change\n\
+a/d (Approvals) approve or deny the selected call\n\
 q              quit\n\
 (any key closes this help)";
 
