@@ -150,8 +150,9 @@ impl Report {
 /// Where in a value the scanner reads: everything a model would, or a listing's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
-    /// Every string of a result but its `_meta` and binary payloads (`blob`, a content item's
-    /// base64 `data`).
+    /// Every string of a result but its `_meta`, binary payloads (`blob`, a content item's
+    /// base64 `data`) and the protocol's opaque tokens (cursors, task ids, a round's
+    /// `requestState`), which clients hand back and no model reads.
     Result,
     /// A definition's `description`s and `title`s, its schemas' included: its names and URIs
     /// are what clients call it by, and stay.
@@ -183,7 +184,7 @@ fn walk(policy: &Policy, reach: Reach, value: &mut Value, read: bool, report: &m
             let binary = fields.get("mimeType").is_some_and(Value::is_string);
             for (key, field) in fields.iter_mut() {
                 let skipped = match key.as_str() {
-                    "_meta" | "blob" => true,
+                    "_meta" | "blob" | "cursor" | "nextCursor" | "taskId" | "requestState" => true,
                     "data" => binary,
                     _ => false,
                 };
@@ -241,7 +242,8 @@ mod every_revision {
 
         const GITHUB: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
 
-        /// Redacted where a model reads; `_meta`, a blob and an image's data are not read.
+        /// Redacted where a model reads; `_meta`, a blob, an image's data and the protocol's
+        /// opaque tokens are not read.
         #[test]
         fn redaction_masks_every_string_a_model_reads_and_nothing_else() {
             let mut result = json!({
@@ -251,6 +253,8 @@ mod every_revision {
                 ],
                 "structuredContent": {"nested": [format!("{GITHUB}")]},
                 "_meta": {"kept": GITHUB},
+                "cursor": GITHUB,
+                "requestState": GITHUB,
             });
             let mut report = Report::default();
             let redacting = policy(Action::Redact, Action::Log);
@@ -265,6 +269,8 @@ mod every_revision {
                 "[redacted: github-token]"
             );
             assert_eq!(result["_meta"]["kept"], GITHUB);
+            assert_eq!(result["cursor"], GITHUB);
+            assert_eq!(result["requestState"], GITHUB);
             assert!(!report.blocks());
             assert_eq!(
                 report.to_json(),
