@@ -1,6 +1,6 @@
-//! Guardrails: what mcpx does with what a model would read before it reads it. The
-//! [`scan`]ner finds credentials and personal data; [`Guardrails::scan`] masks, withholds or
-//! only counts them as the server's [`Policy`] says, in a result at the gateway's one door and
+//! Guardrails: what mcpx does with what a model would read before it reads it. The scanner
+//! ([`mod@scan`]) finds credentials and personal data; [`fn@scan`] masks, withholds or only
+//! counts them as the server's [`Policy`] says, in a result at the gateway's one door and
 //! in a listing's descriptions as the catalog is built. Outside policies are asked through
 //! [`hooks`]; results over their budget are cut by [`budget`].
 
