@@ -219,6 +219,7 @@ async fn execute(
         Command::Daemon => {
             raise_descriptor_limit();
             gateway.keep_event_subscriptions();
+            gateway.serve_approval_pages();
             let shutdown = Cancel::new();
             let signals = signal_shutdown(Arc::clone(&gateway), shutdown.clone())
                 .map_err(|e| format!("cannot watch for signals: {e}"))?;

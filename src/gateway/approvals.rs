@@ -32,11 +32,33 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// The most characters of a call's arguments shown.
 const SHOWN_ARGUMENTS: usize = 400;
 
+/// Where the daemon serves a waiting call's page, under `[auth] publicUrl`
+/// (`crate::transport::http`'s approval page).
+pub const APPROVAL_PAGE: &str = "/approvals/";
+
+/// Wrong owner secrets a call's page takes before it locks (it is then decided on the host).
+const PAGE_FAILURES: u32 = 5;
+
+/// A waiting call as its approval page shows it.
+#[derive(Debug, Clone)]
+pub struct Approval {
+    /// What `mcpx status` shows of it.
+    pub view: ApprovalView,
+    /// Its arguments, whole, as indented JSON.
+    pub arguments: String,
+    /// Whether its page took too many wrong secrets.
+    pub locked: bool,
+}
+
 /// The calls waiting for approval, and which tools' calls do.
 #[derive(Debug, Default)]
 pub(super) struct Approvals {
     config: RwLock<(Config, GlobSet)>,
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// `{publicUrl}/approvals/`, where a call's page would be.
+    page: Option<String>,
+    /// Whether this process serves those pages (the daemon: [`Gateway::serve_approval_pages`]).
+    serves_pages: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -48,6 +70,8 @@ struct Waiting {
     since: Instant,
     until: Instant,
     decided: async_channel::Sender<Decided>,
+    /// Wrong owner secrets its page took.
+    failures: u32,
 }
 
 /// A person's decision on a held call, and who made it.
@@ -60,9 +84,12 @@ pub struct Decided {
 }
 
 impl Approvals {
-    /// `[approvals]` as configured.
-    pub(super) fn new(config: &Config) -> Approvals {
-        let approvals = Approvals::default();
+    /// `[approvals]` as configured; `page`, where calls' pages are, when they are served.
+    pub(super) fn new(config: &Config, page: Option<String>) -> Approvals {
+        let approvals = Approvals {
+            page,
+            ..Approvals::default()
+        };
         approvals.reconfigure(config);
         approvals
     }
@@ -84,32 +111,49 @@ impl Approvals {
         !config.0.tools.is_empty() && config.1.is_match(tool)
     }
 
+    /// Where calls' pages are, when this process serves them.
+    fn served_page(&self) -> Option<&str> {
+        let served = self.serves_pages.load(std::sync::atomic::Ordering::Acquire);
+        self.page.as_deref().filter(|_| served)
+    }
+
     /// The calls waiting, oldest first.
     pub(super) fn views(&self) -> Vec<ApprovalView> {
-        let now = Instant::now();
         let waiting = lock(&self.waiting);
-        let mut views: Vec<ApprovalView> = waiting
-            .iter()
-            .map(|(id, w)| {
-                let mut arguments = w.arguments.to_string();
-                if let Some((cut, _)) = arguments.char_indices().nth(SHOWN_ARGUMENTS) {
-                    arguments.truncate(cut);
-                    arguments.push('…');
-                }
-                ApprovalView {
-                    id: id.clone(),
-                    caller: caller_name(&w.caller),
-                    tool: w.tool.clone(),
-                    arguments,
-                    arguments_sha256: w.sha256.clone(),
-                    age_ms: now.duration_since(w.since).as_millis() as u64,
-                    ends_in_ms: w.until.saturating_duration_since(now).as_millis() as u64,
-                }
-            })
-            .collect();
+        let mut views: Vec<ApprovalView> = waiting.iter().map(|(id, w)| w.view(id)).collect();
         views.sort_by_key(|v| std::cmp::Reverse(v.age_ms));
         views
     }
+}
+
+impl Waiting {
+    fn view(&self, id: &str) -> ApprovalView {
+        let now = Instant::now();
+        let mut arguments = self.arguments.to_string();
+        if let Some((cut, _)) = arguments.char_indices().nth(SHOWN_ARGUMENTS) {
+            arguments.truncate(cut);
+            arguments.push('…');
+        }
+        ApprovalView {
+            id: id.to_owned(),
+            caller: caller_name(&self.caller),
+            tool: self.tool.clone(),
+            arguments,
+            arguments_sha256: self.sha256.clone(),
+            age_ms: now.duration_since(self.since).as_millis() as u64,
+            ends_in_ms: self.until.saturating_duration_since(now).as_millis() as u64,
+        }
+    }
+}
+
+/// Where calls' pages are (`{publicUrl}/approvals/`): served by the daemon's built-in
+/// authorization server, with an owner secret to decide by; none otherwise.
+pub(super) fn page_of(config: &crate::config::Config) -> Option<String> {
+    let auth = &config.auth;
+    let served =
+        auth.mode == crate::config::AuthMode::Builtin && auth.builtin.owner_secret.is_some();
+    let public = auth.public_url.as_deref().filter(|_| served)?;
+    Some(format!("{}{APPROVAL_PAGE}", public.trim_end_matches('/')))
 }
 
 /// How a caller is named to the person deciding.
@@ -149,6 +193,7 @@ impl Gateway {
             since: now,
             until: now + timeout,
             decided,
+            failures: 0,
         };
         lock(&self.approvals.waiting).insert(id.clone(), waiting);
         self.live.registry().notify_changed();
@@ -161,7 +206,10 @@ impl Gateway {
             let mut heard = 0u64;
             loop {
                 if let Some(token) = token {
-                    let message = format!("waiting for approval: mcpx approvals approve {id}");
+                    let mut message = format!("waiting for approval: mcpx approvals approve {id}");
+                    if let Some(page) = self.approvals.served_page() {
+                        message.push_str(&format!(" on the host, or {page}{id}"));
+                    }
                     let params =
                         json!({"progressToken": token, "progress": heard, "message": message});
                     let _ = ctx
@@ -209,6 +257,33 @@ impl Gateway {
                 resolved,
                 format!("Not approved within {}: a call of {tool} waits for a person's approval ([approvals] timeout), and none came", humantime::format_duration(timeout)),
             )),
+        }
+    }
+
+    /// Tells callers of the pages this process serves (the daemon, whose HTTP door has them).
+    pub fn serve_approval_pages(&self) {
+        let serves = &self.approvals.serves_pages;
+        serves.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The call waiting as `id`, as its page shows it.
+    pub fn approval(&self, id: &str) -> Option<Approval> {
+        let waiting = lock(&self.approvals.waiting);
+        let held = waiting.get(id)?;
+        Some(Approval {
+            view: held.view(id),
+            arguments: serde_json::to_string_pretty(&held.arguments).unwrap_or_default(),
+            locked: held.failures >= PAGE_FAILURES,
+        })
+    }
+
+    /// Counts a wrong owner secret on the page of the call waiting as `id`.
+    pub fn approval_secret_failed(&self, id: &str) {
+        if let Some(held) = lock(&self.approvals.waiting).get_mut(id) {
+            held.failures += 1;
+            if held.failures == PAGE_FAILURES {
+                tracing::warn!(%id, "a call's approval page locked after wrong owner secrets: decide it on the host");
+            }
         }
     }
 

@@ -68,6 +68,7 @@ mod upstreams;
 mod uri_template;
 mod webhooks;
 
+pub use approvals::{Approval, APPROVAL_PAGE};
 pub use catalog::{Catalog, Listing};
 pub use client::{Client, Listen};
 pub use command_error::CommandError;
@@ -244,7 +245,7 @@ impl Gateway {
             ),
             guardrails,
             kept_results: Default::default(),
-            approvals: approvals::Approvals::new(&config.approvals),
+            approvals: approvals::Approvals::new(&config.approvals, approvals::page_of(config)),
         })
     }
 

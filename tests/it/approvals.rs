@@ -49,7 +49,8 @@ fn waiting_id(mcpx: &mut Serve, token: &str) -> String {
             continue;
         }
         let said = message["params"]["message"].as_str().unwrap_or_default();
-        let id = said.rsplit(' ').next().unwrap_or_default();
+        let after = said.split_once("approve ").map_or("", |(_, after)| after);
+        let id = after.split(' ').next().unwrap_or_default();
         assert!(
             said.starts_with("waiting for approval") && id.starts_with('a'),
             "{message}"
@@ -171,6 +172,62 @@ mod v2026_07_28 {
             assert_eq!(said(&mcpx.response(1)), "from the console");
             let lines = approval_lines(dir.path());
             assert_eq!(lines[0]["decidedBy"], "the owner (console)", "{lines:?}");
+        }
+
+        /// With the built-in authorization server, the caller is told the call's page too; the
+        /// page shows the call and takes the owner secret only: a wrong one decides nothing,
+        /// five lock the page (the host still decides), an unknown id is a 404; the right one
+        /// approves. The page is never framed or cached.
+        #[test]
+        fn the_approval_page_takes_the_owner_secret_and_locks_after_wrong_ones() {
+            use crate::authserver::{Builtin, OWNER_SECRET};
+            let b = Builtin::start("[approvals]\ntools = [\"fixture__*\"]");
+            assert!(b.d.upstreams_ready(), "{}", b.d.stderr());
+            let mut mcpx = Serve::attached(b.d.config_path());
+            let call = |text: &str, token: &str| {
+                modern(json!({"name": "fixture__echo", "arguments": {"text": text},
+                    "_meta": {"progressToken": token}}))
+            };
+            mcpx.request(1, "tools/call", call("<b>ship</b> it", "one"));
+            let id = waiting_id(&mut mcpx, "one");
+            let page = format!("/approvals/{id}");
+            let shown = b.get(&page);
+            assert_eq!(shown.status, 200, "{}", shown.text());
+            assert!(shown.text().contains("fixture__echo"), "{}", shown.text());
+            assert!(
+                shown.text().contains("&lt;b&gt;ship&lt;/b&gt; it"),
+                "{}",
+                shown.text()
+            );
+            assert_eq!(shown.header("x-frame-options"), Some("DENY"));
+            assert_eq!(shown.header("cache-control"), Some("no-store"));
+            assert_eq!(b.get("/approvals/a00").status, 404);
+            let decide = |secret: &str, decision: &str| {
+                let fields = [("secret", secret), ("decision", decision)];
+                b.post_form(&page, &fields, "")
+            };
+            assert_eq!(decide("guess", "approve").status, 403);
+            assert!(b.get(&page).status == 200, "a wrong secret decided nothing");
+            assert_eq!(decide(OWNER_SECRET, "approve").status, 200);
+            assert_eq!(said(&mcpx.response(1)), "<b>ship</b> it");
+            assert_eq!(b.get(&page).status, 404, "an id is used once");
+            mcpx.request(2, "tools/call", call("again", "two"));
+            let second = waiting_id(&mut mcpx, "two");
+            let page = format!("/approvals/{second}");
+            for _ in 0..5 {
+                let fields = [("secret", "guess"), ("decision", "approve")];
+                assert_eq!(b.post_form(&page, &fields, "").status, 403);
+            }
+            let fields = [("secret", OWNER_SECRET), ("decision", "approve")];
+            let locked = b.post_form(&page, &fields, "");
+            assert!(
+                locked.status == 403 && locked.text().contains("on the host"),
+                "{}",
+                locked.text()
+            );
+            let (ok, text) = approvals(b.d.config_path(), &["deny", &second]);
+            assert!(ok, "{text}");
+            assert!(said(&mcpx.response(2)).contains("Denied"));
         }
 
         /// How many `tools/call`s reached the fixture.

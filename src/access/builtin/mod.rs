@@ -148,6 +148,17 @@ impl AuthServer {
         })
     }
 
+    /// Whether an owner secret is configured: what the approval page needs.
+    pub fn has_owner_secret(&self) -> bool {
+        self.owner_secret.is_some()
+    }
+
+    /// Whether `presented` is the owner secret (compared in constant time).
+    pub fn is_owner_secret(&self, presented: &str) -> bool {
+        let secret = self.owner_secret.as_deref();
+        secret.is_some_and(|secret| crate::access::same_secret(presented, secret))
+    }
+
     /// Whether `path` is one of the server's.
     pub fn serves(path: &str) -> bool {
         Endpoint::of(path).is_some()

@@ -9,6 +9,7 @@
 //! cancellation: hyper keeps reading while it answers, notices the client closing, and drops the
 //! request's exchange, whose guard cancels it ([`exchange`]).
 
+mod approval_page;
 mod cors;
 mod endpoints;
 mod exchange;
@@ -377,6 +378,13 @@ impl FrontDoor {
         }
         if path.starts_with(event_relay::PATH) {
             return Box::pin(self.relayed_webhook(request)).await;
+        }
+        if path.starts_with(crate::gateway::APPROVAL_PAGE) {
+            let server = self.options.gate.authorization_server();
+            return match server.filter(|s| s.has_owner_secret()) {
+                Some(server) => Box::pin(self.approval_page(server, request)).await,
+                None => plain(StatusCode::NOT_FOUND, NOT_MCP),
+            };
         }
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
