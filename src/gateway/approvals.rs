@@ -10,14 +10,14 @@
 
 use super::policies::Refused;
 use super::results::tool_error;
-use super::target::Resolved;
+use super::target::{Resolved, Target};
 use super::{CommandError, Gateway, RequestContext};
 use crate::access::Identity;
 use crate::canonical::{self, Numbers};
 use crate::config::Approvals as Config;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Notification, INVALID_PARAMS};
-use crate::protocol::{Method, Notice};
+use crate::protocol::Notice;
 use crate::sync::{lock, read, write};
 use crate::view::ApprovalView;
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -164,19 +164,18 @@ fn caller_name(caller: &Identity) -> String {
 }
 
 impl Gateway {
-    /// Holds `resolved`, a call of `method` by `ctx.caller`, until a person approves it (then
-    /// it goes on), denies it, or `timeout` passes (then its answer is the refusal).
+    /// Holds a call of `target` with `params` by `ctx.caller` until a person approves it (then
+    /// it goes on), denies it, or `timeout` passes (then its answer is the refusal); `tell` is
+    /// told, now and every [`PROGRESS_EVERY`], what it waits for.
     pub(super) async fn approved(
         &self,
-        method: Method,
-        resolved: &Resolved<'_>,
+        target: &Target,
+        params: &Value,
         ctx: &RequestContext,
+        tell: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<(), Refused> {
-        let tool = &resolved.target.exposed;
-        if method != Method::ToolsCall || !self.approvals.asks_about(tool) {
-            return Ok(());
-        }
-        let arguments = resolved.arguments().cloned().unwrap_or(json!({}));
+        let tool = &target.exposed;
+        let arguments = params.member("arguments").cloned().unwrap_or(json!({}));
         let sha256 = canonical::sha256(&arguments, Numbers::Rfc8785);
         let mut id = [0u8; 9];
         getrandom::fill(&mut id)
@@ -198,25 +197,13 @@ impl Gateway {
         lock(&self.approvals.waiting).insert(id.clone(), waiting);
         self.live.registry().notify_changed();
         tracing::info!(%id, tool = %tool, "a call waits for approval: mcpx approvals approve {id}");
-        let token = resolved
-            .params
-            .member("_meta")
-            .and_then(|m| m.member("progressToken"));
+        let mut message = format!("waiting for approval: mcpx approvals approve {id}");
+        if let Some(page) = self.approvals.served_page() {
+            message.push_str(&format!(" on the host, or {page}{id}"));
+        }
         let waited = async {
-            let mut heard = 0u64;
             loop {
-                if let Some(token) = token {
-                    let mut message = format!("waiting for approval: mcpx approvals approve {id}");
-                    if let Some(page) = self.approvals.served_page() {
-                        message.push_str(&format!(" on the host, or {page}{id}"));
-                    }
-                    let params =
-                        json!({"progressToken": token, "progress": heard, "message": message});
-                    let _ = ctx
-                        .outbound
-                        .try_send(Notification::new(Notice::Progress, params));
-                }
-                heard += 1;
+                tell(&message);
                 let next = smol::future::or(async { decision.recv().await.ok() }, async {
                     crate::deadline::sleep(PROGRESS_EVERY).await;
                     None
@@ -247,14 +234,15 @@ impl Gateway {
             (None, None) => ("cancelled", "nobody"),
         };
         self.observer.approval(&ctx.caller, tool, said, by);
+        let asks_for_task = params.member("task").is_some();
         match outcome {
             Some(Decided { approve: true, .. }) => Ok(()),
             Some(Decided { approve: false, by }) => Err(refusal(
-                resolved,
+                asks_for_task,
                 format!("Denied by {by}: a person did not approve this call of {tool}"),
             )),
             None => Err(refusal(
-                resolved,
+                asks_for_task,
                 format!("Not approved within {}: a call of {tool} waits for a person's approval ([approvals] timeout), and none came", humantime::format_duration(timeout)),
             )),
         }
@@ -287,6 +275,30 @@ impl Gateway {
         }
     }
 
+    /// Holds `resolved`, a direct call, for approval ([`Gateway::approved`]); its caller hears
+    /// progress while it waits, if it gave a `progressToken`.
+    pub(super) async fn approved_call(
+        &self,
+        resolved: &Resolved<'_>,
+        ctx: &RequestContext,
+    ) -> Result<(), Refused> {
+        let token = resolved
+            .params
+            .member("_meta")
+            .and_then(|m| m.member("progressToken"));
+        let heard = std::sync::atomic::AtomicU64::new(0);
+        let tell = |message: &str| {
+            let Some(token) = token else { return };
+            let progress = heard.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let params = json!({"progressToken": token, "progress": progress, "message": message});
+            let _ = ctx
+                .outbound
+                .try_send(Notification::new(Notice::Progress, params));
+        };
+        let params = resolved.params.as_ref();
+        self.approved(&resolved.target, params, ctx, &tell).await
+    }
+
     /// Decides the call waiting as `id`, as `by`: taken off the list (an id is used once).
     pub fn decide_approval(
         &self,
@@ -314,9 +326,10 @@ impl Gateway {
     }
 }
 
-/// A refused call's answer saying `why`: a tool error, or an error where a task is expected.
-fn refusal(resolved: &Resolved<'_>, why: String) -> Refused {
-    match resolved.asks_for_task() {
+/// A refused call's answer saying `why`: a tool error, or an error where a client expects a
+/// task (`params.task`) and the call is not one yet.
+fn refusal(asks_for_task: bool, why: String) -> Refused {
+    match asks_for_task {
         false => Ok(tool_error(why)),
         true => Err(ErrorObject::new(INVALID_PARAMS, why)),
     }

@@ -83,21 +83,29 @@ impl Gateway {
             }
         }
         // Last, as the call will go: a person approves what the hooks let through.
-        if method == Method::ToolsCall && self.approvals.asks_about(&resolved.target.exposed) {
-            if let Err(refused) = Box::pin(self.approved(method, &resolved, ctx)).await {
-                return refused;
-            }
-        }
+        let approval =
+            method == Method::ToolsCall && self.approvals.asks_about(&resolved.target.exposed);
         let (target, params) = (&resolved.target, resolved.params());
         match method {
             Method::ToolsCall => {
                 self.handshake_first(target.owner, &ctx.caller).await;
                 match self.promotes(incoming, &resolved)? {
+                    // A call that is a task waits for its approval as one: its client is
+                    // answered with the task at once, not held.
                     Some(promotion) => {
+                        let promotion = promotion.approved_first(approval);
                         self.call_promoting(incoming, target, params, promotion)
                             .await
                     }
-                    None => self.call_named(incoming, target, params).await,
+                    None => {
+                        if approval {
+                            let approved = self.approved_call(&resolved, ctx);
+                            if let Err(refused) = Box::pin(approved).await {
+                                return refused;
+                            }
+                        }
+                        self.call_named(incoming, target, params).await
+                    }
                 }
             }
             Method::PromptsGet => self.call_named(incoming, target, params).await,
@@ -341,6 +349,7 @@ impl Gateway {
             after,
             server: upstream.name.clone(),
             bridged: bridged.map(|(route, _)| Bridge::new(route.clone(), Era::Legacy)),
+            approval: false,
         }))
     }
 
@@ -373,6 +382,7 @@ impl Gateway {
                 server: upstream.name.clone(),
                 // An extension server's own task, where it makes one.
                 bridged: runs.map(|era| Bridge::new(route.clone(), era)),
+                approval: false,
             })),
         }
     }

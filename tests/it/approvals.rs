@@ -146,6 +146,88 @@ mod v2026_07_28 {
     mod approvals {
         use super::super::*;
 
+        /// A call that is a task (a 2026-07-28 client declaring the Tasks extension, a
+        /// 2025-11-25 client asking for one) waits for approval as a task: the client has the
+        /// task at once, its status says what it waits for and how to approve it; approved, it
+        /// runs and ends with its result; denied, it ends refused.
+        #[test]
+        fn a_call_that_is_a_task_waits_for_approval_as_one() {
+            const TASKS: &str = "io.modelcontextprotocol/tasks";
+            for modern_era in [true, false] {
+                let dir = tempfile::tempdir().unwrap();
+                let config = config_in(dir.path(), "");
+                let mut mcpx = Serve::with_config_file(&config);
+                let wrap = |mut params: Value| match modern_era {
+                    true => {
+                        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                            json!({"extensions": {TASKS: {}}});
+                        modern(params)
+                    }
+                    false => params,
+                };
+                if !modern_era {
+                    mcpx.initialize("2025-11-25");
+                }
+                let mut task_of = |id: i64, text: &str| {
+                    let mut call = json!({"name": "fixture__echo", "arguments": {"text": text}});
+                    if !modern_era {
+                        call["task"] = json!({"ttl": 60_000});
+                    }
+                    let created = mcpx.call(id, "tools/call", wrap(call));
+                    let task = match modern_era {
+                        true => &created["result"]["taskId"],
+                        false => &created["result"]["task"]["taskId"],
+                    };
+                    task.as_str()
+                        .unwrap_or_else(|| panic!("{created}"))
+                        .to_owned()
+                };
+                let (first, second) = (task_of(1, "approved as a task"), task_of(2, "denied"));
+                let status = |mcpx: &mut Serve, id: i64, task: &str| {
+                    let got = mcpx.call(id, "tasks/get", wrap(json!({"taskId": task})));
+                    got["result"].clone()
+                };
+                let mut waiting_for = |task: &str| -> String {
+                    for n in 100.. {
+                        let got = status(&mut mcpx, n, task);
+                        let said = got["statusMessage"].as_str().unwrap_or_default();
+                        if let Some((_, after)) = said.split_once("approvals approve ") {
+                            assert_eq!(got["status"], "working", "{got}");
+                            return after.split(' ').next().unwrap().to_owned();
+                        }
+                        assert!(n < 100 + 200, "{got}");
+                        std::thread::sleep(std::time::Duration::from_millis(25));
+                    }
+                    unreachable!()
+                };
+                let (approve, deny) = (waiting_for(&first), waiting_for(&second));
+                assert!(approvals(&config, &["approve", &approve]).0);
+                assert!(approvals(&config, &["deny", &deny]).0);
+                let ended = |mcpx: &mut Serve, task: &str| -> Value {
+                    match modern_era {
+                        true => {
+                            for n in 300.. {
+                                let got = status(mcpx, n, task);
+                                if got["status"] != "working" {
+                                    return got["result"].clone();
+                                }
+                                std::thread::sleep(std::time::Duration::from_millis(25));
+                            }
+                            unreachable!()
+                        }
+                        false => mcpx.call(400, "tasks/result", json!({"taskId": task}))["result"]
+                            .clone(),
+                    }
+                };
+                let done = ended(&mut mcpx, &first);
+                assert_eq!(done["content"][0]["text"], "approved as a task", "{done}");
+                let refused = ended(&mut mcpx, &second);
+                assert_eq!(refused["isError"], true, "{refused}");
+                let text = refused["content"][0]["text"].as_str().unwrap_or_default();
+                assert!(text.contains("Denied"), "{refused}");
+            }
+        }
+
         /// Under tmux: the console's Approvals view shows the waiting call (caller, tool,
         /// arguments), and `a`, `y` approve it; the call goes on, and the audit log says the
         /// console decided.

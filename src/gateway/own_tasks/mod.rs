@@ -332,6 +332,11 @@ impl OwnTask {
         lock(&self.state).progress = Some(noted);
     }
 
+    /// What the task says it is doing (its `statusMessage`), until its next progress.
+    pub(super) fn says(&self, said: &str) {
+        lock(&self.state).progress = Some(said.to_owned());
+    }
+
     /// The call asks a round of questions: the task waits for their answers.
     fn ask(&self, questions: &Value) {
         let mut state = lock(&self.state);

@@ -23,6 +23,23 @@ pub(in crate::gateway) struct Promotion {
     pub after: Duration,
     pub server: String,
     pub bridged: Option<Bridge>,
+    /// Whether its call waits for a person's approval first (`[approvals]`): as the task's, so
+    /// the task is made at once and shows what it waits for.
+    pub approval: bool,
+}
+
+impl Promotion {
+    /// This promotion, its call waiting for approval first where `approval` says so.
+    pub(in crate::gateway) fn approved_first(self, approval: bool) -> Promotion {
+        match approval {
+            true => Promotion {
+                after: Duration::ZERO,
+                approval,
+                ..self
+            },
+            false => self,
+        }
+    }
 }
 
 /// Whether a call's result is a round of questions rather than its end.
@@ -51,6 +68,7 @@ impl Gateway {
             after: promote_after,
             server,
             bridged,
+            approval,
         } = promotion;
         let Some(gateway) = self.me.upgrade() else {
             return Err(ErrorObject::new(INTERNAL_ERROR, "mcpx is stopping"));
@@ -98,8 +116,14 @@ impl Gateway {
         };
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
-        let round =
-            Arc::clone(&gateway).round(client, target, &task, params.clone(), revision, ctx);
+        let round = Arc::clone(&gateway).round(
+            client,
+            target,
+            &task,
+            (params.clone(), approval),
+            revision,
+            ctx,
+        );
         let mut first = Unpromoted {
             gateway: Arc::clone(&gateway),
             number,
@@ -171,16 +195,19 @@ impl Gateway {
         Ok(created)
     }
 
-    /// One round of a task's call, under the task's cancellation.
+    /// One round of a task's call, under the task's cancellation; the first waits for a
+    /// person's approval before it calls, where `approval` says so, the task saying so
+    /// meanwhile (its `statusMessage`).
     fn round(
         self: Arc<Self>,
         client: &Arc<Client>,
         target: &Target,
-        task: &OwnTask,
-        params: Value,
+        task: &Arc<OwnTask>,
+        (params, approval): (Value, bool),
         revision: Revision,
         ctx: &RequestContext,
     ) -> impl std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static {
+        let told = Arc::clone(task);
         let client = Arc::clone(client);
         let target = target.clone();
         let bridge = task.bridge.clone();
@@ -197,6 +224,13 @@ impl Gateway {
             guardrails: Default::default(),
         };
         async move {
+            if approval {
+                let tell = |said: &str| told.says(said);
+                let approved = self.approved(&target, &params, &context, &tell);
+                if let Err(refused) = Box::pin(approved).await {
+                    return refused;
+                }
+            }
             if let Some(bridge) = &bridge {
                 // Minds the task's cancellation itself: the server's task must be made to be
                 // cancelled.
@@ -253,7 +287,8 @@ impl Gateway {
             if let Some(state) = questions.member("requestState") {
                 retry["requestState"] = state.clone();
             }
-            let round = Arc::clone(self).round(client, target, task, retry, revision, &background);
+            let round =
+                Arc::clone(self).round(client, target, task, (retry, false), revision, &background);
             outcome = round.await;
         }
         outcome
