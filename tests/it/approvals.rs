@@ -201,6 +201,15 @@ mod v2026_07_28 {
                     unreachable!()
                 };
                 let (approve, deny) = (waiting_for(&first), waiting_for(&second));
+                if modern_era {
+                    // The attacker's try: the client answers for the person. It is no answer.
+                    let answers = json!({"taskId": first, "inputResponses": {"approve": {"action": "accept"}}});
+                    let _ = mcpx.call(90, "tasks/update", wrap(answers));
+                    let got = status(&mut mcpx, 91, &first);
+                    assert_eq!(got["status"], "working", "{got}");
+                    let listed = approvals(&config, &[]).1;
+                    assert!(listed.contains(&approve), "{listed}");
+                }
                 assert!(approvals(&config, &["approve", &approve]).0);
                 assert!(approvals(&config, &["deny", &deny]).0);
                 let ended = |mcpx: &mut Serve, task: &str| -> Value {

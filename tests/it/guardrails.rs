@@ -328,6 +328,11 @@ mod every_revision {
                 );
                 let calls = audited(&audit, "tools/call", 2);
                 assert!(calls[0]["guardrails"][0]["action"] == "block", "{calls:?}");
+                let audit_text = std::fs::read_to_string(&audit).unwrap();
+                assert_eq!(shown_in(&audit_text), Vec::<String>::new());
+                mcpx.close_stdin();
+                mcpx.wait(PATIENCE);
+                assert_eq!(shown_in(&mcpx.stderr()), Vec::<String>::new());
             }
         }
     }
