@@ -68,12 +68,6 @@ fn approval_lines(dir: &Path) -> Vec<Value> {
     lines.filter(|l| l["method"] == "approval").collect()
 }
 
-/// The text of the tool result in `answer`.
-fn said(answer: &Value) -> String {
-    let text = answer["result"]["content"][0]["text"].as_str();
-    text.unwrap_or_default().to_owned()
-}
-
 mod every_revision {
     mod approvals {
         use super::super::*;
@@ -114,7 +108,7 @@ mod every_revision {
                 );
                 let (ok, text) = approvals(&config, &["approve", &first]);
                 assert!(ok, "{text}");
-                assert_eq!(said(&mcpx.response(1)), "ship it");
+                assert_eq!(tool_text(&mcpx.response(1)), "ship it");
                 let (ok, text) = approvals(&config, &["approve", &first]);
                 assert!(!ok && text.contains(&first), "replayed: {text}");
                 let (_, listed) = approvals(&config, &["list"]);
@@ -126,7 +120,7 @@ mod every_revision {
                 assert!(ok, "{text}");
                 let denied = mcpx.response(2);
                 assert_eq!(denied["result"]["isError"], true, "{denied}");
-                assert!(said(&denied).contains("Denied"), "{denied}");
+                assert!(tool_text(&denied).contains("Denied"), "{denied}");
                 let lines = approval_lines(dir.path());
                 let outcomes: Vec<(&Value, &Value)> = lines
                     .iter()
@@ -260,7 +254,7 @@ mod v2026_07_28 {
             tmux(&["send-keys", "-t", &name, "y"]);
             screen_shows(&name, "approved");
             tmux(&["kill-session", "-t", &name]);
-            assert_eq!(said(&mcpx.response(1)), "from the console");
+            assert_eq!(tool_text(&mcpx.response(1)), "from the console");
             let lines = approval_lines(dir.path());
             assert_eq!(lines[0]["decidedBy"], "the owner (console)", "{lines:?}");
         }
@@ -300,7 +294,7 @@ mod v2026_07_28 {
             assert_eq!(decide("guess", "approve").status, 403);
             assert!(b.get(&page).status == 200, "a wrong secret decided nothing");
             assert_eq!(decide(OWNER_SECRET, "approve").status, 200);
-            assert_eq!(said(&mcpx.response(1)), "<b>ship</b> it");
+            assert_eq!(tool_text(&mcpx.response(1)), "<b>ship</b> it");
             assert_eq!(b.get(&page).status, 404, "an id is used once");
             mcpx.request(2, "tools/call", call("again", "two"));
             let second = waiting_id(&mut mcpx, "two");
@@ -318,14 +312,7 @@ mod v2026_07_28 {
             );
             let (ok, text) = approvals(b.d.config_path(), &["deny", &second]);
             assert!(ok, "{text}");
-            assert!(said(&mcpx.response(2)).contains("Denied"));
-        }
-
-        /// How many `tools/call`s reached the fixture.
-        fn upstream_saw(daemon: &Daemon) -> f64 {
-            let labels = [("method", "tools/call"), ("upstream", "fixture")];
-            let name = "mcp_client_operation_duration_seconds_count";
-            metric_sample(&daemon.metrics(), name, &labels)
+            assert!(tool_text(&mcpx.response(2)).contains("Denied"));
         }
 
         /// Over HTTP, the server is reached only once a person approved, and once; a call
@@ -345,10 +332,10 @@ mod v2026_07_28 {
                 )
                 .json();
             assert!(
-                said(&timed_out).contains("Not approved within 1s"),
+                tool_text(&timed_out).contains("Not approved within 1s"),
                 "{timed_out}"
             );
-            assert_eq!(upstream_saw(&daemon), 0.0);
+            assert_eq!(fixture_calls(&daemon), 0.0);
             let config = daemon.config_path().to_owned();
             std::thread::scope(|scope| {
                 let call = scope.spawn(|| {
@@ -360,12 +347,12 @@ mod v2026_07_28 {
                     assert!(eventually(|| listed().contains("\"now\"")), "{}", listed());
                     listed().split_whitespace().next().unwrap().to_owned()
                 };
-                assert_eq!(upstream_saw(&daemon), 0.0);
+                assert_eq!(fixture_calls(&daemon), 0.0);
                 let (ok, text) = approvals(&config, &["approve", &id]);
                 assert!(ok, "{text}");
-                assert_eq!(said(&call.join().unwrap()), "now");
+                assert_eq!(tool_text(&call.join().unwrap()), "now");
             });
-            assert_eq!(upstream_saw(&daemon), 1.0);
+            assert_eq!(fixture_calls(&daemon), 1.0);
         }
     }
 }

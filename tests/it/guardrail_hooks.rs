@@ -52,19 +52,6 @@ fn asked(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The text of a tool result in `answer`.
-fn said(answer: &Value) -> String {
-    let text = answer["result"]["content"][0]["text"].as_str();
-    text.unwrap_or_default().to_owned()
-}
-
-/// How many `tools/call`s reached the fixture, by the daemon's metrics.
-fn upstream_saw(daemon: &Daemon) -> f64 {
-    let labels = [("method", "tools/call"), ("upstream", "fixture")];
-    let name = "mcp_client_operation_duration_seconds_count";
-    metric_sample(&daemon.metrics(), name, &labels)
-}
-
 mod v2026_07_28 {
     mod guardrails {
         use super::super::*;
@@ -87,21 +74,27 @@ mod v2026_07_28 {
             };
             let denied = echo(1, "deny me");
             assert_eq!(denied["result"]["isError"], true, "{denied}");
-            assert!(said(&denied).contains("echo may not say that"), "{denied}");
-            assert_eq!(upstream_saw(&daemon), 0.0);
+            assert!(
+                tool_text(&denied).contains("echo may not say that"),
+                "{denied}"
+            );
+            assert_eq!(fixture_calls(&daemon), 0.0);
             let own_error = echo(2, "mcp error");
             assert_eq!(own_error["error"]["code"], -32001, "{own_error}");
             assert_eq!(own_error["error"]["message"], "policy says no");
-            assert_eq!(said(&echo(3, "rewrite me")), "rewritten by policy");
-            assert_eq!(said(&echo(4, "replace my result")), "replaced by policy");
+            assert_eq!(tool_text(&echo(3, "rewrite me")), "rewritten by policy");
+            assert_eq!(
+                tool_text(&echo(4, "replace my result")),
+                "replaced by policy"
+            );
             let withheld = echo(5, "withhold my result");
             assert_eq!(withheld["result"]["isError"], true, "{withheld}");
             assert!(
-                said(&withheld).contains("this result stays here"),
+                tool_text(&withheld).contains("this result stays here"),
                 "{withheld}"
             );
-            assert_eq!(said(&echo(6, "plain")), "plain");
-            assert_eq!(upstream_saw(&daemon), 4.0);
+            assert_eq!(tool_text(&echo(6, "plain")), "plain");
+            assert_eq!(fixture_calls(&daemon), 4.0);
             let messages = asked(&log);
             let first = &messages[0];
             assert_eq!(first["serviceName"], "fixture", "{first}");
@@ -133,15 +126,18 @@ mod v2026_07_28 {
                 let params = json!({"name": "fixture__echo", "arguments": {"text": "slow"}});
                 let answer = mcpx.call(1, "tools/call", modern(params));
                 match goes_on {
-                    true => assert_eq!(said(&answer), "slow", "{answer}"),
+                    true => assert_eq!(tool_text(&answer), "slow", "{answer}"),
                     false => {
                         assert_eq!(answer["result"]["isError"], true, "{answer}");
-                        assert!(said(&answer).contains("could not be asked"), "{answer}");
+                        assert!(
+                            tool_text(&answer).contains("could not be asked"),
+                            "{answer}"
+                        );
                     }
                 }
                 let params = json!({"name": "fixture__echo", "arguments": {"text": "rewrite me"}});
                 let next = mcpx.call(2, "tools/call", modern(params));
-                assert_eq!(said(&next), "rewritten by policy", "{mode}: {next}");
+                assert_eq!(tool_text(&next), "rewritten by policy", "{mode}: {next}");
             }
         }
     }
@@ -174,10 +170,16 @@ mod every_revision {
                         mcpx.call(id, "tools/call", wrap(params))
                     };
                     let denied = echo(id + 1, "deny me");
-                    assert!(said(&denied).contains("echo may not say that"), "{denied}");
-                    assert_eq!(said(&echo(id + 2, "rewrite me")), "rewritten by policy");
+                    assert!(
+                        tool_text(&denied).contains("echo may not say that"),
+                        "{denied}"
+                    );
+                    assert_eq!(
+                        tool_text(&echo(id + 2, "rewrite me")),
+                        "rewritten by policy"
+                    );
                     let replaced = echo(id + 3, "replace my result");
-                    assert_eq!(said(&replaced), "replaced by policy", "{tool}");
+                    assert_eq!(tool_text(&replaced), "replaced by policy", "{tool}");
                 }
             }
             assert!(asked(&log).len() >= 12);

@@ -22,15 +22,6 @@ fn call(daemon: &Daemon, id: i64, tool: &str, arguments: Value) -> Value {
     daemon.modern(id, "tools/call", params).json()
 }
 
-/// How many `tools/call`s reached the fixture.
-fn upstream_saw(daemon: &Daemon) -> f64 {
-    metric_sample(
-        &daemon.metrics(),
-        "mcp_client_operation_duration_seconds_count",
-        &[("method", "tools/call"), ("upstream", "fixture")],
-    )
-}
-
 /// Whether `response` is mcpx's refusal by `limit`: a tool result with `isError`, naming the
 /// limit and when to retry.
 fn refused_by(response: &Value, limit: &str) -> bool {
@@ -64,7 +55,7 @@ mod every_revision {
             let refused = call(&daemon, 4, "fixture__echo", json!({"text": "4"}));
             assert!(refused_by(&refused, "calls"), "{refused}");
             assert_result("2026-07-28", "tools/call", &refused);
-            assert_eq!(upstream_saw(&daemon), 3.0);
+            assert_eq!(fixture_calls(&daemon), 3.0);
             let text = daemon.metrics();
             let limited = [("limit", "calls")];
             assert_eq!(
@@ -111,7 +102,7 @@ mod every_revision {
                 assert!(other["result"]["content"].is_array(), "{other}");
                 assert!(other["result"]["isError"] != true, "{other}");
             }
-            assert_eq!(upstream_saw(&daemon), 4.0);
+            assert_eq!(fixture_calls(&daemon), 4.0);
         }
 
         #[test]
@@ -135,7 +126,7 @@ mod every_revision {
                 let reply = call(&daemon, id, "fixture__echo", different);
                 assert_eq!(reply["result"]["isError"], false, "{reply}");
             }
-            assert_eq!(upstream_saw(&daemon), 6.0);
+            assert_eq!(fixture_calls(&daemon), 6.0);
             let guarded = [("limit", "loopGuard")];
             assert_eq!(
                 metric_sample(&daemon.metrics(), "mcpx_calls_limited_total", &guarded),

@@ -267,6 +267,14 @@ impl Daemon {
 
 /// The sum of the samples `name` in Prometheus `text` whose labels include every pair of
 /// `labels`; 0 if none.
+/// How many `tools/call`s reached the fixture behind `daemon`, by mcpx's own client-side metric
+/// (metrics on).
+pub fn fixture_calls(daemon: &Daemon) -> f64 {
+    let labels = [("method", "tools/call"), ("upstream", "fixture")];
+    let name = "mcp_client_operation_duration_seconds_count";
+    metric_sample(&daemon.metrics(), name, &labels)
+}
+
 pub fn metric_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     text.lines()
         .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))

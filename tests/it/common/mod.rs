@@ -492,3 +492,9 @@ pub fn assert_error(revision: &str, response: &Value) {
     };
     assert_schema(revision, envelope, response);
 }
+
+/// The text of the first content item of the tool result in `answer` (empty when there is none).
+pub fn tool_text(answer: &Value) -> String {
+    let text = answer["result"]["content"][0]["text"].as_str();
+    text.unwrap_or_default().to_owned()
+}
