@@ -51,6 +51,7 @@ mod pinning;
 mod policies;
 mod profile;
 mod relay;
+mod request_context;
 mod request_state;
 mod results;
 mod rounds;
@@ -75,6 +76,7 @@ pub use command_error::CommandError;
 pub use inbound::{is_legacy_initialize, Inbound, Received};
 pub use live::Live;
 pub use profile::ViewId;
+pub use request_context::RequestContext;
 pub use route::{Owner, Route};
 
 use crate::cancel::Cancel;
@@ -94,55 +96,10 @@ use profile::Profiles;
 use rounds::Rounds;
 use serde_json::{json, Value};
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use subscriptions::HeldSubscriptions;
 use supervision::Supervisor;
-
-/// What a transport gives the core along with each request.
-#[derive(Debug, Clone)]
-pub struct RequestContext {
-    /// Fires when the client cancels the request (or disconnects, where that is cancellation).
-    pub cancel: Cancel,
-    /// Messages that belong to this request: progress, a listen stream's notifications, and
-    /// requests carried to a legacy client on an upstream's behalf.
-    pub outbound: outbox::Sender,
-    /// Counts the progress notifications passed back (the registry shows it).
-    pub progress_seen: Arc<AtomicU64>,
-    /// How long its upstream call may go unanswered, when not the server's `timeout`: a task's
-    /// call runs as long as the task lives.
-    pub timeout: Option<Duration>,
-    /// Who sent it: whose `[limits]` budget its calls spend.
-    pub caller: Arc<crate::access::Identity>,
-    /// What it resolved to ([`target`]), once it has: what it is observed as.
-    target: std::sync::OnceLock<target::Target>,
-    /// The person's own instance of a per-identity server it went to, for its audit line.
-    instance: std::sync::OnceLock<Value>,
-    /// What `[guardrails]` found in its result, for its audit line.
-    guardrails: std::sync::OnceLock<Value>,
-}
-
-impl RequestContext {
-    /// A request cancelled by `cancel`, its own messages on `outbound`, sent by `caller`, with
-    /// its server's `timeout`.
-    pub fn new(
-        cancel: Cancel,
-        outbound: outbox::Sender,
-        caller: Arc<crate::access::Identity>,
-    ) -> RequestContext {
-        RequestContext {
-            cancel,
-            outbound,
-            progress_seen: Arc::default(),
-            timeout: None,
-            caller,
-            target: std::sync::OnceLock::new(),
-            instance: std::sync::OnceLock::new(),
-            guardrails: std::sync::OnceLock::new(),
-        }
-    }
-}
 
 /// The gateway: the upstreams, the merged catalog, the connected clients. It dispatches each
 /// request to the component that answers it.
