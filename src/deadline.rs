@@ -46,7 +46,17 @@ type Key = (Instant, u64);
 
 /// Completes `duration` from now.
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(Instant::now() + duration)
+    sleep_until(after(duration))
+}
+
+/// The instant `duration` from now; a configured duration too long for the clock (`"1000000y"`)
+/// is a century, rather than a panic.
+pub fn after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    let century = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+    now.checked_add(duration)
+        .or_else(|| now.checked_add(century))
+        .unwrap_or(now)
 }
 
 /// Completes at `deadline`.
@@ -193,9 +203,17 @@ impl hyper::rt::Timer for HyperTimer {
 #[cfg(test)]
 mod every_revision {
     mod deadline {
-        use crate::deadline::{sleep, sleep_until, table};
+        use crate::deadline::{after, sleep, sleep_until, table};
         use crate::sync::lock;
         use std::time::{Duration, Instant};
+
+        /// A configured duration too long for the clock is a long wait, not a panic.
+        #[test]
+        fn a_duration_past_the_clocks_end_is_a_century() {
+            let far = after(Duration::MAX);
+            assert!(far > Instant::now() + Duration::from_secs(50 * 365 * 24 * 60 * 60));
+            drop(sleep(Duration::MAX));
+        }
 
         #[test]
         fn sleeps_end_at_their_deadlines_in_order_whatever_order_they_are_armed_in() {

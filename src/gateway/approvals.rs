@@ -190,7 +190,7 @@ impl Gateway {
             arguments,
             sha256,
             since: now,
-            until: now + timeout,
+            until: crate::deadline::after(timeout),
             decided,
             failures: 0,
         };

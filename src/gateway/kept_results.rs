@@ -48,7 +48,7 @@ impl KeptResults {
         let now = Instant::now();
         held.bytes += text.len();
         held.order.push_back(id.clone());
-        let until = now + ttl;
+        let until = crate::deadline::after(ttl);
         held.by_id.insert(
             id.clone(),
             Kept {
