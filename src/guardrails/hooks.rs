@@ -14,15 +14,18 @@
 //! `{"pass": {}}`, `{"mutated": {...}}` (the params or the result to use instead) or
 //! `{"error": {"code": "PERMISSION_DENIED", "reason": "...", "mcpError": {...}}}`.
 //!
-//! A `url` hook gets each message as a `POST`; a `command` hook is one process, kept running
+//! A `url` hook gets each message as a `POST`, on a kept-alive connection where the policy
+//! server keeps it open; a `command` hook is one process, kept running
 //! and asked one message at a time, a line each way (restarted when it exits, or when it
 //! missed a deadline, after which its next line could be a late answer to the wrong call).
 //! Its stderr is dropped. A hook that does not answer in time, or answers what is none of
 //! these, is its `failMode`.
 
 use crate::config::{FailMode, Hook, HookPhase};
+use crate::net::client::Pool;
 use crate::sync::read;
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
 use smol::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use smol::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -41,6 +44,8 @@ pub struct Hooks {
 struct Compiled {
     config: Hook,
     tools: Option<GlobSet>,
+    /// A `url` hook's connections (or why its URL cannot be requested).
+    pool: Option<Result<Pool, String>>,
     /// A `command` hook's process, while it runs.
     process: smol::lock::Mutex<Option<Running>>,
 }
@@ -92,6 +97,11 @@ impl Hooks {
             Arc::new(Compiled {
                 config: hook.clone(),
                 tools: (!hook.tools.is_empty()).then(|| globs(&hook.tools)),
+                pool: hook.url.as_deref().map(|url| {
+                    let uri = url.parse::<http::Uri>();
+                    let uri = uri.map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+                    Ok(Pool::new(uri, http::HeaderMap::new()))
+                }),
                 process: smol::lock::Mutex::new(None),
             })
         });
@@ -187,17 +197,8 @@ impl Compiled {
     /// `message` sent, the answer read.
     async fn send(&self, message: &Value) -> Result<Value, String> {
         let body = message.to_string();
-        let text = match &self.config.url {
-            Some(url) => {
-                let headers = http::HeaderMap::new();
-                let body = Some(("application/json", body));
-                let answer = crate::net::client::fetch(http::Method::POST, url, headers, body);
-                let fetched = answer.await?;
-                if !fetched.status.is_success() {
-                    return Err(format!("it answered {}", fetched.status));
-                }
-                fetched.body.to_vec()
-            }
+        let text = match &self.pool {
+            Some(pool) => post(pool.as_ref().map_err(Clone::clone)?, body).await?,
             None => self.exchange(&body).await?,
         };
         serde_json::from_slice(&text).map_err(|e| format!("its answer is not JSON: {e}"))
@@ -252,6 +253,22 @@ impl Compiled {
             stdin,
             stdout,
         })
+    }
+}
+
+/// `body` POSTed on one of `pool`'s connections: the answer's body, when it is a success.
+async fn post(pool: &Pool, body: String) -> Result<Vec<u8>, String> {
+    let request = pool.build(http::Method::POST, body, http::HeaderMap::new())?;
+    let (mut link, response) = pool.send(request).await?;
+    let (parts, body) = response.into_parts();
+    let read = link.drive(async |_| Limited::new(body, MAX_ANSWER).collect().await);
+    let bytes = read
+        .await
+        .map_err(|e| format!("reading its answer failed: {e}"))?;
+    pool.recycle(link);
+    match parts.status.is_success() {
+        true => Ok(bytes.to_bytes().to_vec()),
+        false => Err(format!("it answered {}", parts.status)),
     }
 }
 

@@ -47,6 +47,9 @@ def judge(message):
 
 
 class Handler(BaseHTTPRequestHandler):
+    # Keeps each connection open for the next message, as a policy server on a hot path would.
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         answer = json.dumps(judge(json.loads(body))).encode()
