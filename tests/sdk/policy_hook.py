@@ -47,8 +47,10 @@ def judge(message):
 
 
 class Handler(BaseHTTPRequestHandler):
-    # Keeps each connection open for the next message, as a policy server on a hot path would.
+    # Keeps each connection open for the next message, as a policy server on a hot path would;
+    # without Nagle, its head and body (two writes) do not wait 40 ms on the client's delayed ACK.
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
