@@ -54,6 +54,11 @@ impl Catalogs {
         }
     }
 
+    /// Audits what the guardrails find in listings to `audit`.
+    pub(super) fn audit_to(&self, audit: &Arc<crate::audit::AuditLog>) {
+        self.guarded.audit_to(audit);
+    }
+
     /// Carries servers' webhook-only event types from the next build on: mcpx relays them.
     pub(super) fn relay_webhooks(&self) {
         self.relays_webhooks.store(true, Ordering::Release);

@@ -3,16 +3,18 @@
 //! is built. A finding is masked under `redact`; under `block` the definition's words are all
 //! masked and its description says it was withheld (its name stays, so it can still be called
 //! and its results are guarded at the door); under `log` it is only told. Each finding is told
-//! once (logged and counted), not at every rebuild.
+//! once (logged, counted, and audited as method `guardrails`), not at every rebuild.
 
 use super::catalog::Listing;
 use super::upstreams::Upstream;
+use crate::audit::{AuditLog, Entry};
 use crate::config::GuardrailAction as Action;
 use crate::guardrails::{self, Guardrails, Reach, Report};
 use crate::sync::lock;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// Scans listings, and remembers what it told.
 #[derive(Debug)]
@@ -20,6 +22,8 @@ pub(super) struct GuardedListings {
     guardrails: Arc<Guardrails>,
     /// `server kind name kinds` of each finding told: told again only when it changes.
     told: Mutex<HashSet<String>>,
+    /// The audit log, once open.
+    audit: OnceLock<Arc<AuditLog>>,
 }
 
 impl GuardedListings {
@@ -27,7 +31,13 @@ impl GuardedListings {
         GuardedListings {
             guardrails,
             told: Mutex::default(),
+            audit: OnceLock::new(),
         }
+    }
+
+    /// Audits what is found from now on to `audit`.
+    pub(super) fn audit_to(&self, audit: &Arc<AuditLog>) {
+        let _ = self.audit.set(Arc::clone(audit));
     }
 
     /// `listing`, `upstream`'s, as its guardrails let it be shown.
@@ -86,5 +96,22 @@ impl GuardedListings {
         }
         report.count();
         tracing::warn!(server, kind, name, %kinds, "[guardrails] found credentials or personal data in a definition");
+        if let Some(audit) = self.audit.get() {
+            audit.record(&Entry {
+                session: 0,
+                method: "guardrails",
+                name: Some(&format!("{kind}:{name}")),
+                upstream: Some(server),
+                upstream_name: None,
+                outcome: "found",
+                took: Duration::ZERO,
+                arguments: None,
+                caller: None,
+                client: None,
+                instance: None,
+                guardrails: Some(&report.to_json()),
+                decided_by: None,
+            });
+        }
     }
 }

@@ -212,6 +212,7 @@ impl Gateway {
         self.observer.open_audit()?;
         if let Some(audit) = self.observer.audit() {
             self.pinning.audit_to(audit);
+            self.catalogs.audit_to(audit);
         }
         let me = self.me.clone();
         let heard = move |upstream, params| {

@@ -276,6 +276,12 @@ mod every_revision {
                     .all(|f| f["action"] == "redact"));
                 let resource = audited(&audit, "resources/read", 1);
                 assert!(resource[0]["guardrails"].is_array(), "{resource:?}");
+                // A definition's finding is audited once, as its server's.
+                let definitions = audited(&audit, "guardrails", 1);
+                assert_eq!(definitions.len(), 1, "{definitions:?}");
+                assert_eq!(definitions[0]["name"], "tool:deploy");
+                assert_eq!(definitions[0]["upstream"], "leaky");
+                assert_eq!(definitions[0]["guardrails"][0]["kind"], "github-token");
                 let audit_text = std::fs::read_to_string(&audit).unwrap();
                 assert_eq!(shown_in(&audit_text), Vec::<String>::new());
                 mcpx.close_stdin();
