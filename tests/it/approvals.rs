@@ -140,6 +140,36 @@ mod v2026_07_28 {
     mod approvals {
         use super::super::*;
 
+        /// The attacker's routes: the server's own name for the tool, and `mcpx__call_tool`
+        /// naming either name, are held for approval as the exposed name is, and a denial
+        /// reaches each.
+        #[test]
+        fn every_route_to_a_held_tool_waits_for_approval() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = config_in(dir.path(), "[profiles.found]\nsearch = true");
+            let through = |name: &str| json!({"name": "mcpx__call_tool", "arguments": {"name": name, "arguments": {"text": "routed"}}});
+            let routes = [
+                (
+                    None,
+                    json!({"name": "echo", "arguments": {"text": "routed"}}),
+                ),
+                (Some("found"), through("fixture__echo")),
+                (Some("found"), through("echo")),
+            ];
+            for (n, (profile, mut params)) in routes.into_iter().enumerate() {
+                let options: Vec<&str> = profile.map_or(vec![], |p| vec!["--profile", p]);
+                let mut mcpx = Serve::spawn(&config, &options);
+                params["_meta"] = json!({"progressToken": "r"});
+                mcpx.request(1, "tools/call", modern(params.clone()));
+                let id = waiting_id(&mut mcpx, "r");
+                let (_, listed) = approvals(&config, &[]);
+                assert!(listed.contains("fixture__echo"), "route {n}: {listed}");
+                assert!(approvals(&config, &["deny", &id]).0);
+                let denied = mcpx.response(1);
+                assert!(tool_text(&denied).contains("Denied"), "route {n}: {denied}");
+            }
+        }
+
         /// A call that is a task (a 2026-07-28 client declaring the Tasks extension, a
         /// 2025-11-25 client asking for one) waits for approval as a task: the client has the
         /// task at once, its status says what it waits for and how to approve it; approved, it
