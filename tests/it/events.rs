@@ -26,6 +26,19 @@ pub(crate) fn declaring(mut params: Value) -> Value {
     modern(params)
 }
 
+/// The next `method` frame of the stream `events/stream` request `stream` opened on `mcpx`
+/// (other messages pass by); it must name that stream.
+pub(crate) fn stream_frame(mcpx: &mut Serve, stream: i64, method: &str) -> Value {
+    loop {
+        let message = mcpx.next();
+        if message["method"] == method {
+            let tag = &message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+            assert_eq!(*tag, stream, "{message}");
+            return message;
+        }
+    }
+}
+
 /// `events/poll` of `name` from `cursor` over `mcpx`, as request `id`.
 fn poll(mcpx: &mut Serve, id: i64, name: &str, cursor: Value) -> Value {
     let params = json!({"name": name, "arguments": {}, "cursor": cursor});
@@ -811,15 +824,7 @@ mod v2026_07_28 {
 
             let params = json!({"name": "remote__fixture__alerts", "arguments": {}});
             mcpx.request(10, "events/stream", declaring(params));
-            let frame = |mcpx: &mut Serve, method: &str| loop {
-                let message = mcpx.next();
-                if message["method"] == method {
-                    let tag = &message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
-                    assert_eq!(*tag, 10, "{message}");
-                    return message;
-                }
-            };
-            frame(&mut mcpx, "notifications/events/active");
+            stream_frame(&mut mcpx, 10, "notifications/events/active");
             emit(
                 &mut mcpx,
                 11,
@@ -827,7 +832,7 @@ mod v2026_07_28 {
                 "alerts",
                 "pushed over http",
             );
-            let event = frame(&mut mcpx, "notifications/events/event");
+            let event = stream_frame(&mut mcpx, 10, "notifications/events/event");
             assert_eq!(
                 event["params"]["name"], "remote__fixture__alerts",
                 "{event}"

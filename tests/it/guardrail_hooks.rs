@@ -120,7 +120,8 @@ mod v2026_07_28 {
             for (mode, goes_on) in [("deny", false), ("allow", true)] {
                 let dir = tempfile::tempdir().unwrap();
                 let log = dir.path().join("asked.jsonl");
-                let more = format!("timeout = \"300ms\"\nfailMode = \"{mode}\"");
+                // Long enough for the restarted policy to start and answer on a busy machine.
+                let more = format!("timeout = \"5s\"\nfailMode = \"{mode}\"");
                 let config = fixture_config(&hooks(&by_command(&log), &more));
                 let mut mcpx = Serve::start(&config);
                 let params = json!({"name": "fixture__echo", "arguments": {"text": "slow"}});

@@ -3,7 +3,7 @@
 //! from a sealed cursor, by stream as it happens, and by webhook; each only to whom it
 //! concerns.
 
-use super::events::{declaring, webhooks_allowed, Receiver, SECRET};
+use super::events::{declaring, stream_frame, webhooks_allowed, Receiver, SECRET};
 use crate::common::http::*;
 use crate::common::*;
 use serde_json::{json, Value};
@@ -161,22 +161,14 @@ mod v2026_07_28 {
             let mut mcpx = Serve::start(&fixture(""));
             let params = json!({"name": "mcpx__list_changed", "arguments": {}});
             mcpx.request(10, "events/stream", declaring(params));
-            let frame = |mcpx: &mut Serve, method: &str| loop {
-                let message = mcpx.next();
-                if message["method"] == method {
-                    let tag = &message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
-                    assert_eq!(*tag, 10, "{message}");
-                    return message;
-                }
-            };
-            let active = frame(&mut mcpx, "notifications/events/active");
+            let active = stream_frame(&mut mcpx, 10, "notifications/events/active");
             assert!(active["params"]["cursor"].is_string(), "{active}");
             mcpx.request(
                 11,
                 "tools/call",
                 modern(json!({"name": "fixture__add_tool", "arguments": {}})),
             );
-            let event = frame(&mut mcpx, "notifications/events/event");
+            let event = stream_frame(&mut mcpx, 10, "notifications/events/event");
             assert_eq!(event["params"]["name"], "mcpx__list_changed", "{event}");
             assert_eq!(
                 event["params"]["data"]["lists"],

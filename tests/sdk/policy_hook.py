@@ -6,7 +6,7 @@ and answers each on stdout. Every message it gets is appended to LOG, a JSON lin
 Its policy, by what the call or result says:
 - a call whose `arguments.text` is "deny me" is refused (PERMISSION_DENIED, with a reason);
   "mcp error" is refused with a JSON-RPC error of its own; "rewrite me" is sent on as
-  "rewritten by policy"; "slow" is answered after 30 s (a hook that misses its deadline);
+  "rewritten by policy"; "slow" is answered after 120 s (a hook that misses its deadline);
 - a result whose first text is "replace my result" is replaced by one saying "replaced by
   policy"; "withhold my result" is refused;
 - everything else passes.
@@ -34,7 +34,7 @@ def judge(message):
             params["arguments"]["text"] = "rewritten by policy"
             return {"mutated": params}
         if text == "slow":
-            time.sleep(30)
+            time.sleep(120)
         return {"pass": {}}
     result = message.get("mcpResponse") or {}
     content = result.get("content") or [{}]
