@@ -16,7 +16,7 @@ use crate::access::Identity;
 use crate::canonical::{self, Numbers};
 use crate::config::Approvals as Config;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Notification, INVALID_PARAMS};
+use crate::jsonrpc::{ErrorObject, Notification, INTERNAL_ERROR, INVALID_PARAMS};
 use crate::protocol::Notice;
 use crate::sync::{lock, read, write};
 use crate::view::ApprovalView;
@@ -178,8 +178,12 @@ impl Gateway {
         let arguments = params.member("arguments").cloned().unwrap_or(json!({}));
         let sha256 = canonical::sha256(&arguments, Numbers::Rfc8785);
         let mut id = [0u8; 9];
-        getrandom::fill(&mut id)
-            .map_err(|e| Err(ErrorObject::new(INVALID_PARAMS, e.to_string())))?;
+        getrandom::fill(&mut id).map_err(|e| {
+            Err(ErrorObject::new(
+                INTERNAL_ERROR,
+                format!("no approval id: {e}"),
+            ))
+        })?;
         let id = format!("a{}", hex::encode(id));
         let timeout = read(&self.approvals.config).0.timeout;
         let (decided, decision) = async_channel::bounded(1);

@@ -39,10 +39,11 @@ struct Kept {
 }
 
 impl KeptResults {
-    /// Keeps `text`, the whole of a result `person`'s call got, for `ttl`: its URI.
-    pub(super) fn keep(&self, person: Person, text: String, ttl: Duration) -> String {
+    /// Keeps `text`, the whole of a result `person`'s call got, for `ttl`: its URI; `None`
+    /// when no id can be drawn (the system's random source failed).
+    pub(super) fn keep(&self, person: Person, text: String, ttl: Duration) -> Option<String> {
         let mut id = [0u8; 16];
-        getrandom::fill(&mut id).expect("the system's random source");
+        getrandom::fill(&mut id).ok()?;
         let id = hex::encode(id);
         let mut held = lock(&self.held);
         let now = Instant::now();
@@ -69,7 +70,7 @@ impl KeptResults {
                 held.bytes -= gone.text.len();
             }
         }
-        format!("{PREFIX}{id}")
+        Some(format!("{PREFIX}{id}"))
     }
 
     /// `resources/read`'s answer for `uri`, when it is a kept result of `person`'s.
@@ -101,7 +102,9 @@ mod every_revision {
         #[test]
         fn a_kept_result_is_read_by_its_caller_alone_until_it_expires() {
             let kept = KeptResults::default();
-            let uri = kept.keep(person("alice"), "whole".into(), Duration::from_secs(60));
+            let uri = kept
+                .keep(person("alice"), "whole".into(), Duration::from_secs(60))
+                .unwrap();
             assert!(
                 uri.starts_with(PREFIX) && uri.len() == PREFIX.len() + 32,
                 "{uri}"
@@ -110,7 +113,9 @@ mod every_revision {
             assert_eq!(read["contents"][0]["text"], "whole");
             assert_eq!(kept.read(&person("bob"), &uri), None);
             assert_eq!(kept.read(&person("alice"), &format!("{uri}0")), None);
-            let gone = kept.keep(person("alice"), "brief".into(), Duration::ZERO);
+            let gone = kept
+                .keep(person("alice"), "brief".into(), Duration::ZERO)
+                .unwrap();
             assert_eq!(kept.read(&person("alice"), &gone), None);
         }
     }

@@ -110,13 +110,17 @@ impl Gateway {
         let Some(result) = tool_result.filter(|r| r.member("content").is_some()) else {
             return;
         };
-        let whole = budget::whole_text(result);
-        if whole.chars().count() <= max {
+        // Counted in place: only a result over its budget is copied to be kept.
+        if budget::text_chars(result) <= max {
             return;
         }
+        let whole = budget::whole_text(result);
         let ttl = self.guardrails.result_ttl();
         let person = door.ctx.caller.person();
-        let uri = self.kept_results.keep(person, whole, ttl);
+        // Without an id to keep it by, the result goes whole rather than cut beyond reach.
+        let Some(uri) = self.kept_results.keep(person, whole, ttl) else {
+            return;
+        };
         let kept_for = humantime::format_duration(ttl);
         let cut = budget::cut(result, max, |cut| {
             format!("\n[mcpx cut {cut} characters here: the whole result is {uri}, readable with resources/read for {kept_for}]\n")

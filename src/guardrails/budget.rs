@@ -9,14 +9,12 @@ use serde_json::Value;
 /// Cuts the text items of `result`'s `content` to `max` characters in all; each item cut has
 /// `marker(cut)` in place of its middle. How many characters were cut (none: it fits).
 pub fn cut(result: &mut Value, max: usize, marker: impl Fn(usize) -> String) -> usize {
+    if text_chars(result) <= max {
+        return 0;
+    }
     let Some(items) = result.get_mut("content").and_then(Value::as_array_mut) else {
         return 0;
     };
-    let texts = || items.iter().filter_map(|item| item_text(item));
-    let total: usize = texts().map(|text| text.chars().count()).sum();
-    if total <= max {
-        return 0;
-    }
     let (mut left, mut cut_in_all) = (max, 0);
     for item in items.iter_mut() {
         let Some(text) = item_text(item) else {
@@ -36,6 +34,13 @@ pub fn cut(result: &mut Value, max: usize, marker: impl Fn(usize) -> String) -> 
         left = 0;
     }
     cut_in_all
+}
+
+/// How many characters of text `result`'s content carries: what its budget counts.
+pub fn text_chars(result: &Value) -> usize {
+    let items = result.get("content").and_then(Value::as_array);
+    let texts = items.into_iter().flatten().filter_map(item_text);
+    texts.map(|text| text.chars().count()).sum()
 }
 
 /// The text of a content item of type `text`.

@@ -65,13 +65,11 @@ impl Guardrails {
 
     /// Puts `section` in force (a reload).
     pub fn reconfigure(&self, section: &Section) {
-        for class in [Class::Secrets, Class::Pii] {
-            let on = |action: Action| action != Action::Off;
-            let configured = match class {
-                Class::Secrets => section.secrets,
-                Class::Pii => section.pii,
-            };
-            if on(configured) {
+        // Compiled now rather than by the first result scanned (a server's own setting's
+        // class, by its first).
+        let configured = [(Class::Secrets, section.secrets), (Class::Pii, section.pii)];
+        for (class, action) in configured {
+            if action != Action::Off {
                 scan::prepare(class);
             }
         }
@@ -82,17 +80,12 @@ impl Guardrails {
     /// What applies to a server whose own setting is `own` (none for mcpx's own).
     pub fn policy(&self, own: Option<&ServerGuardrails>) -> Policy {
         let section = read(&self.section);
-        let own = own.cloned().unwrap_or_default();
-        for action in [own.secrets, own.pii].into_iter().flatten() {
-            if action != Action::Off {
-                scan::prepare(Class::Secrets);
-                scan::prepare(Class::Pii);
-            }
-        }
         Policy {
-            secrets: own.secrets.unwrap_or(section.secrets),
-            pii: own.pii.unwrap_or(section.pii),
-            max_result_chars: own.max_result_chars.or(section.max_result_chars),
+            secrets: own.and_then(|o| o.secrets).unwrap_or(section.secrets),
+            pii: own.and_then(|o| o.pii).unwrap_or(section.pii),
+            max_result_chars: own
+                .and_then(|o| o.max_result_chars)
+                .or(section.max_result_chars),
         }
     }
 
