@@ -8,7 +8,7 @@
 //! server, so no caller waits on a dead upstream.
 
 use super::asks::{self, Answer, Askers};
-use super::chatter::{Chatter, Verdict};
+use super::chatter::Chatter;
 use super::client::{self, Wire};
 use super::task_progress::{self, KeptProgress};
 use super::{Caller, Event, FrameSink, LinkId, LogSink, ProgressSink};
@@ -23,7 +23,7 @@ use async_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 type Reply = Result<Value, ErrorObject>;
@@ -55,7 +55,7 @@ pub struct Peer {
     ended: Cancel,
     why_ended: OnceLock<String>,
     /// Caps what the server says besides its answers.
-    chatter: Arc<Chatter>,
+    chatter: Chatter,
 }
 
 impl Wire for Peer {
@@ -104,7 +104,7 @@ impl Peer {
             events,
             ended: Cancel::new(),
             why_ended: OnceLock::new(),
-            chatter: Arc::new(Chatter::new(name)),
+            chatter: Chatter::new(name, "log messages or notifications"),
         };
         (peer, to_send)
     }
@@ -112,11 +112,6 @@ impl Peer {
     /// The server's configured name.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// How much more the server may say besides its answers (its stderr counts too).
-    pub fn chatter(&self) -> &Arc<Chatter> {
-        &self.chatter
     }
 
     /// Sends a request in the server's era and waits for its answer, unless `cancel` fires or
@@ -301,12 +296,8 @@ impl Peer {
             }
             return;
         }
-        match self.chatter.admit() {
-            Verdict::Pass => {}
-            Verdict::Drop => return,
-            // Read more slowly what says too much: the server then waits on its own writes
-            // instead of taking a core from everyone else's calls.
-            Verdict::DropAndWait(pause) => return crate::deadline::sleep(pause).await,
+        if !self.chatter.admit() {
+            return;
         }
         // Nothing on such a wire says which call a log message belongs to: the newest call
         // whose client takes them has it, else every client whose level admits it.

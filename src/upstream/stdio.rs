@@ -4,7 +4,7 @@
 //! peer, and one copies its stderr into mcpx's log tagged with the server's name. When stdout
 //! ends the process is gone, and so is the conversation.
 
-use super::chatter::Verdict;
+use super::chatter::Chatter;
 use super::child_environment;
 use super::client::{self, FirstTry};
 use super::peer::Peer;
@@ -32,6 +32,10 @@ const PARSE_ELSEWHERE: usize = 256 * 1024;
 /// The longest stderr line logged (and the most of a stdout line that is not JSON-RPC); the rest
 /// of a longer one is cut.
 pub const MAX_STDERR_LINE: usize = 4096;
+
+/// How much of a server's stderr one read takes: a server writing megabytes a second is then
+/// read in a few hundred reads.
+const STDERR_READ: usize = 64 * 1024;
 
 /// A running stdio upstream.
 #[derive(Debug)]
@@ -186,13 +190,13 @@ impl StdioUpstream {
         let public = child_environment::given_to_every_child();
         let secrets = crate::redact::pieces(&server.expanded.secrets, &public);
         let stderr_closed = upstream.stderr_closed.clone();
-        let chatter = Arc::clone(upstream.peer.chatter());
+        let chatter = Chatter::new(name, "stderr lines");
         let sandbox_report = server
             .sandbox
             .as_ref()
             .map(|_| Arc::clone(how.sandbox_report));
         crate::runtime::spawn(async move {
-            let mut stderr = BufReader::new(stderr);
+            let mut stderr = BufReader::with_capacity(STDERR_READ, stderr);
             let mut line = Vec::new();
             if let Some(slot) = sandbox_report {
                 // The helper's report is its first line; later lines are the server's own, so
@@ -203,25 +207,30 @@ impl StdioUpstream {
                     take_report(&tag, &line, &slot);
                 }
             }
+            // Read at the server's pace, whatever is kept: a line the log filter or the
+            // allowance drops costs its read and nothing else, so a server logging each call
+            // never waits on this pipe (its stdout, and so its answers, would wait with it).
             loop {
-                let cut =
+                let length =
                     match lines::read_line(&mut stderr, &mut line, MAX_STDERR_LINE, |_| {}).await {
                         lines::Read::Eof => break,
-                        lines::Read::Line => String::new(),
-                        lines::Read::TooLong { length } => {
-                            line.truncate(MAX_STDERR_LINE);
-                            format!(" [cut: {length} bytes]")
-                        }
+                        lines::Read::Line => None,
+                        lines::Read::TooLong { length } => Some(length),
                     };
-                match chatter.admit() {
-                    Verdict::Pass => {
-                        let text = String::from_utf8_lossy(&line);
-                        let text = crate::redact::mask(&text, &secrets);
-                        tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
-                    }
-                    Verdict::Drop => {}
-                    Verdict::DropAndWait(pause) => crate::deadline::sleep(pause).await,
+                if !tracing::enabled!(target: "upstream", tracing::Level::INFO) || !chatter.admit()
+                {
+                    continue;
                 }
+                let cut = match length {
+                    None => String::new(),
+                    Some(length) => {
+                        line.truncate(MAX_STDERR_LINE);
+                        format!(" [cut: {length} bytes]")
+                    }
+                };
+                let text = String::from_utf8_lossy(&line);
+                let text = crate::redact::mask(&text, &secrets);
+                tracing::info!(target: "upstream", server = %tag, "{text}{cut}");
             }
             stderr_closed.cancel();
         })

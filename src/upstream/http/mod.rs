@@ -25,7 +25,7 @@ use super::auth::bearer;
 use super::auth::discovery::{challenge_of, Challenge};
 use super::auth::store::Slot;
 use super::auth::Authorizer;
-use super::chatter::{Chatter, Verdict};
+use super::chatter::Chatter;
 use super::client::{self, FirstTry, Wire};
 use super::event_stream::EventStream;
 use super::task_progress::{self, KeptProgress};
@@ -167,7 +167,7 @@ impl HttpUpstream {
             closed: Cancel::new(),
             header_params: Mutex::default(),
             askers: Askers::default(),
-            chatter: Chatter::new(name),
+            chatter: Chatter::new(name, "log messages or notifications"),
             task_progress: KeptProgress::default(),
             auth,
             needs_login: AtomicBool::new(false),
@@ -495,9 +495,8 @@ impl HttpUpstream {
                             self.task_progress.forward(&token, params);
                         }
                     }
-                } else if self.chatter.admit() != Verdict::Pass {
-                    // Said too much: dropped, and counted (a remote server's flood costs the
-                    // network's pace, not a pause here).
+                } else if !self.chatter.admit() {
+                    // Said too much: dropped, and counted.
                 } else if n.method == Notice::Message
                     && client::log_to_caller(&self.name, caller.log.as_ref(), &params)
                 {
