@@ -15,7 +15,7 @@ use super::{Caller, Event, FrameSink, LinkId, LogSink, ProgressSink};
 use crate::cancel::Cancel;
 use crate::failure::Failure;
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request, Response};
+use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Outgoing, Request, Response};
 use crate::protocol::Era;
 use crate::protocol::{envelope, Notice};
 use crate::sync::lock;
@@ -119,14 +119,10 @@ impl Peer {
     pub async fn request(
         &self,
         method: &str,
-        params: Option<Value>,
+        mut params: Option<Value>,
         cancel: &Cancel,
         caller: Caller,
     ) -> Reply {
-        let mut params = match *lock(&self.era) {
-            Era::Modern => Some(envelope::wrap(params)),
-            Era::Legacy => params,
-        };
         if self.ended.is_cancelled() {
             return Err(self.gone());
         }
@@ -152,11 +148,20 @@ impl Peer {
         }
         let (tx, rx) = async_channel::bounded(1);
         lock(&self.pending).insert(id, tx);
-        let sent = self.send(&Request {
-            id: Id::Number(id),
-            method: method.to_owned(),
-            params,
-        });
+        // The envelope is written with the params, not built into a copy of them first.
+        let wire_id = Id::Number(id);
+        let sent = match *lock(&self.era) {
+            Era::Modern => self.send(&Outgoing {
+                id: &wire_id,
+                method,
+                params: Some(&envelope::Wrapped(params.as_ref())),
+            }),
+            Era::Legacy => self.send(&Outgoing {
+                id: &wire_id,
+                method,
+                params: params.as_ref(),
+            }),
+        };
         if !sent {
             let why = format!(
                 "upstream {:?} is not reading what mcpx sends it ({OUTGOING} messages wait)",
