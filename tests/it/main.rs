@@ -47,3 +47,4 @@ mod tasks;
 mod team;
 mod team_signin;
 mod upstream_listens;
+mod upstream_stderr;

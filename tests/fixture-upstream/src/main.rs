@@ -308,6 +308,10 @@ impl Server {
                 "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "everyMs": {"type": "integer"}}}}),
             json!({"name": "flood", "description": "Writes a stderr line and an answer of `bytes` bytes each (the answer's id last, as the TypeScript SDK writes it).",
                 "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}}),
+            json!({"name": "shout", "description": "Writes `lines` stderr lines of `bytes` bytes each (or the line `text`), as a server logging heavily does, then answers.",
+                "inputSchema": {"type": "object", "properties": {"lines": {"type": "integer"}, "bytes": {"type": "integer"}, "text": {"type": "string"}}}}),
+            json!({"name": "deaf", "description": "Stops reading its stdin for `ms` milliseconds while writing stderr as fast as it can, then answers.",
+                "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}}}),
         ];
         if let Some((kind, after)) = &self.rug_pull {
             let pulled = self.echo_calls.load(std::sync::atomic::Ordering::Relaxed) >= *after;
@@ -496,6 +500,19 @@ impl Server {
                 text(format!("stormed {count}"))
             }
             "pester" => self.pester(args["count"].as_u64().unwrap_or(1000)),
+            "shout" => {
+                let lines = args["lines"].as_u64().unwrap_or(1);
+                let line = match args["text"].as_str() {
+                    Some(said) => said.to_owned(),
+                    None => "s".repeat(args["bytes"].as_u64().unwrap_or(100) as usize),
+                };
+                let mut stderr = std::io::BufWriter::new(std::io::stderr().lock());
+                for _ in 0..lines {
+                    writeln!(stderr, "{line}").unwrap();
+                }
+                drop(stderr);
+                text(format!("shouted {lines}"))
+            }
             "chatter" => {
                 let count = args["count"].as_u64().unwrap_or(1000);
                 let token = &params["_meta"]["progressToken"];
@@ -848,6 +865,20 @@ impl Server {
             // a thread of its own.
             "tools/call" if params["name"] == "echo" && !self.conformance => {
                 return self.call(&id, &params);
+            }
+            // In line, so that nothing reads stdin meanwhile.
+            "tools/call" if params["name"] == "deaf" => {
+                let ms = params["arguments"]["ms"].as_u64().unwrap_or(1000);
+                let until = std::time::Instant::now() + Duration::from_millis(ms);
+                let mut stderr = std::io::stderr().lock();
+                let mut written = 0u64;
+                while std::time::Instant::now() < until {
+                    writeln!(stderr, "fixture: not listening {written}").unwrap();
+                    written += 1;
+                }
+                drop(stderr);
+                let said = format!("deaf for {ms} ms, {written} stderr lines");
+                Ok(json!({"content": [{"type": "text", "text": said}], "isError": false}))
             }
             "tools/call" => {
                 let server = Arc::clone(self);
