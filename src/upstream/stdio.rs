@@ -79,7 +79,7 @@ impl StdioUpstream {
     ///
     /// The server runs in a process group of its own, so that stopping it also stops what it
     /// started (an `npx` wrapper's node, say). With a `launcher` (the mcpx binary), it is started
-    /// under `mcpx exec-upstream` ([`super::supervisor`]), which takes the whole tree down when
+    /// under `mcpx-exec-upstream` ([`super::supervisor`]), which takes the whole tree down when
     /// mcpx dies, even by SIGKILL.
     pub fn spawn(
         name: &str,
@@ -91,14 +91,15 @@ impl StdioUpstream {
         let program = server.command.as_deref().unwrap_or_default();
         let sandbox_tmp = server.sandbox.as_ref().map(|_| private_tmp_of(name));
         let environment = child_environment::for_child(server, sandbox_tmp.as_deref());
-        // The supervisor's allocator is kept small; the server gets its environment as it was.
+        let supervisor = how.launcher.map(super::supervisor::Binary::beside);
+        // mcpx as a supervisor keeps its allocator small; the server gets its environment as it
+        // was.
         let (quiet, quiet_value) = super::supervisor::ALLOCATOR_QUIET;
-        let quiet_allocator =
-            how.launcher.is_some() && !environment.iter().any(|(n, _)| n == quiet);
-        let mut command = match how.launcher {
-            Some(launcher) => {
-                let mut command = std::process::Command::new(launcher);
-                command.arg("exec-upstream");
+        let quiet_allocator = matches!(supervisor, Some(super::supervisor::Binary::Mcpx(_)))
+            && !environment.iter().any(|(n, _)| n == quiet);
+        let mut command = match &supervisor {
+            Some(supervisor) => {
+                let mut command = supervisor.command();
                 if quiet_allocator {
                     command.args(["--unset", quiet]);
                 }

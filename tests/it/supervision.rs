@@ -382,13 +382,18 @@ mod every_revision {
     pub mod footprint {
         use super::super::*;
 
-        /// The memory a supervisor holds of its own: anonymous pages outside the mcpx
-        /// executable's image (its heap, its stack). The image's pages are the binary's, shared
-        /// text and relocated data, larger in a debug build than in a release one; the whole
-        /// figure, release, is `bench/per_upstream`'s.
+        /// The supervisor's own binary, beside mcpx's.
+        fn supervisor_bin() -> std::path::PathBuf {
+            mcpx_bin().with_file_name("mcpx-exec-upstream")
+        }
+
+        /// The memory a supervisor holds of its own: anonymous pages outside its executable's
+        /// image (its heap, its stack). The image's pages are the binary's, shared text and
+        /// relocated data, larger in a debug build than in a release one; the whole figure,
+        /// release, is `bench/per_upstream`'s.
         fn own_memory_kib(pid: u32) -> Option<u64> {
             let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
-            let image = mcpx_bin().display().to_string();
+            let image = supervisor_bin().display().to_string();
             let mut in_image = false;
             let mut total = 0;
             for line in smaps.lines() {
@@ -406,8 +411,9 @@ mod every_revision {
             Some(total)
         }
 
-        /// Twenty stdio servers: each one's supervisor is one thread, and holds at most 1 MiB of
-        /// its own (it used to be the whole of mcpx: an executor, threads, logging, ~7 MiB).
+        /// Twenty stdio servers: each one's supervisor is `mcpx-exec-upstream` (not mcpx's own,
+        /// larger binary), one thread, and holds at most 1 MiB of its own (it used to be the
+        /// whole of mcpx: an executor, threads, logging, ~7 MiB).
         #[test]
         fn a_stdio_servers_supervisor_is_one_thread_and_holds_under_a_mebibyte() {
             let fixture = fixture_bin();
@@ -430,6 +436,14 @@ mod every_revision {
                 })
                 .collect();
             assert_eq!(supervisors.len(), 20, "{children}");
+            for &pid in &supervisors {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+                let program = cmdline.split(|&b| b == 0).next().unwrap();
+                assert_eq!(
+                    std::path::Path::new(&*String::from_utf8_lossy(program)),
+                    supervisor_bin()
+                );
+            }
             for pid in supervisors {
                 let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
                 assert!(status.lines().any(|l| l == "Threads:\t1"), "{status}");
