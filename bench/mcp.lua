@@ -36,11 +36,18 @@ else
 end
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"' .. method .. '","params":{' .. table.concat(fields, ",") .. '}}'
 
--- Count answers that are not a 200 with a result: a fast error is not a result.
-local bad = 0
+-- Count answers that are not a 200 with a result: a fast error is not a result. Each of wrk's
+-- threads runs its own copy of this script, so each counts its own and `done` adds them up.
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+end
+bad = 0
 response = function(status, headers, body)
   if status ~= 200 or not string.find(body, '"result"', 1, true) then bad = bad + 1 end
 end
 done = function(summary, latency, requests)
-  io.write(string.format("bad: %d\n", bad))
+  local total = 0
+  for _, thread in ipairs(threads) do total = total + (thread:get("bad") or 0) end
+  io.write(string.format("bad: %d\n", total))
 end
