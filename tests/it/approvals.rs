@@ -121,6 +121,8 @@ mod every_revision {
                 let denied = mcpx.response(2);
                 assert_eq!(denied["result"]["isError"], true, "{denied}");
                 assert!(tool_text(&denied).contains("Denied"), "{denied}");
+                // The audit line may follow its answer.
+                assert!(eventually(|| approval_lines(dir.path()).len() >= 2));
                 let lines = approval_lines(dir.path());
                 let outcomes: Vec<(&Value, &Value)> = lines
                     .iter()
