@@ -33,10 +33,6 @@ const PARSE_ELSEWHERE: usize = 256 * 1024;
 /// of a longer one is cut.
 pub const MAX_STDERR_LINE: usize = 4096;
 
-/// How much of a server's stderr one read takes: a server writing megabytes a second is then
-/// read in a few hundred reads.
-const STDERR_READ: usize = 64 * 1024;
-
 /// A running stdio upstream.
 #[derive(Debug)]
 pub struct StdioUpstream {
@@ -197,7 +193,7 @@ impl StdioUpstream {
             .as_ref()
             .map(|_| Arc::clone(how.sandbox_report));
         crate::runtime::spawn(async move {
-            let mut stderr = BufReader::with_capacity(STDERR_READ, stderr);
+            let mut stderr = BufReader::new(stderr);
             let mut line = Vec::new();
             if let Some(slot) = sandbox_report {
                 // The helper's report is its first line; later lines are the server's own, so
