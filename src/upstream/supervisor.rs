@@ -2,7 +2,7 @@
 //! upstream, so that the upstream's whole process tree dies with mcpx, however mcpx dies.
 //!
 //! It is a binary of its own, installed beside mcpx: one runs per stdio server, and mcpx's
-//! binary as a supervisor held about 0.6 MiB more per server (its relocated data, made private by
+//! binary as a supervisor held about 0.7 MiB more per server (its relocated data, made private by
 //! the loader, and its allocator's first arena). Where that binary is missing, `mcpx
 //! exec-upstream` does the same work.
 //!
@@ -29,7 +29,7 @@ const SWEEPS: usize = 64;
 pub const BINARY: &str = "mcpx-exec-upstream";
 
 /// Which binary supervises a server.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum Binary {
     /// `mcpx-exec-upstream`, small and with the system's allocator.
     Own(PathBuf),
@@ -60,8 +60,8 @@ impl Binary {
     }
 }
 
-/// The variable mcpx sets for a supervisor alone: mimalloc then commits its first arena as it
-/// is used, not whole (about 4 MiB per supervisor, one per stdio server).
+/// The variable mcpx sets for itself as a supervisor ([`Binary::Mcpx`]) alone: mimalloc then
+/// commits its first arena as it is used, not whole (about 4 MiB per supervisor).
 pub const ALLOCATOR_QUIET: (&str, &str) = ("MIMALLOC_ARENA_EAGER_COMMIT", "0");
 
 /// What `mcpx exec-upstream [--unset NAME]... -- PROGRAM ARGS` asks: the program, and the

@@ -436,15 +436,13 @@ mod every_revision {
                 })
                 .collect();
             assert_eq!(supervisors.len(), 20, "{children}");
-            for &pid in &supervisors {
+            for pid in supervisors {
                 let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
                 let program = cmdline.split(|&b| b == 0).next().unwrap();
                 assert_eq!(
                     std::path::Path::new(&*String::from_utf8_lossy(program)),
                     supervisor_bin()
                 );
-            }
-            for pid in supervisors {
                 let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
                 assert!(status.lines().any(|l| l == "Threads:\t1"), "{status}");
                 // Supervisors are not dumpable: only root reads their memory map.

@@ -4,7 +4,7 @@
 //! never as a line of the server's own making.
 
 use crate::common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Instant;
 
 /// Two fixtures, one speaking both eras (mcpx talks 2026-07-28 to it) and one legacy only.
@@ -13,12 +13,6 @@ fn both_eras(extra: &str) -> String {
     format!(
         "[servers.modern]\ncommand = {fixture:?}\n[servers.legacy]\ncommand = {fixture:?}\nargs = [\"--legacy-only\"]\n{extra}"
     )
-}
-
-fn text_of(answer: &Value) -> &str {
-    answer["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {answer}"))
 }
 
 mod every_revision {
@@ -37,7 +31,7 @@ mod every_revision {
                     "tools/call",
                     json!({"name": format!("{server}__echo"), "arguments": {"text": "warm"}}),
                 );
-                assert_eq!(text_of(&warm), "warm");
+                assert_eq!(tool_text(&warm), "warm");
             }
             let baseline = rss(mcpx.pid());
             let mut peak = baseline;
@@ -49,7 +43,7 @@ mod every_revision {
                     "tools/call",
                     json!({"name": format!("{server}__shout"), "arguments": {"lines": 500, "bytes": 100}}),
                 );
-                assert_eq!(text_of(&shouted), "shouted 500", "call {id}");
+                assert_eq!(tool_text(&shouted), "shouted 500", "call {id}");
                 if id % 50 == 0 {
                     peak = peak.max(rss(mcpx.pid()));
                 }
@@ -87,7 +81,7 @@ mod every_revision {
                     "tools/call",
                     json!({"name": format!("{server}__shout"), "arguments": {"lines": 1, "text": format!("{server}: {forged}")}}),
                 );
-                assert_eq!(text_of(&shouted), "shouted 1");
+                assert_eq!(tool_text(&shouted), "shouted 1");
             }
             for server in ["modern", "legacy"] {
                 assert!(
@@ -126,7 +120,7 @@ mod every_revision {
                 "tools/call",
                 json!({"name": "legacy__echo", "arguments": {"text": "warm"}}),
             );
-            assert_eq!(text_of(&warm), "warm");
+            assert_eq!(tool_text(&warm), "warm");
             mcpx.request(
                 2,
                 "tools/call",
@@ -150,13 +144,13 @@ mod every_revision {
                     "tools/call",
                     json!({"name": "legacy__echo", "arguments": {"text": format!("served {id}")}}),
                 );
-                assert_eq!(text_of(&echo), format!("served {id}"));
+                assert_eq!(tool_text(&echo), format!("served {id}"));
             }
             let deaf = mcpx.response(2);
-            assert!(text_of(&deaf).starts_with("deaf for 4000 ms"), "{deaf}");
+            assert!(tool_text(&deaf).starts_with("deaf for 4000 ms"), "{deaf}");
             for id in 3..23 {
                 let queued = mcpx.response(id);
-                assert_eq!(text_of(&queued), format!("queued {id}"));
+                assert_eq!(tool_text(&queued), format!("queued {id}"));
             }
         }
     }
