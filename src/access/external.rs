@@ -3,7 +3,7 @@
 //! algorithm allowlist); an opaque one is introspected (RFC 7662), its answer kept a short while.
 //! What cannot be verified is refused: mcpx fails closed.
 
-use super::identity::Identity;
+use super::identity::{Identity, Kind};
 use super::issuer::{Issuer, KeyError, FETCH_TIMEOUT};
 use super::jose::{self, Alg};
 use super::Rejection;
@@ -38,6 +38,9 @@ pub struct Verifier {
     introspection: Option<(Introspection, Option<String>)>,
     /// Verdicts by the SHA-256 of the door and the token: verified JWTs, introspection answers.
     kept: Mutex<HashMap<[u8; 32], Kept>>,
+    /// Whom its tokens let in: a provider's people ([`Kind::Bearer`]), or mcpx's own grants,
+    /// all the owner's ([`Kind::OwnerGrant`]).
+    grants: Kind,
 }
 
 /// A verdict, and until when it is kept.
@@ -63,6 +66,7 @@ impl Verifier {
             leeway: external.leeway,
             introspection: external.introspection.clone().map(|i| (i, secret)),
             kept: Mutex::default(),
+            grants: Kind::Bearer,
         }
     }
 
@@ -77,6 +81,7 @@ impl Verifier {
             leeway: Duration::from_secs(5),
             introspection: None,
             kept: Mutex::default(),
+            grants: Kind::OwnerGrant,
         }
     }
 
@@ -167,7 +172,18 @@ impl Verifier {
             ));
         }
         self.check_claims(&jws.claims, door_url, true)?;
-        Ok(Identity::from_claims(jws.claims).holding(token))
+        self.identity_of(jws.claims, token)
+    }
+
+    /// Who a token with these verified `claims` lets in; a token that names no subject lets
+    /// no one in (it would otherwise be no one in particular, which mcpx once took for the owner).
+    fn identity_of(&self, claims: Map<String, Value>, token: &str) -> Result<Identity, Rejection> {
+        let identity = Identity::from_claims(claims, &self.issuer.id)
+            .map_err(|why| Rejection::invalid("subject", why))?;
+        Ok(Identity {
+            kind: self.grants,
+            ..identity.holding(token)
+        })
     }
 
     /// `iss`, `aud`, `exp` and `nbf`. `exp` is required of a JWT, and checked where an
@@ -259,7 +275,7 @@ impl Verifier {
         let verdict = match answer.get("active").and_then(Value::as_bool) {
             Some(true) => self
                 .check_claims(&answer, door_url, false)
-                .map(|()| Arc::new(Identity::from_claims(answer).holding(token))),
+                .and_then(|()| self.identity_of(answer, token).map(Arc::new)),
             _ => Err(Rejection::invalid("inactive", "the token is not active")),
         };
         Ok((verdict, keep))

@@ -15,34 +15,92 @@ pub enum Kind {
     DaemonToken,
     /// An access token from the authorization server.
     Bearer,
+    /// An access token from mcpx's own authorization server (`mode = "builtin"`), which grants
+    /// only the owner, through a client they consented to.
+    OwnerGrant,
 }
 
-/// A person, as a per-identity server tells callers apart: one issuer's subject.
+/// A person, as a per-identity server, kept results, tasks and sign-ins tell callers apart.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Person {
-    /// The issuer; empty for the local `owner`.
-    pub issuer: String,
-    /// The subject, or [`crate::config::OWNER`].
-    pub subject: String,
+pub enum Person {
+    /// The local owner: every caller let in without a provider's token (stdio, an attached
+    /// editor, the daemon's own token) and the holders of mcpx's own authorization server's
+    /// grants. No token can name it: a token's subject `owner` is someone else.
+    Owner,
+    /// A verified token's caller.
+    Caller {
+        /// The issuer that vouched for the token (never empty).
+        issuer: String,
+        /// The token's subject (never empty).
+        subject: String,
+    },
 }
+
+/// What the owner's `{subject}` is, and what no caller's may be.
+const OWNER_SUBJECT: &str = crate::config::OWNER;
 
 impl Person {
-    /// Its subject as a `{subject}` placeholder gives it: only `[A-Za-z0-9._@-]`, so that it
-    /// cannot change the path, key or argument it is put in.
-    pub fn placeholder(&self) -> Result<&str, String> {
-        let safe = |c: char| c.is_ascii_alphanumeric() || "._@-".contains(c);
-        match !self.subject.is_empty() && self.subject.chars().all(safe) {
-            true => Ok(&self.subject),
-            false => Err("the caller's subject holds characters a {subject} placeholder does not take (only A-Z a-z 0-9 . _ @ -)".into()),
+    /// The issuer that vouched for it; empty for the owner.
+    pub fn issuer(&self) -> &str {
+        match self {
+            Person::Owner => "",
+            Person::Caller { issuer, .. } => issuer,
         }
+    }
+
+    /// Its subject; the owner's is `owner`.
+    pub fn subject(&self) -> &str {
+        match self {
+            Person::Owner => OWNER_SUBJECT,
+            Person::Caller { subject, .. } => subject,
+        }
+    }
+
+    /// Its subject as a `{subject}` placeholder gives it: only `[A-Za-z0-9._@-]`, never `.` or
+    /// `..`, and a caller's never the owner's `owner`, so that it cannot change the path, key or
+    /// argument it is put in, nor name the owner's.
+    pub fn placeholder(&self) -> Result<&str, String> {
+        let subject = self.subject();
+        let safe = |c: char| c.is_ascii_alphanumeric() || "._@-".contains(c);
+        if subject.is_empty() || !subject.chars().all(safe) {
+            return Err("the caller's subject holds characters a {subject} placeholder does not take (only A-Z a-z 0-9 . _ @ -)".into());
+        }
+        if subject == "." || subject == ".." {
+            return Err(format!("the caller's subject {subject:?} would name a directory other than their own in a {{subject}} placeholder"));
+        }
+        match self {
+            Person::Caller { .. } if subject == OWNER_SUBJECT => Err(format!(
+                "the caller's subject {OWNER_SUBJECT:?} is the local owner's {{subject}}: a token cannot be given the owner's values"
+            )),
+            _ => Ok(subject),
+        }
+    }
+
+    /// A name for it in a path or an instance's name, distinct for every (issuer, subject):
+    /// `owner` for the owner, else the subject's safe letters, `~` and a digest of both, so it
+    /// is never empty, `.`, `..` or holds `/`, and the same subject from two issuers differs.
+    pub fn key(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let Person::Caller { issuer, subject } = self else {
+            return OWNER_SUBJECT.to_owned();
+        };
+        let mut digest = Sha256::new();
+        for part in [issuer, subject] {
+            digest.update(part.len().to_be_bytes());
+            digest.update(part.as_bytes());
+        }
+        let hex: String = digest.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let safe = |c: &char| c.is_ascii_alphanumeric() || "._@-".contains(*c);
+        let readable: String = subject.chars().filter(safe).take(48).collect();
+        format!("{readable}~{hex}")
     }
 }
 
 impl std::fmt::Display for Person {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.issuer.as_str() {
-            "" => f.write_str(&self.subject),
-            issuer => write!(f, "{} ({issuer})", self.subject),
+        match self {
+            Person::Owner => f.write_str(OWNER_SUBJECT),
+            Person::Caller { issuer, subject } => write!(f, "{subject} ({issuer})"),
         }
     }
 }
@@ -101,20 +159,28 @@ impl Identity {
         }
     }
 
-    /// The caller a token with `claims` stands for (a JWT's payload or an introspection answer).
-    pub fn from_claims(claims: Map<String, Value>) -> Identity {
+    /// The caller a token with `claims` stands for (a JWT's payload or an introspection answer),
+    /// vouched for by `issuer` where the claims name none (introspection); an error when it names
+    /// no subject, as a non-empty string, for it to be told apart by.
+    pub fn from_claims(claims: Map<String, Value>, issuer: &str) -> Result<Identity, String> {
         let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+        let subject = match claims.get("sub") {
+            Some(Value::String(sub)) if !sub.is_empty() => sub.clone(),
+            Some(Value::String(_)) => return Err("the token's subject (sub) is empty".into()),
+            Some(_) => return Err("the token's subject (sub) is not a string".into()),
+            None => return Err("the token names no subject (sub)".into()),
+        };
         let scopes = scopes_of(&claims);
-        Identity {
+        Ok(Identity {
             kind: Kind::Bearer,
-            subject: text("sub"),
+            subject: Some(subject),
             client_id: text("client_id").or_else(|| text("azp")),
-            issuer: text("iss"),
+            issuer: text("iss").or_else(|| Some(issuer.to_owned())),
             token_id: text("jti"),
             scopes,
             claims,
             token: None,
-        }
+        })
     }
 
     /// This caller, holding `token`, the one it was verified by.
@@ -142,19 +208,25 @@ impl Identity {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest.finalize()[..16])
     }
 
-    /// Who it is to a `credentials = "per-identity"` server: a verified token's issuer and
-    /// subject, or `owner` for every local caller (stdio, an attached editor, the daemon's own
-    /// token), so that a single user's setup runs one instance.
+    /// Who it is to a `credentials = "per-identity"` server, kept results and tasks: a verified
+    /// token's issuer and subject, or the owner for every local caller (stdio, an attached
+    /// editor, the daemon's own token) and mcpx's own grants, so that a single user's setup runs
+    /// one instance.
     pub fn person(&self) -> Person {
         match (&self.kind, &self.subject) {
-            (Kind::Bearer, Some(subject)) => Person {
+            (Kind::Bearer, Some(subject)) => Person::Caller {
                 issuer: self.issuer.clone().unwrap_or_default(),
                 subject: subject.clone(),
             },
-            _ => Person {
-                issuer: String::new(),
-                subject: crate::config::OWNER.to_owned(),
+            // Never made ([`Identity::from_claims`] refuses a token without a subject); were one,
+            // it would be a person of its own, whom a `{subject}` refuses.
+            (Kind::Bearer, None) => Person::Caller {
+                issuer: self.issuer.clone().unwrap_or_default(),
+                subject: String::new(),
             },
+            (Kind::LocalOwner | Kind::AttachedEditor | Kind::DaemonToken | Kind::OwnerGrant, _) => {
+                Person::Owner
+            }
         }
     }
 
@@ -169,6 +241,10 @@ impl Identity {
             Kind::LocalOwner => "local owner".into(),
             Kind::AttachedEditor => "attached editor".into(),
             Kind::DaemonToken => "daemon token".into(),
+            Kind::OwnerGrant => match &self.client_id {
+                Some(client) => format!("owner via {client}"),
+                None => "owner".into(),
+            },
             Kind::Bearer => {
                 let mut line = self.subject.clone().unwrap_or_else(|| "(no sub)".into());
                 if let Some(client) = &self.client_id {
@@ -186,6 +262,7 @@ impl Identity {
             Kind::AttachedEditor => "attached editor",
             Kind::DaemonToken => "daemon token",
             Kind::Bearer => "bearer",
+            Kind::OwnerGrant => "owner grant",
         };
         let mut audited = json!({ "kind": kind });
         let fields = [
@@ -199,7 +276,7 @@ impl Identity {
                 audited[name] = json!(value);
             }
         }
-        if self.kind == Kind::Bearer {
+        if matches!(self.kind, Kind::Bearer | Kind::OwnerGrant) {
             audited["scopes"] = json!(self.scopes);
         }
         audited
@@ -229,15 +306,61 @@ mod every_revision {
         #[test]
         fn scopes_come_from_scope_or_scp_and_the_audit_line_holds_no_claims_beyond_its_own() {
             let claims = |v: Value| v.as_object().cloned().unwrap();
-            let a = Identity::from_claims(claims(
-                json!({"sub": "alice", "scope": "mcp  read", "azp": "app", "email": "a@x"}),
-            ));
+            let a = Identity::from_claims(
+                claims(json!({"sub": "alice", "scope": "mcp  read", "azp": "app", "email": "a@x"})),
+                "https://idp",
+            )
+            .unwrap();
             assert_eq!(a.scopes, ["mcp", "read"]);
             assert_eq!(a.summary(), "alice via app");
             assert!(a.audited().get("email").is_none());
-            let b = Identity::from_claims(claims(json!({"scp": ["mcp"], "client_id": "c"})));
+            let b = Identity::from_claims(
+                claims(json!({"sub": "b", "scp": ["mcp"], "client_id": "c"})),
+                "https://idp",
+            )
+            .unwrap();
             assert!(b.has_scope("mcp") && !b.has_scope("read"));
             assert_eq!(b.audited()["clientId"], "c");
+            assert_eq!(b.issuer.as_deref(), Some("https://idp"));
+        }
+
+        #[test]
+        fn a_token_without_a_string_subject_is_nobody() {
+            let claims = |v: Value| v.as_object().cloned().unwrap();
+            for bad in [json!({}), json!({"sub": 7}), json!({"sub": ""}), json!({"sub": null})] {
+                assert!(Identity::from_claims(claims(bad.clone()), "https://idp").is_err(), "{bad}");
+            }
+        }
+
+        #[test]
+        fn no_token_is_the_owner_and_every_person_has_a_key_of_its_own() {
+            let caller = |issuer: &str, subject: &str| Person::Caller {
+                issuer: issuer.into(),
+                subject: subject.into(),
+            };
+            let claims = json!({"sub": "owner"}).as_object().cloned().unwrap();
+            let named_owner = Identity::from_claims(claims, "https://idp").unwrap();
+            assert_ne!(named_owner.person(), Person::Owner);
+            assert!(named_owner.person().placeholder().is_err());
+            assert_ne!(named_owner.person().key(), Person::Owner.key());
+            assert_eq!(Person::Owner.placeholder(), Ok("owner"));
+            for dots in [".", ".."] {
+                let person = caller("https://idp", dots);
+                assert!(person.placeholder().is_err());
+                assert!(!matches!(person.key().as_str(), "." | ".." | ""));
+            }
+            let keys = [
+                caller("https://a", "alice"),
+                caller("https://b", "alice"),
+                caller("https://a", "al/ice"),
+                caller("https://a", "al?ice"),
+            ]
+            .map(|p| p.key());
+            for (i, key) in keys.iter().enumerate() {
+                assert!(!key.contains('/'), "{key}");
+                assert!(keys[i + 1..].iter().all(|other| other != key), "{keys:?}");
+            }
+            assert!(keys[0].starts_with("alice~"));
         }
     }
 }

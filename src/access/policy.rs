@@ -128,7 +128,7 @@ mod every_revision {
         }
 
         fn caller(claims: Value) -> Identity {
-            Identity::from_claims(claims.as_object().cloned().unwrap())
+            Identity::from_claims(claims.as_object().cloned().unwrap(), "https://idp").unwrap()
         }
 
         #[test]

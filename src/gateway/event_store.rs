@@ -156,7 +156,7 @@ mod v2026_07_28 {
             assert_eq!(mode, 0o600);
             assert_eq!(store.load().unwrap(), [record()]);
             let holder = record().holder();
-            assert_eq!(holder.person().subject, "alice");
+            assert_eq!(holder.person().subject(), "alice");
             drop(store);
             assert!(
                 Store::open(&path).unwrap().is_some(),

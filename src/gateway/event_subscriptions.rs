@@ -161,8 +161,8 @@ impl Subscription {
             .unwrap_or_default();
         Record {
             id: self.id.clone(),
-            issuer: person.issuer,
-            subject: person.subject,
+            issuer: person.issuer().to_owned(),
+            subject: person.subject().to_owned(),
             server: self.server.clone(),
             own: self.own.clone(),
             exposed: self.exposed.clone(),
@@ -365,7 +365,7 @@ impl EventSubscriptions {
     pub(super) fn id_of(holder: &Identity, exposed: &str, arguments: &Value, url: &str) -> String {
         let person = holder.person();
         let arguments = crate::canonical::to_string(arguments, crate::canonical::Numbers::Rfc8785);
-        let who = [person.issuer.as_str(), person.subject.as_str()];
+        let who = [person.issuer(), person.subject()];
         let digest = hex_digest(&[who[0], who[1], exposed, &arguments, url]);
         format!("mcpxs_{}", &digest[..32])
     }

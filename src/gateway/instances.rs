@@ -141,7 +141,7 @@ impl Instances {
             .values()
             .map(|i| InstanceView {
                 person: i.person.to_string(),
-                state: i.link.describe(&i.person.subject),
+                state: i.link.describe(i.person.subject()),
             })
             .collect();
         views.sort_by(|a, b| a.person.cmp(&b.person));

@@ -92,7 +92,7 @@ mod every_revision {
         use super::super::*;
 
         fn person(subject: &str) -> Person {
-            Person {
+            Person::Caller {
                 issuer: "https://issuer".into(),
                 subject: subject.into(),
             }

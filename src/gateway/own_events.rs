@@ -357,7 +357,7 @@ mod v2026_07_28 {
         use super::super::*;
 
         fn person(subject: &str) -> Person {
-            Person {
+            Person::Caller {
                 issuer: "https://idp".into(),
                 subject: subject.into(),
             }

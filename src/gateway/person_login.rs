@@ -39,9 +39,9 @@ const MOST_WAITING: usize = 4096;
 /// The key of `person`'s login to `server` in the credentials store: the local owner's is the
 /// server's own (what `mcpx auth login SERVER` writes), anyone else's their own.
 pub fn slot_key(server: &str, person: &Person) -> String {
-    match person.issuer.as_str() {
-        "" => server.to_owned(),
-        issuer => person_key(server, issuer, &person.subject),
+    match person {
+        Person::Owner => server.to_owned(),
+        Person::Caller { issuer, subject } => person_key(server, issuer, subject),
     }
 }
 
@@ -280,7 +280,7 @@ mod every_revision {
         use super::super::*;
 
         fn alice() -> Person {
-            Person {
+            Person::Caller {
                 issuer: "https://idp".into(),
                 subject: "alice".into(),
             }
@@ -288,12 +288,13 @@ mod every_revision {
 
         #[test]
         fn the_owner_signs_in_as_the_server_and_anyone_else_as_themselves() {
-            let owner = Person {
-                issuer: String::new(),
+            assert_eq!(slot_key("gh", &Person::Owner), "gh");
+            assert_ne!(slot_key("gh", &alice()), "gh");
+            let named_owner = Person::Caller {
+                issuer: "https://idp".into(),
                 subject: crate::config::OWNER.into(),
             };
-            assert_eq!(slot_key("gh", &owner), "gh");
-            assert_ne!(slot_key("gh", &alice()), "gh");
+            assert_ne!(slot_key("gh", &named_owner), "gh");
         }
 
         #[test]
@@ -322,9 +323,9 @@ mod every_revision {
         fn a_finished_login_tells_each_of_its_waiters_and_no_one_elses() {
             let logins = PersonLogins::default();
             let (first, second) = (logins.waiter("gh", &alice()), logins.waiter("gh", &alice()));
-            let bob = Person {
+            let bob = Person::Caller {
+                issuer: "https://idp".into(),
                 subject: "bob".into(),
-                ..alice()
             };
             let others = logins.waiter("gh", &bob);
             logins.done("gh", &alice());

@@ -3,10 +3,12 @@
 //! what its own `env` says, unless its `inheritEnv` asks for everything. A sandboxed server gets
 //! less still: no proxies, no XDG directories (they point at sockets and caches outside its
 //! sandbox), and its private temporary directory as `TMPDIR` (and as `HOME` for a person's own
-//! instance of a per-identity server).
+//! instance of a per-identity server). A person's own instance without a sandbox gets a home and
+//! a `TMPDIR` of its own too ([`PersonHome`]), so that it never shares the user's files.
 
 use crate::config::{Credentials, ServerSettings};
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 /// Passed to every child: what programs need to find themselves, the user's files, the locale,
 /// certificates and the network's proxy. Anything else must be named in the server's `env`.
@@ -39,11 +41,34 @@ const SANDBOXED_VARIABLES: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "TERM", "TZ", "LANG", "LANGUAGE",
 ];
 
+/// A person's own instance's home when it runs without a sandbox: 0700 under mcpx's state
+/// directory, kept between its runs, with its `TMPDIR` inside.
+#[derive(Debug)]
+pub struct PersonHome(PathBuf);
+
+impl PersonHome {
+    /// Instance `name`'s (`server@person`), made if it is not there yet.
+    pub fn of(name: &str) -> Result<PersonHome, String> {
+        PersonHome::under(&crate::config::state_dir(), name)
+    }
+
+    /// Instance `name`'s under the state directory `state`.
+    fn under(state: &Path, name: &str) -> Result<PersonHome, String> {
+        let home = state.join("instances").join(name);
+        let tmp = home.join("tmp");
+        crate::private_file::create_dir(&tmp)
+            .map_err(|e| format!("cannot make its private home {}: {e}", home.display()))?;
+        crate::private_file::make_private(&home);
+        Ok(PersonHome(home))
+    }
+}
+
 /// The whole environment a child upstream starts with; `sandbox_tmp` is a sandboxed server's
-/// private temporary directory.
+/// private temporary directory, `person_home` an unsandboxed person's own instance's home.
 pub fn for_child(
     server: ServerSettings<'_>,
-    sandbox_tmp: Option<&std::path::Path>,
+    sandbox_tmp: Option<&Path>,
+    person_home: Option<&PersonHome>,
 ) -> Vec<(OsString, OsString)> {
     let passed = |name: &str| match sandbox_tmp {
         Some(_) => SANDBOXED_VARIABLES.contains(&name) || name.starts_with("LC_"),
@@ -60,6 +85,11 @@ pub fn for_child(
             variables.retain(|(name, _)| name != "HOME");
             variables.push(("HOME".into(), tmp.into()));
         }
+    }
+    if let Some(PersonHome(home)) = person_home {
+        variables.retain(|(name, _)| name != "HOME" && name != "TMPDIR");
+        variables.push(("HOME".into(), home.into()));
+        variables.push(("TMPDIR".into(), home.join("tmp").into()));
     }
     for (name, value) in &server.expanded.env {
         variables.retain(|(existing, _)| existing != name.as_str());
@@ -86,6 +116,7 @@ mod every_revision {
     mod environment {
         use crate::config::{Config, Settings};
         use crate::upstream::child_environment::for_child;
+        use crate::upstream::child_environment::PersonHome;
         use std::ffi::OsString;
 
         /// The environment of `[servers.s]` in `config`, its `${VAR}`s from mcpx's environment.
@@ -102,6 +133,7 @@ mod every_revision {
                     .sandbox
                     .as_ref()
                     .map(|_| std::path::Path::new("/run/t")),
+                None,
             )
         }
 
@@ -148,6 +180,36 @@ mod every_revision {
             );
             assert!(child.contains(&("HOME".into(), "/run/t".into())));
             assert_eq!(names(&child).iter().filter(|n| *n == "HOME").count(), 1);
+        }
+
+        #[test]
+        fn an_unsandboxed_per_identity_child_gets_a_private_home_and_tmpdir_of_its_own() {
+            let state = tempfile::tempdir().unwrap();
+            let home = PersonHome::under(state.path(), "s@alice~0123").unwrap();
+            let settings = Settings::from_environment(
+                Config::parse("[servers.s]\ncommand = \"x\"\ncredentials = \"per-identity\"\n")
+                    .unwrap(),
+            );
+            let expanded = settings.server("s").unwrap();
+            let server = crate::config::ServerSettings {
+                config: &settings.config.servers["s"],
+                expanded: &expanded,
+            };
+            let child = for_child(server, None, Some(&home));
+            let value = |name: &str| {
+                let mut values = child.iter().filter(|(n, _)| n == name);
+                let (_, value) = values.next().unwrap();
+                assert!(values.next().is_none(), "{name} twice");
+                std::path::PathBuf::from(value)
+            };
+            let (home, tmp) = (value("HOME"), value("TMPDIR"));
+            assert!(home.starts_with(state.path()) && home.ends_with("s@alice~0123"));
+            assert_eq!(tmp, home.join("tmp"));
+            use std::os::unix::fs::PermissionsExt;
+            for dir in [&home, &tmp] {
+                let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+            }
         }
 
         #[test]

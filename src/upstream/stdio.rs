@@ -5,12 +5,12 @@
 //! ends the process is gone, and so is the conversation.
 
 use super::chatter::Chatter;
-use super::child_environment;
+use super::child_environment::{self, PersonHome};
 use super::client::{self, FirstTry};
 use super::peer::Peer;
 use super::{Event, Handshake, LinkId};
 use crate::cancel::Cancel;
-use crate::config::{private_tmp_of, ServerSettings, UpstreamEra};
+use crate::config::{private_tmp_of, Credentials, ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
@@ -86,7 +86,12 @@ impl StdioUpstream {
     ) -> Result<Arc<Self>, String> {
         let program = server.command.as_deref().unwrap_or_default();
         let sandbox_tmp = server.sandbox.as_ref().map(|_| private_tmp_of(name));
-        let environment = child_environment::for_child(server, sandbox_tmp.as_deref());
+        let person_home = match (&sandbox_tmp, server.credentials) {
+            (None, Credentials::PerIdentity) => Some(PersonHome::of(name)?),
+            (Some(_), _) | (None, Credentials::Shared) => None,
+        };
+        let environment =
+            child_environment::for_child(server, sandbox_tmp.as_deref(), person_home.as_ref());
         let supervisor = how.launcher.map(super::supervisor::Binary::beside);
         // mcpx as a supervisor keeps its allocator small; the server gets its environment as it
         // was.

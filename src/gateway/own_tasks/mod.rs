@@ -540,7 +540,7 @@ mod v2026_07_28 {
             );
             let bearer = |sub: &str| {
                 let claims = serde_json::json!({"sub": sub, "iss": "https://idp"});
-                Identity::from_claims(claims.as_object().cloned().unwrap())
+                Identity::from_claims(claims.as_object().cloned().unwrap(), "https://idp").unwrap()
             };
             let (alice, bob) = (bearer("alice"), bearer("bob"));
             let target = a_tool();

@@ -148,7 +148,7 @@ impl Supervisor {
         let events = events.ok_or((StartError::Failed("mcpx is still starting".into()), false))?;
         let start = upstream.next_start();
         instance.link.begin_start(start);
-        let name = format!("{}@{}", upstream.name, instance.person.subject);
+        let name = format!("{}@{}", upstream.name, instance.person.key());
         let how = Reached {
             name: &name,
             credential,
