@@ -89,7 +89,10 @@ impl Person {
             digest.update(part.len().to_be_bytes());
             digest.update(part.as_bytes());
         }
-        let hex: String = digest.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let hex: String = digest.finalize()[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let safe = |c: &char| c.is_ascii_alphanumeric() || "._@-".contains(*c);
         let readable: String = subject.chars().filter(safe).take(48).collect();
         format!("{readable}~{hex}")
@@ -327,8 +330,16 @@ mod every_revision {
         #[test]
         fn a_token_without_a_string_subject_is_nobody() {
             let claims = |v: Value| v.as_object().cloned().unwrap();
-            for bad in [json!({}), json!({"sub": 7}), json!({"sub": ""}), json!({"sub": null})] {
-                assert!(Identity::from_claims(claims(bad.clone()), "https://idp").is_err(), "{bad}");
+            for bad in [
+                json!({}),
+                json!({"sub": 7}),
+                json!({"sub": ""}),
+                json!({"sub": null}),
+            ] {
+                assert!(
+                    Identity::from_claims(claims(bad.clone()), "https://idp").is_err(),
+                    "{bad}"
+                );
             }
         }
 

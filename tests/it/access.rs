@@ -118,7 +118,7 @@ pub(crate) struct Provider {
     key_fetches: Arc<AtomicUsize>,
     introspections: Arc<AtomicUsize>,
     /// Opaque tokens and what introspection says of each.
-    opaque: Arc<Mutex<HashMap<String, Value>>>,
+    pub(crate) opaque: Arc<Mutex<HashMap<String, Value>>>,
     /// The `Authorization` of the last introspection request.
     introspected_by: Arc<Mutex<Option<String>>>,
     /// The access tokens its token endpoint issued.

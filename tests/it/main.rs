@@ -22,6 +22,7 @@ mod guardrail_hooks;
 mod guardrails;
 mod http_legacy;
 mod http_modern;
+mod identity;
 mod input;
 mod lazy;
 mod limits;
