@@ -14,7 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The timeout of a request that stays open for as long as its caller holds it (a listen, an
 /// event stream): a hundred years.
@@ -57,6 +57,13 @@ pub fn after(duration: Duration) -> Instant {
     now.checked_add(duration)
         .or_else(|| now.checked_add(century))
         .unwrap_or(now)
+}
+
+/// The wall-clock time `duration` after `then`, at most a century (FOREVER) later: a duration
+/// from outside (a `ttlMs` of 2^64-1, a configured "1000000y") is neither past the clock's end
+/// nor a date past year 9999, which RFC 3339 cannot write.
+pub fn wall_after(then: SystemTime, duration: Duration) -> SystemTime {
+    then.checked_add(duration.min(FOREVER)).unwrap_or(then)
 }
 
 /// Completes at `deadline`.
@@ -205,7 +212,7 @@ mod every_revision {
     mod deadline {
         use crate::deadline::{after, sleep, sleep_until, table};
         use crate::sync::lock;
-        use std::time::{Duration, Instant};
+        use std::time::{Duration, Instant, SystemTime};
 
         /// A configured duration too long for the clock is a long wait, not a panic.
         #[test]

@@ -211,28 +211,35 @@ impl Exchanger {
         }
         let body = Some(("application/x-www-form-urlencoded", form));
         let answer = within(FETCH_TIMEOUT, fetch(Method::POST, &endpoint, headers, body)).await?;
-        let said: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-        if answer.status != StatusCode::OK {
-            let error = said["error"].as_str().unwrap_or("no error code");
-            let description = said["error_description"].as_str().unwrap_or_default();
-            return Err(format!(
-                "the identity provider refused the token exchange ({} {error}{}{description})",
-                answer.status.as_u16(),
-                if description.is_empty() { "" } else { ": " },
-            ));
-        }
-        let token = said["access_token"]
-            .as_str()
-            .filter(|t| !t.is_empty())
-            .ok_or("the identity provider's exchange answer holds no access_token")?;
-        let lifetime = said["expires_in"]
-            .as_u64()
-            .map_or(UNSTATED_LIFETIME, Duration::from_secs);
-        Ok(Exchanged {
-            token: token.to_owned(),
-            expires: Instant::now() + lifetime,
-        })
+        read_answer(answer.status, &answer.body)
     }
+}
+
+/// The token a provider's exchange answer (`status`, `body`) gives, or why there is none:
+/// whatever the provider sends, an error or a token, never a panic.
+pub fn read_answer(status: StatusCode, body: &[u8]) -> Result<Exchanged, String> {
+    let said: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if status != StatusCode::OK {
+        let error = said["error"].as_str().unwrap_or("no error code");
+        let description = said["error_description"].as_str().unwrap_or_default();
+        return Err(format!(
+            "the identity provider refused the token exchange ({} {error}{}{description})",
+            status.as_u16(),
+            if description.is_empty() { "" } else { ": " },
+        ));
+    }
+    let token = said["access_token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .ok_or("the identity provider's exchange answer holds no access_token")?;
+    let lifetime = said["expires_in"]
+        .as_u64()
+        .map_or(UNSTATED_LIFETIME, Duration::from_secs);
+    Ok(Exchanged {
+        token: token.to_owned(),
+        // `expires_in` is the provider's to say: 2^64-1 seconds is a long time, not a panic.
+        expires: crate::deadline::after(lifetime),
+    })
 }
 
 #[cfg(test)]

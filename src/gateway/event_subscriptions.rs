@@ -378,7 +378,7 @@ impl EventSubscriptions {
             .ttl
             .unwrap_or(self.config.default_ttl)
             .clamp(MIN_TTL, self.config.max_ttl.max(MIN_TTL));
-        let ends_at = SystemTime::now() + ttl;
+        let ends_at = crate::deadline::wall_after(SystemTime::now(), ttl);
         let mut by_id = lock(&self.by_id);
         by_id.retain(|_, s| s.live());
         if let Some(held) = by_id.get(&id) {
@@ -469,7 +469,8 @@ impl EventSubscriptions {
         let mut resumed = Vec::new();
         let mut by_id = lock(&self.by_id);
         for record in records {
-            let ends_at = UNIX_EPOCH + Duration::from_secs(record.ends_at);
+            let ends_at =
+                crate::deadline::wall_after(UNIX_EPOCH, Duration::from_secs(record.ends_at));
             let (Some(owner), Ok(secret)) =
                 (owner_of(&record.server), Secret::parse(&record.secret))
             else {

@@ -142,7 +142,7 @@ pub fn failed_integrity() -> ErrorObject {
 
 /// `now + wait` as the milliseconds a claim carries.
 pub fn expiry(now: SystemTime, wait: Duration) -> u64 {
-    millis(now + wait)
+    millis(crate::deadline::wall_after(now, wait))
 }
 
 fn millis(time: SystemTime) -> u64 {

@@ -150,6 +150,8 @@ pub(crate) const EXCHANGE_CLIENT: (&str, &str) = ("mcpx-exchange", "xs");
 
 /// A subject the provider never lets anyone act for.
 pub(crate) const NEVER_ACTED_FOR: &str = "mallory";
+/// A subject whose exchanged tokens the provider says live 2^64-1 seconds (`expires_in`).
+pub(crate) const LIVES_FOREVER: &str = "methuselah";
 
 /// The client a token request proves itself as: [`EXCHANGE_CLIENT`] by HTTP Basic, or a client
 /// whose P-256 key the provider trusts by a client assertion (RFC 7523) for its token endpoint,
@@ -241,10 +243,14 @@ fn exchange(
         "iss": issuer, "sub": sub, "aud": audience, "act": {"sub": client},
         "exp": now() + 300, "iat": now(), "scope": asked.get("scope").cloned().unwrap_or_default(),
     }));
+    let expires_in = match sub == LIVES_FOREVER {
+        true => u64::MAX,
+        false => 300,
+    };
     (
         "200 OK",
         json!({"access_token": token, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-            "token_type": "Bearer", "expires_in": 300}),
+            "token_type": "Bearer", "expires_in": expires_in}),
     )
 }
 

@@ -959,6 +959,21 @@ mod v2025_11_25 {
             task["taskId"].as_str().unwrap().to_owned()
         }
 
+        /// A task asked to be kept 2^64-1 ms is kept as long as mcpx keeps tasks, said in its
+        /// `ttl`, and the arithmetic on it panics nothing: the task answers its result.
+        #[test]
+        fn a_task_asked_to_live_2_to_the_64_ms_is_kept_as_long_as_mcpx_keeps_tasks() {
+            let mut mcpx = legacy_serve(&fixture_with("", ""));
+            let call = json!({"name": "fixture__echo", "arguments": {"text": "hi"}, "task": {"ttl": u64::MAX}});
+            let created = mcpx.call(1, "tools/call", call);
+            let task = &created["result"]["task"];
+            let ttl = task["ttl"].as_u64().unwrap_or_else(|| panic!("{created}"));
+            assert!(ttl < u64::MAX, "{created}");
+            let id = task["taskId"].as_str().unwrap();
+            let result = mcpx.call(2, "tasks/result", json!({"taskId": id}));
+            assert_eq!(result["result"]["content"][0]["text"], "hi", "{result}");
+        }
+
         /// A 2025-11-25 client that asks for a task of a server without tasks gets one of mcpx's
         /// at once; `tasks/result` waits for the call's end and gives its result tied to the
         /// task, and a tool error is `failed`, as 2025-11-25 has it.

@@ -4,7 +4,8 @@
 //! local caller is the one identity `owner`.
 
 use crate::access::{
-    call as call_with_token, daemon as daemon_for, Provider, EXCHANGE_CLIENT, NEVER_ACTED_FOR,
+    call as call_with_token, daemon as daemon_for, Provider, EXCHANGE_CLIENT, LIVES_FOREVER,
+    NEVER_ACTED_FOR,
 };
 use crate::common::http::*;
 use crate::common::*;
@@ -255,6 +256,14 @@ mod every_revision {
                 call_with_token(&d, "/mcp", Some(&mallory), "tools/call", whoami.clone()).json();
             let said = refused.to_string();
             assert!(said.contains("refused the token exchange"), "{refused}");
+            // A provider saying the exchanged token lives 2^64-1 seconds is believed, within
+            // the clock's reach, and does not panic the thread that serves the call.
+            let forever = provider.good(LIVES_FOREVER);
+            let answer =
+                call_with_token(&d, "/mcp", Some(&forever), "tools/call", whoami.clone()).json();
+            let said = &answer["result"]["structuredContent"];
+            assert_eq!(said["sub"], LIVES_FOREVER, "{answer}\n{}", d.stderr());
+            assert!(!d.stderr().contains("panicked"), "{}", d.stderr());
             let answer = call_with_token(&d, "/mcp", Some(&alice), "tools/call", whoami).json();
             assert_eq!(
                 answer["result"]["structuredContent"]["sub"], "alice",

@@ -168,7 +168,7 @@ impl OwnTasks {
             caller,
             id: std::sync::OnceLock::new(),
             created_at: now.clone(),
-            expires: Instant::now() + ttl,
+            expires: crate::deadline::after(ttl),
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             cancel: Cancel::new(),
             state: Mutex::new(State {

@@ -309,15 +309,21 @@ pub async fn token_request(
         Some(("application/x-www-form-urlencoded", body)),
     )
     .await?;
-    let value: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-    if !answer.status.is_success() {
+    read_token_answer(answer.status, &answer.body)
+}
+
+/// A token endpoint's answer (`status`, `body`), or why it gives no token: whatever the server
+/// sends, never a panic.
+pub fn read_token_answer(status: http::StatusCode, body: &[u8]) -> Result<TokenAnswer, String> {
+    let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if !status.is_success() {
         let error = value
             .member("error")
             .and_then(Value::as_str)
             .unwrap_or("no error code");
         return Err(format!(
             "the token endpoint answered {} ({error})",
-            answer.status
+            status
         ));
     }
     let text = |key: &str| value.member(key).and_then(Value::as_str).map(str::to_owned);
