@@ -103,10 +103,40 @@ pub fn mask_value(value: &mut Value) {
     }
 }
 
+/// A configured URL as mcpx names it to people (a refusal, a log line): its user, password,
+/// query and fragment, where keys are put (`?key=…`, `https://user:key@…`), stand masked.
+pub fn url_shown(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return "(a URL that does not parse)".into();
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        let _ = parsed.set_username(MASK);
+        let _ = parsed.set_password(None);
+    }
+    if parsed.query().is_some() {
+        parsed.set_query(Some(MASK));
+    }
+    if parsed.fragment().is_some() {
+        parsed.set_fragment(Some(MASK));
+    }
+    parsed.to_string()
+}
+
 #[cfg(test)]
 mod every_revision {
     mod secrets {
-        use crate::redact::{mask, pieces};
+        use crate::redact::{mask, pieces, url_shown};
+
+        #[test]
+        fn a_url_is_named_without_its_user_password_query_or_fragment() {
+            let shown = url_shown("https://bob:hunter2@hooks.example:8443/check?key=s3cret#frag");
+            for secret in ["bob", "hunter2", "s3cret", "frag"] {
+                assert!(!shown.contains(secret), "{shown}");
+            }
+            assert!(shown.starts_with("https://") && shown.contains("hooks.example:8443/check"));
+            assert_eq!(url_shown("http://127.0.0.1:9/h"), "http://127.0.0.1:9/h");
+            assert!(!url_shown("not a url ?key=s3cret").contains("s3cret"));
+        }
 
         #[test]
         fn a_secret_and_each_line_of_a_long_one_are_masked_and_short_pieces_are_not() {

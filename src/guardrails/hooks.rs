@@ -99,7 +99,8 @@ impl Hooks {
                 tools: (!hook.tools.is_empty()).then(|| globs(&hook.tools)),
                 pool: hook.url.as_deref().map(|url| {
                     let uri = url.parse::<http::Uri>();
-                    let uri = uri.map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+                    let shown = crate::redact::url_shown(url);
+                    let uri = uri.map_err(|e| format!("{shown} is not a URL: {e}"))?;
                     Ok(Pool::new(uri, http::HeaderMap::new()))
                 }),
                 process: smol::lock::Mutex::new(None),
@@ -186,11 +187,12 @@ impl Compiled {
         }
     }
 
-    /// The hook as its configuration names it.
+    /// The hook as a refusal or a log line names it: its URL without what may hold a key
+    /// (user, password, query), or its program without its arguments (which may hold one too).
     fn describe(&self) -> String {
         match &self.config.url {
-            Some(url) => url.clone(),
-            None => self.config.command.join(" "),
+            Some(url) => crate::redact::url_shown(url),
+            None => self.config.command.first().cloned().unwrap_or_default(),
         }
     }
 

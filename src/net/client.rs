@@ -193,7 +193,10 @@ impl Pool {
         let host = uri.authority().map_or("", |a| a.as_str());
         let target = match (path.parse(), http::HeaderValue::try_from(host)) {
             (Ok(path), Ok(host)) => Ok((path, host)),
-            _ => Err(format!("{uri} cannot be requested over HTTP/1.1")),
+            _ => Err(format!(
+                "{} cannot be requested over HTTP/1.1",
+                crate::redact::url_shown(&uri.to_string())
+            )),
         };
         Pool {
             uri,

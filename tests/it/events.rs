@@ -519,7 +519,9 @@ mod v2026_07_28 {
             // One asked to live 2^64-1 ms lives as long as maxTtl lets it, and panics nothing.
             let forever_url = format!("{}/forever", receiver.url);
             let forever = subscribe(&d, 14, "a__ticks", &forever_url, Some(u64::MAX));
-            let refresh = forever["result"]["refreshBefore"].as_str().unwrap_or_default();
+            let refresh = forever["result"]["refreshBefore"]
+                .as_str()
+                .unwrap_or_default();
             assert!(refresh.starts_with("20"), "{forever}");
             assert!(
                 eventually(|| d.log_shows("an event subscription ended")),

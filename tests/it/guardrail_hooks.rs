@@ -148,6 +148,46 @@ mod every_revision {
     mod guardrails {
         use super::super::*;
 
+        /// A hook's URL may carry its key (`?key=…`, `user:key@`): when the hook cannot be
+        /// asked, the refusal names its host and path, in both eras, and neither the caller nor
+        /// mcpx's log is told the key.
+        #[test]
+        fn a_hooks_key_in_its_url_is_never_told() {
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = closed.local_addr().unwrap().port();
+            drop(closed);
+            let url =
+                format!("url = \"http://hookuser:hookpass@127.0.0.1:{port}/check?key=s3cretKEY\"");
+            let config = fixture_config(&hooks(&url, "failMode = \"deny\""));
+            for modern_era in [false, true] {
+                let mut mcpx = Serve::start(&config);
+                let params = json!({"name": "fixture__echo", "arguments": {"text": "x"}});
+                let params = match modern_era {
+                    true => modern(params),
+                    false => {
+                        mcpx.initialize("2025-11-25");
+                        params
+                    }
+                };
+                let answer = mcpx.call(1, "tools/call", params);
+                let text = tool_text(&answer);
+                assert!(text.contains("could not be asked"), "{answer}");
+                assert!(
+                    text.contains(&format!("127.0.0.1:{port}/check")),
+                    "{answer}"
+                );
+                assert!(
+                    eventually(|| mcpx.stderr().contains("did not answer")),
+                    "{}",
+                    mcpx.stderr()
+                );
+                for secret in ["s3cretKEY", "hookpass", "hookuser"] {
+                    assert!(!answer.to_string().contains(secret), "{answer}");
+                    assert!(!mcpx.stderr().contains(secret), "{}", mcpx.stderr());
+                }
+            }
+        }
+
         /// A kept-running command hook, in both eras: refused, rewritten and replaced alike,
         /// through every route to the tool (its exposed name, its server's own).
         #[test]

@@ -321,10 +321,7 @@ pub fn read_token_answer(status: http::StatusCode, body: &[u8]) -> Result<TokenA
             .member("error")
             .and_then(Value::as_str)
             .unwrap_or("no error code");
-        return Err(format!(
-            "the token endpoint answered {} ({error})",
-            status
-        ));
+        return Err(format!("the token endpoint answered {} ({error})", status));
     }
     let text = |key: &str| value.member(key).and_then(Value::as_str).map(str::to_owned);
     Ok(TokenAnswer {
