@@ -45,9 +45,35 @@ pub fn slot_key(server: &str, person: &Person) -> String {
     }
 }
 
+/// The cookie that tells one browser from another: a sign-in begun in one completes only in it.
+pub const BROWSER_COOKIE: &str = "mcpx_signin";
+
+/// What a person's browser asks of a sign-in page.
+#[derive(Debug)]
+pub struct Asked<'a> {
+    /// [`START`] or [`CALLBACK`].
+    pub path: &'a str,
+    /// The URL's query.
+    pub query: Option<&'a str>,
+    /// A form's body: the person's confirmation, POSTed to [`START`].
+    pub form: Option<&'a [u8]>,
+    /// Its `Cookie` header.
+    pub cookies: Option<&'a str>,
+}
+
 /// What the person's browser is answered.
 #[derive(Debug, PartialEq)]
 pub enum Page {
+    /// Whose sign-in the link begins, for the person to confirm (a form POSTing `ticket` back
+    /// to [`START`]); `set_cookie`, a `Set-Cookie` value, names the browser if it had no name.
+    Confirm {
+        /// What the page says.
+        text: String,
+        /// The link's ticket, still unused.
+        ticket: String,
+        /// The browser's new name, when it had none.
+        set_cookie: Option<String>,
+    },
     /// Go on to the authorization server.
     Redirect(String),
     /// Signed in: the page says for whom and where.
@@ -74,8 +100,8 @@ pub struct PersonLogins {
     /// `[auth] publicUrl`, where the links and the redirect point.
     public_url: Option<String>,
     tickets: Mutex<HashMap<String, Waiting<()>>>,
-    /// By the flow's `state`.
-    flows: Mutex<HashMap<String, Waiting<Flow>>>,
+    /// By the flow's `state`: the flow, and the name of the browser that began it.
+    flows: Mutex<HashMap<String, Waiting<(Flow, String)>>>,
     /// mcpx's registrations for its public redirect, by server, then issuer: one for everyone.
     registrations: Mutex<HashMap<String, BTreeMap<String, Registration>>>,
     /// The calls waiting on a person's login to a server.
@@ -139,13 +165,20 @@ impl PersonLogins {
         }
     }
 
+    /// The ticket's server and person, leaving it unused.
+    fn peek_ticket(&self, ticket: &str) -> Option<(String, Person)> {
+        let tickets = lock(&self.tickets);
+        let waiting = tickets.get(ticket)?;
+        (waiting.until > Instant::now()).then(|| (waiting.server.clone(), waiting.person.clone()))
+    }
+
     /// The ticket's server and person, once: a link works one time.
     fn take_ticket(&self, ticket: &str) -> Option<(String, Person)> {
         let taken = lock(&self.tickets).remove(ticket)?;
         (taken.until > Instant::now()).then_some((taken.server, taken.person))
     }
 
-    fn keep_flow(&self, server: String, person: Person, flow: Flow) {
+    fn keep_flow(&self, server: String, person: Person, flow: Flow, browser: String) {
         let mut flows = lock(&self.flows);
         pruned(&mut flows);
         let state = flow.state().to_owned();
@@ -156,15 +189,28 @@ impl PersonLogins {
                 server,
                 person,
                 until,
-                what: flow,
+                what: (flow, browser),
             },
         );
     }
 
-    fn take_flow(&self, state: &str) -> Option<Waiting<Flow>> {
+    fn take_flow(&self, state: &str) -> Option<Waiting<(Flow, String)>> {
         let taken = lock(&self.flows).remove(state)?;
         (taken.until > Instant::now()).then_some(taken)
     }
+}
+
+/// What a link that cannot be used is answered.
+const UNKNOWN_LINK: &str =
+    "this sign-in link is unknown, used or expired: ask again from your client, which gets a new one";
+
+/// The value of the cookie `name` in a request's `Cookie` header.
+fn cookie(header: Option<&str>, name: &str) -> Option<String> {
+    let pairs = header.unwrap_or_default().split(';');
+    pairs
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
 }
 
 /// The value of `key` in the query `query`.
@@ -177,23 +223,71 @@ fn param(query: Option<&str>, key: &str) -> Option<String> {
 }
 
 impl Gateway {
-    /// The page at `path` ([`START`] or [`CALLBACK`]) with `query`, for a person's browser.
-    pub async fn person_login_page(&self, path: &str, query: Option<&str>) -> Page {
-        let outcome = match path {
-            START => self.start_person_login(query).await,
-            CALLBACK => self.finish_person_login(query).await,
+    /// The page a person's browser `asked` for: a link's page that says whose sign-in it
+    /// begins (GET [`START`]), the sign-in begun once they confirm (its POST), or its end (GET
+    /// [`CALLBACK`]).
+    pub async fn person_login_page(&self, asked: Asked<'_>) -> Page {
+        let browser = cookie(asked.cookies, BROWSER_COOKIE);
+        let outcome = match (asked.path, asked.form) {
+            (START, None) => self.confirm_person_login(asked.query, browser),
+            (START, Some(form)) => {
+                let form = std::str::from_utf8(form).ok();
+                self.start_person_login(form, browser).await
+            }
+            (CALLBACK, _) => self.finish_person_login(asked.query, browser).await,
             _ => Err("there is no such page".into()),
         };
         outcome.unwrap_or_else(Page::Refused)
     }
 
-    /// The link's ticket taken: its flow begun, and the person sent to the authorization server.
-    async fn start_person_login(&self, query: Option<&str>) -> Result<Page, String> {
-        let logins = &self.person_logins;
+    /// The link's page: whose sign-in to what it begins, for the person to confirm; the link
+    /// stays unused (a preview that fetches it spends nothing), and the browser is given a name
+    /// if it has none, which the sign-in it begins will be bound to.
+    fn confirm_person_login(
+        &self,
+        query: Option<&str>,
+        browser: Option<String>,
+    ) -> Result<Page, String> {
         let ticket = param(query, "ticket").unwrap_or_default();
-        let (server, person) = logins.take_ticket(&ticket).ok_or(
-            "this sign-in link is unknown, used or expired: ask again from your client, which gets a new one",
-        )?;
+        let (server, person) = self
+            .person_logins
+            .peek_ticket(&ticket)
+            .ok_or(UNKNOWN_LINK)?;
+        let set_cookie = match browser {
+            Some(_) => None,
+            None => {
+                let public = self.person_logins.public_url.as_deref().unwrap_or_default();
+                let secure = match public.starts_with("https://") {
+                    true => "; Secure",
+                    false => "",
+                };
+                Some(format!(
+                    "{BROWSER_COOKIE}={}; Path={START}; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+                    random_token(32)?,
+                    PATIENCE.as_secs()
+                ))
+            }
+        };
+        Ok(Page::Confirm {
+            text: format!("This link signs in to {server} as {person}: what you allow there is done for {person}'s calls through mcpx. Continue only if you are {person}; if not, close this page."),
+            ticket,
+            set_cookie,
+        })
+    }
+
+    /// The link's ticket taken, confirmed in the browser it named: its flow begun, bound to
+    /// that browser, and the person sent to the authorization server. A browser without a
+    /// name (a form POSTed from another site carries no `SameSite=Lax` cookie) begins nothing.
+    async fn start_person_login(
+        &self,
+        form: Option<&str>,
+        browser: Option<String>,
+    ) -> Result<Page, String> {
+        let logins = &self.person_logins;
+        let browser =
+            browser.ok_or("open the sign-in link itself in your browser, then continue there")?;
+        let ticket = param(form, "ticket").unwrap_or_default();
+        let (server, person) = logins.take_ticket(&ticket).ok_or(UNKNOWN_LINK)?;
         let upstream = self.supervisor.upstreams().by_name(&server);
         let upstream = upstream
             .filter(|u| u.config.per_identity.token == Some(PersonToken::Login))
@@ -228,13 +322,19 @@ impl Gateway {
                 .or_default()
                 .insert(issuer, registration);
         }
-        logins.keep_flow(server, person, flow);
+        // The browser that began it is the one that may finish it: a flow begun by one person
+        // and its authorization page sent to another (login CSRF) completes for no one.
+        logins.keep_flow(server, person, flow, browser);
         Ok(Page::Redirect(authorize.to_string()))
     }
 
     /// The authorization server's redirect: the code exchanged, the person's tokens kept, a
     /// stale instance of theirs stopped, and their waiting calls told.
-    async fn finish_person_login(&self, query: Option<&str>) -> Result<Page, String> {
+    async fn finish_person_login(
+        &self,
+        query: Option<&str>,
+        browser: Option<String>,
+    ) -> Result<Page, String> {
         let state = param(query, "state").unwrap_or_default();
         let flow = self
             .person_logins
@@ -243,10 +343,16 @@ impl Gateway {
         let Waiting {
             server,
             person,
-            what: flow,
+            what: (flow, began_in),
             ..
         } = flow;
         let (server, person) = (&server, &person);
+        if !browser.is_some_and(|browser| crate::access::same_secret(&browser, &began_in)) {
+            tracing::warn!(%server, %person, "a sign-in came back to a browser that did not begin it; nothing was kept");
+            return Err(format!(
+                "this sign-in to {server} was begun for {person} in another browser: nothing was kept. If you are {person}, ask again from your client and open its link here."
+            ));
+        }
         let public = self.person_logins.public_url.as_deref();
         let callback = format!(
             "{}{CALLBACK}?{}",

@@ -72,18 +72,80 @@ fn get(url: &str) -> Reply {
     Reply::parse(&raw)
 }
 
-/// A person's browser on mcpx's sign-in `link`: at mcpx (by its public name) it is sent to the
-/// authorization server, signs in there as `user`, and comes back to mcpx: mcpx's last page.
-fn browse(d: &Daemon, link: &str, user: &str) -> Reply {
-    let at_mcpx = |url: &str| d.bodiless("GET", url.strip_prefix(PUBLIC).unwrap(), "");
-    let start = at_mcpx(link);
-    if start.status != 302 {
-        return start;
+/// A browser at mcpx (by its public name): the cookie mcpx named it by, once it has.
+#[derive(Default)]
+struct Browser {
+    cookie: Option<String>,
+}
+
+impl Browser {
+    /// GETs `url` at mcpx, sending and keeping its cookie.
+    fn get(&mut self, d: &Daemon, url: &str) -> Reply {
+        let cookie = self.cookie.as_ref().map(|c| format!("Cookie: {c}\r\n"));
+        let reply = d.bodiless(
+            "GET",
+            url.strip_prefix(PUBLIC).unwrap(),
+            &cookie.unwrap_or_default(),
+        );
+        self.keep(&reply);
+        reply
     }
-    let authorize = start.header("location").unwrap();
+
+    /// POSTs the form `body` to mcpx's `path`, sending its cookie.
+    fn post(&mut self, d: &Daemon, path: &str, body: &str) -> Reply {
+        let mut headers: Vec<(&str, &[u8])> =
+            vec![("Content-Type", b"application/x-www-form-urlencoded")];
+        let cookie = self.cookie.clone().unwrap_or_default();
+        if self.cookie.is_some() {
+            headers.push(("Cookie", cookie.as_bytes()));
+        }
+        d.post_to(path, &headers, body.as_bytes())
+    }
+
+    fn keep(&mut self, reply: &Reply) {
+        if let Some(set) = reply.header("set-cookie") {
+            self.cookie = Some(set.split(';').next().unwrap().to_owned());
+        }
+    }
+
+    /// Opens mcpx's sign-in `link` and confirms it: where mcpx sends it (the authorization
+    /// server's page), or the page that refused.
+    fn begin(&mut self, d: &Daemon, link: &str) -> Result<String, Reply> {
+        let confirm = self.get(d, link);
+        if confirm.status != 200 {
+            return Err(confirm);
+        }
+        let text = confirm.text();
+        let ticket = text
+            .split("name=ticket value=\"")
+            .nth(1)
+            .and_then(|t| t.split('"').next());
+        let ticket = ticket.unwrap_or_else(|| panic!("no form: {text}"));
+        let begun = self.post(d, "/upstreams/login", &format!("ticket={ticket}"));
+        match begun.status {
+            303 => Ok(begun.header("location").unwrap().to_owned()),
+            _ => Err(begun),
+        }
+    }
+}
+
+/// The authorization server's page `authorize`, signed in at as `user`: where it sends the
+/// browser back (mcpx's callback).
+fn authorize_as(authorize: &str, user: &str) -> String {
     let signed_in = get(&format!("{authorize}&user={user}"));
     assert_eq!(signed_in.status, 302, "{}", signed_in.text());
-    at_mcpx(signed_in.header("location").unwrap())
+    signed_in.header("location").unwrap().to_owned()
+}
+
+/// A person's browser on mcpx's sign-in `link`: at mcpx (by its public name) it confirms and
+/// is sent to the authorization server, signs in there as `user`, and comes back to mcpx:
+/// mcpx's last page.
+fn browse(d: &Daemon, link: &str, user: &str) -> Reply {
+    let mut browser = Browser::default();
+    match browser.begin(d, link) {
+        Ok(authorize) => browser.get(d, &authorize_as(&authorize, user)),
+        Err(refused) => refused,
+    }
 }
 
 /// `mcpx auth ARGS` on the daemon's configuration: whether it succeeded, and what it printed.
@@ -102,6 +164,70 @@ fn auth(d: &Daemon, args: &[&str]) -> (bool, String) {
 mod every_revision {
     pub mod team {
         use super::super::*;
+
+        /// Login CSRF, every way round: Mallory's sign-in link opened in Alice's browser names
+        /// whose it is and does nothing until confirmed; a sign-in Mallory began in his browser,
+        /// whose authorization page he has Alice sign in at, does not complete in hers; a form
+        /// POSTed from another site (no cookie) begins nothing. Alice's account at the server is
+        /// never kept for Mallory: he is still asked to sign in, then signs in as himself.
+        #[test]
+        fn a_sign_in_completes_only_in_the_browser_that_began_it() {
+            let (idp, upstream_as) = (Provider::start(), Provider::start());
+            let (url, mut server) = whoami_server(&upstream_as.issuer, true);
+            let dir = tempfile::tempdir().unwrap();
+            let d = signing_in_daemon(&idp, &url, dir.path());
+            let mallory = idp.good("mallory");
+            let whoami = json!({"name": "remote__whoami", "arguments": {}});
+            let login = json!({"name": "mcpx__login", "arguments": {"server": "remote"}});
+            let link_for_mallory = || {
+                let asked =
+                    call_with_token(&d, "/mcp", Some(&mallory), "tools/call", login.clone());
+                let text = asked.json()["result"]["content"][0]["text"].clone();
+                let text = text.as_str().unwrap_or_default().to_owned();
+                let at = text.find(PUBLIC).unwrap_or_else(|| panic!("{text}"));
+                text[at..].split_whitespace().next().unwrap().to_owned()
+            };
+            let link = link_for_mallory();
+            let mut alices = Browser::default();
+            let page = alices.get(&d, &link);
+            assert_eq!(page.status, 200, "{}", page.text());
+            assert!(
+                page.text().contains("Continue only if you are mallory"),
+                "{}",
+                page.text()
+            );
+            assert!(alices.cookie.is_some(), "the page names the browser");
+            // Mallory begins in his own browser and has Alice sign in at the authorization page.
+            let mut mallorys = Browser::default();
+            let authorize = mallorys
+                .begin(&d, &link)
+                .unwrap_or_else(|r| panic!("{}", r.text()));
+            let back = authorize_as(&authorize, "alice-gh");
+            // Refused, and spent: the code Alice's sign-in gave is good for nothing after.
+            let finished = alices.get(&d, &back);
+            assert_eq!(finished.status, 400, "{}", finished.text());
+            let said = finished.text();
+            assert!(
+                said.contains("begun for mallory") && said.contains("another browser"),
+                "{said}"
+            );
+            let again = mallorys.get(&d, &back);
+            assert_eq!(again.status, 400, "{}", again.text());
+            // A form POSTed from another site carries no cookie: it begins nothing.
+            let link = link_for_mallory();
+            let ticket = link.split("ticket=").nth(1).unwrap();
+            let forged =
+                Browser::default().post(&d, "/upstreams/login", &format!("ticket={ticket}"));
+            assert_eq!(forged.status, 400, "{}", forged.text());
+            // Nothing was kept for Mallory: asked again, he signs in as himself and is served so.
+            let done = browse(&d, &link, "mallory-gh");
+            assert_eq!(done.status, 200, "{}", done.text());
+            let served = call_with_token(&d, "/mcp", Some(&mallory), "tools/call", whoami.clone());
+            let said = &served.json()["result"]["structuredContent"];
+            assert_eq!(said["sub"], "mallory-gh", "{}", served.text());
+            let _ = server.kill();
+            let _ = server.wait();
+        }
 
         /// Before anyone signs in, a call is told how to. Alice (a 2025-11-25 client) signs in
         /// with `mcpx__login`: asked by URL elicitation to
@@ -150,13 +276,14 @@ mod every_revision {
                 "{first}"
             );
             let pages = &asked["pages"];
-            assert_eq!(pages[0]["status"], 302, "{first}");
+            assert_eq!(pages[0]["status"], 200, "{first}");
+            assert_eq!(pages[1]["status"], 303, "{first}");
             assert_eq!(
-                pages[1]["back"],
+                pages[2]["back"],
                 format!("{PUBLIC}/upstreams/login/callback")
             );
-            assert_eq!(pages[2]["status"], 200, "{first}");
-            let page = pages[2]["text"].as_str().unwrap_or_default();
+            assert_eq!(pages[3]["status"], 200, "{first}");
+            let page = pages[3]["text"].as_str().unwrap_or_default();
             assert!(page.contains("Signed in to remote for alice"), "{page}");
             let signed = first["calls"][0].as_str().unwrap_or_default();
             assert!(signed.contains("Signed in to remote as alice"), "{first}");

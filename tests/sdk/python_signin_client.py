@@ -28,28 +28,43 @@ class NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def get(url: str) -> tuple[int, str, str]:
-    """A browser's GET that shows its redirect rather than following it."""
+def get(url: str, cookie: str = "", form: str | None = None) -> tuple[int, str, str, str]:
+    """A browser's GET (or, with `form`, POST of that form) sending `cookie`, showing its
+    redirect rather than following it: status, Location, body, and the cookie it was given."""
+    headers = {"Cookie": cookie} if cookie else {}
+    data = None
+    if form is not None:
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        data = form.encode()
+    request = urllib.request.Request(url, data=data, headers=headers)
     opener = urllib.request.build_opener(NoRedirects)
     try:
-        with opener.open(url, timeout=30) as answer:
-            return answer.status, answer.headers.get("Location", ""), answer.read().decode()
-    except urllib.error.HTTPError as answer:
-        return answer.code, answer.headers.get("Location", ""), answer.read().decode()
+        answer = opener.open(request, timeout=30)
+        status = answer.status
+    except urllib.error.HTTPError as refused:
+        answer, status = refused, refused.code
+    with answer:
+        given = (answer.headers.get("Set-Cookie") or "").split(";")[0]
+        return status, answer.headers.get("Location", ""), answer.read().decode(), given
 
 
 def browse(link: str, public: str, daemon: str, user: str) -> list[dict]:
-    """The person's browser on mcpx's sign-in link: to the authorization server, where they sign
-    in as `user`, and back to mcpx."""
+    """The person's browser on mcpx's sign-in link: its page confirmed, to the authorization
+    server, where they sign in as `user`, and back to mcpx, holding the cookie mcpx gave it."""
     pages = []
     at_mcpx = lambda url: url.replace(public, daemon, 1)
-    status, location, _ = get(at_mcpx(link))
-    pages.append({"page": "start", "status": status})
-    if status != 302:
+    status, _, text, cookie = get(at_mcpx(link))
+    pages.append({"page": "confirm", "status": status})
+    if status != 200:
         return pages
-    status, location, _ = get(f"{location}&user={user}")
+    ticket = text.split('name=ticket value="')[1].split('"')[0]
+    status, location, _, _ = get(f"{daemon}/upstreams/login", cookie, f"ticket={ticket}")
+    pages.append({"page": "start", "status": status})
+    if status != 303:
+        return pages
+    status, location, _, _ = get(f"{location}&user={user}")
     pages.append({"page": "authorize", "status": status, "back": location.split("?")[0]})
-    status, _, text = get(at_mcpx(location))
+    status, _, text, _ = get(at_mcpx(location), cookie)
     pages.append({"page": "callback", "status": status, "text": text})
     return pages
 

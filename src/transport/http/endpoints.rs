@@ -4,9 +4,9 @@
 
 use super::reply::{empty, json_response, plain, Body};
 use super::{Caller, FrontDoor};
-use crate::access::builtin::{self, AuthServer};
+use crate::access::builtin::{self, consent, AuthServer};
 use crate::gateway::event_relay::{self, Relayed};
-use crate::gateway::person_login::Page;
+use crate::gateway::person_login::{self, Page};
 use crate::metrics;
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
@@ -98,28 +98,60 @@ impl FrontDoor {
         Response::from_parts(head, Full::new(Bytes::from(text)).boxed())
     }
 
-    /// `GET /upstreams/login[/callback]`: a person's sign-in to a per-identity server, in
-    /// their browser ([`crate::gateway::person_login`]).
-    pub(super) async fn person_login(&self, request: &Request<Incoming>) -> Response<Body> {
-        if request.method() != Method::GET {
-            return plain(StatusCode::METHOD_NOT_ALLOWED, "this page takes GET\n");
-        }
-        let (path, query) = (request.uri().path(), request.uri().query());
-        let page = |status: StatusCode, text: &str| {
-            let text = builtin::consent::escape(text);
-            let page =
-                format!("<!doctype html><meta charset=utf-8><title>mcpx</title><p>{text}</p>");
+    /// `/upstreams/login[/callback]`: a person's sign-in to a per-identity server, in their
+    /// browser ([`crate::gateway::person_login`]): GET the link's page, POST its confirmation,
+    /// GET the authorization server's redirect back.
+    pub(super) async fn person_login(&self, request: Request<Incoming>) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let form = match parts.method {
+            Method::GET => None,
+            Method::POST if parts.uri.path() == person_login::START => {
+                match self.read_body(&parts.headers, body, 4096).await {
+                    Ok(bytes) => Some(bytes),
+                    Err(refusal) => return *refusal,
+                }
+            }
+            _ => return plain(StatusCode::METHOD_NOT_ALLOWED, "this page takes GET\n"),
+        };
+        let cookies = parts.headers.get(header::COOKIE);
+        let asked = person_login::Asked {
+            path: parts.uri.path(),
+            query: parts.uri.query(),
+            form: form.as_deref(),
+            cookies: cookies.and_then(|c| c.to_str().ok()),
+        };
+        let html = |status: StatusCode, body: String| {
+            let page = format!("<!doctype html><meta charset=utf-8><title>mcpx</title>{body}");
             let mut response = Response::new(Full::new(Bytes::from(page)).boxed());
             *response.status_mut() = status;
             let html = http::HeaderValue::from_static("text/html; charset=utf-8");
             response.headers_mut().insert(header::CONTENT_TYPE, html);
             response
         };
-        let mut response = match self.gateway.person_login_page(path, query).await {
+        let page = |status, text: &str| html(status, format!("<p>{}", consent::escape(text)));
+        let mut response = match self.gateway.person_login_page(asked).await {
+            Page::Confirm {
+                text,
+                ticket,
+                set_cookie,
+            } => {
+                let form = format!(
+                    "<p>{}<form method=post action=\"{}\"><input type=hidden name=ticket value=\"{}\"><button>Continue</button></form>",
+                    consent::escape(&text),
+                    person_login::START,
+                    consent::escape(&ticket)
+                );
+                let mut response = html(StatusCode::OK, form);
+                let cookie = set_cookie.and_then(|c| http::HeaderValue::try_from(c).ok());
+                if let Some(cookie) = cookie {
+                    response.headers_mut().insert(header::SET_COOKIE, cookie);
+                }
+                response
+            }
             Page::Redirect(to) => match http::HeaderValue::try_from(to) {
                 Ok(location) => {
                     let mut response = Response::new(empty());
-                    *response.status_mut() = StatusCode::FOUND;
+                    *response.status_mut() = StatusCode::SEE_OTHER;
                     response.headers_mut().insert(header::LOCATION, location);
                     response
                 }

@@ -374,7 +374,7 @@ impl FrontDoor {
             }
         }
         if path == person_login::START || path == person_login::CALLBACK {
-            return Box::pin(self.person_login(&request)).await;
+            return Box::pin(self.person_login(request)).await;
         }
         if path.starts_with(event_relay::PATH) {
             return Box::pin(self.relayed_webhook(request)).await;
