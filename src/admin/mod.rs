@@ -107,6 +107,10 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
         return;
     }
     let from_upstream = crate::net::peer_process::descends_from_this_process(&stream);
+    // A stray of a server's tree (its supervisor killed) is mcpx's to end; one asking here is.
+    if from_upstream {
+        crate::upstream::orphans::sweep();
+    }
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
     loop {

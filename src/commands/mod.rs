@@ -151,6 +151,10 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before any server starts: whatever leaves a server's tree stays in mcpx's.
+    if matches!(cli.command, Command::Serve { .. } | Command::Daemon) {
+        crate::upstream::orphans::adopt();
+    }
     let gateway = Gateway::new(
         &settings,
         path.map(|p| p.display().to_string()),

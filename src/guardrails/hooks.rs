@@ -53,6 +53,8 @@ struct Compiled {
 #[derive(Debug)]
 struct Running {
     child: Child,
+    /// Registered as mcpx's own, so that no sweep of strays takes it for one.
+    _own: crate::upstream::orphans::Own,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
@@ -240,18 +242,21 @@ impl Compiled {
         let [program, args @ ..] = self.config.command.as_slice() else {
             return Err("it has no command".into());
         };
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("{program} could not be started: {e}"))?;
+            .kill_on_drop(true);
+        let (mut child, own) =
+            crate::upstream::orphans::spawn_own(|| command.spawn(), |child| child.id())
+                .map_err(|e| format!("{program} could not be started: {e}"))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         Ok(Running {
             child,
+            _own: own,
             stdin,
             stdout,
         })

@@ -76,12 +76,18 @@ fn run_probe(sandbox: &Sandbox, tmp: &std::path::Path) -> Result<Report, String>
         ..Spec::for_server(sandbox, "true", Some("/usr/bin:/bin"), tmp)?
     };
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let output = std::process::Command::new(me)
+    let mut command = std::process::Command::new(me);
+    command
         .args(["__sandbox-exec", "--spec"])
         .arg(serde_json::to_string(&spec).map_err(|e| e.to_string())?)
         .args(["--", "true"])
-        .output()
-        .map_err(|e| e.to_string())?;
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let (child, _own) =
+        crate::upstream::orphans::spawn_own(|| command.spawn(), std::process::Child::id)
+            .map_err(|e| e.to_string())?;
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let line = stderr
         .lines()

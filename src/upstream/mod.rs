@@ -11,6 +11,7 @@ pub mod child_environment;
 pub mod client;
 pub mod event_stream;
 pub mod http;
+pub mod orphans;
 pub mod peer;
 pub mod sse;
 pub mod start_error;

@@ -48,6 +48,8 @@ pub struct StdioUpstream {
     /// `transport.maxMessageBytes`: a longer line on stdout is read past, never held.
     max_message_bytes: usize,
     child: Mutex<Option<Child>>,
+    /// Its supervisor registered as mcpx's own, so that no sweep of strays takes it for one.
+    _own: super::orphans::Own,
     /// A sandboxed server's cgroup, removed once the server is gone.
     _cgroup: Option<ServerCgroup>,
 }
@@ -147,8 +149,7 @@ impl StdioUpstream {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = command
-            .spawn()
+        let (mut child, own) = super::orphans::spawn_own(|| command.spawn(), Child::id)
             .map_err(|e| format!("cannot start {program:?}: {e}"))?;
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
@@ -161,6 +162,7 @@ impl StdioUpstream {
             stderr_closed: Cancel::new(),
             process_group: child.id(),
             child: Mutex::new(Some(child)),
+            _own: own,
             era_choice: server.era,
             first_try: how.first_try,
             max_message_bytes: how.max_message_bytes,
@@ -277,7 +279,8 @@ impl StdioUpstream {
         self.stop();
     }
 
-    /// Stops the server at once: closes its stdin and kills its whole process group.
+    /// Stops the server at once: closes its stdin and kills its whole process group, and any
+    /// stray of its tree that mcpx adopted.
     pub fn stop(&self) {
         self.peer.close();
         if let Some(group) = rustix::process::Pid::from_raw(self.process_group as i32) {
@@ -286,6 +289,7 @@ impl StdioUpstream {
         if let Some(mut child) = lock(&self.child).take() {
             let _ = child.kill();
         }
+        super::orphans::sweep();
     }
 
     /// Reads the server's stdout until it ends; returns why it ended.

@@ -252,6 +252,60 @@ mod every_revision {
             assert_eq!(String::from_utf8_lossy(&stat.stdout).trim(), "0");
         }
 
+        /// A server's process that leaves its tree (it kills its supervisor, so that it would be
+        /// re-parented to init) is adopted by mcpx, still its descendant: its `mcpx pins approve`
+        /// of its own server's change is refused, mcpx kills the stray, and the change waits
+        /// for its owner.
+        #[test]
+        fn a_stray_that_killed_its_supervisor_cannot_approve_its_servers_change() {
+            let dir = tempfile::tempdir().unwrap();
+            let fixture = fixture_bin();
+            let config = format!(
+                "[pins]\nfile = {:?}\n\
+                 [servers.pulled]\ncommand = {fixture:?}\n\
+                 args = [\"--hostile\", \"--rug-pull\", \"description:1\"]\n\
+                 [servers.pulled.pin]\n",
+                dir.path().join("pins.json").display().to_string()
+            );
+            let daemon = Daemon::start(&config, "");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let pins = |args: &[&str]| {
+                let output = std::process::Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(daemon.config_path())
+                    .arg("pins")
+                    .args(args)
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&output.stdout).into_owned()
+                    + &String::from_utf8_lossy(&output.stderr)
+            };
+            let echo = json!({"name": "pulled__echo", "arguments": {"text": "hi"}});
+            daemon.modern(2, "tools/call", echo).json();
+            assert!(eventually(|| pins(&["status"]).contains("changed")));
+            let approve = format!(
+                "sleep 1; exec {:?} --config {:?} pins approve pulled",
+                mcpx_bin().display().to_string(),
+                daemon.config_path().display().to_string()
+            );
+            let tried = try_as(&daemon, "pulled", json!({"stray": approve}));
+            assert_eq!(tried["supervisorKilled"], true, "{tried}");
+            let stray = tried["stray"].as_u64().unwrap_or_else(|| panic!("{tried}"));
+            let runs = || {
+                std::fs::read_to_string(format!("/proc/{stray}/stat"))
+                    .is_ok_and(|stat| !stat.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+            };
+            assert!(eventually(|| !runs()), "the stray still runs");
+            assert!(
+                pins(&["status"]).contains("changed"),
+                "{}",
+                pins(&["status"])
+            );
+            // The owner, from outside mcpx's process tree, still approves.
+            pins(&["approve", "pulled"]);
+            assert!(eventually(|| !pins(&["status"]).contains("changed")));
+        }
+
         /// An unsandboxed server has its user's trust, but the approvals mcpx asks of a person
         /// are not taken from it: a pinned server approving its own rug pull over the admin
         /// socket is refused, while its owner's `mcpx pins approve` goes through.

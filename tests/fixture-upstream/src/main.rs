@@ -332,10 +332,11 @@ impl Server {
             tools.extend(conformance::tools());
         }
         if self.hostile {
-            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen, a line said on a Unix socket) and reports how each went, its rlimits, capabilities and cgroup.",
+            tools.push(json!({"name": "hostile", "description": "Tries each thing asked (read, write, connect, udp, listen, a line said on a Unix socket, a stray process left behind its killed supervisor) and reports how each went, its rlimits, capabilities and cgroup.",
                 "inputSchema": {"type": "object", "properties": {"read": {"type": "string"}, "write": {"type": "string"},
                     "connect": {"type": "integer"}, "listen": {"type": "boolean"}, "udp": {"type": "boolean"},
-                    "unix": {"type": "string"}, "say": {"type": "string"}, "stderr": {"type": "string"}}}}));
+                    "unix": {"type": "string"}, "say": {"type": "string"}, "stderr": {"type": "string"},
+                    "stray": {"type": "string"}}}}));
         }
         if self.events.is_some() {
             tools.push(events::emit_tool());
@@ -1053,6 +1054,27 @@ fn hostile(args: &Value) -> Value {
             Ok(answer) => format!("ok: {answer}"),
             Err(e) => format!("error {}: {e}", e.raw_os_error().unwrap_or(0)),
         });
+    }
+    // A process of its own in the background, then its supervisor killed: the stray has left
+    // the tree mcpx's supervisor kept (and would be init's, were mcpx no subreaper).
+    if let Some(command) = args["stray"].as_str() {
+        let supervisor = std::os::unix::process::parent_id();
+        let comm = std::fs::read_to_string(format!("/proc/{supervisor}/comm")).unwrap_or_default();
+        let script = format!("({command}) >/dev/null 2>&1 & echo $!");
+        let started = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output();
+        let stray = started
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        report["stray"] = json!(stray.and_then(|pid| pid.parse::<u64>().ok()));
+        report["supervisor"] = json!(comm.trim());
+        if ["mcpx-exec-upstr", "mcpx"].contains(&comm.trim()) {
+            let killed = std::process::Command::new("kill")
+                .args(["-KILL", &supervisor.to_string()])
+                .status();
+            report["supervisorKilled"] = json!(killed.is_ok_and(|s| s.success()));
+        }
     }
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
