@@ -5,7 +5,9 @@
 //! [`hooks`]; results over their budget are cut by [`budget`].
 
 pub mod budget;
+mod disguise;
 pub mod hooks;
+mod reading;
 pub mod scan;
 
 use crate::config::{GuardrailAction as Action, Guardrails as Section, ServerGuardrails};
@@ -143,9 +145,11 @@ impl Report {
 /// Where in a value the scanner reads: everything a model would, or a listing's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
-    /// Every string of a result but its `_meta`, binary payloads (`blob`, a content item's
-    /// base64 `data`) and the protocol's opaque tokens (cursors, task ids, a round's
-    /// `requestState`), which clients hand back and no model reads.
+    /// Every string and member name of a result, its `_meta` but mcpx's and the protocol's own
+    /// keys, but binary payloads (`blob`, a content item's base64 `data`) and the protocol's
+    /// opaque tokens at their place (a list's `nextCursor`, a poll's and its occurrences'
+    /// `cursor`, a round's `requestState`, a task's `taskId`), which clients hand back and no
+    /// model reads. A member of a server's own data is read whatever its name.
     Result,
     /// A definition's `description`s and `title`s, its schemas' included: its names and URIs
     /// are what clients call it by, and stay.
@@ -158,34 +162,29 @@ pub fn scan(policy: &Policy, reach: Reach, value: &mut Value, report: &mut Repor
     if policy.scans_nothing() {
         return;
     }
-    walk(policy, reach, value, false, report);
+    match reach {
+        Reach::Result => reading::result(policy, value, report),
+        Reach::Definition => words(policy, value, false, report),
+    }
 }
 
-fn walk(policy: &Policy, reach: Reach, value: &mut Value, read: bool, report: &mut Report) {
+/// A definition's `description`s and `title`s (`read`: inside one).
+fn words(policy: &Policy, value: &mut Value, read: bool, report: &mut Report) {
     match value {
-        Value::String(text) if read || reach == Reach::Result => {
+        Value::String(text) if read => {
             if let Some(masked) = scan_text(policy, text, report) {
                 *text = masked;
             }
         }
         Value::Array(items) => {
             for item in items {
-                walk(policy, reach, item, read, report);
+                words(policy, item, read, report);
             }
         }
         Value::Object(fields) => {
-            let binary = fields.get("mimeType").is_some_and(Value::is_string);
             for (key, field) in fields.iter_mut() {
-                let skipped = match key.as_str() {
-                    "_meta" | "blob" | "cursor" | "nextCursor" | "taskId" | "requestState" => true,
-                    "data" => binary,
-                    _ => false,
-                };
-                if skipped {
-                    continue;
-                }
-                let words = matches!(key.as_str(), "description" | "title");
-                walk(policy, reach, field, read || words, report);
+                let read = read || matches!(key.as_str(), "description" | "title");
+                words(policy, field, read, report);
             }
         }
         Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => {}
@@ -194,17 +193,47 @@ fn walk(policy: &Policy, reach: Reach, value: &mut Value, read: bool, report: &m
 
 /// `text` with what `policy` redacts masked, if anything is; what was found added to `report`.
 fn scan_text(policy: &Policy, text: &str, report: &mut Report) -> Option<String> {
+    mask(policy, text, &findings(policy, text), report)
+}
+
+/// What `policy` looks for in `text`: as written, as a reader sees it (zero-width characters
+/// and look-alike letters undone), and inside its runs of base64.
+fn findings(policy: &Policy, text: &str) -> Vec<Finding> {
     let mut found = Vec::new();
     for class in policy.scanned() {
         scan::find(class, text, &mut found);
     }
-    if found.is_empty() {
-        return None;
+    if let Some(seen) = disguise::plain(text) {
+        let mut hidden = Vec::new();
+        for class in policy.scanned() {
+            scan::find(class, &seen.text, &mut hidden);
+        }
+        let back = hidden.into_iter().map(|f| Finding {
+            span: seen.original(&f.span),
+            kind: f.kind,
+        });
+        found.extend(back);
     }
-    let found: Vec<Finding> = scan::disjoint(found);
+    if policy.secrets != Action::Off {
+        for (span, decoded) in disguise::base64_runs(text) {
+            let mut inside = Vec::new();
+            scan::find(Class::Secrets, &decoded, &mut inside);
+            if let Some(first) = inside.first() {
+                found.push(Finding {
+                    kind: first.kind,
+                    span,
+                });
+            }
+        }
+    }
+    scan::disjoint(found)
+}
+
+/// `text` with the `found` that `policy` redacts masked, if any is; each added to `report`.
+fn mask(policy: &Policy, text: &str, found: &[Finding], report: &mut Report) -> Option<String> {
     let mut masked = String::with_capacity(text.len());
     let mut from = 0;
-    for finding in &found {
+    for finding in found {
         let action = policy.action(finding.kind.class());
         report.add(finding.kind, action);
         if action == Action::Redact {
@@ -235,8 +264,8 @@ mod every_revision {
 
         const GITHUB: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
 
-        /// Redacted where a model reads; `_meta`, a blob, an image's data and the protocol's
-        /// opaque tokens are not read.
+        /// Redacted where a model reads; mcpx's and the protocol's `_meta`, a blob, an image's
+        /// data and the protocol's opaque tokens at their place are not read.
         #[test]
         fn redaction_masks_every_string_a_model_reads_and_nothing_else() {
             let mut result = json!({
@@ -245,7 +274,8 @@ mod every_revision {
                     {"type": "image", "mimeType": "image/png", "data": GITHUB},
                 ],
                 "structuredContent": {"nested": [format!("{GITHUB}")]},
-                "_meta": {"kept": GITHUB},
+                "_meta": {"mcpx/wholeResult": GITHUB,
+                    "io.modelcontextprotocol/related-task": {"taskId": GITHUB}},
                 "cursor": GITHUB,
                 "requestState": GITHUB,
             });
@@ -261,7 +291,9 @@ mod every_revision {
                 result["structuredContent"]["nested"][0],
                 "[redacted: github-token]"
             );
-            assert_eq!(result["_meta"]["kept"], GITHUB);
+            assert_eq!(result["_meta"]["mcpx/wholeResult"], GITHUB);
+            let related = &result["_meta"]["io.modelcontextprotocol/related-task"];
+            assert_eq!(related["taskId"], GITHUB);
             assert_eq!(result["cursor"], GITHUB);
             assert_eq!(result["requestState"], GITHUB);
             assert!(!report.blocks());
@@ -271,6 +303,60 @@ mod every_revision {
                     {"kind": "github-token", "action": "redact", "count": 2},
                     {"kind": "email", "action": "log", "count": 1},
                 ])
+            );
+        }
+
+        /// A server's own data is read whatever its members are named (a `cursor` or `taskId`
+        /// of its own, its `_meta`, a member's name), and so is a secret split over two text
+        /// items, hidden by zero-width characters or look-alike letters, or in base64.
+        #[test]
+        fn every_way_a_secret_reaches_a_model_is_read() {
+            use base64::Engine;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(GITHUB);
+            let disguised = GITHUB
+                .replacen("ghp_", "gh\u{200B}p_", 1)
+                .replacen('a', "а", 1);
+            let mut result = json!({
+                "content": [
+                    {"type": "text", "text": format!("split {}", &GITHUB[..10])},
+                    {"type": "text", "text": format!("{} here", &GITHUB[10..])},
+                    {"type": "text", "text": format!("hidden {disguised} ")},
+                    {"type": "text", "text": format!("encoded {encoded}")},
+                ],
+                "structuredContent": {"cursor": GITHUB, "taskId": GITHUB, (GITHUB): 1,
+                    "page": {"nextCursor": GITHUB}},
+                "_meta": {"com.example/echo": GITHUB},
+                "events": [{"cursor": GITHUB, "data": {"cursor": GITHUB}}],
+            });
+            let redacting = policy(Action::Redact, Action::Off);
+            scan(
+                &redacting,
+                Reach::Result,
+                &mut result,
+                &mut Report::default(),
+            );
+            // The occurrence's own cursor is the protocol's: it stays, and only it.
+            assert_eq!(result["events"][0]["cursor"], GITHUB);
+            result["events"][0]["cursor"] = Value::Null;
+            let text = result.to_string();
+            for piece in [&GITHUB[..10], &GITHUB[10..], &GITHUB[4..], encoded.as_str()] {
+                assert!(!text.contains(piece), "{piece} in {text}");
+            }
+            assert_eq!(
+                result["content"][0]["text"],
+                "split [redacted: github-token]"
+            );
+            assert_eq!(
+                result["content"][1]["text"],
+                "[redacted: github-token] here"
+            );
+            assert_eq!(
+                result["content"][2]["text"],
+                "hidden [redacted: github-token] "
+            );
+            assert_eq!(
+                result["content"][3]["text"],
+                "encoded [redacted: github-token]"
             );
         }
 
