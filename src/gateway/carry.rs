@@ -28,8 +28,22 @@ impl Gateway {
     /// Sends a request to the upstream that owns it: a modern client's retry to the call it
     /// resumes, a call to a server waiting for a login by that login first ([`super::login`]).
     /// `forwarded` is what the upstream is sent; `names` what the call names as resolved (the
-    /// exposed tool, prompt or URI, or the task id), which a `requestState` is bound to.
+    /// exposed tool, prompt or URI, or the task id), which a `requestState` is bound to. An
+    /// error leaves by the door errors leave by ([`Gateway::error_leaving`]); a result is its
+    /// caller's to send out by the one results leave by.
     pub(super) async fn forward(
+        &self,
+        incoming: &Incoming<'_>,
+        owner: Owner,
+        forwarded: Value,
+        names: &str,
+    ) -> Result<Value, ErrorObject> {
+        let outcome = self.carry(incoming, owner, forwarded, names).await;
+        outcome.map_err(|error| self.error_leaving(owner, incoming.ctx, error))
+    }
+
+    /// [`Gateway::forward`], before its error leaves.
+    async fn carry(
         &self,
         incoming: &Incoming<'_>,
         owner: Owner,

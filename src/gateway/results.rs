@@ -136,6 +136,54 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// An error from `owner`'s server as it leaves: its message and data read by the server's
+    /// guardrails as a result is (a server can put a credential in either), both withheld where
+    /// what they hold blocks, and what was found on `ctx`'s audit line.
+    pub(super) fn error_leaving(
+        &self,
+        owner: Owner,
+        ctx: &RequestContext,
+        error: ErrorObject,
+    ) -> ErrorObject {
+        let Some(upstream) = self.supervisor.upstreams().of(owner) else {
+            return error;
+        };
+        let policy = self.guardrails.policy(upstream.config.guardrails.as_ref());
+        if policy.scans_nothing() {
+            return error;
+        }
+        let ErrorObject {
+            code,
+            message,
+            data,
+        } = error;
+        let mut said = json!({"message": message, "data": data});
+        let mut report = Report::default();
+        guardrails::scan(&policy, Reach::Result, &mut said, &mut report);
+        if !report.is_empty() {
+            report.count();
+            let _ = ctx.guardrails.set(report.to_json());
+        }
+        if report.blocks() {
+            let server = &upstream.name;
+            let message = format!(
+                "mcpx withheld this error's words from {server}: they hold {} ([guardrails] {} = \"block\")",
+                report.kinds(),
+                blocking_classes(&policy),
+            );
+            return ErrorObject::new(code, message);
+        }
+        let message = said["message"].as_str().unwrap_or_default().to_owned();
+        let data = Some(said["data"].take()).filter(|d| !d.is_null());
+        ErrorObject {
+            code,
+            message,
+            data,
+        }
+    }
+}
+
 /// Which settings block under `policy`, for the message that says so.
 fn blocking_classes(policy: &Policy) -> &'static str {
     match (policy.secrets, policy.pii) {

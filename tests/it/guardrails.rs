@@ -290,6 +290,43 @@ mod every_revision {
             }
         }
 
+        /// What a first look misses is read too, in both eras: the token split over two text
+        /// items, behind a zero-width space and a look-alike letter, in base64, as a member's
+        /// name, in a server's members named as protocol tokens, in its `_meta`, and in a
+        /// JSON-RPC error's message and data. None of it reaches the client.
+        #[test]
+        fn a_secret_a_first_look_misses_is_redacted_too() {
+            for era in [Era::Legacy, Era::Modern] {
+                let dir = tempfile::tempdir().unwrap();
+                let audit = dir.path().join("audit.jsonl");
+                let mut mcpx = era.started(&config("secrets = \"redact\"", "", &audit));
+                let call = |name: &str| json!({"name": format!("leaky__{name}"), "arguments": {}});
+                let hidden = mcpx.call(1, "tools/call", era.params(call("leak_hidden")));
+                let broken = json!({"uri": "leak://broken"});
+                let failed = mcpx.call(2, "resources/read", era.params(broken));
+                let token = &leaked()[0];
+                let pieces = [&token[..20], &token[20..], &token[4..]];
+                let encoded = {
+                    use base64::Engine;
+                    base64::engine::general_purpose::STANDARD.encode(token)
+                };
+                for answer in [&hidden, &failed] {
+                    let text = answer.to_string();
+                    for piece in pieces.iter().chain([&encoded.as_str()]) {
+                        assert!(!text.contains(*piece), "{piece} in {answer}");
+                    }
+                    assert!(text.contains("[redacted: github-token]"), "{answer}");
+                }
+                let result = &hidden["result"];
+                assert!(result["content"][3]["text"].is_string(), "{hidden}");
+                assert!(failed["error"]["message"].is_string(), "{failed}");
+                let calls = audited(&audit, "tools/call", 1);
+                assert!(calls[0]["guardrails"].is_array(), "{calls:?}");
+                // (mcpx's log is not checked: FastMCP prints the error's traceback, token and
+                // all, on its stderr, which mcpx logs as the server wrote it.)
+            }
+        }
+
         /// Under `block`, a tool's result (and a task's) is an `isError` result that names what
         /// was found and nothing of it; a resource and a prompt are an error that does too; the
         /// tool's description says it was withheld, and the tool can still be called.
