@@ -35,6 +35,9 @@ const PATIENCE: Duration = Duration::from_secs(600);
 /// How many links and flows may wait at once: a caller asking again and again makes old ones
 /// go first, never memory grow.
 const MOST_WAITING: usize = 4096;
+/// How many of them one person may have waiting: past it, their own oldest goes first, never
+/// anyone else's (one person asking again and again cannot push out everyone's links).
+const MOST_WAITING_EACH: usize = 16;
 
 /// The key of `person`'s login to `server` in the credentials store: the local owner's is the
 /// server's own (what `mcpx auth login SERVER` writes), anyone else's their own.
@@ -136,6 +139,17 @@ impl PersonLogins {
         let ticket = random_token(32)?;
         let mut tickets = lock(&self.tickets);
         pruned(&mut tickets);
+        let theirs = |w: &Waiting<()>| w.person == *person;
+        while tickets.values().filter(|w| theirs(w)).count() >= MOST_WAITING_EACH {
+            let oldest = tickets
+                .iter()
+                .filter(|(_, w)| theirs(w))
+                .min_by_key(|(_, w)| w.until);
+            let Some(oldest) = oldest.map(|(key, _)| key.clone()) else {
+                break;
+            };
+            tickets.remove(&oldest);
+        }
         let waiting = Waiting {
             server: server.to_owned(),
             person: person.clone(),
@@ -414,6 +428,31 @@ mod every_revision {
             assert_eq!(logins.take_ticket(ticket), None);
             assert_eq!(logins.take_ticket("made-up"), None);
             assert!(PersonLogins::default().link("gh", &alice()).is_err());
+        }
+
+        #[test]
+        fn one_person_asking_without_end_never_pushes_out_anothers_link() {
+            let logins = PersonLogins::new(Some("https://mcp.example".into()));
+            let bobs = logins.link(
+                "gh",
+                &Person::Caller {
+                    issuer: "https://idp".into(),
+                    subject: "bob".into(),
+                },
+            );
+            for _ in 0..MOST_WAITING + 10 {
+                logins.link("gh", &alice()).unwrap();
+            }
+            let alices = lock(&logins.tickets)
+                .values()
+                .filter(|w| w.person == alice())
+                .count();
+            assert_eq!(alices, MOST_WAITING_EACH);
+            let ticket = bobs.unwrap().split("ticket=").nth(1).unwrap().to_owned();
+            assert!(
+                logins.peek_ticket(&ticket).is_some(),
+                "bob's link was pushed out"
+            );
         }
 
         #[test]
