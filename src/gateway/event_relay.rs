@@ -33,6 +33,39 @@ pub const MAX_BODY: usize = MAX_EVENT_BYTES;
 /// How often a server's subscription granted without an end is asserted again anyway.
 const NO_EXPIRY_REFRESH: Duration = Duration::from_secs(60 * 60);
 
+/// How many of the servers' message ids the relay remembers: the newest, within the signature's
+/// tolerance (a replay older than that is refused by its timestamp anyway).
+const REMEMBERED: usize = 4096;
+
+/// The message ids (`webhook-id`, by subscription) the relay passed on or is passing on, newest
+/// last: a server's retry of one it took, or a replay of a captured request, is taken and
+/// dropped, never a second copy at the client's callback.
+#[derive(Debug, Default)]
+pub(super) struct PassedOn(std::sync::Mutex<std::collections::VecDeque<(String, String)>>);
+
+impl PassedOn {
+    /// Whether `(subscription, message)` is new: then it is remembered.
+    fn first(&self, subscription: &str, message: &str) -> bool {
+        let mut passed = crate::sync::lock(&self.0);
+        if passed
+            .iter()
+            .any(|(s, m)| s == subscription && m == message)
+        {
+            return false;
+        }
+        if passed.len() >= REMEMBERED {
+            passed.pop_front();
+        }
+        passed.push_back((subscription.to_owned(), message.to_owned()));
+        true
+    }
+
+    /// Forgets `(subscription, message)`: it was not passed on, and its retry is to be.
+    fn forget(&self, subscription: &str, message: &str) {
+        crate::sync::lock(&self.0).retain(|(s, m)| s != subscription || m != message);
+    }
+}
+
 /// What mcpx answers a server's POST to its relay callback.
 #[derive(Debug, PartialEq)]
 pub enum Relayed {
@@ -142,9 +175,9 @@ impl Gateway {
         let Some(secret) = &subscription.relay_secret else {
             return Relayed::Refused(StatusCode::GONE);
         };
-        if secret.verify(headers, body).is_err() {
+        let Ok(message) = secret.verify(headers, body) else {
             return Relayed::Refused(StatusCode::UNAUTHORIZED);
-        }
+        };
         let Ok(sent) = serde_json::from_slice::<Value>(body) else {
             return Relayed::Refused(StatusCode::BAD_REQUEST);
         };
@@ -169,9 +202,13 @@ impl Gateway {
                 Relayed::Refused(StatusCode::BAD_REQUEST)
             }
             None => {
+                if !self.relayed.first(&subscription.id, &message) {
+                    return Relayed::Taken;
+                }
                 let cursor = sent.get("cursor").cloned().unwrap_or_default();
                 // Not taken: the server tries again, as it would had it delivered directly.
                 if !self.deliver(&subscription, sent).await {
+                    self.relayed.forget(&subscription.id, &message);
                     return Relayed::Refused(StatusCode::BAD_GATEWAY);
                 }
                 self.moved_to(&subscription, &cursor);

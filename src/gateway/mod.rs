@@ -137,6 +137,8 @@ pub struct Gateway {
     event_cursors: event_cursors::EventCursors,
     /// The webhook subscriptions mcpx delivers itself ([`event_subscriptions`]).
     event_subscriptions: event_subscriptions::EventSubscriptions,
+    /// The servers' webhooks the relay passed on, so that a replayed one is passed on once.
+    relayed: event_relay::PassedOn,
     /// `[guardrails]`, which results ([`results`]) and listings ([`catalogs`]) pass.
     guardrails: Arc<crate::guardrails::Guardrails>,
     /// Results cut to their budget, kept whole for their callers ([`kept_results`]).
@@ -200,6 +202,7 @@ impl Gateway {
                 &config.events,
                 config.auth.public_url.as_deref(),
             ),
+            relayed: Default::default(),
             guardrails,
             kept_results: Default::default(),
             approvals: approvals::Approvals::new(&config.approvals, approvals::page_of(config)),

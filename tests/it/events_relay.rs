@@ -183,7 +183,7 @@ mod v2026_07_28 {
         /// signed with the secret mcpx gave the server is taken. Unsigned, signed with another
         /// secret, replayed from long ago, or for a subscription that does not exist, it is
         /// refused, and nothing reaches the client's callback. What the server does sign is
-        /// taken, its end of the subscription included.
+        /// taken, once however often it comes, its end of the subscription included.
         #[test]
         fn a_forged_webhook_to_mcpxs_relay_is_refused() {
             let relaying = Relaying::start();
@@ -249,9 +249,11 @@ mod v2026_07_28 {
                 410
             );
             assert!(receiver.events_at("/r", &id).is_empty());
-            // What the server itself signs is taken.
+            // What the server itself signs is taken; the same signed request again (a
+            // replay, or the server's retry) is taken too, and passed on once.
             assert_eq!(post(&path, Some(sign(&server_secret, now)), now), 204);
             assert!(eventually(|| receiver.events_at("/r", &id).len() == 1));
+            assert_eq!(post(&path, Some(sign(&server_secret, now)), now), 204);
 
             // The server ends the subscription for good: the client's callback is told why,
             // and mcpx holds it no more.
