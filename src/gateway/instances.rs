@@ -104,9 +104,12 @@ pub(super) struct InUse {
 #[derive(Debug, Default)]
 pub(super) struct Instances {
     running: Mutex<HashMap<Person, Arc<Instance>>>,
-    /// Held while one is started or stopped, so that a person's concurrent first calls start
-    /// one instance and `maxInstances` is never passed.
+    /// Held while one's place is taken or one is stopped, so that `maxInstances` is never
+    /// passed.
     changing: smol::lock::Mutex<()>,
+    /// Held while a person's instance starts, by person: their concurrent first calls start
+    /// one, and no one else's start waits on it.
+    starting: Mutex<HashMap<Person, Arc<smol::lock::Mutex<()>>>>,
 }
 
 impl Instances {
@@ -166,6 +169,17 @@ impl Instances {
     /// One start or stop at a time: held while one is made or stopped.
     pub(super) async fn one_change(&self) -> smol::lock::MutexGuard<'_, ()> {
         self.changing.lock().await
+    }
+
+    /// `person`'s start at a time: held while theirs is started.
+    pub(super) async fn one_start_for(&self, person: &Person) -> smol::lock::MutexGuardArc<()> {
+        let theirs = {
+            let mut starting = lock(&self.starting);
+            // The locks no one holds or waits on go.
+            starting.retain(|_, held| Arc::strong_count(held) > 1);
+            Arc::clone(starting.entry(person.clone()).or_default())
+        };
+        theirs.lock_arc().await
     }
 
     /// Every instance.

@@ -189,5 +189,54 @@ mod every_revision {
             }
             assert_ne!(Some(home.as_os_str()), std::env::var_os("HOME").as_deref());
         }
+
+        /// One person's instance that is slow to start (its start waits here until the test
+        /// lets it go) holds no one else's call: Alice (2026-07-28) and Bob (2025-11-25) are
+        /// served by instances of their own meanwhile, and the slow one is served once it starts.
+        #[test]
+        fn a_slow_instance_start_holds_no_one_elses_call() {
+            let provider = Provider::start();
+            let state = tempfile::tempdir().unwrap();
+            let go = state.path().join("go");
+            let script = format!(
+                "if [ \"$WHO\" = slow ]; then while [ ! -e {go:?} ]; do sleep 0.05; done; fi; exec {:?} --show-environment",
+                fixture_bin()
+            );
+            let config = format!(
+                "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\n\
+                 [auth.external]\nissuer = \"{}\"\n\
+                 [servers.own]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\ntimeout = \"120s\"\n\
+                 credentials = \"per-identity\"\nenv = {{ WHO = \"{{subject}}\" }}\n",
+                provider.issuer,
+            );
+            let d = Daemon::start_with_env(
+                &config,
+                "",
+                &[("XDG_STATE_HOME", state.path().to_str().unwrap())],
+            );
+            let slow_token = provider.good("slow");
+            let slow = std::thread::scope(|scope| {
+                let slow = scope.spawn(|| environment(&d, &slow_token));
+                assert!(
+                    eventually(|| instances(&d).iter().any(|p| p.starts_with("slow"))),
+                    "{}",
+                    d.stderr()
+                );
+                let alice = environment(&d, &provider.good("alice"));
+                let who = &alice["result"]["structuredContent"]["variables"]["WHO"];
+                assert_eq!(who, "alice", "{alice}");
+                let bob = environment_in_a_session(&d, &provider.good("bob"));
+                let who = &bob["result"]["structuredContent"]["variables"]["WHO"];
+                assert_eq!(who, "bob", "{bob}");
+                assert!(
+                    !slow.is_finished(),
+                    "the slow start ended before the others were served"
+                );
+                std::fs::write(&go, "").unwrap();
+                slow.join().unwrap()
+            });
+            let who = &slow["result"]["structuredContent"]["variables"]["WHO"];
+            assert_eq!(who, "slow", "{slow}");
+        }
     }
 }

@@ -45,14 +45,11 @@ impl Supervisor {
         if let Some((instance, connection)) = instances.serving(&person) {
             return Ok((connection, instance.used(), instance.audited(false)));
         }
-        let _one_change = instances.one_change().await;
+        // A person's concurrent first calls start one instance; another person's start waits
+        // for none of it.
+        let _theirs = instances.one_start_for(&person).await;
         if let Some((instance, connection)) = instances.serving(&person) {
             return Ok((connection, instance.used(), instance.audited(false)));
-        }
-        // One that exited, whose token is about to expire or whose login lapsed is started
-        // again.
-        if let Some(gone) = instances.of(&person) {
-            instances.stop(&gone, "started again").await;
         }
         let subject = person
             .placeholder()
@@ -88,23 +85,37 @@ impl Supervisor {
             }
             (Some(_), None) | (None, _) => {}
         }
-        self.make_room(upstream).await.map_err(refused)?;
-        let instance = Arc::new(Instance::new(person.clone(), expires, &upstream_claims));
-        let call = instance.used();
+        // Its place is taken at once, busy with this call (so that no newcomer takes it, and
+        // `maxInstances` holds); only the place, not the start, is one change at a time.
+        let (instance, call) = {
+            let _one_change = instances.one_change().await;
+            // One that exited, whose token is about to expire or whose login lapsed is started
+            // again.
+            if let Some(gone) = instances.of(&person) {
+                instances.stop(&gone, "started again").await;
+            }
+            self.make_room(upstream).await.map_err(refused)?;
+            let instance = Arc::new(Instance::new(person.clone(), expires, &upstream_claims));
+            let call = instance.used();
+            instances.keep(Arc::clone(&instance));
+            (instance, call)
+        };
         let started = self
             .start_instance(upstream, &instance, &expanded, &credential)
             .await;
         let connection = match started {
             Ok(connection) => connection,
-            Err((_, true)) => return Err(NotStarted::LoginNeeded),
-            Err((e, false)) => {
-                return Err(refused(format!(
-                    "{}'s instance for {person} did not start: {e}",
-                    upstream.name
-                )))
+            Err((e, needs_login)) => {
+                instances.stop(&instance, "did not start").await;
+                return Err(match needs_login {
+                    true => NotStarted::LoginNeeded,
+                    false => refused(format!(
+                        "{}'s instance for {person} did not start: {e}",
+                        upstream.name
+                    )),
+                });
             }
         };
-        instances.keep(Arc::clone(&instance));
         self.registry.notify_changed();
         tracing::info!(server = %upstream.name, person = %person, "started a per-identity instance");
         Ok((connection, call, instance.audited(true)))
