@@ -197,9 +197,9 @@ mod every_revision {
         fn a_slow_instance_start_holds_no_one_elses_call() {
             let provider = Provider::start();
             let state = tempfile::tempdir().unwrap();
-            let go = state.path().join("go");
+            let (started, go) = (state.path().join("started"), state.path().join("go"));
             let script = format!(
-                "if [ \"$WHO\" = slow ]; then while [ ! -e {go:?} ]; do sleep 0.05; done; fi; exec {:?} --show-environment",
+                "if [ \"$WHO\" = slow ]; then touch {started:?}; while [ ! -e {go:?} ]; do sleep 0.05; done; fi; exec {:?} --show-environment",
                 fixture_bin()
             );
             let config = format!(
@@ -217,11 +217,7 @@ mod every_revision {
             let slow_token = provider.good("slow");
             let slow = std::thread::scope(|scope| {
                 let slow = scope.spawn(|| environment(&d, &slow_token));
-                assert!(
-                    eventually(|| instances(&d).iter().any(|p| p.starts_with("slow"))),
-                    "{}",
-                    d.stderr()
-                );
+                assert!(eventually(|| started.exists()), "{}", d.stderr());
                 let alice = environment(&d, &provider.good("alice"));
                 let who = &alice["result"]["structuredContent"]["variables"]["WHO"];
                 assert_eq!(who, "alice", "{alice}");
