@@ -39,6 +39,15 @@ pub const APPROVAL_PAGE: &str = "/approvals/";
 /// Wrong owner secrets a call's page takes before it locks (it is then decided on the host).
 const PAGE_FAILURES: u32 = 5;
 
+/// Wrong owner secrets all pages take together before every page locks for a while (doubling
+/// with each one more): a guess spread over many calls' pages is one guesser.
+const ALL_PAGES_FAILURES: u32 = 10;
+
+/// How many calls one caller may hold waiting for approval, and how many may wait in all: past
+/// either, a call is refused at once, saying which.
+const MOST_HELD_EACH: usize = 16;
+const MOST_HELD: usize = 256;
+
 /// A waiting call as its approval page shows it.
 #[derive(Debug, Clone)]
 pub struct Approval {
@@ -59,6 +68,8 @@ pub(super) struct Approvals {
     page: Option<String>,
     /// Whether this process serves those pages (the daemon: [`Gateway::serve_approval_pages`]).
     serves_pages: std::sync::atomic::AtomicBool,
+    /// Wrong owner secrets on any page, and the lock of every page they earned.
+    wrong_secrets: Mutex<crate::access::builtin::consent::Throttle>,
 }
 
 #[derive(Debug)]
@@ -185,6 +196,7 @@ impl Gateway {
             ))
         })?;
         let id = format!("a{}", hex::encode(id));
+        self.room_to_hold(ctx, params)?;
         let timeout = read(&self.approvals.config).0.timeout;
         let (decided, decision) = async_channel::bounded(1);
         let now = Instant::now();
@@ -252,6 +264,27 @@ impl Gateway {
         }
     }
 
+    /// Whether `ctx`'s caller may hold one more call for approval: fewer than
+    /// [`MOST_HELD_EACH`] of theirs wait, and fewer than [`MOST_HELD`] in all.
+    fn room_to_hold(&self, ctx: &RequestContext, params: &Value) -> Result<(), Refused> {
+        let waiting = lock(&self.approvals.waiting);
+        let caller = ctx.caller.owner_key();
+        let theirs = waiting
+            .values()
+            .filter(|w| w.caller.owner_key() == caller)
+            .count();
+        let full = match (theirs >= MOST_HELD_EACH, waiting.len() >= MOST_HELD) {
+            (true, _) => format!("you hold {theirs} calls waiting for approval, the most one caller may ({MOST_HELD_EACH})"),
+            (false, true) => format!("{MOST_HELD} calls wait for approval, the most that may"),
+            (false, false) => return Ok(()),
+        };
+        let asks_for_task = params.member("task").is_some();
+        Err(refusal(
+            asks_for_task,
+            format!("Not held: {full}; one can wait when one is decided"),
+        ))
+    }
+
     /// Tells callers of the pages this process serves (the daemon, whose HTTP door has them).
     pub fn serve_approval_pages(&self) {
         let serves = &self.approvals.serves_pages;
@@ -265,12 +298,17 @@ impl Gateway {
         Some(Approval {
             view: held.view(id),
             arguments: serde_json::to_string_pretty(&held.arguments).unwrap_or_default(),
-            locked: held.failures >= PAGE_FAILURES,
+            locked: held.failures >= PAGE_FAILURES
+                || lock(&self.approvals.wrong_secrets).locked().is_some(),
         })
     }
 
-    /// Counts a wrong owner secret on the page of the call waiting as `id`.
+    /// Counts a wrong owner secret on the page of the call waiting as `id`, and on all pages.
     pub fn approval_secret_failed(&self, id: &str) {
+        let every_page = lock(&self.approvals.wrong_secrets).fail(ALL_PAGES_FAILURES);
+        if let Some(lock_for) = every_page {
+            tracing::warn!("approval pages locked for {lock_for:?} after wrong owner secrets on them: decide calls on the host");
+        }
         if let Some(held) = lock(&self.approvals.waiting).get_mut(id) {
             held.failures += 1;
             if held.failures == PAGE_FAILURES {

@@ -348,6 +348,69 @@ mod v2026_07_28 {
             assert!(tool_text(&mcpx.response(2)).contains("Denied"));
         }
 
+        /// One caller holds at most 16 calls waiting, in both eras together (an editor's two
+        /// sessions are one caller): the next is refused at once, saying the limit; and wrong
+        /// owner secrets spread over many calls' pages (fewer than five on each) lock every
+        /// page, so the right secret guessed on yet another is refused there too.
+        #[test]
+        fn held_calls_are_bounded_per_caller_and_wrong_secrets_lock_every_page() {
+            use crate::authserver::{Builtin, OWNER_SECRET};
+            let b = Builtin::start("[approvals]\ntools = [\"fixture__*\"]");
+            assert!(b.d.upstreams_ready(), "{}", b.d.stderr());
+            let (mut legacy, mut modern_client) = (
+                Serve::attached(b.d.config_path()),
+                Serve::attached(b.d.config_path()),
+            );
+            legacy.initialize("2025-11-25");
+            let call = |n: i64, is_modern: bool| {
+                let params = json!({"name": "fixture__echo", "arguments": {"text": format!("call {n}")},
+                    "_meta": {"progressToken": format!("t{n}")}});
+                match is_modern {
+                    true => modern(params),
+                    false => params,
+                }
+            };
+            let mut pages = Vec::new();
+            for n in 1..=16 {
+                let (client, is_modern) = match n % 2 {
+                    0 => (&mut modern_client, true),
+                    _ => (&mut legacy, false),
+                };
+                client.request(n, "tools/call", call(n, is_modern));
+                pages.push(format!(
+                    "/approvals/{}",
+                    waiting_id(client, &format!("t{n}"))
+                ));
+            }
+            for (client, is_modern) in [(&mut legacy, false), (&mut modern_client, true)] {
+                client.request(17, "tools/call", call(17, is_modern));
+                let refused = tool_text(&client.response(17));
+                assert!(
+                    refused.contains("the most one caller may (16)"),
+                    "{refused}"
+                );
+            }
+            let decide = |page: &str, secret: &str| {
+                let fields = [("secret", secret), ("decision", "approve")];
+                b.post_form(page, &fields, "")
+            };
+            for page in pages.iter().take(10) {
+                assert_eq!(decide(page, "guess").status, 403);
+            }
+            let locked = decide(&pages[12], OWNER_SECRET);
+            assert!(
+                locked.status == 403 && locked.text().contains("on the host"),
+                "{}",
+                locked.text()
+            );
+            let (ok, text) = approvals(
+                b.d.config_path(),
+                &["approve", pages[12].trim_start_matches("/approvals/")],
+            );
+            assert!(ok, "{text}");
+            assert_eq!(tool_text(&legacy.response(13)), "call 13");
+        }
+
         /// Over HTTP, the server is reached only once a person approved, and once; a call
         /// nobody decides is refused at its timeout and never reaches it.
         #[test]

@@ -92,20 +92,20 @@ pub struct Waiting {
 
 /// Wrong owner secrets, and the lock they earned.
 #[derive(Debug, Clone, Copy, Default)]
-struct Throttle {
+pub struct Throttle {
     failures: u32,
     until: Option<Instant>,
 }
 
 impl Throttle {
     /// How long it stays locked, if it is.
-    fn locked(&self) -> Option<Duration> {
+    pub fn locked(&self) -> Option<Duration> {
         let until = self.until?;
         until.checked_duration_since(Instant::now())
     }
 
     /// Counts a failure; how long it now locks, past `free` failures (doubling each time).
-    fn fail(&mut self, free: u32) -> Option<Duration> {
+    pub fn fail(&mut self, free: u32) -> Option<Duration> {
         self.failures += 1;
         if self.failures < free {
             return None;
