@@ -389,21 +389,36 @@ impl EventSubscriptions {
             self.save();
             return Ok(Subscribed::Refreshed(held));
         }
-        let person = asked.holder.person();
-        let held = by_id
-            .values()
-            .filter(|s| s.holder.person() == person)
-            .count();
-        if held >= self.config.max_per_caller {
-            return Err(format!(
-                "{person} holds {held} event subscriptions, events.maxPerCaller"
-            ));
-        }
+        self.room_in(&by_id, asked.holder)?;
         let subscription = Arc::new(Subscription::of(id.clone(), asked, ends_at));
         by_id.insert(id, Arc::clone(&subscription));
         drop(by_id);
         self.save();
         Ok(Subscribed::New(subscription))
+    }
+
+    /// Whether `holder` may hold one more subscription: an error naming the limit when they
+    /// hold `events.maxPerCaller`, asked before their callback is sent anything.
+    pub(super) fn room_for(&self, holder: &Identity) -> Result<(), String> {
+        self.room_in(&lock(&self.by_id), holder)
+    }
+
+    fn room_in(
+        &self,
+        by_id: &HashMap<String, Arc<Subscription>>,
+        holder: &Identity,
+    ) -> Result<(), String> {
+        let person = holder.person();
+        let theirs = by_id
+            .values()
+            .filter(|s| s.live() && s.holder.person() == person);
+        let held = theirs.count();
+        match held >= self.config.max_per_caller {
+            true => Err(format!(
+                "{person} holds {held} event subscriptions, events.maxPerCaller"
+            )),
+            false => Ok(()),
+        }
     }
 
     /// Ends the subscription `id`, if `holder` holds it: whether there was one.

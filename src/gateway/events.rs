@@ -192,6 +192,9 @@ impl Gateway {
         let subscriptions = &self.event_subscriptions;
         let id = EventSubscriptions::id_of(holder, &target.exposed, &arguments, url);
         if !subscriptions.holds(&id) {
+            // One past the limit sends the callback nothing: mcpx is nobody's prober.
+            (subscriptions.room_for(holder))
+                .map_err(|why| ErrorObject::new(RESOURCE_EXHAUSTED, why))?;
             let callback = Callback {
                 url,
                 subscription: &id,

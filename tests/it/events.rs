@@ -600,6 +600,45 @@ mod v2026_07_28 {
             assert_eq!(none["error"]["code"], -32011, "{none}");
         }
 
+        /// A caller at `events.maxPerCaller` is refused another subscription before mcpx sends
+        /// its callback anything: seven more asked for, at seven callbacks, make no verification
+        /// POST; a refresh of one it holds still goes through.
+        #[test]
+        fn a_caller_at_its_limit_makes_mcpx_post_nothing_more() {
+            let receiver = Receiver::start(true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = two_servers(&format!(
+                "{}maxPerCaller = 2\n",
+                webhooks_allowed(dir.path())
+            ));
+            let d = Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            for n in 1..=2 {
+                let held = subscribe(
+                    &d,
+                    n,
+                    "a__ticks",
+                    &format!("{}/held{n}", receiver.url),
+                    None,
+                );
+                assert!(held.get("result").is_some(), "{held}");
+            }
+            assert_eq!(receiver.verifications(), 2);
+            for n in 3..=9 {
+                let more = subscribe(
+                    &d,
+                    n,
+                    "a__ticks",
+                    &format!("{}/more{n}", receiver.url),
+                    None,
+                );
+                assert!(more.to_string().contains("events.maxPerCaller"), "{more}");
+            }
+            assert_eq!(receiver.verifications(), 2, "mcpx posted past the limit");
+            let refreshed = subscribe(&d, 10, "a__ticks", &format!("{}/held1", receiver.url), None);
+            assert!(refreshed.get("result").is_some(), "{refreshed}");
+        }
+
         /// A webhook subscription outlives the daemon: restarted, it resumes where its delivery
         /// was (no new subscribe, no second verification), delivering what happens next once and
         /// nothing already delivered again. Its secret is kept in a private file.
