@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Events: a per-caller cap was reached; the message names it.
-const RESOURCE_EXHAUSTED: i64 = -32013;
+pub(super) const RESOURCE_EXHAUSTED: i64 = -32013;
 /// Events: the webhook callback failed its verification or cannot be used.
 const CALLBACK_ENDPOINT_ERROR: i64 = -32015;
 

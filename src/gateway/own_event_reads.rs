@@ -223,7 +223,8 @@ impl Gateway {
         if event == OwnEvent::ResourceUpdated {
             let uri = arguments["uri"].as_str().unwrap_or_default();
             if let Some((owner, _)) = catalog.resource_route(uri) {
-                self.lease_resource(owner, uri).await;
+                (self.lease_resource(person, owner, uri).await)
+                    .map_err(|why| ErrorObject::new(super::events::RESOURCE_EXHAUSTED, why))?;
             }
         }
         let reader = Reader {
@@ -237,16 +238,17 @@ impl Gateway {
             .map_err(|why| ErrorObject::new(INVALID_PARAMS, why))
     }
 
-    /// Keeps the server's subscription to `uri` for [`LEASE`] more: the first lease holds it,
-    /// and a watch releases it once every lease lapsed.
-    async fn lease_resource(&self, owner: Owner, uri: &str) {
+    /// Keeps the server's subscription to `uri` for [`LEASE`] more, for `person`, unless they
+    /// hold as many leases as they may: the first lease holds it, and a watch releases it once
+    /// every lease lapsed.
+    async fn lease_resource(&self, person: &Person, owner: Owner, uri: &str) -> Result<(), String> {
         let own_events = self.clients.own_events();
-        if !own_events.lease(uri, Instant::now() + LEASE) {
-            return;
+        if !own_events.lease_for(person, uri, Instant::now() + LEASE)? {
+            return Ok(());
         }
         self.hold_upstream_subscription(owner, uri).await;
         let Some(gateway) = self.me.upgrade() else {
-            return;
+            return Ok(());
         };
         let uri = uri.to_owned();
         crate::runtime::spawn(async move {
@@ -257,6 +259,7 @@ impl Gateway {
             gateway.release_upstream_subscription(&uri);
         })
         .detach();
+        Ok(())
     }
 
     /// `read` as the client is shown it: under `exposed`, every cursor sealed.

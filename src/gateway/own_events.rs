@@ -23,6 +23,10 @@ use std::time::{Instant, SystemTime};
 /// How many occurrences the log keeps.
 const KEPT: usize = 1024;
 
+/// How many resources' updates one person may listen for at once (each a subscription mcpx
+/// holds at a server).
+const MOST_LEASES_EACH: usize = 32;
+
 /// How many occurrences one poll gives at most, whatever its client asks.
 const MOST_PER_POLL: usize = 100;
 
@@ -177,6 +181,9 @@ pub(super) struct OwnEvents {
     /// Until when someone listens for each resource's updates, by URI (a client's own URIs:
     /// std's SipHash).
     leases: Mutex<std::collections::HashMap<String, Instant>>,
+    /// Each person's leases, by URI: bounded, so that one person polling for many URIs cannot
+    /// make mcpx hold a subscription at the servers for each.
+    leases_of: Mutex<std::collections::HashMap<Person, std::collections::HashMap<String, Instant>>>,
 }
 
 impl Default for OwnEvents {
@@ -187,6 +194,7 @@ impl Default for OwnEvents {
             last: Mutex::default(),
             arrived: event_listener::Event::new(),
             leases: Mutex::default(),
+            leases_of: Mutex::default(),
         }
     }
 }
@@ -247,8 +255,35 @@ impl OwnEvents {
         self.add(OwnEvent::PinHeld, Audience::Server(server.to_owned()), data);
     }
 
+    /// `person` listens for `uri`'s updates until `until`, unless they listen for
+    /// [`MOST_LEASES_EACH`] other URIs already (the error says so); whether no one did.
+    pub(super) fn lease_for(
+        &self,
+        person: &Person,
+        uri: &str,
+        until: Instant,
+    ) -> Result<bool, String> {
+        {
+            let mut leases_of = lock(&self.leases_of);
+            let now = Instant::now();
+            leases_of.retain(|_, theirs| {
+                theirs.retain(|_, ends| *ends > now);
+                !theirs.is_empty()
+            });
+            let theirs = leases_of.entry(person.clone()).or_default();
+            if !theirs.contains_key(uri) && theirs.len() >= MOST_LEASES_EACH {
+                return Err(format!(
+                    "you listen for the updates of {MOST_LEASES_EACH} resources already, the most one caller may; this one's are not carried until one of those lapses"
+                ));
+            }
+            let ends = theirs.entry(uri.to_owned()).or_insert(until);
+            *ends = (*ends).max(until);
+        }
+        Ok(self.lease(uri, until))
+    }
+
     /// Someone listens for `uri`'s updates until `until` (or later): whether no one did.
-    pub(super) fn lease(&self, uri: &str, until: Instant) -> bool {
+    fn lease(&self, uri: &str, until: Instant) -> bool {
         let mut leases = lock(&self.leases);
         match leases.get_mut(uri) {
             Some(held) => {
@@ -361,6 +396,21 @@ mod v2026_07_28 {
                 issuer: "https://idp".into(),
                 subject: subject.into(),
             }
+        }
+
+        #[test]
+        fn one_person_listens_for_a_bounded_number_of_resources_and_no_one_else_is_held() {
+            let events = OwnEvents::default();
+            let (alice, bob) = (person("alice"), person("bob"));
+            let until = Instant::now() + std::time::Duration::from_secs(60);
+            for n in 0..MOST_LEASES_EACH {
+                let first = events.lease_for(&alice, &format!("file:///{n}"), until);
+                assert_eq!(first, Ok(true));
+            }
+            let past = events.lease_for(&alice, "file:///one-more", until);
+            assert!(past.unwrap_err().contains("the most one caller may"));
+            assert_eq!(events.lease_for(&alice, "file:///0", until), Ok(false), "hers again");
+            assert_eq!(events.lease_for(&bob, "file:///one-more", until), Ok(true));
         }
 
         #[test]
