@@ -214,6 +214,18 @@ mod every_revision {
         use crate::sync::lock;
         use std::time::{Duration, Instant, SystemTime};
 
+        /// A duration from outside of 2^64-1 ms is a century of the wall clock at most: a time
+        /// RFC 3339 can write, never a panic.
+        #[test]
+        fn a_wall_clock_time_from_outside_is_a_century_at_most() {
+            let now = SystemTime::now();
+            let far = crate::deadline::wall_after(now, Duration::from_millis(u64::MAX));
+            assert_eq!(far.duration_since(now).unwrap(), crate::deadline::FOREVER);
+            let soon = crate::deadline::wall_after(now, Duration::from_secs(5));
+            assert_eq!(soon.duration_since(now).unwrap(), Duration::from_secs(5));
+            assert!(humantime::format_rfc3339_seconds(far).to_string().starts_with("21"));
+        }
+
         /// A configured duration too long for the clock is a long wait, not a panic.
         #[test]
         fn a_duration_past_the_clocks_end_is_a_century() {

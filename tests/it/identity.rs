@@ -58,7 +58,7 @@ fn sse_or_json(reply: &Reply) -> Value {
     let data = text
         .lines()
         .filter_map(|line| line.strip_prefix("data:"))
-        .last()
+        .next_back()
         .map_or(text.clone(), |d| d.trim().to_owned());
     serde_json::from_str(&data).unwrap_or_else(|_| panic!("{text}"))
 }
