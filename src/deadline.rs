@@ -223,7 +223,9 @@ mod every_revision {
             assert_eq!(far.duration_since(now).unwrap(), crate::deadline::FOREVER);
             let soon = crate::deadline::wall_after(now, Duration::from_secs(5));
             assert_eq!(soon.duration_since(now).unwrap(), Duration::from_secs(5));
-            assert!(humantime::format_rfc3339_seconds(far).to_string().starts_with("21"));
+            assert!(humantime::format_rfc3339_seconds(far)
+                .to_string()
+                .starts_with("21"));
         }
 
         /// A configured duration too long for the clock is a long wait, not a panic.

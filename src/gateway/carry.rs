@@ -338,6 +338,7 @@ impl Gateway {
             },
             tasks,
             frames: incoming.frames.cloned(),
+            guardrails: self.guardrails.policy(upstream.config.guardrails.as_ref()),
         };
         match revision.era() {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,

@@ -409,7 +409,11 @@ mod v2026_07_28 {
             }
             let past = events.lease_for(&alice, "file:///one-more", until);
             assert!(past.unwrap_err().contains("the most one caller may"));
-            assert_eq!(events.lease_for(&alice, "file:///0", until), Ok(false), "hers again");
+            assert_eq!(
+                events.lease_for(&alice, "file:///0", until),
+                Ok(false),
+                "hers again"
+            );
             assert_eq!(events.lease_for(&bob, "file:///one-more", until), Ok(true));
         }
 

@@ -10,6 +10,7 @@
 use super::asking::{ask_each, carry};
 use super::rounds::UpstreamCall;
 use super::{Client, RequestContext};
+use crate::guardrails::{self, Policy, Reach, Report};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::task;
@@ -46,6 +47,29 @@ pub(super) async fn for_legacy_client(
     ))
 }
 
+/// A server's question as the client is to read it: what its guardrails redact masked, what
+/// they find on the call's audit line; withheld (the error the server is answered) where they
+/// block.
+fn screened(policy: &Policy, params: &mut Value, ctx: &RequestContext) -> Result<(), ErrorObject> {
+    let mut report = Report::default();
+    guardrails::scan(policy, Reach::Result, params, &mut report);
+    if report.is_empty() {
+        return Ok(());
+    }
+    report.count();
+    let _ = ctx.guardrails.set(report.to_json());
+    match report.blocks() {
+        true => Err(ErrorObject::new(
+            INTERNAL_ERROR,
+            format!(
+                "mcpx withheld this question from its client: it holds {}",
+                report.kinds()
+            ),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// One upstream call, its questions carried to the client while it runs.
 async fn run_carrying_asks(
     client: &Arc<Client>,
@@ -73,6 +97,10 @@ async fn run_carrying_asks(
                 let tasks = call.tasks.clone().zip(tied);
                 if let Some((tasks, _)) = &tasks {
                     tasks.to_client(&mut ask.params);
+                }
+                if let Err(withheld) = screened(&call.guardrails, &mut ask.params, ctx) {
+                    ask.answer(Err(withheld));
+                    continue;
                 }
                 carried.push(crate::runtime::spawn(carry(
                     Arc::clone(client),

@@ -63,6 +63,9 @@ pub(super) struct UpstreamCall {
     pub tasks: Option<Arc<dyn crate::upstream::ShowsTasks>>,
     /// Where its stream's frames go (`events/stream`).
     pub frames: Option<crate::upstream::FrameSink>,
+    /// The server's guardrails, which its questions to a 2025-11-25 client pass as its results
+    /// do (a 2026-07-28 client's come in a result).
+    pub guardrails: crate::guardrails::Policy,
 }
 
 impl UpstreamCall {

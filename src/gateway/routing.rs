@@ -426,7 +426,8 @@ impl Gateway {
         })
     }
 
-    /// `completion/complete` of what `target` its reference names, a prompt or a resource.
+    /// `completion/complete` of what `target` its reference names, a prompt or a resource: its
+    /// values leave as any result of the server's does.
     async fn complete(
         &self,
         incoming: &Incoming<'_>,
@@ -443,8 +444,17 @@ impl Gateway {
                 forwarded["ref"]["uri"] = json!(own);
             }
         }
-        self.forward(incoming, target.owner, forwarded, &target.exposed)
-            .await
+        let answer = (self.forward(incoming, target.owner, forwarded, &target.exposed)).await?;
+        // What a client offers a person to pick from leaves by the one door results do.
+        let catalog = self.catalog_of(incoming.client);
+        let door = Leaving {
+            catalog: &catalog,
+            view: incoming.client.view,
+            owner: target.owner,
+            method: incoming.method,
+            ctx: incoming.ctx,
+        };
+        self.leaving(door, answer).await
     }
 }
 

@@ -327,6 +327,33 @@ mod every_revision {
             }
         }
 
+        /// A 2025-11-25 server's question to its client (an elicitation here) is read as its
+        /// results are: the token in its message reaches the client masked, and the call goes
+        /// on with the client's answer.
+        #[test]
+        fn a_servers_question_to_a_legacy_client_is_redacted() {
+            let token = &leaked()[0];
+            let config = format!("[guardrails]\nsecrets = \"redact\"\n{}", fixture_config(""));
+            let mut mcpx = Serve::start(&config);
+            let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "test", "version": "1"}});
+            let _ = mcpx.call(0, "initialize", hello);
+            mcpx.notify("notifications/initialized", json!({}));
+            let params = json!({"name": "fixture__ask", "arguments": {"message": format!("Your token {token}?")}});
+            mcpx.request(1, "tools/call", params);
+            let question = loop {
+                let message = mcpx.next();
+                if message["method"] == "elicitation/create" {
+                    break message;
+                }
+            };
+            let said = question["params"]["message"].as_str().unwrap_or_default();
+            assert_eq!(said, "Your token [redacted: github-token]?", "{question}");
+            mcpx.send(json!({"jsonrpc": "2.0", "id": question["id"],
+                "result": {"action": "accept", "content": {"name": "Ada"}}}));
+            assert_eq!(tool_text(&mcpx.response(1)), "accept: Ada");
+        }
+
         /// Under `block`, a tool's result (and a task's) is an `isError` result that names what
         /// was found and nothing of it; a resource and a prompt are an error that does too; the
         /// tool's description says it was withheld, and the tool can still be called.

@@ -296,7 +296,7 @@ impl Server {
             json!({"name": "touch", "description": "Announces resources/updated for fixture://hello.", "inputSchema": {"type": "object"}}),
             json!({"name": "kinds", "description": "Returns text, audio and a resource link.", "inputSchema": {"type": "object"},
                 "title": "Content kinds", "outputSchema": {"type": "object"}, "icons": [], "execution": {"taskSupport": "forbidden"}}),
-            json!({"name": "ask", "description": "Asks the user their name (elicitation) and greets them.", "inputSchema": {"type": "object"}}),
+            json!({"name": "ask", "description": "Asks the user their name (elicitation, its message the argument `message` if given) and greets them.", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}),
             json!({"name": "sample", "description": "Asks the client's model a question (sampling) and returns its answer.", "inputSchema": {"type": "object"}}),
             json!({"name": "roots", "description": "Lists the client's roots.", "inputSchema": {"type": "object"}}),
             json!({"name": "ask_twice", "description": "Asks for a name, then a colour, one after the other.", "inputSchema": {"type": "object"}}),
@@ -677,7 +677,11 @@ impl Server {
             "ask" => vec![(
                 "name",
                 "elicitation/create",
-                name_question("What is your name?"),
+                name_question(
+                    params["arguments"]["message"]
+                        .as_str()
+                        .unwrap_or("What is your name?"),
+                ),
             )],
             "sample" => vec![(
                 "capital",
