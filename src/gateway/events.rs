@@ -55,13 +55,7 @@ impl Gateway {
             .forward(incoming, target.owner, forwarded, &target.exposed)
             .await?;
         let catalog = self.catalog_of(incoming.client);
-        let door = Leaving {
-            catalog: &catalog,
-            view: incoming.client.view,
-            owner: target.owner,
-            method: incoming.method,
-            ctx: incoming.ctx,
-        };
+        let door = Leaving::answering(&catalog, incoming, target.owner);
         let mut answer = self.leaving(door, answer).await?;
         let seal = |cursor: &mut Value| -> Result<(), ErrorObject> {
             let sealed = cursors.seal(&server, &target.exposed, cursor);

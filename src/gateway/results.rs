@@ -30,6 +30,23 @@ pub(super) struct Leaving<'a> {
     pub(super) ctx: &'a RequestContext,
 }
 
+impl<'a> Leaving<'a> {
+    /// The door of the answer to `incoming`, a request of `owner`'s, shown in `catalog`.
+    pub(super) fn answering(
+        catalog: &'a Catalog,
+        incoming: &'a super::Incoming<'_>,
+        owner: Owner,
+    ) -> Leaving<'a> {
+        Leaving {
+            catalog,
+            view: incoming.client.view,
+            owner,
+            method: incoming.method,
+            ctx: incoming.ctx,
+        }
+    }
+}
+
 impl Gateway {
     /// `result` as it leaves by `door`; an error when the guardrails withhold a result that is
     /// not a tool's.

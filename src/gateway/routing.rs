@@ -403,13 +403,7 @@ impl Gateway {
         let mut forwarded = forwardable(incoming.params);
         forwarded["uri"] = json!(target.own);
         let owner = target.owner;
-        let door = Leaving {
-            catalog: &catalog,
-            view: incoming.client.view,
-            owner,
-            method: incoming.method,
-            ctx: incoming.ctx,
-        };
+        let door = Leaving::answering(&catalog, incoming, owner);
         let read = self
             .forward(incoming, owner, forwarded, &target.exposed)
             .await;
@@ -447,13 +441,7 @@ impl Gateway {
         let answer = (self.forward(incoming, target.owner, forwarded, &target.exposed)).await?;
         // What a client offers a person to pick from leaves by the one door results do.
         let catalog = self.catalog_of(incoming.client);
-        let door = Leaving {
-            catalog: &catalog,
-            view: incoming.client.view,
-            owner: target.owner,
-            method: incoming.method,
-            ctx: incoming.ctx,
-        };
+        let door = Leaving::answering(&catalog, incoming, target.owner);
         self.leaving(door, answer).await
     }
 }

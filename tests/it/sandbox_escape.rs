@@ -121,6 +121,39 @@ fn admin_lines() -> Vec<Value> {
     ]
 }
 
+/// A daemon in front of the pinned server `pulled` (the hostile fixture, whose description
+/// changes after its first call), its pins under `dir`, once the change waits for review.
+fn rug_pulled(dir: &std::path::Path) -> Daemon {
+    let config = format!(
+        "[pins]\nfile = {:?}\n\
+         [servers.pulled]\ncommand = {:?}\n\
+         args = [\"--hostile\", \"--rug-pull\", \"description:1\"]\n\
+         [servers.pulled.pin]\n",
+        dir.join("pins.json").display().to_string(),
+        fixture_bin()
+    );
+    let daemon = Daemon::start(&config, "");
+    assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+    let echo = json!({"name": "pulled__echo", "arguments": {"text": "hi"}});
+    daemon.modern(2, "tools/call", echo).json();
+    assert!(eventually(
+        || pins_of(&daemon, &["status"]).contains("changed")
+    ));
+    daemon
+}
+
+/// What `mcpx pins ARGS` on `daemon`'s configuration printed.
+fn pins_of(daemon: &Daemon, args: &[&str]) -> String {
+    let output = std::process::Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(daemon.config_path())
+        .arg("pins")
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
 mod every_revision {
     pub mod sandbox {
         use super::super::*;
@@ -259,30 +292,8 @@ mod every_revision {
         #[test]
         fn a_stray_that_killed_its_supervisor_cannot_approve_its_servers_change() {
             let dir = tempfile::tempdir().unwrap();
-            let fixture = fixture_bin();
-            let config = format!(
-                "[pins]\nfile = {:?}\n\
-                 [servers.pulled]\ncommand = {fixture:?}\n\
-                 args = [\"--hostile\", \"--rug-pull\", \"description:1\"]\n\
-                 [servers.pulled.pin]\n",
-                dir.path().join("pins.json").display().to_string()
-            );
-            let daemon = Daemon::start(&config, "");
-            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
-            let pins = |args: &[&str]| {
-                let output = std::process::Command::new(mcpx_bin())
-                    .arg("--config")
-                    .arg(daemon.config_path())
-                    .arg("pins")
-                    .args(args)
-                    .output()
-                    .unwrap();
-                String::from_utf8_lossy(&output.stdout).into_owned()
-                    + &String::from_utf8_lossy(&output.stderr)
-            };
-            let echo = json!({"name": "pulled__echo", "arguments": {"text": "hi"}});
-            daemon.modern(2, "tools/call", echo).json();
-            assert!(eventually(|| pins(&["status"]).contains("changed")));
+            let daemon = rug_pulled(dir.path());
+            let pins = |args: &[&str]| pins_of(&daemon, args);
             let approve = format!(
                 "sleep 1; exec {:?} --config {:?} pins approve pulled",
                 mcpx_bin().display().to_string(),
@@ -312,32 +323,10 @@ mod every_revision {
         #[test]
         fn an_upstream_server_cannot_approve_its_own_change_over_the_admin_socket() {
             let dir = tempfile::tempdir().unwrap();
-            let fixture = fixture_bin();
-            let config = format!(
-                "[pins]\nfile = {:?}\n\
-                 [servers.pulled]\ncommand = {fixture:?}\n\
-                 args = [\"--hostile\", \"--rug-pull\", \"description:1\"]\n\
-                 [servers.pulled.pin]\n",
-                dir.path().join("pins.json").display().to_string()
-            );
-            let daemon = Daemon::start(&config, "");
-            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
+            let daemon = rug_pulled(dir.path());
             let text = std::fs::read_to_string(daemon.config_path()).unwrap();
             let admin = mcpx::config::Config::parse(&text).unwrap().admin.socket;
-            let pins = |args: &[&str]| {
-                let output = std::process::Command::new(mcpx_bin())
-                    .arg("--config")
-                    .arg(daemon.config_path())
-                    .arg("pins")
-                    .args(args)
-                    .output()
-                    .unwrap();
-                String::from_utf8_lossy(&output.stdout).into_owned()
-                    + &String::from_utf8_lossy(&output.stderr)
-            };
-            let echo = json!({"name": "pulled__echo", "arguments": {"text": "hi"}});
-            daemon.modern(2, "tools/call", echo).json();
-            assert!(eventually(|| pins(&["status"]).contains("changed")));
+            let pins = |args: &[&str]| pins_of(&daemon, args);
             for line in admin_lines().into_iter().skip(1) {
                 let args = json!({"unix": admin.display().to_string(), "say": line.to_string()});
                 let tried = try_as(&daemon, "pulled", args);
