@@ -268,6 +268,7 @@ impl Gateway {
     /// Delivers one occurrence, saying so when the callback will not take it (its value never):
     /// whether it took it.
     pub(super) async fn deliver(&self, subscription: &Subscription, occurrence: Value) -> bool {
+        let occurrence = self.occurrence_leaving(subscription.owner, occurrence);
         let loopback_ok = self.event_subscriptions.loopback_ok();
         let cursors = &self.event_cursors;
         let delivered = subscription.deliver(occurrence, cursors, loopback_ok).await;

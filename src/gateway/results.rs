@@ -201,6 +201,33 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// An occurrence of `owner`'s event type as it leaves for a webhook callback (bridged from
+    /// a poll or a stream, or relayed): read by the server's guardrails as a polled one is, its
+    /// `data` withheld where what it holds blocks.
+    pub(super) fn occurrence_leaving(&self, owner: Owner, mut occurrence: Value) -> Value {
+        let Some(upstream) = self.supervisor.upstreams().of(owner) else {
+            return occurrence;
+        };
+        let policy = self.guardrails.policy(upstream.config.guardrails.as_ref());
+        let mut report = Report::default();
+        guardrails::scan(&policy, Reach::Result, &mut occurrence, &mut report);
+        if report.is_empty() {
+            return occurrence;
+        }
+        report.count();
+        let (server, kinds) = (&upstream.name, report.kinds());
+        tracing::info!(server, %kinds, "[guardrails] found credentials or personal data in an event occurrence");
+        if report.blocks() {
+            occurrence["data"] = json!(format!(
+                "mcpx withheld this occurrence's data from {server}: it holds {kinds} ([guardrails] {} = \"block\")",
+                blocking_classes(&policy)
+            ));
+        }
+        occurrence
+    }
+}
+
 /// Which settings block under `policy`, for the message that says so.
 fn blocking_classes(policy: &Policy) -> &'static str {
     match (policy.secrets, policy.pii) {

@@ -600,6 +600,36 @@ mod v2026_07_28 {
             assert_eq!(none["error"]["code"], -32011, "{none}");
         }
 
+        /// An occurrence delivered by webhook passes its server's guardrails as a polled one
+        /// does: under `secrets = "redact"` the token it carries reaches the callback masked.
+        #[test]
+        fn an_occurrence_delivered_by_webhook_is_redacted_as_a_polled_one_is() {
+            let receiver = Receiver::start(true);
+            let dir = tempfile::tempdir().unwrap();
+            let more = format!(
+                "{}[guardrails]\nsecrets = \"redact\"\n",
+                webhooks_allowed(dir.path())
+            );
+            let d = Daemon::start(&two_servers(&more), "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let url = format!("{}/guarded", receiver.url);
+            let subscribed = subscribe(&d, 1, "a__ticks", &url, None);
+            let id = subscribed["result"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(!id.is_empty(), "{subscribed}");
+            let token = format!("ghp_{}", "0123456789abcdefghijklmnopqrstuvwxyz");
+            emit_over(&d, 2, "a", "ticks", &format!("deploy with {token}"));
+            assert!(eventually(|| !receiver
+                .events_at("/guarded", &id)
+                .is_empty()));
+            let got = receiver.events_at("/guarded", &id);
+            let text = serde_json::to_string(&got).unwrap();
+            assert!(!text.contains(&token), "{text}");
+            assert!(text.contains("[redacted: github-token]"), "{text}");
+        }
+
         /// A caller at `events.maxPerCaller` is refused another subscription before mcpx sends
         /// its callback anything: seven more asked for, at seven callbacks, make no verification
         /// POST; a refresh of one it holds still goes through.
