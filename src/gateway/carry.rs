@@ -20,7 +20,7 @@ use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
 use crate::protocol::{envelope, extension, task, Era, Method};
 use crate::telemetry;
-use crate::upstream::{ProgressSink, ShowsTasks};
+use crate::upstream::{LogSink, ProgressSink, ShowsTasks};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -319,13 +319,17 @@ impl Gateway {
                 // A 2025-11-25 task the call makes reports progress after the call has ended.
                 after: asks_for_task.then(|| client.session_stream()),
                 tasks: tasks.clone(),
+                screen: super::results::screen(&self.guardrails, &upstream),
             });
         let call = UpstreamCall {
             reach,
             method,
             params: forwarded,
             progress,
-            log: client.log_sink(Some(&ctx.outbound)),
+            log: client.log_sink(Some(&ctx.outbound)).map(|sink| LogSink {
+                screen: super::results::screen(&self.guardrails, &upstream),
+                ..sink
+            }),
             place,
             questions: self
                 .observer

@@ -38,6 +38,11 @@ pub(super) struct Catalogs {
 }
 
 impl Catalogs {
+    /// The servers' guardrails, which their listings pass.
+    pub(super) fn guardrails(&self) -> &crate::guardrails::Guardrails {
+        self.guarded.guardrails()
+    }
+
     pub(super) fn new(
         profiles: Profiles,
         pinning: Arc<Pinning>,

@@ -262,6 +262,7 @@ impl Client {
         Some(LogSink {
             tx: tx.unwrap_or(&self.outbound).clone(),
             level: Arc::clone(&self.log_level),
+            screen: None,
         })
     }
 

@@ -27,6 +27,11 @@ pub(super) struct GuardedListings {
 }
 
 impl GuardedListings {
+    /// The guardrails it applies.
+    pub(super) fn guardrails(&self) -> &Guardrails {
+        &self.guardrails
+    }
+
     pub(super) fn new(guardrails: Arc<Guardrails>) -> GuardedListings {
         GuardedListings {
             guardrails,

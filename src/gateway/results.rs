@@ -8,12 +8,14 @@
 //! tool's result whose text is over its budget (`maxResultChars`) is cut, and kept whole for
 //! its caller as `mcpx://results/ID` ([`super::kept_results`]).
 
+use super::upstreams::Upstream;
 use super::{apps, skills, Catalog, Gateway, Owner, RequestContext, ViewId};
 use crate::config::{GuardrailAction, HookPhase};
-use crate::guardrails::{self, budget, Policy, Reach, Report};
+use crate::guardrails::{self, budget, Guardrails, Policy, Reach, Report};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::Method;
+use crate::upstream::Screen;
 use serde_json::{json, Value};
 
 /// A result on its way out: whose it is, in which catalog, and the request it answers.
@@ -226,6 +228,20 @@ impl Gateway {
         }
         occurrence
     }
+}
+
+/// What a server `upstream` says outside a result (its log and progress messages) as its client
+/// may read it, under its guardrails; none when they look for nothing.
+pub(super) fn screen(guardrails: &Guardrails, upstream: &Upstream) -> Option<Screen> {
+    let policy = guardrails.policy(upstream.config.guardrails.as_ref());
+    if policy.scans_nothing() {
+        return None;
+    }
+    Some(Screen(std::sync::Arc::new(move |message: &mut Value| {
+        let mut report = Report::default();
+        guardrails::scan(&policy, Reach::Result, message, &mut report);
+        report.count();
+    })))
 }
 
 /// Which settings block under `policy`, for the message that says so.

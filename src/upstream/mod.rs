@@ -323,6 +323,24 @@ pub fn log_severity(level: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == level).map(|p| p as u8)
 }
 
+/// What is done to what a server says before its client reads it (a log message, a progress
+/// message): the server's guardrails, set by the gateway, run where the message is passed on.
+#[derive(Clone)]
+pub struct Screen(pub Arc<dyn Fn(&mut Value) + Send + Sync>);
+
+impl Screen {
+    /// `message` as the client may read it.
+    pub fn apply(&self, message: &mut Value) {
+        (self.0)(message)
+    }
+}
+
+impl std::fmt::Debug for Screen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Screen")
+    }
+}
+
 /// Where one legacy client's log messages go: its channel for the request (stdout, the POST's
 /// stream) or for the session (its GET stream), and the least severe level it asked for.
 #[derive(Debug, Clone)]
@@ -331,6 +349,8 @@ pub struct LogSink {
     pub tx: crate::outbox::Sender,
     /// The client's level, as a rank in [`LOG_LEVELS`] (`logging/setLevel` changes it).
     pub level: Arc<std::sync::atomic::AtomicU8>,
+    /// The calling server's guardrails, over each message.
+    pub screen: Option<Screen>,
 }
 
 impl LogSink {
@@ -347,6 +367,9 @@ impl LogSink {
             None => server.to_owned(),
         };
         params["logger"] = Value::String(logger);
+        if let Some(screen) = &self.screen {
+            screen.apply(&mut params);
+        }
         let _ = self.tx.try_send(Notification::new(Notice::Message, params));
     }
 }
@@ -378,6 +401,8 @@ pub struct ProgressSink {
     pub after: Option<crate::outbox::Sender>,
     /// How the server's task ids are shown in it (a legacy client's).
     pub tasks: Option<Arc<dyn ShowsTasks>>,
+    /// The server's guardrails, over each progress message.
+    pub screen: Option<Screen>,
 }
 
 impl ProgressSink {
@@ -390,6 +415,9 @@ impl ProgressSink {
             tasks.to_client(&mut params);
         }
         shape::progress_params(self.revision, &mut params);
+        if let Some(screen) = &self.screen {
+            screen.apply(&mut params);
+        }
         // A closed channel means the request already ended; late progress has nowhere to go.
         if self
             .tx

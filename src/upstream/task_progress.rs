@@ -132,6 +132,7 @@ mod v2025_11_25 {
                 seen: Default::default(),
                 after,
                 tasks: None,
+                screen: None,
             };
             let kept = KeptProgress::default();
             let made = json!({"task": {"taskId": "t1", "status": "working", "ttl": 60000}});

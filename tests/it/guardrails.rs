@@ -354,6 +354,51 @@ mod every_revision {
             assert_eq!(tool_text(&mcpx.response(1)), "accept: Ada");
         }
 
+        /// A server's progress messages and log messages during a call reach a 2025-11-25
+        /// client through its guardrails: the token they carry arrives masked.
+        #[test]
+        fn a_servers_progress_and_log_messages_are_redacted() {
+            let token = &leaked()[0];
+            let config = format!("[guardrails]\nsecrets = \"redact\"\n{}", fixture_config(""));
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            let params = json!({"name": "fixture__progress", "arguments": {"steps": 2, "say": format!("key {token}")},
+                "_meta": {"progressToken": "p"}});
+            mcpx.request(1, "tools/call", params);
+            let mut heard = Vec::new();
+            let answer = loop {
+                let message = mcpx.next();
+                if message["id"] == 1 {
+                    break message;
+                }
+                heard.push(message);
+            };
+            assert_eq!(tool_text(&answer), "2 steps");
+            let text = serde_json::to_string(&heard).unwrap();
+            assert!(!text.contains(token.as_str()), "{text}");
+            let progress = heard
+                .iter()
+                .filter(|m| m["method"] == "notifications/progress");
+            let said: Vec<&str> = progress
+                .filter_map(|m| m["params"]["message"].as_str())
+                .collect();
+            assert_eq!(
+                said,
+                [
+                    "step 1: key [redacted: github-token]",
+                    "step 2: key [redacted: github-token]"
+                ]
+            );
+            let logged = heard
+                .iter()
+                .find(|m| m["method"] == "notifications/message");
+            let logged = logged.unwrap_or_else(|| panic!("no log message: {text}"));
+            assert_eq!(
+                logged["params"]["data"],
+                "said: key [redacted: github-token]"
+            );
+        }
+
         /// Under `block`, a tool's result (and a task's) is an `isError` result that names what
         /// was found and nothing of it; a resource and a prompt are an error that does too; the
         /// tool's description says it was withheld, and the tool can still be called.

@@ -265,9 +265,13 @@ impl Supervisor {
                 Event::Log {
                     link,
                     server,
-                    params,
+                    mut params,
                 } => {
-                    if self.current(link).is_some() {
+                    if let Some(upstream) = self.current(link) {
+                        let guardrails = self.catalogs.guardrails();
+                        if let Some(screen) = super::results::screen(guardrails, &upstream) {
+                            screen.apply(&mut params);
+                        }
                         self.clients.broadcast_log(&server, &params);
                     }
                 }

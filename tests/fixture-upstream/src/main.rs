@@ -470,12 +470,19 @@ impl Server {
                 // Optional pacing, for clients that handle a notification after a reply that
                 // arrived in the same read.
                 let pause = Duration::from_millis(args["delayMs"].as_u64().unwrap_or(0));
+                // What it says with each step, and logs once: `say`, when given.
+                let say = args["say"].as_str().map(|say| format!(": {say}"));
+                let say = say.unwrap_or_default();
                 for step in 1..=steps {
                     std::thread::sleep(pause);
                     if !token.is_null() {
                         self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                            "params": {"progressToken": token, "progress": step, "total": steps, "message": format!("step {step}")}}));
+                            "params": {"progressToken": token, "progress": step, "total": steps, "message": format!("step {step}{say}")}}));
                     }
+                }
+                if !say.is_empty() {
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "warning", "data": format!("said{say}")}}));
                 }
                 std::thread::sleep(pause);
                 text(format!("{steps} steps"))
