@@ -100,7 +100,12 @@ impl Gateway {
             ..*incoming
         };
         let subscription = incoming.id.map_or(Value::Null, Id::to_value);
-        let pass_on = |(notice, mut params): (Notice, Value)| {
+        let pass_on = |(notice, params): (Notice, Value)| {
+            // An occurrence leaves as a polled or a delivered one does, through its guardrails.
+            let mut params = match notice {
+                Notice::EventsEvent => self.occurrence_leaving(target.owner, params),
+                _ => params,
+            };
             // A frame that is not an object is no frame: dropped, never written into.
             let Some(frame) = params.as_object_mut() else {
                 return;

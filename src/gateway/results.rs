@@ -205,8 +205,8 @@ impl Gateway {
 
 impl Gateway {
     /// An occurrence of `owner`'s event type as it leaves for a webhook callback (bridged from
-    /// a poll or a stream, or relayed): read by the server's guardrails as a polled one is, its
-    /// `data` withheld where what it holds blocks.
+    /// a poll or a stream, or relayed) or on a client's `events/stream`: read by the server's
+    /// guardrails as a polled one is, its `data` withheld where what it holds blocks.
     pub(super) fn occurrence_leaving(&self, owner: Owner, mut occurrence: Value) -> Value {
         let Some(upstream) = self.supervisor.upstreams().of(owner) else {
             return occurrence;

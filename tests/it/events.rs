@@ -630,6 +630,28 @@ mod v2026_07_28 {
             assert!(text.contains("[redacted: github-token]"), "{text}");
         }
 
+        /// An occurrence pushed on a client's `events/stream` passes its server's guardrails
+        /// too: the token it carries arrives masked.
+        #[test]
+        fn an_occurrence_on_a_stream_is_redacted_as_a_polled_one_is() {
+            let mut mcpx = Serve::start(&two_servers("[guardrails]\nsecrets = \"redact\"\n"));
+            let params = json!({"name": "a__alerts", "arguments": {}, "cursor": null});
+            mcpx.request(10, "events/stream", declaring(params));
+            let next = |mcpx: &mut Serve, method: &str| loop {
+                let message = mcpx.next();
+                if message["method"] == method {
+                    return message;
+                }
+            };
+            next(&mut mcpx, "notifications/events/active");
+            let token = format!("ghp_{}", "0123456789abcdefghijklmnopqrstuvwxyz");
+            emit(&mut mcpx, 11, "a", "alerts", &format!("leaked {token}"));
+            let event = next(&mut mcpx, "notifications/events/event");
+            let text = event.to_string();
+            assert!(!text.contains(&token), "{text}");
+            assert!(text.contains("[redacted: github-token]"), "{text}");
+        }
+
         /// A caller at `events.maxPerCaller` is refused another subscription before mcpx sends
         /// its callback anything: seven more asked for, at seven callbacks, make no verification
         /// POST; a refresh of one it holds still goes through.
