@@ -354,6 +354,21 @@ mod every_revision {
             assert_eq!(tool_text(&mcpx.response(1)), "accept: Ada");
         }
 
+        /// A server's completion values are offered through its guardrails, in both eras.
+        #[test]
+        fn a_servers_completion_values_are_redacted() {
+            let token = &leaked()[0];
+            let config = format!("[guardrails]\nsecrets = \"redact\"\n{}", fixture_config(""));
+            for era in [Era::Legacy, Era::Modern] {
+                let mut mcpx = era.started(&config);
+                let params = json!({"ref": {"type": "ref/prompt", "name": "fixture__greet"},
+                    "argument": {"name": "name", "value": format!("echo:key {token}")}});
+                let answer = mcpx.call(1, "completion/complete", era.params(params));
+                let values = &answer["result"]["completion"]["values"];
+                assert_eq!(*values, json!(["key [redacted: github-token]"]), "{answer}");
+            }
+        }
+
         /// A server's progress messages and log messages during a call reach a 2025-11-25
         /// client through its guardrails: the token they carry arrives masked.
         #[test]

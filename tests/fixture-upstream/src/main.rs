@@ -984,6 +984,8 @@ impl Server {
             }
             "completion/complete" => {
                 let values = match params["argument"]["value"].as_str() {
+                    // What a value after `echo:` says, offered back as the one completion.
+                    Some(value) if value.starts_with("echo:") => vec![json!(&value[5..])],
                     Some(prefix) if self.conformance => ["paris", "park", "party"]
                         .iter()
                         .filter(|v| v.starts_with(prefix))
