@@ -18,6 +18,9 @@ pub struct Cancel(Arc<Signal>);
 #[derive(Debug, Default)]
 struct Signal {
     fired: AtomicBool,
+    /// Whether the owner fired it (the admin socket), not the request's own client: a request
+    /// its client cancelled ends without an answer, one the owner cancelled is answered so.
+    by_owner: AtomicBool,
     waiters: Event,
 }
 
@@ -32,6 +35,20 @@ impl Cancel {
         if !self.0.fired.swap(true, Ordering::AcqRel) {
             self.0.waiters.notify(usize::MAX);
         }
+    }
+
+    /// Fires the signal as the owner's doing, unless it has fired already (a client's own
+    /// cancel that came first stays the client's).
+    pub fn cancel_by_owner(&self) {
+        if !self.is_cancelled() {
+            self.0.by_owner.store(true, Ordering::Release);
+        }
+        self.cancel();
+    }
+
+    /// Whether the owner fired it ([`Cancel::cancel_by_owner`]).
+    pub fn by_owner(&self) -> bool {
+        self.0.by_owner.load(Ordering::Acquire)
     }
 
     /// Whether the signal has fired.

@@ -5,7 +5,7 @@
 //! request ended, as the metrics, the audit log and the traces count it.
 
 use crate::json::Member;
-use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, LIMIT_META, RATE_LIMITED};
+use crate::jsonrpc::{ErrorObject, CANCELLED_BY_OWNER, INTERNAL_ERROR, LIMIT_META, RATE_LIMITED};
 use std::time::Duration;
 
 /// A call that got no answer from its server.
@@ -111,6 +111,7 @@ impl Outcome {
                 Outcome::Limited
             }
             Some(Err(e)) if e.code == RATE_LIMITED => Outcome::Limited,
+            Some(Err(e)) if e.code == CANCELLED_BY_OWNER => Outcome::Cancelled,
             Some(Ok(result))
                 if result.member("isError") == Some(&serde_json::Value::Bool(true)) =>
             {

@@ -317,12 +317,13 @@ impl Registry {
         found.inspect(|r| r.cancel.cancel()).is_some()
     }
 
-    /// Cancels the request with this registry key; false if none is in flight.
+    /// Cancels the request with this registry key, as the owner (its caller is answered so);
+    /// false if none is in flight.
     pub fn cancel_key(&self, key: u64) -> bool {
         self.lock()
             .in_flight
             .get(&key)
-            .inspect(|r| r.cancel.cancel())
+            .inspect(|r| r.cancel.cancel_by_owner())
             .is_some()
     }
 
@@ -451,6 +452,15 @@ impl InFlightGuard {
     /// Counts the progress notifications passed back for this request.
     pub fn progress_counter(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.progress)
+    }
+
+    /// What the request names (a tool, a prompt, a URI), as it was noted when it began.
+    pub fn target(&self) -> Option<String> {
+        let state = self.registry.lock();
+        state
+            .in_flight
+            .get(&self.key)
+            .and_then(|r| r.target.clone())
     }
 
     /// Records how the request ended.

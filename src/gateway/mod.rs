@@ -46,6 +46,7 @@ mod observe;
 mod own_event_reads;
 mod own_events;
 mod own_tasks;
+mod owner_cancel;
 pub mod person_login;
 mod pinning;
 mod policies;
@@ -370,15 +371,15 @@ impl Gateway {
                 guardrails: Default::default(),
             };
             let cancel = &context.cancel;
-            let response = cancel
-                .run(gateway.handle(&client, request, &context))
-                .await
-                .filter(|_| !cancel.is_cancelled());
-            guard.finish(if response.is_some() {
-                Outcome::Answered
-            } else {
-                Outcome::Cancelled
-            });
+            let id = request.id.clone();
+            let answered = cancel.run(gateway.handle(&client, request, &context)).await;
+            let response = gateway.answer_after(&context, id, answered, || guard.target());
+            guard.finish(
+                match response.as_ref().is_none_or(owner_cancel::is_owners) {
+                    true => Outcome::Cancelled,
+                    false => Outcome::Answered,
+                },
+            );
             if let Some(observation) = observation {
                 gateway.observed(&client, observation, &context, response.as_ref());
             }

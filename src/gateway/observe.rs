@@ -184,7 +184,9 @@ impl Observer {
             client: seen.client.as_ref(),
             instance: seen.instance.as_ref(),
             guardrails: seen.guardrails.as_ref(),
-            decided_by: None,
+            // Cancelled and yet answered: the owner cancelled it ([`super::owner_cancel`]).
+            decided_by: (outcome == crate::failure::Outcome::Cancelled && answer.is_some())
+                .then_some("owner"),
         });
         // A modern client is asked its questions in the call's result: a line for each.
         let asked = answer

@@ -47,6 +47,10 @@ pub const UNSUPPORTED: i64 = -32014;
 /// outside the reserved range, and reading as HTTP's 429. `data` has `limit` and
 /// `retryAfterMs`.
 pub const RATE_LIMITED: i64 = -31429;
+/// The gateway's owner cancelled the request (`mcpx-tui`, the admin socket): outside JSON-RPC's
+/// reserved range, as LSP's `RequestCancelled`. `data` has `cancelledBy`, and the `server` and
+/// `name` it was for.
+pub const CANCELLED_BY_OWNER: i64 = -32800;
 /// The `_meta` member of a tool result that says which of mcpx's `[limits]` refused the call.
 pub const LIMIT_META: &str = "mcpx/limit";
 

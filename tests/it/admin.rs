@@ -138,15 +138,12 @@ mod every_revision {
             let reply = mcpx::admin::ask(&socket, &Command::Cancel { request: key }).unwrap();
             assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
             assert!(d.log_shows("fixture: cancelled request"), "{}", d.stderr());
-            // In a legacy session a cancelled request gets no response: its POST ends as an
-            // event stream with nothing on it.
+            // Its client never asked: it is answered, once, that the owner cancelled it.
             let mut raw = Vec::new();
             std::io::Read::read_to_end(&mut call, &mut raw).unwrap();
             let text = String::from_utf8_lossy(&raw);
-            assert!(
-                text.contains("text/event-stream") && !text.contains("\"id\":8"),
-                "{text}"
-            );
+            assert_eq!(text.matches("\"id\":8").count(), 1, "{text}");
+            assert!(text.contains("-32800") && text.contains("owner"), "{text}");
             let s = snapshot_where(&socket, |s| s.requests.is_empty());
             assert_eq!(s.totals.cancelled, 1);
             let again = mcpx::admin::ask(&socket, &Command::Cancel { request: key }).unwrap();
@@ -264,6 +261,13 @@ mod every_revision {
                 "{}",
                 d.stderr()
             );
+            // Its client, polling, reads who ended it.
+            let get = json!({"taskId": id, "_meta": {"io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {"io.modelcontextprotocol/tasks": {}}}}});
+            let got = d.modern(2, "tasks/get", get).json();
+            assert_eq!(got["result"]["status"], "cancelled", "{got}");
+            let said = got["result"]["statusMessage"].as_str().unwrap_or_default();
+            assert!(said.contains("owner"), "{got}");
             let unknown = Command::CancelTask {
                 id: "mcpxt1.nothing".into(),
             };

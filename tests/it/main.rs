@@ -31,6 +31,7 @@ mod naming;
 mod observability;
 mod one_gate;
 mod own_events;
+mod owner_cancel;
 mod pins;
 mod profiles;
 mod remote;

@@ -413,10 +413,22 @@ impl OwnTask {
     /// `tasks/cancel`: the call is cancelled upstream and the task ends cancelled, unless it
     /// ended already.
     pub(super) fn cancel(&self) {
+        self.cancel_saying(None);
+    }
+
+    /// Cancels it as the gateway's owner (the admin socket): its status message says so.
+    pub(super) fn cancel_by_owner(&self) {
+        self.cancel_saying(Some("cancelled by the owner of the gateway"));
+    }
+
+    fn cancel_saying(&self, said: Option<&str>) {
         let mut state = lock(&self.state);
         if state.outcome.is_none() {
             state.status = "cancelled";
             state.round = None;
+            if let Some(said) = said {
+                state.progress = Some(said.to_owned());
+            }
             state.touch();
         }
         drop(state);
