@@ -319,7 +319,7 @@ impl Gateway {
                 // A 2025-11-25 task the call makes reports progress after the call has ended.
                 after: asks_for_task.then(|| client.session_stream()),
                 tasks: tasks.clone(),
-                screen: super::results::screen(&self.guardrails, &upstream),
+                screen: super::results::screen(&self.guardrails, upstream),
             });
         let call = UpstreamCall {
             reach,
@@ -327,7 +327,7 @@ impl Gateway {
             params: forwarded,
             progress,
             log: client.log_sink(Some(&ctx.outbound)).map(|sink| LogSink {
-                screen: super::results::screen(&self.guardrails, &upstream),
+                screen: super::results::screen(&self.guardrails, upstream),
                 ..sink
             }),
             place,

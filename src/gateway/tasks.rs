@@ -162,7 +162,10 @@ impl Gateway {
         let unknown = || CommandError::NoSuchTask(id.to_owned());
         let own = self.task_ids.own_number(id);
         if let Some(number) = own {
-            self.own_tasks.any(number).ok_or_else(unknown)?.cancel_by_owner();
+            self.own_tasks
+                .any(number)
+                .ok_or_else(unknown)?
+                .cancel_by_owner();
             return Ok(format!("task {} cancelled", crate::view::short_task_id(id)));
         }
         let (upstream, own_id, caller) = self.task_ids.passed_by_id(id).ok_or_else(unknown)?;
