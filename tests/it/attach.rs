@@ -126,7 +126,7 @@ mod every_revision {
         }
 
         /// The console cancels an attached editor's request as any other: the upstream is told,
-        /// and the editor gets no reply to it.
+        /// and the editor gets one error saying the owner cancelled it.
         #[test]
         fn the_console_cancels_an_attached_editors_request() {
             use mcpx::admin::protocol::{Command, Reply, Snapshot};
@@ -153,6 +153,9 @@ mod every_revision {
                 "{}",
                 daemon.stderr()
             );
+            // Its editor never asked: it is told, once, that the owner cancelled it.
+            let told = editor.response(7);
+            assert_eq!(told["error"]["code"], -32800, "{told}");
             let echoed = editor.call(
                 8,
                 "tools/call",

@@ -49,6 +49,60 @@ mod every_revision {
     pub mod remote {
         use super::super::*;
 
+        /// A 2025-11-25 server that issues no session id is served sessionless at once: mcpx
+        /// opens no session stream and waits for none. Every request after `initialize` carries
+        /// `MCP-Protocol-Version` (the server refuses one without it, as 2025-06-18 and later
+        /// may), and so the call is answered.
+        #[test]
+        fn a_sessionless_server_is_served_at_once_with_the_version_on_every_request() {
+            let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+            let heard = std::sync::Arc::clone(&seen);
+            let addr = sessionless_scripted_server(move |line, headers, message| {
+                let version = headers
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case("mcp-protocol-version"))
+                    .map_or("-", |(_, value)| value.as_str());
+                let method = message["method"].as_str().unwrap_or("-");
+                let verb = line.split(' ').next().unwrap_or_default();
+                heard
+                    .lock()
+                    .unwrap()
+                    .push(format!("{verb} {method} {version}"));
+                let handshake = matches!(method, "initialize" | "server/discover");
+                if verb == "POST" && !handshake && version != "2025-11-25" {
+                    return (
+                        "400 Bad Request",
+                        "text/plain",
+                        "MCP-Protocol-Version is required".into(),
+                    );
+                }
+                if method == "server/discover" {
+                    let refused = json!({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "Method not found"}});
+                    return ("200 OK", "application/json", refused.to_string());
+                }
+                one_tool_server(line, message, "echo", || {
+                    let said = message["params"]["arguments"]["text"].clone();
+                    let answer = json!({"jsonrpc": "2.0", "id": message["id"],
+                        "result": {"content": [{"type": "text", "text": said}]}});
+                    ("200 OK", "application/json", answer.to_string())
+                })
+            });
+            let mut mcpx =
+                Serve::start(&format!("[servers.remote]\nurl = \"http://{addr}/mcp\"\n"));
+            mcpx.initialize("2025-11-25");
+            let call = json!({"name": "remote__echo", "arguments": {"text": "hi"}});
+            let answer = mcpx.call(1, "tools/call", call);
+            assert_eq!(tool_text(&answer), "hi", "{answer}\n{}", mcpx.stderr());
+            let seen = seen.lock().unwrap().clone();
+            assert!(seen.iter().all(|l| !l.starts_with("GET")), "{seen:?}");
+            let after = seen
+                .iter()
+                .skip_while(|l| !l.contains(" initialize "))
+                .skip(1);
+            let unversioned: Vec<&String> = after.filter(|l| l.ends_with(" -")).collect();
+            assert!(unversioned.is_empty(), "{seen:?}");
+        }
+
         fn lists_calls_streams_progress_and_hears_list_changed(era: &str, revision: &str) {
             let (_remote, mut mcpx) = through_remote(era, "");
             mcpx.initialize("2025-11-25");

@@ -4,7 +4,7 @@
 use super::Pool;
 use crate::jsonrpc::{self, Notification};
 use crate::upstream::auth::bearer;
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderMap, Method};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use std::sync::Arc;
@@ -13,7 +13,8 @@ use std::sync::Arc;
 pub(super) struct Detached {
     pub(super) name: String,
     pub(super) pool: Arc<Pool>,
-    pub(super) session: Option<String>,
+    /// A legacy server's session and revision headers, as the calls send them.
+    pub(super) legacy: HeaderMap,
     pub(super) token: Option<String>,
 }
 
@@ -31,11 +32,8 @@ impl Detached {
     }
 
     pub(super) async fn post(&self, message: &Value, mut extra: HeaderMap) -> Result<(), String> {
-        if let Some(session) = &self.session {
-            extra.insert(
-                "mcp-session-id",
-                HeaderValue::try_from(session.as_str()).map_err(|e| e.to_string())?,
-            );
+        for (name, value) in &self.legacy {
+            extra.insert(name, value.clone());
         }
         bearer(&mut extra, self.token.as_deref())?;
         let mut sender = self.pool.detached().await?;

@@ -38,7 +38,7 @@ use crate::jsonrpc::{self, ErrorObject, Id, Message, Outgoing, Response};
 use crate::mcpheaders::{HeaderParam, SESSION_HEADER};
 use crate::net::client::Pool;
 use crate::protocol::envelope;
-use crate::protocol::{self, Era, Notice};
+use crate::protocol::{self, Era, Notice, Revision};
 use crate::sync::lock;
 use async_channel::Sender;
 use hashbrown::HashMap;
@@ -90,6 +90,9 @@ pub struct HttpUpstream {
     stream_opened: Cancel,
     /// A POST was refused with a 4xx that is not JSON-RPC: the server may speak HTTP+SSE.
     posts_refused: AtomicBool,
+    /// The legacy revision its `initialize` chose: sent as `MCP-Protocol-Version` on every
+    /// request after it, as 2025-06-18 and later ask of a client.
+    legacy_version: Mutex<Option<Revision>>,
 }
 
 impl std::fmt::Debug for HttpUpstream {
@@ -119,6 +122,8 @@ enum Answer {
 impl Wire for HttpUpstream {
     fn set_era(&self, era: Era) {
         *lock(&self.era) = era;
+        // A new handshake, in either era, chooses its revision anew.
+        *lock(&self.legacy_version) = None;
         if era == Era::Legacy {
             // A new legacy handshake starts a new session.
             *lock(&self.session) = None;
@@ -173,7 +178,22 @@ impl HttpUpstream {
             needs_login: AtomicBool::new(false),
             stream_opened: Cancel::new(),
             posts_refused: AtomicBool::new(false),
+            legacy_version: Mutex::default(),
         }))
+    }
+
+    /// A legacy request's headers: its session, if the server issued one, and the revision
+    /// its `initialize` chose, once it did.
+    pub(super) fn legacy_headers(&self, headers: &mut HeaderMap) -> Result<(), String> {
+        if let Some(session) = lock(&self.session).clone() {
+            let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
+            headers.insert(SESSION_HEADER, session);
+        }
+        if let Some(version) = *lock(&self.legacy_version) {
+            let version = HeaderValue::from_static(version.as_str());
+            headers.insert(crate::mcpheaders::PROTOCOL_VERSION_HEADER, version);
+        }
+        Ok(())
     }
 
     fn is_modern(&self) -> bool {
@@ -185,10 +205,12 @@ impl HttpUpstream {
     /// GET stream (a modern server's come on the listens the gateway keeps open).
     pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
         let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
-        if !self.is_modern() {
+        // A legacy server that issued a session may send a call's question on its GET stream:
+        // it is ready once that stream is open (or refused), so that no question is lost. One
+        // that issued none is served sessionless at once, as the transport allows: there is no
+        // session stream to open.
+        if !self.is_modern() && lock(&self.session).is_some() {
             self.follow_notifications();
-            // A legacy server may send a call's question on the GET stream: it is ready once
-            // that stream is open (or refused), so that no question is lost.
             smol::future::or(self.stream_opened.cancelled(), async {
                 smol::Timer::after(STREAM_OPEN_PATIENCE).await;
             })
@@ -264,6 +286,14 @@ impl HttpUpstream {
             self.askers.leave(id);
             match answer {
                 Some(Ok(Answer::Reply(reply))) => {
+                    if method == "initialize" {
+                        let chosen = reply
+                            .as_ref()
+                            .ok()
+                            .and_then(|r| r.member("protocolVersion"));
+                        let chosen = chosen.and_then(Value::as_str).and_then(Revision::parse);
+                        *lock(&self.legacy_version) = chosen;
+                    }
                     // Only a sink that outlives its request is kept, so only that one is copied.
                     let sink = caller.progress.as_ref().filter(|sink| sink.after.is_some());
                     let sink = sink.map(|sink| (client::progress_token(id), sink.clone()));
@@ -357,10 +387,15 @@ impl HttpUpstream {
 
     /// A handle on the same server for a background task (shares the pool and the session).
     fn detached(&self) -> Detached {
+        let mut legacy = HeaderMap::new();
+        if !self.is_modern() {
+            // A session id is a header value: it came as one.
+            let _ = self.legacy_headers(&mut legacy);
+        }
         Detached {
             name: self.name.clone(),
             pool: Arc::clone(&self.pool),
-            session: lock(&self.session).clone(),
+            legacy,
             token: self.auth.as_ref().and_then(Authorizer::current_token),
         }
     }
@@ -375,11 +410,9 @@ impl HttpUpstream {
     ) -> Result<Answer, String> {
         // Room for the mirrored, trace and auth headers and the pool's defaults, grown once.
         let mut headers = HeaderMap::with_capacity(12);
-        if self.is_modern() {
-            self.mirror_headers(method, params, &mut headers);
-        } else if let Some(session) = lock(&self.session).clone() {
-            let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
-            headers.insert(SESSION_HEADER, session);
+        match self.is_modern() {
+            true => self.mirror_headers(method, params, &mut headers),
+            false => self.legacy_headers(&mut headers)?,
         }
         trace_headers(params, &mut headers);
         let token = match &self.auth {
@@ -534,11 +567,9 @@ impl HttpUpstream {
     /// Ends a legacy session politely, then stops.
     pub async fn shutdown(&self, grace: Duration) {
         let session = lock(&self.session).clone();
-        if let (false, Some(session)) = (self.is_modern(), session) {
+        if let (false, Some(_)) = (self.is_modern(), session) {
             let mut headers = HeaderMap::new();
-            if let Ok(value) = HeaderValue::try_from(session) {
-                headers.insert(SESSION_HEADER, value);
-            }
+            let _ = self.legacy_headers(&mut headers);
             let delete = async {
                 let mut sender = self.pool.detached().await?;
                 let request = self.pool.build(Method::DELETE, String::new(), headers)?;

@@ -4,7 +4,6 @@
 
 use super::{HttpUpstream, Reply, MAX_UPSTREAM_MESSAGE};
 use crate::jsonrpc;
-use crate::mcpheaders::SESSION_HEADER;
 use crate::sync::lock;
 use crate::upstream::auth::bearer;
 use crate::upstream::auth::Authorizer;
@@ -98,10 +97,7 @@ impl HttpUpstream {
         &self,
         mut headers: HeaderMap,
     ) -> Result<http::Response<hyper::body::Incoming>, String> {
-        if let Some(session) = lock(&self.session).clone() {
-            let session = HeaderValue::try_from(session).map_err(|e| e.to_string())?;
-            headers.insert(SESSION_HEADER, session);
-        }
+        self.legacy_headers(&mut headers)?;
         let stream = HeaderValue::from_static("text/event-stream");
         headers.insert(http::header::ACCEPT, stream);
         let token = self.auth.as_ref().and_then(Authorizer::current_token);

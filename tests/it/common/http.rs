@@ -618,7 +618,21 @@ pub struct Incoming {
 pub fn scripted_server(
     answer: impl Fn(&str, &[(String, String)], &Value) -> Scripted + Send + 'static,
 ) -> SocketAddr {
-    http_server(move |request| {
+    scripted(Some("s1"), answer)
+}
+
+/// [`scripted_server`] for a server that issues no session id (2025-03-26 and later allow it).
+pub fn sessionless_scripted_server(
+    answer: impl Fn(&str, &[(String, String)], &Value) -> Scripted + Send + 'static,
+) -> SocketAddr {
+    scripted(None, answer)
+}
+
+fn scripted(
+    session: Option<&'static str>,
+    answer: impl Fn(&str, &[(String, String)], &Value) -> Scripted + Send + 'static,
+) -> SocketAddr {
+    serve_http(session, move |request| {
         let message: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let (status, kind, payload) = answer(&request.line, &request.headers, &message);
         (status.to_owned(), kind, payload)
@@ -629,6 +643,14 @@ pub fn scripted_server(
 /// `answer` sees each request whole, and gives the status (with any header lines after it,
 /// each after a CRLF), the content type and the body.
 pub fn http_server(
+    answer: impl Fn(&Incoming) -> (String, &'static str, String) + Send + 'static,
+) -> SocketAddr {
+    serve_http(Some("s1"), answer)
+}
+
+/// [`http_server`], its answers naming `session` as theirs.
+fn serve_http(
+    session: Option<&'static str>,
     answer: impl Fn(&Incoming) -> (String, &'static str, String) + Send + 'static,
 ) -> SocketAddr {
     use std::io::BufRead;
@@ -661,9 +683,10 @@ pub fn http_server(
                 headers,
                 body,
             });
+            let session = session.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
             let _ = write!(
                 stream,
-                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nMcp-Session-Id: s1\r\nConnection: close\r\n\r\n{payload}",
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{session}Connection: close\r\n\r\n{payload}",
                 payload.len()
             );
         }
