@@ -118,6 +118,23 @@ pub struct Server {
         with = "humantime_serde::option"
     )]
     pub timeout: Option<Duration>,
+    /// How long a start may take, from launching it (or connecting) to its handshake's end
+    /// (default [`DEFAULT_START_TIMEOUT`]).
+    #[serde(
+        rename = "startTimeout",
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub start_timeout: Option<Duration>,
+    /// How long its first start may take, when it never started before and no catalog of it is
+    /// cached: an `npx -y` or `uvx` server downloads itself then (default
+    /// [`DEFAULT_FIRST_START_TIMEOUT`]).
+    #[serde(
+        rename = "firstStartTimeout",
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub first_start_timeout: Option<Duration>,
     /// The most requests in flight to it at once (default [`DEFAULT_MAX_IN_FLIGHT`]); one past
     /// it is answered with an error at once rather than queued without bound.
     #[serde(rename = "maxInFlight", skip_serializing_if = "Option::is_none")]
@@ -284,6 +301,12 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// How long a request to an upstream may go unanswered, unless `timeout` says otherwise.
 pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long a server's start may take, unless its `startTimeout` says otherwise.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a server's first start may take (a download), unless `firstStartTimeout` says.
+pub const DEFAULT_FIRST_START_TIMEOUT: Duration = Duration::from_secs(180);
+
 /// `[servers.NAME] era`: some servers exit on any request before `initialize`, so probing can be
 /// turned off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -346,6 +369,14 @@ impl Server {
     /// How long a request to it may go unanswered.
     pub fn timeout(&self) -> Duration {
         self.timeout.unwrap_or(DEFAULT_UPSTREAM_TIMEOUT)
+    }
+
+    /// How long a start may take: its first (never started, nothing cached), or any other.
+    pub fn start_within(&self, first: bool) -> Duration {
+        match first {
+            true => (self.first_start_timeout).unwrap_or(DEFAULT_FIRST_START_TIMEOUT),
+            false => self.start_timeout.unwrap_or(DEFAULT_START_TIMEOUT),
+        }
     }
 
     /// The prefix exposed names carry (without the `__` separator).

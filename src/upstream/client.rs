@@ -28,9 +28,6 @@ use serde_json::{json, Value};
 use std::future::Future;
 use std::time::Duration;
 
-/// How long a server may take to answer the whole handshake.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-
 type Reply = Result<Value, ErrorObject>;
 
 /// Which handshake a wire tries first in `era = "auto"` (see the module's documentation).
@@ -59,11 +56,13 @@ pub trait Wire {
     }
 }
 
-/// Handshakes with the server in the era `choice` allows, in the order `first` gives.
+/// Handshakes with the server in the era `choice` allows, in the order `first` gives, within
+/// `within` (the server's start timeout).
 pub async fn handshake(
     wire: &impl Wire,
     choice: UpstreamEra,
     first: FirstTry,
+    within: Duration,
 ) -> Result<Handshake, String> {
     let work = async {
         match (choice, first) {
@@ -83,7 +82,7 @@ pub async fn handshake(
             },
         }
     };
-    crate::deadline::within(HANDSHAKE_TIMEOUT, work).await
+    crate::deadline::within(within, work).await
 }
 
 /// Why `initialize` did not give a handshake.

@@ -88,12 +88,12 @@ pub enum Connection {
 }
 
 impl Connection {
-    /// Learns the server's era, revision and capabilities.
-    pub async fn handshake(&self) -> Result<Handshake, String> {
+    /// Learns the server's era, revision and capabilities, `within` its start timeout.
+    pub async fn handshake(&self, within: std::time::Duration) -> Result<Handshake, String> {
         match self {
-            Connection::Stdio(c) => c.handshake().await,
-            Connection::Http(c) => c.handshake().await,
-            Connection::Sse(c) => c.handshake().await,
+            Connection::Stdio(c) => c.handshake(within).await,
+            Connection::Http(c) => c.handshake(within).await,
+            Connection::Sse(c) => c.handshake(within).await,
         }
     }
 

@@ -11,7 +11,7 @@
 use super::auth::discovery::{challenge_of, Challenge};
 use super::auth::store::Slot;
 use super::auth::{bearer, Authorizer, NeedsLogin};
-use super::client::{self, FirstTry, HANDSHAKE_TIMEOUT};
+use super::client::{self, FirstTry};
 use super::event_stream::EventStream;
 use super::http::MAX_UPSTREAM_MESSAGE;
 use super::peer::Peer;
@@ -87,16 +87,19 @@ impl SseUpstream {
     }
 
     /// Opens the stream, waits for its endpoint, then handshakes in the configured era,
-    /// `initialize` first in `auto` (an HTTP+SSE server is a legacy one, whatever it answers).
-    pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
+    /// `initialize` first in `auto` (an HTTP+SSE server is a legacy one, whatever it answers),
+    /// all `within` its start timeout.
+    pub async fn handshake(self: &Arc<Self>, within: Duration) -> Result<Handshake, String> {
+        let started = std::time::Instant::now();
         let opened = smol::future::or(self.open(), async {
-            smol::Timer::after(HANDSHAKE_TIMEOUT).await;
-            Err(format!("no endpoint event within {HANDSHAKE_TIMEOUT:?}"))
+            smol::Timer::after(within).await;
+            Err(format!("no endpoint event within {within:?}"))
         });
         let endpoint = opened.await?;
         tracing::debug!(server = %self.peer.name(), "posting to {endpoint}");
         self.start_posting(self.pool.at(endpoint));
-        client::handshake(&self.peer, self.era_choice, FirstTry::Initialize).await
+        let left = within.saturating_sub(started.elapsed());
+        client::handshake(&self.peer, self.era_choice, FirstTry::Initialize, left).await
     }
 
     /// The conversation with the server.

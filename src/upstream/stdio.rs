@@ -254,9 +254,9 @@ impl StdioUpstream {
     }
 
     /// Handshakes in the configured era, in `auto` in the order [`Spawning::first_try`] says
-    /// (see [`super::client`] for why).
-    pub async fn handshake(&self) -> Result<Handshake, String> {
-        client::handshake(&self.peer, self.era_choice, self.first_try).await
+    /// (see [`super::client`] for why), `within` its start timeout.
+    pub async fn handshake(&self, within: Duration) -> Result<Handshake, String> {
+        client::handshake(&self.peer, self.era_choice, self.first_try, within).await
     }
 
     /// The conversation with the server.

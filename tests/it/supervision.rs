@@ -294,6 +294,38 @@ mod every_revision {
             assert_eq!(now["result"]["isError"], false, "{now}");
         }
 
+        /// A server's first start (it never started, no catalog of it is cached: an `npx -y`
+        /// download) is given `firstStartTimeout`; later starts `startTimeout`. The server here
+        /// takes two seconds to start each time: its first start under a `startTimeout` of one
+        /// second serves; once it crashed, its restart is held to the one second, and the state
+        /// says why it failed.
+        #[test]
+        fn a_first_start_gets_first_start_timeout_and_later_ones_start_timeout() {
+            let cache = tempfile::tempdir().unwrap();
+            let script = format!("sleep 2; exec {:?}", fixture_bin());
+            let config = format!(
+                "[servers.fixture]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n\
+                 startTimeout = \"1s\"\nfirstStartTimeout = \"5m\"\n"
+            );
+            let env = [("XDG_CACHE_HOME", cache.path().to_str().unwrap())];
+            let d = Daemon::start_with_env(&config, "", &env);
+            let state = daemon_upstream;
+            assert!(
+                eventually(|| state(&d)["state"] == "ready"),
+                "{}",
+                d.stderr()
+            );
+            let crash = json!({"name": "fixture__crash", "arguments": {}});
+            d.modern(1, "tools/call", crash);
+            let failed = || {
+                state(&d)["state"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("no answer within 1s")
+            };
+            assert!(eventually(failed), "{}\n{}", state(&d), d.stderr());
+        }
+
         /// A legacy server that exits on any first request but `initialize` is started again
         /// with `initialize` alone, and serves; later starts skip the probe, in this run (a
         /// crash) and the next (noted beside the catalogs in the cache directory).

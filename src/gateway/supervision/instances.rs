@@ -172,7 +172,10 @@ impl Supervisor {
         let connection =
             (self.upstreams.connect_as(upstream, how, events)).map_err(|e| (e, false))?;
         instance.link.connecting(connection.clone());
-        match connection.handshake().await {
+        match connection
+            .handshake(upstream.config.start_within(false))
+            .await
+        {
             Ok(handshake) => {
                 self.list_once(upstream, &connection, &handshake).await;
                 let first_told = upstream.era().is_none();

@@ -67,6 +67,12 @@ impl Supervisor {
         }
     }
 
+    /// Whether a catalog of `upstream` from an earlier run is cached.
+    pub(super) fn has_cached_catalog(&self, upstream: &Upstream) -> bool {
+        let dir = self.catalog_cache.as_deref();
+        dir.is_some_and(|dir| read_cached(dir, &upstream.name, &upstream.config).is_some())
+    }
+
     /// Starts the lazy server behind `owner` if it is not running; the caller waits. A server
     /// that is not lazy, or runs already, is left as it is.
     pub(in crate::gateway) async fn wake(&self, owner: Owner) -> Result<(), ErrorObject> {

@@ -175,10 +175,14 @@ impl Supervisor {
             self.recall_exit_on_discover(upstream);
         }
         config.transport = *lock(&upstream.transport);
+        // A server that never started, and of which no catalog is cached, is downloading
+        // itself, maybe: its first start gets the longer bound.
+        let first = upstream.link.era().is_none() && !self.has_cached_catalog(upstream);
+        let within = upstream.config.start_within(first);
         let outcome = async {
             let mut connection = self.upstreams.connect(upstream, &config, generation, events.clone())?;
             upstream.link.connecting(connection.clone());
-            let mut handshake = connection.handshake().await;
+            let mut handshake = connection.handshake(within).await;
             // The specification's backwards compatibility: a server that refuses the POSTs with
             // a 4xx may speak the 2024-11-05 HTTP+SSE transport.
             let refused_posts = matches!(&connection, Connection::Http(http) if http.refused_posts());
@@ -189,7 +193,7 @@ impl Supervisor {
                     config.transport = RemoteTransport::Sse;
                     connection = self.upstreams.connect(upstream, &config, generation, events)?;
                     upstream.link.connecting(connection.clone());
-                    handshake = connection.handshake().await;
+                    handshake = connection.handshake(within).await;
                 }
             }
             let refused = |reason: String| match connection.needs_login() {

@@ -203,8 +203,9 @@ impl HttpUpstream {
     /// Handshakes in the configured era, `server/discover` first in `auto` (see
     /// [`super::client`] for why), then follows a legacy server's notifications on its session's
     /// GET stream (a modern server's come on the listens the gateway keeps open).
-    pub async fn handshake(self: &Arc<Self>) -> Result<Handshake, String> {
-        let handshake = client::handshake(&**self, self.era_choice, FirstTry::Discover).await?;
+    pub async fn handshake(self: &Arc<Self>, within: Duration) -> Result<Handshake, String> {
+        let handshake =
+            client::handshake(&**self, self.era_choice, FirstTry::Discover, within).await?;
         // A legacy server that issued a session may send a call's question on its GET stream:
         // it is ready once that stream is open (or refused), so that no question is lost. One
         // that issued none is served sessionless at once, as the transport allows: there is no
