@@ -1,5 +1,5 @@
 //! Event types (the Events extension's `events/list`) in the merged catalog: named like tools,
-//! `SERVER__name`, and each shown with only the delivery modes mcpx carries for it, so a client
+//! `SERVER__name`, their dots kept ([`naming::exposed_event`]), and each shown with only the delivery modes mcpx carries for it, so a client
 //! never subscribes in a way that would fail at mcpx.
 
 use super::naming;
@@ -15,7 +15,7 @@ pub(super) const PASSED: [&str; 2] = ["poll", "push"];
 /// The name `event` is exposed under: its server's `prefix` and its own name.
 pub(super) fn exposed(event: &Value, prefix: &str) -> String {
     let own = event.member("name").and_then(Value::as_str);
-    naming::exposed(prefix, own.unwrap_or_default())
+    naming::exposed_event(prefix, own.unwrap_or_default())
 }
 
 /// `event` as clients are shown it, under `exposed`: its delivery modes cut to those mcpx

@@ -600,6 +600,40 @@ mod v2026_07_28 {
             assert_eq!(none["error"]["code"], -32011, "{none}");
         }
 
+        /// An event type named with a dot keeps its name: listed, polled and subscribed as
+        /// `a__ticket.created`.
+        #[test]
+        fn a_dotted_event_type_keeps_its_name() {
+            let receiver = Receiver::start(true);
+            let dir = tempfile::tempdir().unwrap();
+            let config = format!(
+                "[servers.a]\ncommand = {:?}\nargs = [\"--events\", \"--events-named\", \"ticket.created\"]\n{}",
+                fixture_bin(),
+                webhooks_allowed(dir.path())
+            );
+            let d = Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let listed = d.modern(1, "events/list", declaring(json!({}))).json();
+            let names = listed["result"]["events"].to_string();
+            assert!(names.contains("\"a__ticket.created\""), "{listed}");
+            let poll = json!({"name": "a__ticket.created", "arguments": {}, "cursor": null});
+            let first = d.modern(2, "events/poll", declaring(poll)).json();
+            let cursor = first["result"]["cursor"].clone();
+            assert!(cursor.is_string(), "{first}");
+            emit_over(&d, 3, "a", "ticket.created", "T-1");
+            let poll = json!({"name": "a__ticket.created", "arguments": {}, "cursor": cursor});
+            let polled = d.modern(4, "events/poll", declaring(poll)).json();
+            let events = polled["result"]["events"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(events.len(), 1, "{polled}");
+            assert_eq!(events[0]["name"], "a__ticket.created");
+            let url = format!("{}/tickets", receiver.url);
+            let subscribed = subscribe(&d, 5, "a__ticket.created", &url, None);
+            assert!(subscribed.get("result").is_some(), "{subscribed}");
+        }
+
         /// An occurrence delivered by webhook passes its server's guardrails as a polled one
         /// does: under `secrets = "redact"` the token it carries reaches the callback masked.
         #[test]

@@ -1,7 +1,8 @@
 //! The fixture's event types (the Events extension, SEP-3415), with `--events`, written from
 //! the extension's specification since no released server delivers by poll or push: `ticks`
-//! (poll), `alerts` (push) and `hooks` (webhook only, which mcpx does not carry). Occurrences
-//! are what the tool `emit_event` raises, kept in one log; a cursor is the count of occurrences
+//! (poll), `alerts` (push), `hooks` (webhook only, which mcpx does not carry), and with
+//! `--events-named NAME` a poll type of that name (`ticket.created`: events are named so).
+//! Occurrences are what the tool `emit_event` raises, kept in one log; a cursor is the count of occurrences
 //! before it (`c7`), so a poll or a stream from it resumes exactly there. A stream (an
 //! `events/stream` request, never answered while it is open) is confirmed by `active`, hears
 //! each occurrence as `event` and a `heartbeat` every second, every frame naming its request
@@ -11,12 +12,15 @@ use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The event types, as `events/list` shows them.
-pub fn types() -> Vec<Value> {
+/// The event types, as `events/list` shows them, with a poll type `named` too.
+fn types(named: Option<&str>) -> Vec<Value> {
     let object = json!({"type": "object", "properties": {}});
     let payload = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    let named = named.map(|name| format!("{name}:poll"));
     ["ticks:poll", "alerts:push", "hooks:webhook"]
         .iter()
+        .map(|spec| spec.to_string())
+        .chain(named)
         .map(|spec| {
             let (name, mode) = spec.split_once(':').unwrap_or_default();
             json!({"name": name, "description": format!("{name}, raised by emit_event"),
@@ -44,6 +48,8 @@ pub struct Log {
     retain: Option<usize>,
     /// Each open stream's request id and event type.
     streams: Mutex<Vec<(Value, String)>>,
+    /// With `--events-named NAME`: one more poll type, of that name.
+    named: Option<String>,
 }
 
 /// The `_meta` that names the stream a frame is of.
@@ -60,7 +66,11 @@ fn frame(kind: &str, mut params: Value, id: &Value) -> Value {
 impl Log {
     /// A log kept in `file` when given (what it held read back), else in memory, replaying
     /// only the last `retain` occurrences when given.
-    pub fn at(file: Option<std::path::PathBuf>, retain: Option<usize>) -> Log {
+    pub fn at(
+        file: Option<std::path::PathBuf>,
+        retain: Option<usize>,
+        named: Option<String>,
+    ) -> Log {
         let held = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok());
         let occurrences = held
             .unwrap_or_default()
@@ -71,8 +81,14 @@ impl Log {
             occurrences: Mutex::new(occurrences),
             kept: file,
             retain,
+            named,
             ..Log::default()
         }
+    }
+
+    /// Its event types, as `events/list` shows them.
+    pub fn types(&self) -> Vec<Value> {
+        types(self.named.as_deref())
     }
 
     /// Raises an occurrence of `name` with `text`: it, and the frames that carry it to the
@@ -124,7 +140,7 @@ impl Log {
         id: &Value,
         params: &Value,
     ) -> Result<Vec<Value>, (i64, &'static str)> {
-        let name = delivered_by(params, "push")?;
+        let name = delivered_by(&self.types(), params, "push")?;
         let occurrences = self.occurrences.lock().unwrap();
         let from = position(&params["cursor"], occurrences.len())?;
         let cursor = format!("c{}", occurrences.len());
@@ -160,7 +176,7 @@ impl Log {
     /// `events/poll`: `name`'s occurrences after `cursor` (none for a `null` cursor: it starts
     /// from now), at most `maxEvents`.
     pub fn poll(&self, params: &Value) -> Result<Value, (i64, &'static str)> {
-        let name = delivered_by(params, "poll")?;
+        let name = delivered_by(&self.types(), params, "poll")?;
         let occurrences = self.occurrences.lock().unwrap();
         let asked = position(&params["cursor"], occurrences.len())?;
         let oldest = self
@@ -193,10 +209,14 @@ impl Log {
     }
 }
 
-/// The event type `params` name, if it is delivered by `mode`.
-fn delivered_by<'p>(params: &'p Value, mode: &str) -> Result<&'p str, (i64, &'static str)> {
+/// The event type `params` name, if it is one of `types` and delivered by `mode`.
+fn delivered_by<'p>(
+    types: &[Value],
+    params: &'p Value,
+    mode: &str,
+) -> Result<&'p str, (i64, &'static str)> {
     let name = params["name"].as_str().unwrap_or_default();
-    let offered = types().into_iter().find(|t| t["name"] == name);
+    let offered = types.iter().find(|t| t["name"] == name);
     let offered = offered.ok_or((-32011, "Event type not found"))?;
     match offered["delivery"]
         .as_array()

@@ -835,7 +835,9 @@ impl Server {
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fixture-modern", "version": "1"}}}),
             ),
             "ping" => Ok(json!({})),
-            "events/list" if self.events.is_some() => Ok(json!({"events": events::types()})),
+            "events/list" if self.events.is_some() => {
+                Ok(json!({"events": self.events.as_ref().map(events::Log::types)}))
+            }
             "events/stream" => match &self.events {
                 Some(log) => match log.open_stream(&id, &params) {
                     Ok(frames) => {
@@ -1171,7 +1173,8 @@ fn main() {
                 args.get(at + 1)
             };
             let retain = value("--events-retain").and_then(|n| n.parse().ok());
-            events::Log::at(value("--events-log").map(Into::into), retain)
+            let named = value("--events-named").cloned();
+            events::Log::at(value("--events-log").map(Into::into), retain, named)
         }),
         generated_tools,
         catalog: args
