@@ -37,6 +37,11 @@ pub struct Daemon {
     pub local_socket: Option<PathBuf>,
     /// Whether mcpx counts what it does and serves it at `GET /metrics` (Prometheus text).
     pub metrics: bool,
+    /// How long a first list (`tools/list` and the like) waits for servers still starting when
+    /// mcpx starts: past it, it answers with those ready, and the others join later, announced
+    /// by `list_changed` (an agent that lists once at its start gets its tools at once).
+    #[serde(with = "humantime_serde")]
+    pub list_wait: Duration,
     /// The executor threads of `mcpx daemon` and `mcpx serve`; 0 for half the machine's cores
     /// (at least one). Each thread more lets a task be woken on one thread and run on another,
     /// which costs more than it gains on a machine mcpx shares with its upstreams.
@@ -62,6 +67,7 @@ impl Default for Daemon {
             max_header_bytes: 64 * 1024,
             local_socket: None,
             metrics: true,
+            list_wait: Duration::from_secs(1),
             threads: 0,
         }
     }

@@ -27,6 +27,9 @@ pub(super) struct Catalogs {
     /// The names two servers expose, as the last build left them: logged when they first
     /// appear, not at every rebuild.
     collisions: Mutex<Vec<Collision>>,
+    /// Set with the first catalog (once every upstream started, or `listWait` passed).
+    listed: OnceCell<()>,
+    /// Set once every upstream's first start ended (it serves, or failed).
     ready: OnceCell<()>,
     /// What pinned servers may show of their listings.
     pinning: Arc<Pinning>,
@@ -54,6 +57,7 @@ impl Catalogs {
             views: RwLock::default(),
             profiles,
             collisions: Mutex::default(),
+            listed: OnceCell::new(),
             ready: OnceCell::new(),
             relays_webhooks: AtomicBool::new(false),
         }
@@ -74,10 +78,22 @@ impl Catalogs {
         &self.profiles
     }
 
-    /// Waits for the first catalog: a request that comes before every upstream has started
-    /// (or failed) is answered from the whole catalog, not an empty one.
+    /// Waits until every upstream's first start ended: a request that names something (a
+    /// call, a read) comes before its server has started is answered by it, not refused as
+    /// unknown.
     pub(super) async fn ready(&self) {
         self.ready.wait().await;
+    }
+
+    /// Waits for the first catalog: a list asked before then is answered from it, not from an
+    /// empty one, and never waits past `[daemon] listWait` for a slow server.
+    pub(super) async fn listed(&self) {
+        self.listed.wait().await;
+    }
+
+    /// Every upstream's first start ended ([`Catalogs::ready`]).
+    pub(super) async fn settle(&self) {
+        let _ = self.ready.set(()).await;
     }
 
     /// The catalog as `view` sees it.
@@ -149,7 +165,7 @@ impl Catalogs {
     /// so nobody hears of a change.
     pub(super) async fn first(&self, catalog: Catalog, server_name: impl Fn(Owner) -> String) {
         *write(&self.views) = Arc::new(self.profiles.views(catalog, server_name));
-        let _ = self.ready.set(()).await;
+        let _ = self.listed.set(()).await;
     }
 
     /// Puts a rebuilt catalog in service, restricted into each view; each of `clients` hears

@@ -176,6 +176,7 @@ impl Gateway {
             Arc::clone(&clients),
             Arc::clone(&subscriptions),
             Arc::clone(&registry),
+            config.daemon.list_wait,
         );
         Arc::new_cyclic(|me| Gateway {
             supervisor,
@@ -468,19 +469,24 @@ impl Gateway {
                 let task = self.task_method(&incoming, asked);
                 Box::pin(task).await
             }
+            // A list never waits on a slow server ([`Catalogs::listed`]); what names something
+            // waits for its server's first start.
             Method::ToolsList
-            | Method::ToolsCall
             | Method::PromptsList
-            | Method::PromptsGet
             | Method::ResourcesList
             | Method::ResourcesTemplatesList
+            | Method::SkillsList
+            | Method::EventsList => {
+                self.catalogs.listed().await;
+                Box::pin(self.catalog_method(&incoming)).await
+            }
+            Method::ToolsCall
+            | Method::PromptsGet
             | Method::ResourcesRead
             | Method::ResourcesSubscribe
             | Method::CompletionComplete
-            | Method::SkillsList
             | Method::SkillsGet
             | Method::ResourcesDirectoryRead
-            | Method::EventsList
             | Method::EventsPoll
             | Method::EventsStream
             | Method::EventsSubscribe

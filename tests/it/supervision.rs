@@ -294,6 +294,46 @@ mod every_revision {
             assert_eq!(now["result"]["isError"], false, "{now}");
         }
 
+        /// The first list waits `[daemon] listWait` (3 s here, room for the fixture to start on
+        /// a loaded machine) for servers starting, not for the slowest:
+        /// with one server that starts only when the test lets it, `tools/list` answers with the
+        /// others (in both eras); once it has started, a legacy session hears `list_changed`
+        /// and lists it too.
+        #[test]
+        fn a_slow_server_does_not_hold_the_first_list() {
+            let dir = tempfile::tempdir().unwrap();
+            let go = dir.path().join("go");
+            let script = format!(
+                "while [ ! -e {go:?} ]; do sleep 0.05; done; exec {:?}",
+                fixture_bin()
+            );
+            let config = format!(
+                "[daemon]\nlistWait = \"3s\"\n{}\n[servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n",
+                fixture_config("")
+            );
+            let names = |listed: &Value| listed["result"]["tools"].to_string();
+            let mut modern_client = Serve::start(&config);
+            let listed = modern_client.call(1, "tools/list", modern(json!({})));
+            assert!(names(&listed).contains("fixture__echo"), "{listed}");
+            assert!(!names(&listed).contains("slow__"), "{listed}");
+            let mut legacy = Serve::start(&config);
+            legacy.initialize("2025-11-25");
+            let listed = legacy.call(1, "tools/list", json!({}));
+            assert!(
+                names(&listed).contains("fixture__echo") && !names(&listed).contains("slow__"),
+                "{listed}"
+            );
+            std::fs::write(&go, "").unwrap();
+            loop {
+                let message = legacy.next();
+                if message["method"] == "notifications/tools/list_changed" {
+                    break;
+                }
+            }
+            let listed = legacy.call(2, "tools/list", json!({}));
+            assert!(names(&listed).contains("slow__echo"), "{listed}");
+        }
+
         /// A server's first start (it never started, no catalog of it is cached: an `npx -y`
         /// download) is given `firstStartTimeout`; later starts `startTimeout`. The server here
         /// takes two seconds to start each time: its first start under a `startTimeout` of one

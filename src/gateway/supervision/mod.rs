@@ -49,6 +49,8 @@ const RELIST_GAP: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 pub(super) struct Supervisor {
     upstreams: Upstreams,
+    /// `[daemon] listWait`: how long the first lists wait for servers starting.
+    list_wait: Duration,
     /// Where upstreams report, once started.
     events: OnceLock<Sender<Event>>,
     /// Where lazy servers' catalogs are kept between runs ([`lazy`]).
@@ -80,8 +82,10 @@ impl Supervisor {
         clients: Arc<Clients>,
         subscriptions: Arc<HeldSubscriptions>,
         registry: Arc<Registry>,
+        list_wait: Duration,
     ) -> Arc<Supervisor> {
         Arc::new_cyclic(|me| Supervisor {
+            list_wait,
             upstreams,
             events: OnceLock::new(),
             catalog_cache: lazy::default_cache_dir(),
@@ -118,13 +122,42 @@ impl Supervisor {
     pub(super) async fn start(self: &Arc<Self>) {
         let (events_tx, events_rx) = async_channel::unbounded();
         let _ = self.events.set(events_tx);
-        self.start_all(self.upstreams.all()).await;
+        let supervisor = Arc::clone(self);
+        crate::runtime::spawn(async move { supervisor.follow_events(events_rx).await }).detach();
+        // The first lists wait `[daemon] listWait` for the servers starting, not for the
+        // slowest: those not ready by then join when they are, announced by `list_changed`.
+        let supervisor = Arc::clone(self);
+        let mut starting =
+            crate::runtime::spawn(
+                async move { supervisor.start_all(supervisor.upstreams.all()).await },
+            );
+        let all_started = smol::future::or(
+            async {
+                (&mut starting).await;
+                true
+            },
+            async {
+                crate::deadline::sleep(self.list_wait).await;
+                false
+            },
+        )
+        .await;
         let (catalog, _) = self.catalogs.build(&self.upstreams.all());
         self.catalogs
             .first(catalog, |owner| self.upstreams.name_of(owner))
             .await;
+        if all_started {
+            self.catalogs.settle().await;
+            return;
+        }
+        tracing::info!("listing the servers ready after {:?} ([daemon] listWait); the others join as they start", self.list_wait);
         let supervisor = Arc::clone(self);
-        crate::runtime::spawn(async move { supervisor.follow_events(events_rx).await }).detach();
+        crate::runtime::spawn(async move {
+            starting.await;
+            supervisor.publish_catalog();
+            supervisor.catalogs.settle().await;
+        })
+        .detach();
     }
 
     /// Starts `upstreams` together; each serves, or is handed to supervision unless its
