@@ -7,11 +7,14 @@ use serde_json::{json, Value};
 
 const UI: &str = "io.modelcontextprotocol/ui";
 
+/// The tests read what the servers list, not how soon: the first list waits for them all.
+const WAIT_FOR_ALL: &str = "[daemon]\nlistWait = \"2m\"\n";
+
 /// `mcpx serve` with the app servers `a` and `b`.
 fn two_app_servers() -> Serve {
     let (python, script) = (deps::python(), app_server());
     Serve::start(&format!(
-        "[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
+        "{WAIT_FOR_ALL}[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
          [servers.b]\ncommand = {python:?}\nargs = [{script:?}, \"b\"]\n"
     ))
 }
@@ -62,7 +65,7 @@ fn app_servers_file() -> tempfile::NamedTempFile {
     let (python, script) = (deps::python(), app_server());
     let file = tempfile::NamedTempFile::new().unwrap();
     let config = format!(
-        "[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
+        "{WAIT_FOR_ALL}[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
          [servers.b]\ncommand = {python:?}\nargs = [{script:?}, \"b\"]\n"
     );
     std::fs::write(file.path(), config).unwrap();

@@ -68,7 +68,8 @@ mod every_revision {
         use super::super::*;
 
         /// Over the daemon: a 2026-07-28 call answered as JSON and one answered as an event
-        /// stream (it asked for progress), and a 2025-11-25 session's call, each cancelled by the
+        /// stream (it asked for progress), and a 2025-11-25 session's call (its GET stream open
+        /// too), each cancelled by the
         /// owner, get one error naming the owner, the server and the tool; the upstream is told
         /// each time; each audit line says `cancelled`, decided by the owner.
         #[test]
@@ -100,6 +101,10 @@ mod every_revision {
             let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
             let session = d.post(&[], init.to_string().as_bytes());
             let session = session.header("mcp-session-id").unwrap().to_owned();
+            // With its GET stream open: the answer still comes on the POST's own stream.
+            let mut get = std::net::TcpStream::connect(d.addr).unwrap();
+            let head = format!("GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n", d.addr);
+            std::io::Write::write_all(&mut get, head.as_bytes()).unwrap();
             let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": sleep_call(None)});
             let mut call = d.send_post(
                 &[("Mcp-Session-Id", session.as_bytes())],
@@ -179,8 +184,9 @@ mod every_revision {
             assert!(later.iter().all(|m| m["id"] != 1), "{later:?}");
         }
 
-        /// Forty calls that end by themselves at staggered times while the owner cancels each
-        /// as it appears: every caller gets exactly one answer, its result or the owner's error.
+        /// 180 calls (within one client's fair share of `maxInFlight`) that end by themselves
+        /// at staggered times while the owner cancels each as it appears: every caller gets
+        /// exactly one answer, its result or the owner's error.
         #[test]
         fn calls_ending_while_the_owner_cancels_get_one_answer_each() {
             let dir = tempfile::tempdir().unwrap();
@@ -188,8 +194,8 @@ mod every_revision {
             let mut mcpx = Serve::start(&config);
             mcpx.call(0, "ping", json!({}));
             let socket = serve_socket(dir.path());
-            for id in 1..=40 {
-                let params = json!({"name": "fixture__sleep", "arguments": {"ms": id * 5}});
+            for id in 1..=180 {
+                let params = json!({"name": "fixture__sleep", "arguments": {"ms": id * 2}});
                 mcpx.request(id, "tools/call", modern(params));
             }
             let cancelling = std::thread::spawn(move || {
@@ -207,7 +213,7 @@ mod every_revision {
                 }
             });
             let mut answered = std::collections::BTreeMap::new();
-            while answered.len() < 40 {
+            while answered.len() < 180 {
                 let message = mcpx.next();
                 if let Some(id) = message["id"].as_i64() {
                     // Cancelled before it was resolved, it names the tool it was sent for.

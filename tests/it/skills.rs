@@ -7,6 +7,9 @@ use serde_json::{json, Value};
 
 const SKILLS: &str = "io.modelcontextprotocol/skills";
 
+/// The tests read what the servers list, not how soon: the first list waits for them all.
+const WAIT_FOR_ALL: &str = "[daemon]\nlistWait = \"2m\"\n";
+
 /// A configuration with the skills servers `a` and `b`, and a profile `only-a`.
 fn config() -> String {
     let python = deps::python();
@@ -15,7 +18,7 @@ fn config() -> String {
         "/tests/sdk/fastmcp_skills_server.py"
     );
     format!(
-        "[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
+        "{WAIT_FOR_ALL}[servers.a]\ncommand = {python:?}\nargs = [{script:?}, \"a\"]\n\
          [servers.b]\ncommand = {python:?}\nargs = [{script:?}, \"b\"]\n\
          [profiles.only-a]\nservers = [\"a\"]\n"
     )
@@ -171,7 +174,7 @@ mod every_revision {
                     "/tests/sdk/fastmcp_skills_server.py"
                 );
                 let text = format!(
-                    "[admin]\nsocket = {:?}\n[pins]\nfile = {:?}\n\
+                    "{WAIT_FOR_ALL}[admin]\nsocket = {:?}\n[pins]\nfile = {:?}\n\
                      [servers.s]\ncommand = {:?}\nargs = [{script:?}, {team:?}]\n[servers.s.pin]\n",
                     dir.path().join("admin.sock").display().to_string(),
                     dir.path().join("pins.json").display().to_string(),
