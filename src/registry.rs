@@ -454,13 +454,12 @@ impl InFlightGuard {
         Arc::clone(&self.progress)
     }
 
-    /// What the request names (a tool, a prompt, a URI), as it was noted when it began.
-    pub fn target(&self) -> Option<String> {
+    /// The request's id and what it names (a tool, a prompt, a URI), as they were noted when
+    /// it began: what a request answered after its work ended is answered by.
+    pub fn noted(&self) -> Option<(Id, Option<String>)> {
         let state = self.registry.lock();
-        state
-            .in_flight
-            .get(&self.key)
-            .and_then(|r| r.target.clone())
+        let request = state.in_flight.get(&self.key)?;
+        Some((request.id.clone(), request.target.clone()))
     }
 
     /// Records how the request ended.

@@ -308,6 +308,8 @@ impl Gateway {
             });
             shown
         });
+        // The server's guardrails, read once: its questions, log and progress messages pass them.
+        let guardrails = self.guardrails.policy(upstream.config.guardrails.as_ref());
         let progress = original
             .and_then(|p| p.member("_meta"))
             .and_then(|m| m.member("progressToken"))
@@ -319,7 +321,7 @@ impl Gateway {
                 // A 2025-11-25 task the call makes reports progress after the call has ended.
                 after: asks_for_task.then(|| client.session_stream()),
                 tasks: tasks.clone(),
-                screen: super::results::screen(&self.guardrails, upstream),
+                screen: super::results::screen(guardrails),
             });
         let call = UpstreamCall {
             reach,
@@ -327,7 +329,7 @@ impl Gateway {
             params: forwarded,
             progress,
             log: client.log_sink(Some(&ctx.outbound)).map(|sink| LogSink {
-                screen: super::results::screen(&self.guardrails, upstream),
+                screen: super::results::screen(guardrails),
                 ..sink
             }),
             place,
@@ -342,7 +344,7 @@ impl Gateway {
             },
             tasks,
             frames: incoming.frames.cloned(),
-            guardrails: self.guardrails.policy(upstream.config.guardrails.as_ref()),
+            guardrails,
         };
         match revision.era() {
             Era::Legacy => relay::for_legacy_client(client, call, ctx).await,

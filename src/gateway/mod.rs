@@ -372,9 +372,8 @@ impl Gateway {
                 guardrails: Default::default(),
             };
             let cancel = &context.cancel;
-            let id = request.id.clone();
             let answered = cancel.run(gateway.handle(&client, request, &context)).await;
-            let response = gateway.answer_after(&context, id, answered, || guard.target());
+            let response = gateway.answer_after(&context, answered, || guard.noted());
             guard.finish(
                 match response.as_ref().is_none_or(owner_cancel::is_owners) {
                     true => Outcome::Cancelled,

@@ -18,13 +18,13 @@ pub(super) fn is_owners(response: &Response) -> bool {
 impl Gateway {
     /// What a request's client is sent, once its work ended with `answered` (`None`: cancelled
     /// before it finished): nothing when its own client cancelled it; its real answer when it
-    /// finished first; and one error saying so when the owner cancelled it.
+    /// finished first; and one error saying so when the owner cancelled it, to the id (and
+    /// naming what it asked for, if not resolved yet) that `noted` gives.
     pub(super) fn answer_after(
         &self,
         context: &RequestContext,
-        id: Id,
         answered: Option<Response>,
-        named: impl FnOnce() -> Option<String>,
+        noted: impl FnOnce() -> Option<(Id, Option<String>)>,
     ) -> Option<Response> {
         let cancel = &context.cancel;
         let cancelled_here =
@@ -33,10 +33,11 @@ impl Gateway {
             Some(response) if !cancel.is_cancelled() => Some(response),
             Some(response) if cancel.by_owner() && !cancelled_here(&response) => Some(response),
             Some(_) | None if cancel.by_owner() => {
+                let (id, named) = noted()?;
                 let target = context.target.get();
                 let server = target.map(|t| self.supervisor.upstreams().name_of(t.owner));
                 // Not resolved yet: the name it was sent with.
-                let name = target.map(|t| t.exposed.clone()).or_else(named);
+                let name = target.map(|t| t.exposed.clone()).or(named);
                 let error = ErrorObject::new(
                     CANCELLED_BY_OWNER,
                     "Request cancelled by the owner of the gateway",

@@ -8,10 +8,9 @@
 //! tool's result whose text is over its budget (`maxResultChars`) is cut, and kept whole for
 //! its caller as `mcpx://results/ID` ([`super::kept_results`]).
 
-use super::upstreams::Upstream;
 use super::{apps, skills, Catalog, Gateway, Owner, RequestContext, ViewId};
 use crate::config::{GuardrailAction, HookPhase};
-use crate::guardrails::{self, budget, Guardrails, Policy, Reach, Report};
+use crate::guardrails::{self, budget, Policy, Reach, Report};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::Method;
@@ -230,10 +229,9 @@ impl Gateway {
     }
 }
 
-/// What a server `upstream` says outside a result (its log and progress messages) as its client
-/// may read it, under its guardrails; none when they look for nothing.
-pub(super) fn screen(guardrails: &Guardrails, upstream: &Upstream) -> Option<Screen> {
-    let policy = guardrails.policy(upstream.config.guardrails.as_ref());
+/// What a server says outside a result (its log and progress messages) as its client may read
+/// it, under its guardrails' `policy`; none when they look for nothing.
+pub(super) fn screen(policy: Policy) -> Option<Screen> {
     if policy.scans_nothing() {
         return None;
     }

@@ -31,32 +31,31 @@ impl Plain {
     }
 }
 
-/// `text` as a reader sees it, or `None` when that is `text` itself (an ASCII text, the usual
-/// case, costs one look at its bytes).
+/// `text` as a reader sees it, or `None` when that is `text` itself: an ASCII text (the usual
+/// case) costs one look at its bytes, any other with nothing to undo one at its characters; only
+/// a disguised one is copied, with its map.
 pub fn plain(text: &str) -> Option<Plain> {
-    if text.is_ascii() {
+    let disguised = |c: char| is_invisible(c) || look_alike(c).is_some();
+    if text.is_ascii() || !text.chars().any(disguised) {
         return None;
     }
     let mut plain = Plain {
         text: String::with_capacity(text.len()),
         from: Vec::with_capacity(text.len()),
     };
-    let mut changed = false;
     for (at, c) in text.char_indices() {
         let original = at..at + c.len_utf8();
         if is_invisible(c) {
-            changed = true;
             continue;
         }
         let seen = look_alike(c).unwrap_or(c);
-        changed |= seen != c;
         let before = plain.text.len();
         plain.text.push(seen);
         for _ in before..plain.text.len() {
             plain.from.push(original.clone());
         }
     }
-    changed.then_some(plain)
+    Some(plain)
 }
 
 /// Characters that show as nothing: a secret split by them reads whole.

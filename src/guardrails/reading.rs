@@ -117,8 +117,8 @@ fn content(policy: &Policy, items: &mut [Value], report: &mut Report) {
             })
             .collect();
         let item = &mut items[index];
-        let text = text_of(item).unwrap_or_default().to_owned();
-        if let Some(masked) = mask(policy, &text, &local, report) {
+        let masked = text_of(item).and_then(|text| mask(policy, text, &local, report));
+        if let Some(masked) = masked {
             item["text"] = Value::String(masked);
         }
         // Its other members (annotations, `_meta`) as any item's.

@@ -306,7 +306,8 @@ impl Supervisor {
                 } => {
                     if let Some(upstream) = self.current(link) {
                         let guardrails = self.catalogs.guardrails();
-                        if let Some(screen) = super::results::screen(guardrails, &upstream) {
+                        let policy = guardrails.policy(upstream.config.guardrails.as_ref());
+                        if let Some(screen) = super::results::screen(policy) {
                             screen.apply(&mut params);
                         }
                         self.clients.broadcast_log(&server, &params);
