@@ -19,6 +19,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// The status message of a task the owner cancelled, whoever runs it.
+pub(super) const CANCELLED_BY_OWNER: &str = "cancelled by the owner of the gateway";
+
 /// What every id of mcpx's tasks starts with.
 const PREFIX: &str = "mcpxt1.";
 
@@ -81,6 +84,8 @@ pub(super) struct Passed {
     expires_ms: u64,
     pub origin: TaskOrigin,
     status: String,
+    /// The owner cancelled it (the admin socket): whatever ends it says so.
+    by_owner: bool,
 }
 
 /// Seals task ids and remembers, while they live, how each upstream's id is shown.
@@ -192,6 +197,7 @@ impl TaskIds {
             expires_ms: sealed.e,
             origin: TaskOrigin::new(client.session, caller, tool, &upstream.name),
             status: status.unwrap_or("working").to_owned(),
+            by_owner: false,
         };
         let created = passed.clone();
         self.remember((upstream.id, sealed.t), passed);
@@ -252,13 +258,26 @@ impl TaskIds {
         (passed.expires_ms > now_ms()).then(|| passed.id.clone())
     }
 
-    /// Notes a passed task's status, as a result about it says; the task, when that status is
-    /// its end, seen for the first time.
-    pub(super) fn saw(&self, upstream: usize, own_id: &str, status: &str) -> Option<Passed> {
+    /// Notes a passed task's status, as `task` (a result or notification about it) says, and
+    /// puts the owner's word in its status message when the owner cancelled it (its server
+    /// only knows that a client did); the task, when that status is its end, seen for the
+    /// first time.
+    pub(super) fn saw(&self, upstream: usize, own_id: &str, task: &mut Value) -> Option<Passed> {
+        let status = task.member("status").and_then(Value::as_str)?.to_owned();
         let mut shown = lock(&self.shown);
         let passed = shown.get_mut(&(upstream, own_id.to_owned()))?;
-        let was = std::mem::replace(&mut passed.status, status.to_owned());
-        (was != status && task::is_terminal(status)).then(|| passed.clone())
+        if passed.by_owner && status == "cancelled" {
+            task["statusMessage"] = json!(CANCELLED_BY_OWNER);
+        }
+        let was = std::mem::replace(&mut passed.status, status.clone());
+        (was != status && task::is_terminal(&status)).then(|| passed.clone())
+    }
+
+    /// Marks the passed task `own_id` of `upstream` as cancelled by the owner.
+    pub(super) fn cancelling_by_owner(&self, upstream: usize, own_id: &str) {
+        if let Some(passed) = lock(&self.shown).get_mut(&(upstream, own_id.to_owned())) {
+            passed.by_owner = true;
+        }
     }
 
     /// The passed tasks that live, for the live state.

@@ -86,11 +86,7 @@ impl Gateway {
         let outcome = self.forward(incoming, owner, forwarded, id).await;
         match outcome {
             Ok(mut result) => {
-                if let Some(status) = result.member("status").and_then(Value::as_str) {
-                    if let Some(ended) = self.task_ids.saw(upstream.id, &own_id, status) {
-                        self.task_ended(&ended.origin, &ended.id, status);
-                    }
-                }
+                self.task_seen(upstream.id, &own_id, &mut result);
                 show_id(&mut result, &own_id, id);
                 // Its result (inline in `tasks/get`, or `tasks/result`'s) leaves as every
                 // result of its server does.
@@ -134,17 +130,22 @@ impl Gateway {
         let Some((id, session)) = self.task_ids.owner_of(upstream, &own_id) else {
             return;
         };
-        if let Some(status) = params.member("status").and_then(Value::as_str) {
-            if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
-                self.task_ended(&ended.origin, &ended.id, status);
-            }
-        }
+        self.task_seen(upstream, &own_id, &mut params);
         params["taskId"] = json!(id);
         if let Some(client) = self.clients.get(session) {
             client.notify(crate::jsonrpc::Notification::new(
                 Notice::TasksStatus,
                 params,
             ));
+        }
+    }
+
+    /// What `task` (a result or notification about `upstream`'s task `own_id`) says of its
+    /// status, noted (and the owner's word put in it); its end audited and told.
+    fn task_seen(&self, upstream: usize, own_id: &str, task: &mut Value) {
+        if let Some(ended) = self.task_ids.saw(upstream, own_id, task) {
+            let status = task.member("status").and_then(Value::as_str);
+            self.task_ended(&ended.origin, &ended.id, status.unwrap_or_default());
         }
     }
 
@@ -170,16 +171,14 @@ impl Gateway {
         }
         let (upstream, own_id, caller) = self.task_ids.passed_by_id(id).ok_or_else(unknown)?;
         let owner = Owner::Upstream(upstream);
-        let (server, answer) = self
+        self.task_ids.cancelling_by_owner(upstream, &own_id);
+        let (server, mut answer) = self
             .cancel_upstream_task(owner, &own_id, &caller)
             .await
             .map_err(|e| CommandError::Upstream(e.message))?;
-        // 2025-11-25 answers the cancelled task; the extension's cancel is an ack.
-        let status = answer.member("status").and_then(Value::as_str);
-        let status = status.unwrap_or("cancel asked");
-        if let Some(ended) = self.task_ids.saw(upstream, &own_id, status) {
-            self.task_ended(&ended.origin, &ended.id, status);
-        }
+        // 2025-11-25 answers the cancelled task; the extension's cancel is an ack, and the
+        // task's end is seen when its client next asks, or its server tells.
+        self.task_seen(upstream, &own_id, &mut answer);
         Ok(format!(
             "task {} cancelled by {server}",
             crate::view::short_task_id(id),

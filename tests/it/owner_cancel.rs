@@ -234,6 +234,109 @@ mod every_revision {
     }
 }
 
+mod v2025_11_25 {
+    mod owner_cancel {
+        use super::super::*;
+
+        /// A task its server runs (2025-11-25's, the TypeScript SDK's server), which mcpx
+        /// passes through, cancelled by the owner: the server gets its `tasks/cancel`, and the
+        /// client reads that the owner ended it, in the cancel's answer and in `tasks/get`.
+        #[test]
+        fn a_servers_own_task_the_owner_cancels_says_so() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let config = format!(
+                "[admin]\nsocket = {:?}\n{}",
+                socket.display().to_string(),
+                crate::tasks::ts_tasks_server("ts")
+            );
+            let mut mcpx = Serve::start(&config);
+            mcpx.initialize("2025-11-25");
+            let call =
+                json!({"name": "ts__delay", "arguments": {"ms": 600_000}, "task": {"ttl": 60_000}});
+            let created = mcpx.call(1, "tools/call", call);
+            let id = created["result"]["task"]["taskId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            owner_cancels_task(&serve_socket(dir.path()), &id);
+            let got = mcpx.call(2, "tasks/get", json!({"taskId": id}));
+            assert_eq!(got["result"]["status"], "cancelled", "{got}");
+            assert!(says_owner(&got["result"]), "{got}");
+            let statuses = json!({"name": "ts__statuses", "arguments": {}});
+            let statuses = tool_text(&mcpx.call(3, "tools/call", statuses));
+            assert!(statuses.contains("cancelled"), "{statuses}");
+            // What it was told of the change says so too.
+            let told = mcpx.drain(std::time::Duration::from_millis(300));
+            let told = told.iter().filter(|m| {
+                m["method"] == "notifications/tasks/status" && m["params"]["status"] == "cancelled"
+            });
+            assert!(
+                told.clone().all(|m| says_owner(&m["params"])),
+                "{:?}",
+                told.collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+mod v2026_07_28 {
+    mod owner_cancel {
+        use super::super::*;
+
+        /// A task of the Tasks extension its server runs (rmcp's), passed through, cancelled
+        /// by the owner: the server stops it, and the client polling it reads that the owner
+        /// ended it.
+        #[test]
+        fn a_servers_own_task_the_owner_cancels_says_so() {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = dir.path().join("admin.sock");
+            let config = format!(
+                "[admin]\nsocket = {:?}\n{}",
+                socket.display().to_string(),
+                crate::tasks::rmcp_tasks_server("rt")
+            );
+            let mut mcpx = Serve::start(&config);
+            let tasks = |params: Value| {
+                let mut params = modern(params);
+                params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+                    json!({"io.modelcontextprotocol/tasks": {}});
+                params
+            };
+            let call = tasks(json!({"name": "rt__slow", "arguments": {"ms": 600_000}}));
+            let created = mcpx.call(1, "tools/call", call);
+            assert_eq!(created["result"]["resultType"], "task", "{created}");
+            let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+            owner_cancels_task(&serve_socket(dir.path()), &id);
+            let deadline = std::time::Instant::now() + PATIENCE;
+            let mut request = 10;
+            let got = loop {
+                request += 1;
+                let got = mcpx.call(request, "tasks/get", tasks(json!({"taskId": id})));
+                if got["result"]["status"] != "working" || std::time::Instant::now() > deadline {
+                    break got;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            };
+            assert_eq!(got["result"]["status"], "cancelled", "{got}");
+            assert!(says_owner(&got["result"]), "{got}");
+        }
+    }
+}
+
+/// Cancels task `id` as the owner, through `socket`.
+fn owner_cancels_task(socket: &Path, id: &str) {
+    let cancel = Command::CancelTask { id: id.to_owned() };
+    let reply = mcpx::admin::ask(socket, &cancel).unwrap();
+    assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
+}
+
+/// Whether a task's `statusMessage` says the owner of the gateway ended it.
+fn says_owner(task: &Value) -> bool {
+    let said = task["statusMessage"].as_str().unwrap_or_default();
+    said.contains("owner of the gateway")
+}
+
 /// The admin socket of the `mcpx serve` whose `[admin] socket` is in `dir` (each names its own
 /// by its pid beside it).
 fn serve_socket(dir: &Path) -> PathBuf {

@@ -836,7 +836,7 @@ mod v2026_07_28 {
 }
 
 /// `[servers.NAME]` running rmcp 3.11's server of the Tasks extension (`tests/rmcp-tasks`).
-fn rmcp_tasks_server(name: &str) -> String {
+pub(crate) fn rmcp_tasks_server(name: &str) -> String {
     format!(
         "[servers.{name}]\ncommand = {:?}\nargs = [\"server\"]\n",
         deps::rmcp_tasks()

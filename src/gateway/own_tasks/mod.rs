@@ -418,7 +418,7 @@ impl OwnTask {
 
     /// Cancels it as the gateway's owner (the admin socket): its status message says so.
     pub(super) fn cancel_by_owner(&self) {
-        self.cancel_saying(Some("cancelled by the owner of the gateway"));
+        self.cancel_saying(Some(super::task_ids::CANCELLED_BY_OWNER));
     }
 
     fn cancel_saying(&self, said: Option<&str>) {
