@@ -55,12 +55,18 @@ pub enum Command {
         args: String,
     },
     /// Convert an editor's MCP server configuration (Claude Desktop, VS Code, Cursor) into
-    /// [servers.*] tables, and say which remote servers need `mcpx auth login`.
+    /// [servers.*] tables, and say which remote servers need `mcpx auth login`. No credential
+    /// is written into the configuration: each token, key, password or Authorization header
+    /// is replaced by `${keyring:NAME}` (kept in the keyring, or where none answers in a 0600
+    /// file named by `${file:PATH}`). An `mcp-remote URL` bridge becomes the `url` server it
+    /// stood for; mcpx's own entry is left out.
     Import {
         /// The editor's file: claude_desktop_config.json, .vscode/mcp.json, VS Code settings.json
         /// or .cursor/mcp.json.
         file: PathBuf,
-        /// Append the tables to the configuration file instead of printing them.
+        /// Add the servers to the configuration file (rewritten readable by you only) and keep
+        /// their credentials, instead of printing the tables; a name already configured is
+        /// skipped and said.
         #[arg(long)]
         write: bool,
     },

@@ -7,6 +7,7 @@
 
 mod approvals;
 mod auth;
+mod import;
 mod pins;
 mod secret;
 
@@ -76,7 +77,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 std::io::Write::write_all(&mut std::io::stdout(), &crate::cli::completions(shell));
             return ExitCode::SUCCESS;
         }
-        Command::Import { file, write } => return import(&file, write, cli.config.as_deref()),
+        Command::Import { file, write } => return import::run(&file, write, cli.config.as_deref()),
         Command::Keygen => {
             return match crate::cluster::keygen() {
                 Ok(key) => {
@@ -474,58 +475,6 @@ fn status(json: bool, socket: &Path) -> ExitCode {
             eprintln!("mcpx status: no mcpx answers on {} ({e}); is the daemon running? (systemctl --user status mcpx)", socket.display());
             ExitCode::FAILURE
         }
-    }
-}
-
-/// `mcpx import`: prints the converted tables, or appends them to the configuration file.
-fn import(file: &Path, write: bool, config: Option<&Path>) -> ExitCode {
-    let fail = |message: String| {
-        eprintln!("mcpx import: {message}");
-        ExitCode::from(2)
-    };
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) => return fail(format!("cannot read {}: {e}", file.display())),
-    };
-    let imported = match crate::import::import(&text) {
-        Ok(imported) => imported,
-        Err(why) => return fail(format!("{}: {why}", file.display())),
-    };
-    for note in imported
-        .notes
-        .iter()
-        .chain(&auth::logins_needed(&imported.servers))
-    {
-        eprintln!("mcpx import: {note}");
-    }
-    if !write {
-        print!("{}", crate::import::to_toml(&imported.servers));
-        return ExitCode::SUCCESS;
-    }
-    let Some(target) = config
-        .map(Path::to_owned)
-        .or_else(crate::config::default_path)
-    else {
-        return fail("no configuration directory; name the file with --config".into());
-    };
-    let existing = std::fs::read_to_string(&target).unwrap_or_default();
-    let merged = match crate::import::merge(&existing, &imported.servers) {
-        Ok(merged) => merged,
-        Err(why) => return fail(format!("{}: {why}; nothing was written", target.display())),
-    };
-    if let Some(dir) = target.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    match std::fs::write(&target, merged) {
-        Ok(()) => {
-            eprintln!(
-                "mcpx import: added {} server(s) to {}",
-                imported.servers.len(),
-                target.display()
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(format!("cannot write {}: {e}", target.display())),
     }
 }
 

@@ -369,5 +369,125 @@ mod every_revision {
             let (variables, _) = environment(&mut serve, 1, "holder", &["TYPED"]);
             assert_eq!(variables["TYPED"], "typed-value-0c7");
         }
+
+        /// `mcpx import --write` of a Claude Desktop file with a token in `env` and another in
+        /// a header, where no keyring answers: neither is in `config.toml` (rewritten 0600,
+        /// keeping what it held), each is in a 0600 file beside it, and the server starts with
+        /// its token. A name already configured is skipped and said; mcpx's own entry is left
+        /// out without a word.
+        #[test]
+        fn import_keeps_tokens_out_of_the_configuration_where_no_keyring_answers() {
+            let dir = tempfile::tempdir().unwrap();
+            let config = dir.path().join("mcpx.toml");
+            secret_file(&config, "[servers.taken]\ncommand = \"mine\"\n", 0o644);
+            let editor = claude_desktop_file(dir.path());
+            let (written, said) = import(&config, &editor, "unix:path=/nonexistent/bus");
+            assert!(written, "{said}");
+            let text = std::fs::read_to_string(&config).unwrap();
+            assert!(
+                !text.contains("tok-env-1a2") && !text.contains("tok-hdr-3b4"),
+                "{text}"
+            );
+            assert!(
+                text.starts_with("[servers.taken]\ncommand = \"mine\""),
+                "{text}"
+            );
+            assert!(
+                text.contains("[servers.holder]") && text.contains("[servers.remote]"),
+                "{text}"
+            );
+            let mode = std::fs::metadata(&config).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+            assert!(
+                said.contains("taken: skipped: already configured"),
+                "{said}"
+            );
+            assert!(
+                !said.contains("mcpx:") && !said.contains("\"mcpx\""),
+                "{said}"
+            );
+            assert!(!said.contains("tok-"), "{said}");
+            let secrets = dir.path().join("secrets");
+            for (name, value) in [
+                ("holder-API_TOKEN", "tok-env-1a2"),
+                ("remote-Authorization", "tok-hdr-3b4"),
+            ] {
+                let file = secrets.join(name);
+                assert_eq!(std::fs::read_to_string(&file).unwrap(), value);
+                let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600, "{name}");
+            }
+            assert!(text.contains("Bearer ${file:"), "{text}");
+            let mut serve = Serve::from_command(serve_command(&config, &[]));
+            serve.initialize("2025-11-25");
+            let (variables, _) = environment(&mut serve, 1, "holder", &["API_TOKEN", "MODE"]);
+            assert_eq!(
+                variables,
+                json!({"API_TOKEN": "tok-env-1a2", "MODE": "plain"})
+            );
+        }
+
+        /// Where a keyring answers, `mcpx import --write` keeps the tokens in it: the
+        /// configuration names them as `${keyring:…}`, and the server starts with its own.
+        #[test]
+        fn import_keeps_tokens_in_the_keyring_where_one_answers() {
+            let dir = tempfile::tempdir().unwrap();
+            let keyring = SessionKeyring::start(dir.path());
+            let config = dir.path().join("mcpx.toml");
+            let editor = claude_desktop_file(dir.path());
+            let (written, said) = import(&config, &editor, &keyring.address);
+            assert!(written, "{said}");
+            assert!(
+                said.contains("kept 2 credential(s) in the keyring"),
+                "{said}"
+            );
+            let text = std::fs::read_to_string(&config).unwrap();
+            assert!(!text.contains("tok-"), "{text}");
+            assert!(text.contains("${keyring:holder-API_TOKEN}"), "{text}");
+            assert!(
+                text.contains("Bearer ${keyring:remote-Authorization}"),
+                "{text}"
+            );
+            let (listed, names) = keyring.secret(Some(&config), &["list"], None);
+            assert!(listed && names.contains("holder-API_TOKEN"), "{names}");
+            let mut command = serve_command(&config, &[]);
+            command.env("DBUS_SESSION_BUS_ADDRESS", &keyring.address);
+            let mut serve = Serve::from_command(command);
+            serve.initialize("2025-11-25");
+            let (variables, _) = environment(&mut serve, 1, "holder", &["API_TOKEN"]);
+            assert_eq!(variables["API_TOKEN"], "tok-env-1a2");
+        }
     }
+}
+
+/// A Claude Desktop file in `dir`: the fixture with a token in `env`, a remote server with one
+/// in a header, a server under a name `[servers.taken]` may hold, and mcpx's own entry.
+fn claude_desktop_file(dir: &Path) -> PathBuf {
+    let editor = dir.join("claude_desktop_config.json");
+    let file = json!({"mcpServers": {
+        "holder": {"command": fixture_bin(), "args": ["--show-environment"],
+                   "env": {"API_TOKEN": "tok-env-1a2", "MODE": "plain"}},
+        "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer tok-hdr-3b4"}},
+        "taken": {"command": "theirs"},
+        "mcpx": {"command": "mcpx", "args": ["serve"]},
+    }});
+    std::fs::write(&editor, file.to_string()).unwrap();
+    editor
+}
+
+/// `mcpx --config CONFIG import EDITOR --write` with the session bus at `bus`: whether it
+/// succeeded, and what it said.
+fn import(config: &Path, editor: &Path, bus: &str) -> (bool, String) {
+    let output = Command::new(mcpx_bin())
+        .arg("--config")
+        .arg(config)
+        .arg("import")
+        .arg(editor)
+        .arg("--write")
+        .env("DBUS_SESSION_BUS_ADDRESS", bus)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), said)
 }
