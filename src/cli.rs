@@ -44,15 +44,25 @@ pub enum Command {
     },
     /// Serve MCP over Streamable HTTP at /mcp on daemon.address until SIGTERM or SIGINT.
     Daemon,
-    /// List the merged tools, grouped by upstream, with each upstream's state.
-    Tools,
-    /// Call one tool through the gateway and print its result; exits non-zero on a tool error.
+    /// List the merged tools, grouped by upstream, with each upstream's state: the running
+    /// daemon's, when one runs on this configuration, else of servers started for the listing.
+    Tools {
+        /// Start the servers for this listing, even when a daemon runs.
+        #[arg(long)]
+        standalone: bool,
+    },
+    /// Call one tool and print its result; exits non-zero on a tool error. A daemon running on
+    /// this configuration serves it (its server processes, policies, audit log), as it serves
+    /// an editor's `mcpx serve`; without one, the servers are started for the call.
     Call {
         /// The exposed tool name (for example time__get_current_time).
         tool: String,
         /// The tool's arguments as a JSON object.
         #[arg(long, default_value = "{}", value_name = "JSON")]
         args: String,
+        /// Start the servers for this call, even when a daemon runs.
+        #[arg(long)]
+        standalone: bool,
     },
     /// Convert an editor's MCP server configuration (Claude Desktop, VS Code, Cursor) into
     /// [servers.*] tables, and say which remote servers need `mcpx auth login`. No credential

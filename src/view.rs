@@ -205,6 +205,20 @@ pub struct UpstreamView {
     pub instances: Vec<InstanceView>,
 }
 
+/// The merged catalog's tools by the server that serves them (`mcpx tools`, the admin
+/// socket's `tools`): mcpx's own first, then each configured server with its state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTools {
+    /// Its configured name; `None` for mcpx's own tools.
+    pub server: Option<String>,
+    /// Where it stands (`ready`, `starting`, `failed: …`); mcpx's own are always there.
+    pub state: String,
+    /// The revision mcpx speaks to it.
+    pub revision: Option<String>,
+    /// Its tools, by exposed name, each with its description's first line.
+    pub tools: Vec<(String, String)>,
+}
+
 /// One person's instance of a per-identity server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InstanceView {

@@ -168,6 +168,10 @@ async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
     let refused = |error: CommandError| (Refusal::from(&error), error.to_string());
     let outcome = match command {
         Command::Snapshot | Command::Watch => return Reply::Snapshot(Box::new(gateway.snapshot())),
+        Command::Tools => {
+            gateway.listed().await;
+            return Reply::Tools(gateway.tools_by_server());
+        }
         Command::Cancel { request } => match gateway.live().cancel_request(request) {
             true => Ok(format!("request {request} cancelled")),
             false => not_found(format!("no request {request} is in flight")),

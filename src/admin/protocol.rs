@@ -18,6 +18,8 @@ pub enum Command {
     Snapshot,
     /// A snapshot now, then a new one whenever the state changes (at most ten a second).
     Watch,
+    /// The merged catalog's tools by server (`mcpx tools` against a running daemon).
+    Tools,
     /// Cancels a request in flight, exactly as its transport would.
     Cancel {
         /// The request's `key` in the snapshot.
@@ -86,6 +88,7 @@ impl Command {
             | Command::DecideApproval { .. } => true,
             Command::Snapshot
             | Command::Watch
+            | Command::Tools
             | Command::Cancel { .. }
             | Command::EndSession { .. }
             | Command::RestartUpstream { .. }
@@ -102,6 +105,8 @@ impl Command {
 pub enum Reply {
     /// The live state.
     Snapshot(Box<Snapshot>),
+    /// The merged catalog's tools by server.
+    Tools(Vec<crate::view::ServerTools>),
     /// A command was carried out.
     Done {
         /// What happened.

@@ -10,17 +10,16 @@ mod auth;
 mod import;
 mod pins;
 mod secret;
+mod tools;
 
 use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
 use crate::config::{Config, Settings};
-use crate::gateway::{Gateway, Owner, ViewId};
-use crate::json::Member;
-use crate::outbox;
+use crate::gateway::Gateway;
 use crate::transport::http::{self, HttpOptions};
 use crate::transport::local::{self, Attach};
 use crate::transport::stdio::{self, StdioOptions};
-use serde_json::{json, Value};
+use serde_json::Value;
 use smol::Task;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -119,6 +118,33 @@ pub fn run(cli: Cli) -> ExitCode {
             return approvals::run(action, &config);
         }
         Command::Secret { action } => return secret::run(action, &config),
+        Command::Tools { standalone: false } => {
+            if let Some(servers) = tools::daemons_tools(&config, path.as_deref()) {
+                tools::print(&servers);
+                return ExitCode::SUCCESS;
+            }
+        }
+        Command::Call {
+            tool,
+            args,
+            standalone: false,
+        } => {
+            let arguments = match call_arguments(args) {
+                Ok(arguments) => arguments,
+                Err(why) => {
+                    eprintln!("mcpx: {why}");
+                    return ExitCode::from(2);
+                }
+            };
+            match tools::daemons_call(&config, path.as_deref(), tool, &arguments) {
+                Some(Ok(result)) => return tools::print_result(&result),
+                Some(Err(why)) => {
+                    eprintln!("mcpx call: {why}");
+                    return ExitCode::FAILURE;
+                }
+                None => {}
+            }
+        }
         Command::Serve {
             attach,
             standalone: false,
@@ -276,28 +302,24 @@ async fn execute(
         | Command::Doctor => {
             unreachable!("handled before the gateway starts")
         }
-        Command::Tools => {
+        Command::Tools { .. } => {
             gateway.start().await?;
-            print_tools(&gateway).await;
+            tools::print(&tools::own_tools(&gateway).await);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, args } => {
-            let arguments: Value =
-                serde_json::from_str(&args).map_err(|e| format!("--args is not JSON: {e}"))?;
+        Command::Call { tool, args, .. } => {
+            let arguments = call_arguments(&args)?;
             gateway.start().await?;
-            let result = call(&gateway, &tool, arguments).await?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&result).unwrap_or_default()
-            );
-            let failed = result.member("isError") == Some(&json!(true));
-            Ok(if failed {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(tools::print_result(
+                &tools::own_call(&gateway, &tool, arguments).await?,
+            ))
         }
     }
+}
+
+/// `mcpx call`'s `--args`, which must be JSON.
+fn call_arguments(args: &str) -> Result<Value, String> {
+    serde_json::from_str(args).map_err(|e| format!("--args is not JSON: {e}"))
 }
 
 /// Opens the daemon's local socket for editors' `mcpx serve --attach` ([`local`]); the handle
@@ -501,54 +523,4 @@ fn signal_shutdown(gateway: Arc<Gateway>, shutdown: Cancel) -> std::io::Result<s
             return;
         }
     }))
-}
-
-async fn print_tools(gateway: &Gateway) {
-    let tools = gateway.tools().await;
-    let summaries = gateway.summaries();
-    let mut owners = vec![Owner::Builtin];
-    owners.extend((0..summaries.len()).map(Owner::Upstream));
-    for owner in owners {
-        match owner {
-            Owner::Builtin => println!("mcpx (built-in)"),
-            Owner::Upstream(i) => {
-                let s = &summaries[i];
-                let revision = s.revision.as_deref().unwrap_or("-");
-                println!("{} [{}, revision {revision}]", s.name, s.state);
-            }
-        }
-        for (_, tool) in tools.iter().filter(|(o, _)| *o == owner) {
-            let description = tool["description"]
-                .as_str()
-                .unwrap_or_default()
-                .lines()
-                .next()
-                .unwrap_or_default();
-            println!(
-                "  {}  {description}",
-                tool["name"].as_str().unwrap_or_default()
-            );
-        }
-    }
-}
-
-async fn call(gateway: &Arc<Gateway>, tool: &str, arguments: Value) -> Result<Value, String> {
-    let outbound = outbox::Sender::nowhere();
-    let client = gateway.open_client("cli", ViewId::EVERYTHING, outbound.clone());
-    let request = crate::jsonrpc::Request {
-        id: crate::jsonrpc::Id::Number(1),
-        method: crate::protocol::Method::ToolsCall.as_str().into(),
-        params: Some(json!({"name": tool, "arguments": arguments})),
-    };
-    client.set_revision(crate::protocol::Revision::LATEST_LEGACY);
-    let owner = Arc::new(crate::access::Identity::of_kind(
-        crate::access::Kind::LocalOwner,
-    ));
-    let context =
-        crate::gateway::RequestContext::new(crate::cancel::Cancel::new(), outbound, owner);
-    let response = gateway.handle(&client, request, &context).await;
-    gateway.close_client(&client);
-    response
-        .outcome
-        .map_err(|e| format!("{} ({})", e.message, e.code))
 }

@@ -536,11 +536,11 @@ impl Gateway {
         self.config_path.as_deref()
     }
 
-    /// The merged tools, exposed names and all (for `mcpx tools`).
-    pub async fn tools(&self) -> Vec<(Owner, Value)> {
-        self.catalogs.ready().await;
+    /// The merged tools by the server that serves them, as listed now (`mcpx tools`):
+    /// [`Gateway::start`] first, or [`Gateway::listed`], decides how long that waits.
+    pub fn tools_by_server(&self) -> Vec<crate::view::ServerTools> {
         let catalog = self.catalog();
-        let mut all = Vec::new();
+        let mut by_owner: Vec<(Owner, Vec<(String, String)>)> = Vec::new();
         let mut cursor: Option<Value> = None;
         loop {
             let Ok(page) = catalog.page(merged::List::Tools, cursor.as_ref(), true) else {
@@ -548,8 +548,14 @@ impl Gateway {
             };
             for tool in page["tools"].as_array().into_iter().flatten() {
                 let name = tool["name"].as_str().unwrap_or_default();
-                if let Some(route) = catalog.tool(name) {
-                    all.push((route.owner, tool.clone()));
+                let Some(route) = catalog.tool(name) else {
+                    continue;
+                };
+                let description = tool["description"].as_str().unwrap_or_default();
+                let line = description.lines().next().unwrap_or_default().to_owned();
+                match by_owner.iter_mut().find(|(o, _)| *o == route.owner) {
+                    Some((_, tools)) => tools.push((name.to_owned(), line)),
+                    None => by_owner.push((route.owner, vec![(name.to_owned(), line)])),
                 }
             }
             match page.member("nextCursor") {
@@ -557,7 +563,38 @@ impl Gateway {
                 None => break,
             }
         }
-        all
+        let mut tools_of = |owner: Owner| {
+            let at = by_owner.iter().position(|(o, _)| *o == owner);
+            at.map(|at| by_owner.swap_remove(at).1).unwrap_or_default()
+        };
+        let own = crate::view::ServerTools {
+            server: None,
+            state: "ready".into(),
+            revision: None,
+            tools: tools_of(Owner::Builtin),
+        };
+        let upstreams = self.supervisor.upstreams().all();
+        let servers = upstreams.iter().map(|upstream| {
+            let view = upstream.view();
+            crate::view::ServerTools {
+                server: Some(view.name),
+                state: view.state,
+                revision: view.revision,
+                tools: tools_of(Owner::Upstream(upstream.id)),
+            }
+        });
+        std::iter::once(own).chain(servers).collect()
+    }
+
+    /// Waits for the first catalog, as a client's list does (never past `[daemon] listWait`
+    /// for a slow server).
+    pub async fn listed(&self) {
+        self.catalogs.listed().await;
+    }
+
+    /// Waits until every upstream's first start ended, however long each takes.
+    pub async fn settle(&self) {
+        self.catalogs.ready().await;
     }
 
     /// The `Mcp-Param-*` headers a call of this exposed tool must carry from `client`; `None`

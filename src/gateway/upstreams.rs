@@ -122,7 +122,7 @@ impl Upstream {
         read(&self.link).or_else(|| self.instances.all().iter().find_map(|i| read(&i.link)))
     }
 
-    fn view(&self) -> UpstreamView {
+    pub(super) fn view(&self) -> UpstreamView {
         let handshake = self.link.handshake();
         let listing = lock(&self.listing);
         // A failed state quotes the server's own answer, and its server info is its own words:

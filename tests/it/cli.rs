@@ -144,6 +144,77 @@ mod every_revision {
             assert!(String::from_utf8_lossy(&unknown.stderr).contains("Unknown tool"));
         }
 
+        /// With a daemon running on the same configuration, `mcpx call` is served by it: the
+        /// same server process answers (its pid), the daemon writes the call's audit line, and
+        /// no server is started for the command; `mcpx tools` lists the daemon's catalog.
+        /// `--standalone` starts a server of its own.
+        #[test]
+        fn call_and_tools_use_the_daemon_running_on_the_same_configuration() {
+            let dir = tempfile::tempdir().unwrap();
+            let audit = dir.path().join("audit.jsonl");
+            let config = format!(
+                "[audit]\npath = {:?}\nkeyFile = {:?}\n[servers.fixture]\ncommand = {:?}\nargs = [\"--show-environment\"]\n",
+                audit.display().to_string(),
+                dir.path().join("audit.key").display().to_string(),
+                fixture_bin()
+            );
+            let d = crate::common::http::Daemon::start(&config, "");
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            let pid_of = |result: &serde_json::Value| result["structuredContent"]["pid"].clone();
+            let params =
+                serde_json::json!({"name": "fixture__environment", "arguments": {"names": []}});
+            let direct = d.modern(1, "tools/call", params).json();
+            let daemons = pid_of(&direct["result"]);
+            assert!(daemons.is_u64(), "{direct}");
+            let run = |args: &[&str]| {
+                Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(d.config_path())
+                    .args(args)
+                    .output()
+                    .unwrap()
+            };
+            let call = ["call", "fixture__environment", "--args", r#"{"names":[]}"#];
+            let out = run(&call);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(pid_of(&result), daemons, "{result}");
+            let lines = || {
+                let text = std::fs::read_to_string(&audit).unwrap_or_default();
+                text.lines()
+                    .filter(|l| l.contains("fixture__environment"))
+                    .count()
+            };
+            assert!(
+                eventually(|| lines() == 2),
+                "{}",
+                std::fs::read_to_string(&audit).unwrap_or_default()
+            );
+            let listed = run(&["tools"]);
+            let text = String::from_utf8_lossy(&listed.stdout);
+            assert!(
+                text.contains("fixture [ready, revision 2026-07-28]"),
+                "{text}"
+            );
+            assert!(text.contains("  fixture__environment"), "{text}");
+            assert_eq!(
+                d.stderr().matches("fixture: pid").count(),
+                1,
+                "{}",
+                d.stderr()
+            );
+            let mut standalone = call.to_vec();
+            standalone.push("--standalone");
+            let out = run(&standalone);
+            let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(pid_of(&result).is_u64(), "{result}");
+            assert_ne!(pid_of(&result), daemons, "{result}");
+        }
+
         #[test]
         fn runs_with_no_configuration_at_all() {
             let out = Command::new(mcpx_bin())
