@@ -37,6 +37,12 @@ pub struct Daemon {
     pub local_socket: Option<PathBuf>,
     /// Whether mcpx counts what it does and serves it at `GET /metrics` (Prometheus text).
     pub metrics: bool,
+    /// The bearer token that reads `GET /metrics` (placeholders such as `${file:PATH}` or
+    /// `${cred:NAME}` are expanded); when set, only it does. Unset, a daemon that admits a team
+    /// (`[auth] mode = "external"` or `"builtin"`) refuses `/metrics`, and one that only admits
+    /// its owner lets in whom `/mcp` does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_token: Option<String>,
     /// How long a first list (`tools/list` and the like) waits for servers still starting when
     /// mcpx starts: past it, it answers with those ready, and the others join later, announced
     /// by `list_changed` (an agent that lists once at its start gets its tools at once).
@@ -62,6 +68,7 @@ impl Default for Daemon {
             shutdown_grace: Duration::from_secs(5),
             read_timeout: Duration::from_secs(30),
             token: None,
+            metrics_token: None,
             max_connections: 16_384,
             max_headers: 100,
             max_header_bytes: 64 * 1024,

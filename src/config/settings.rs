@@ -25,6 +25,8 @@ pub struct Settings {
     pub servers: BTreeMap<String, Result<Expanded, String>>,
     /// `daemon.token`.
     pub daemon_token: Result<Option<String>, String>,
+    /// `daemon.metricsToken`.
+    pub metrics_token: Result<Option<String>, String>,
     /// `auth.external.introspection.clientSecret`.
     pub introspection_secret: Result<Option<String>, String>,
     /// `auth.external.clientSecret`: mcpx's at the provider's token endpoint.
@@ -159,6 +161,15 @@ impl Settings {
                 Some(token) if token.is_empty() => Err("daemon.token is empty".to_owned()),
                 token => Ok(token),
             });
+        let metrics_token =
+            optional("daemon.metricsToken", &config.daemon.metrics_token).and_then(|token| {
+                match token {
+                    Some(token) if token.is_empty() => {
+                        Err("daemon.metricsToken is empty".to_owned())
+                    }
+                    token => Ok(token),
+                }
+            });
         let introspection = config.auth.external.introspection.as_ref();
         let introspection_secret = optional(
             "auth.external.introspection.clientSecret",
@@ -182,6 +193,7 @@ impl Settings {
         Settings {
             servers,
             daemon_token,
+            metrics_token,
             introspection_secret,
             exchange_secret,
             exchange_key,

@@ -463,7 +463,7 @@ pub(crate) fn daemon(provider: &Provider, more: &str) -> Daemon {
             provider.issuer,
             fixture_bin()
         ),
-        "",
+        SCRAPE_KEY,
     )
 }
 
@@ -566,6 +566,38 @@ fn sdk_logs_in(program: &str, script: &str) -> Value {
 mod every_revision {
     mod access {
         use super::super::*;
+
+        /// A team's daemon shows its metrics (every server, tool and client, every refusal)
+        /// to no member: without `metricsToken` `/metrics` is 403 whatever the token, and with
+        /// it only its bearer reads them (a member's good token is 401).
+        #[test]
+        fn a_teams_metrics_are_read_with_the_metrics_token_only() {
+            let provider = Provider::start();
+            let member = format!("Authorization: Bearer {}\r\n", provider.good("alice"));
+            let closed = Daemon::start(
+                &format!(
+                    "[auth]\nmode = \"external\"\npublicUrl = \"{PUBLIC}\"\n\
+                     [auth.external]\nissuer = \"{}\"\n",
+                    provider.issuer
+                ),
+                "",
+            );
+            let refused = closed.bodiless("GET", "/metrics", &member);
+            assert_eq!(refused.status, 403);
+            let said = String::from_utf8_lossy(&refused.body).into_owned();
+            assert!(said.contains("metricsToken"), "{said}");
+            let open = daemon(&provider, "");
+            assert_eq!(open.bodiless("GET", "/metrics", &member).status, 401);
+            assert_eq!(open.bodiless("GET", "/metrics", "").status, 401);
+            let wrong = "Authorization: Bearer scrape-9c2\r\n";
+            assert_eq!(open.bodiless("GET", "/metrics", wrong).status, 401);
+            let scraped = open.bodiless("GET", "/metrics", &scrape_bearer());
+            assert_eq!(scraped.status, 200);
+            let text = String::from_utf8_lossy(&scraped.body).into_owned();
+            assert!(text.contains("mcpx_sessions"), "{text}");
+            // The scrape token opens nothing else.
+            assert_eq!(list(&open, Some("scrape-9c1")).status, 401);
+        }
 
         /// mcpx's own client, as another mcpx's upstream, with nothing but the door's URL:
         /// the 401's metadata, the provider's, registration, PKCE, then a call served.
@@ -826,8 +858,7 @@ mod every_revision {
                 json!({}),
             );
             assert_eq!(there.status, 200);
-            let bearer = format!("Authorization: Bearer {}\r\n", provider.good("alice"));
-            let metrics = d.bodiless("GET", "/metrics", &bearer);
+            let metrics = d.bodiless("GET", "/metrics", &scrape_bearer());
             let text = String::from_utf8(metrics.body).unwrap();
             for (reason, at_least) in [
                 ("expired", 1.0),

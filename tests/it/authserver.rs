@@ -48,7 +48,7 @@ impl Builtin {
                 dir.path().display(),
                 fixture_bin()
             ),
-            &format!("address = \"127.0.0.1:{port}\""),
+            &format!("address = \"127.0.0.1:{port}\"\n{SCRAPE_KEY}"),
             &[("MCPX_OWNER", OWNER_SECRET)],
         );
         Builtin { d, public, dir }
@@ -872,8 +872,11 @@ mod every_revision {
                     "Authorization: Bearer {}\r\n",
                     fresh["access_token"].as_str().unwrap()
                 );
+                // A member's token does not read the metrics; the scrape token does.
+                assert_eq!(b.d.bodiless("GET", "/metrics", &bearer).status, 401);
                 let text =
-                    String::from_utf8(b.d.bodiless("GET", "/metrics", &bearer).body).unwrap();
+                    String::from_utf8(b.d.bodiless("GET", "/metrics", &scrape_bearer()).body)
+                        .unwrap();
                 metric_sample(&text, "mcpx_authorizations_total", &[("event", event)])
             };
             assert_eq!(counted("refresh_reused"), 1.0);

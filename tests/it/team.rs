@@ -147,11 +147,7 @@ mod every_revision {
                         .all(|p| p.starts_with("alice") || p.starts_with("bob")),
                 "{instances}"
             );
-            let metrics = d.bodiless(
-                "GET",
-                "/metrics",
-                &format!("Authorization: Bearer {alice}\r\n"),
-            );
+            let metrics = d.bodiless("GET", "/metrics", &scrape_bearer());
             let text = String::from_utf8_lossy(&metrics.body).into_owned();
             let running = metric_sample(&text, "mcpx_upstream_instances", &[("upstream", "own")]);
             assert_eq!(running, 2.0, "{text}");

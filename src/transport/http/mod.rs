@@ -15,6 +15,7 @@ mod endpoints;
 mod exchange;
 mod forward;
 mod legacy;
+mod metrics_door;
 mod modern;
 mod options;
 pub mod origin;
@@ -38,6 +39,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
+use metrics_door::Entry;
 pub use options::HttpOptions;
 use origin::OriginPolicy;
 pub use reply::Body;
@@ -389,6 +391,20 @@ impl FrontDoor {
         let metrics = path == "/metrics" && self.options.metrics;
         if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
+        }
+        if metrics {
+            let authorization = request.headers().get(header::AUTHORIZATION);
+            match self.options.metrics_access.entry(authorization.map(|v| v.as_bytes())) {
+                Entry::Open => return self.metrics(request.method()),
+                Entry::AsMcp => {}
+                Entry::Unauthorized => {
+                    let mut refusal = plain(StatusCode::UNAUTHORIZED, "/metrics needs [daemon] metricsToken as its bearer token\n");
+                    let bearer = http::HeaderValue::from_static("Bearer realm=\"metrics\"");
+                    refusal.headers_mut().insert(header::WWW_AUTHENTICATE, bearer);
+                    return refusal;
+                }
+                Entry::Closed => return plain(StatusCode::FORBIDDEN, "/metrics is closed on a daemon that admits a team: set [daemon] metricsToken and scrape with it\n"),
+            }
         }
         if let Caller::Stranger(uid) = caller {
             return self.stranger(uid);

@@ -36,6 +36,8 @@ pub struct HttpOptions {
     pub max_header_bytes: usize,
     /// Whether `GET /metrics` serves the Prometheus metrics.
     pub metrics: bool,
+    /// Who reads them.
+    pub metrics_access: super::metrics_door::MetricsAccess,
     /// Seals legacy session ids, so that any replica with the same key serves them.
     pub sealer: Option<Arc<crate::cluster::Sealer>>,
     /// The other replicas, told of each legacy session's `DELETE`.
@@ -78,6 +80,7 @@ impl HttpOptions {
             max_headers: daemon.max_headers,
             max_header_bytes: daemon.max_header_bytes,
             metrics: daemon.metrics,
+            metrics_access: super::metrics_door::MetricsAccess::from_settings(settings)?,
             sealer,
             peers,
         })

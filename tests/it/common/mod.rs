@@ -18,6 +18,14 @@ use std::time::{Duration, Instant};
 /// How long any single expected message may take.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// The `[daemon]` key of a team's daemon whose `/metrics` a test reads, and its bearer.
+pub const SCRAPE_KEY: &str = "metricsToken = \"scrape-9c1\"\n";
+
+/// The `Authorization` header line that reads `/metrics` of a daemon with [`SCRAPE_KEY`].
+pub fn scrape_bearer() -> String {
+    "Authorization: Bearer scrape-9c1\r\n".to_owned()
+}
+
 /// How long a `mcpx serve`'s first answer may take: it waits on mcpx's start and on its
 /// upstreams' handshakes, which mcpx itself gives 30 s each (a Python server's imports alone
 /// take that long on a saturated machine).
