@@ -39,6 +39,7 @@ pub mod deadline;
 pub mod failure;
 pub mod gateway;
 pub mod guardrails;
+pub mod heard_clients;
 pub mod import;
 pub mod json;
 pub mod jsonrpc;

@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The transport of the one session every 2026-07-28 HTTP caller shares.
+pub const SHARED: &str = "http";
+
 /// Identifies a session (a client connection) in the registry.
 pub type SessionKey = u64;
 
@@ -49,6 +52,8 @@ struct Session {
     opened: Instant,
     last_seen: Instant,
     ended: Cancel,
+    /// The session every 2026-07-28 HTTP caller shares: who called through it.
+    heard: crate::heard_clients::HeardClients,
 }
 
 #[derive(Debug)]
@@ -151,6 +156,7 @@ impl Registry {
                 opened: now,
                 last_seen: now,
                 ended: Cancel::new(),
+                heard: Default::default(),
             };
             state.sessions.insert(key, session);
             key
@@ -274,17 +280,19 @@ impl Registry {
     pub fn begin(
         self: &Arc<Self>,
         session: SessionKey,
-        id: Id,
-        method: &str,
-        target: Option<String>,
+        (id, method, target): (Id, &str, Option<String>),
         cancel: Cancel,
         caller: Arc<Identity>,
+        named: Option<&Value>,
     ) -> InFlightGuard {
         let progress = Arc::new(AtomicU64::new(0));
         let key = self.update(|state| {
             let key = state.next_key();
             if let Some(s) = state.sessions.get_mut(&session) {
                 s.last_seen = Instant::now();
+                if let Some(info) = named {
+                    s.heard.note(info, &caller);
+                }
             }
             let request = InFlight {
                 session,
@@ -386,9 +394,11 @@ impl Registry {
     ) -> (Vec<SessionView>, Vec<StreamView>, Vec<RequestView>, Totals) {
         let state = self.lock();
         let ms = |since: Instant| since.elapsed().as_millis() as u64;
+        // The session 2026-07-28 HTTP callers share is nobody's until one comes.
         let sessions = state
             .sessions
             .iter()
+            .filter(|(_, s)| s.transport != SHARED || !s.heard.is_empty())
             .map(|(key, s)| SessionView {
                 key: *key,
                 transport: s.transport.to_owned(),
@@ -401,6 +411,7 @@ impl Registry {
                 age_ms: ms(s.opened),
                 idle_ms: ms(s.last_seen),
                 subscriptions: subscriptions(*key),
+                clients: s.heard.views(),
             })
             .collect();
         let streams = state
@@ -540,22 +551,20 @@ mod every_revision {
             let cancel = Cancel::new();
             let guard = registry.begin(
                 session,
-                Id::Number(1),
-                "tools/call",
-                None,
+                (Id::Number(1), "tools/call", None),
                 cancel.clone(),
                 owner(),
+                None,
             );
             assert!(registry.cancel(session, &Id::Number(1)));
             assert!(cancel.is_cancelled());
             guard.finish(Outcome::Cancelled);
             let dropped = registry.begin(
                 session,
-                Id::Number(2),
-                "tools/list",
-                None,
+                (Id::Number(2), "tools/list", None),
                 Cancel::new(),
                 owner(),
+                None,
             );
             drop(dropped);
             let (_, _, requests, totals) = registry.views(|_| vec![], |_, _| None);
@@ -581,11 +590,10 @@ mod every_revision {
                             let cancel = Cancel::new();
                             let guard = registry.begin(
                                 session,
-                                Id::Number(i as i64),
-                                "tools/call",
-                                None,
+                                (Id::Number(i as i64), "tools/call", None),
                                 cancel.clone(),
                                 owner(),
+                                None,
                             );
                             match i % 5 {
                                 0 => {

@@ -221,11 +221,21 @@ pub struct ServerTools {
 
 /// One person's instance of a per-identity server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InstanceView {
     /// Whose: the subject, and its issuer.
     pub person: String,
     /// Where it stands.
     pub state: String,
+    /// Milliseconds since it was made.
+    #[serde(default)]
+    pub age_ms: u64,
+    /// Milliseconds since its last call began.
+    #[serde(default)]
+    pub idle_ms: u64,
+    /// The requests carried to it (calls, reads, prompts).
+    #[serde(default)]
+    pub requests: u64,
 }
 
 /// One client session.
@@ -257,6 +267,25 @@ pub struct SessionView {
     /// Who opened it: `local owner`, `attached editor`, a token's subject and client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The 2026-07-28 HTTP clients that called through it (they open no session of their own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<HeardClient>,
+}
+
+/// A 2026-07-28 HTTP client, by the `clientInfo` its requests carry and who called.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeardClient {
+    /// Its `clientInfo.name`.
+    pub name: String,
+    /// Its `clientInfo.version`.
+    pub version: String,
+    /// Who called.
+    pub caller: String,
+    /// How many requests it made.
+    pub requests: u64,
+    /// Milliseconds since its last.
+    pub idle_ms: u64,
 }
 
 /// One open event stream.

@@ -291,6 +291,17 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             u.resources,
             u.restarts
         );
+        for i in &u.instances {
+            let _ = writeln!(
+                text,
+                "    {} {}: {} requests, age {} idle {}",
+                p(&i.person),
+                p(&i.state),
+                i.requests,
+                seconds(i.age_ms),
+                seconds(i.idle_ms)
+            );
+        }
         if let Some(sandbox) = &u.sandbox {
             let state = if sandbox.is_degraded() {
                 "DEGRADED"
@@ -438,6 +449,17 @@ pub fn describe(snapshot: &protocol::Snapshot) -> String {
             seconds(s.age_ms),
             seconds(s.idle_ms)
         );
+        for c in &s.clients {
+            let _ = writeln!(
+                text,
+                "    {} {} by {}: {} requests, idle {}",
+                p(&c.name),
+                p(&c.version),
+                p(&c.caller),
+                c.requests,
+                seconds(c.idle_ms)
+            );
+        }
     }
     let _ = writeln!(text, "streams ({}):", snapshot.streams.len());
     for s in &snapshot.streams {

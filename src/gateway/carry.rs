@@ -102,6 +102,7 @@ impl Gateway {
         let mut _in_use = None;
         let reach = match (self.supervisor.instance_for(upstream, caller).await, login) {
             (Ok((connection, in_use, reached)), login) => {
+                in_use.carries_one();
                 _in_use = Some(in_use);
                 let _ = incoming.ctx.instance.set(reached);
                 Reach::Ready(connection, login)

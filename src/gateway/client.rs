@@ -100,10 +100,15 @@ impl Client {
         })
     }
 
+    /// Whether it stands for every modern HTTP caller, each request naming its own client.
+    pub fn is_shared(&self) -> bool {
+        self.in_flight.is_none()
+    }
+
     /// Whether this is the first 2026-07-28 request to name a client of its own (the client
     /// that stands for every modern HTTP caller has none: each request names its own).
     pub fn first_to_name(&self) -> bool {
-        self.in_flight.is_some() && !self.named.swap(true, std::sync::atomic::Ordering::Relaxed)
+        !self.is_shared() && !self.named.swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A place for one more request in flight, or the error that refuses it.

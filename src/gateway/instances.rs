@@ -10,6 +10,7 @@ use crate::upstream::Connection;
 use crate::view::InstanceView;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,9 @@ pub(super) struct Instance {
     /// Held by each call on it: the instance is idle when only it holds this.
     calls: Arc<()>,
     last_used: Mutex<Instant>,
+    /// When it was made, and how many requests were carried to it since.
+    made: Instant,
+    carried: Arc<AtomicU64>,
     /// When the token it was started with (a remote server's, by exchange) stops being good.
     expires: Option<Instant>,
     /// Whom the server knows it as, by its exchanged token: the subject, and who acts.
@@ -52,6 +56,8 @@ impl Instance {
             link: Link::default(),
             calls: Arc::new(()),
             last_used: Mutex::new(Instant::now()),
+            made: Instant::now(),
+            carried: Arc::default(),
             expires,
             upstream_subject: claims["sub"].as_str().map(str::to_owned),
             act: claims.get("act").cloned(),
@@ -63,6 +69,7 @@ impl Instance {
         *lock(&self.last_used) = Instant::now();
         InUse {
             _held: Arc::clone(&self.calls),
+            carried: Arc::clone(&self.carried),
         }
     }
 
@@ -98,6 +105,14 @@ impl Instance {
 #[derive(Debug)]
 pub(super) struct InUse {
     _held: Arc<()>,
+    carried: Arc<AtomicU64>,
+}
+
+impl InUse {
+    /// A client's request is carried to it (not a handshake or listing made on its way).
+    pub(super) fn carries_one(&self) {
+        self.carried.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// One server's running instances, by person.
@@ -145,6 +160,9 @@ impl Instances {
             .map(|i| InstanceView {
                 person: i.person.to_string(),
                 state: i.link.describe(i.person.subject()),
+                age_ms: i.made.elapsed().as_millis() as u64,
+                idle_ms: lock(&i.last_used).elapsed().as_millis() as u64,
+                requests: i.carried.load(Ordering::Relaxed),
             })
             .collect();
         views.sort_by(|a, b| a.person.cmp(&b.person));

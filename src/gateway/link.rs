@@ -27,8 +27,9 @@ pub(super) const STOP_GRACE: Duration = Duration::from_millis(500);
 /// Where an upstream stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpstreamState {
-    /// Starting or handshaking.
-    Starting,
+    /// Starting or handshaking, since `since`; `first` when nothing of it is known yet (no
+    /// catalog cached, never served), which gets `firstStartTimeout`.
+    Starting { since: Instant, first: bool },
     /// Serving.
     Ready,
     /// A remote server that refuses mcpx until a person logs in; supervision keeps trying, so
@@ -58,6 +59,14 @@ pub enum UpstreamState {
 }
 
 impl UpstreamState {
+    /// Starting from now (again: not a first start).
+    pub(super) fn starting() -> UpstreamState {
+        UpstreamState::Starting {
+            since: Instant::now(),
+            first: false,
+        }
+    }
+
     /// Down for `reason`, to be started again as its backoff says.
     pub(super) fn down(reason: String) -> UpstreamState {
         UpstreamState::Down {
@@ -69,7 +78,10 @@ impl UpstreamState {
 
     pub(super) fn describe(&self) -> String {
         match self {
-            UpstreamState::Starting => "starting".into(),
+            UpstreamState::Starting { since, first } => {
+                let first = if *first { " (first start)" } else { "" };
+                format!("starting for {} s{first}", since.elapsed().as_secs())
+            }
             UpstreamState::Ready => "ready".into(),
             UpstreamState::Idle => "idle (lazy)".into(),
             UpstreamState::NeedsLogin { how } => format!("needs-login: {how}"),
@@ -157,7 +169,7 @@ impl Default for Link {
     fn default() -> Link {
         Link {
             live: Mutex::new(Live {
-                state: UpstreamState::Starting,
+                state: UpstreamState::starting(),
                 handshake: None,
                 connection: None,
                 generation: 0,
@@ -171,11 +183,15 @@ impl Default for Link {
 }
 
 impl Link {
-    /// Begins its start number `start` (its upstream's next: unique among all its links).
-    pub fn begin_start(&self, start: u64) {
+    /// Begins its start number `start` (its upstream's next: unique among all its links),
+    /// `first` if nothing of it is known yet.
+    pub fn begin_start(&self, start: u64, first: bool) {
         let mut live = lock(&self.live);
         live.generation = start;
-        live.state = UpstreamState::Starting;
+        live.state = UpstreamState::Starting {
+            since: Instant::now(),
+            first,
+        };
     }
 
     /// Holds the connection a start is opening (so that a stop reaches it).
@@ -199,14 +215,15 @@ impl Link {
         live.connection.take()
     }
 
-    /// Its serving connection of `generation` exited: down, and true, if it was still serving.
+    /// Its serving connection of `generation` ended (`reason`: "exited with status 1: …",
+    /// "disconnected: …"): down, and true, if it was still serving.
     pub fn exited(&self, generation: u64, reason: &str) -> bool {
         let mut live = lock(&self.live);
         if live.state != UpstreamState::Ready || live.generation != generation {
             return false;
         }
         live.connection = None;
-        live.state = UpstreamState::down(format!("exited: {reason}"));
+        live.state = UpstreamState::down(reason.to_owned());
         true
     }
 

@@ -340,13 +340,17 @@ impl Gateway {
             let target = Method::parse(&request.method)
                 .and_then(|m| m.target(request.params.as_ref()))
                 .map(str::to_owned);
+            // Callers that share a client (2026-07-28 HTTP) are told apart by what they say.
+            let named = client.is_shared().then(|| {
+                let info = crate::protocol::envelope::client_info(request.params.as_ref());
+                info.unwrap_or(&Value::Null)
+            });
             let guard = self.live.registry().begin(
                 client.session,
-                request.id.clone(),
-                &request.method,
-                target,
+                (request.id.clone(), &request.method, target),
                 cancel.clone(),
                 Arc::clone(&caller),
+                named,
             );
             (place, guard)
         });

@@ -131,9 +131,20 @@ impl Upstream {
             .as_ref()
             .map_or(Value::Null, |h| h.server_info.clone());
         crate::redact::mask_value(&mut server_info);
+        let instances = self.instances.views();
+        let mut state = self.link.describe(&self.name);
+        // A per-identity server's own link rests once its catalog is listed: what runs is
+        // people's instances.
+        if self.is_per_identity() && matches!(self.link.state(), super::link::UpstreamState::Idle) {
+            state = match instances.len() {
+                0 => "idle: no person's instance runs".to_owned(),
+                1 => "serving 1 person".to_owned(),
+                n => format!("serving {n} people"),
+            };
+        }
         UpstreamView {
             name: self.name.clone(),
-            state: crate::redact::mask_registered(&self.link.describe(&self.name)).into_owned(),
+            state: crate::redact::mask_registered(&state).into_owned(),
             revision: handshake.as_ref().map(|h| h.revision.as_str().to_owned()),
             server_info,
             tools: listing.tools.len(),
@@ -141,7 +152,7 @@ impl Upstream {
             resources: listing.resources.len(),
             restarts: self.link.restarts(),
             sandbox: self.link.sandbox(),
-            instances: self.instances.views(),
+            instances,
         }
     }
 }

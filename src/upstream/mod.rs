@@ -11,6 +11,7 @@ pub mod child_environment;
 pub mod client;
 pub mod event_stream;
 pub mod http;
+mod last_words;
 pub mod orphans;
 pub mod peer;
 pub mod sse;
@@ -261,7 +262,8 @@ pub enum Event {
     Exited {
         /// The link that ended: a restart's old process must not clear the new one.
         link: LinkId,
-        /// Why, for the log and the `mcpx` tools.
+        /// Why, as a clause after the server's name ("exited with status 1: …", "disconnected:
+        /// …"), for the log, `mcpx status` and the `mcpx` tools.
         reason: String,
     },
 }

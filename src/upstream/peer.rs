@@ -337,8 +337,8 @@ impl Peer {
         }
     }
 
-    /// The wire ended, for the reason `why` (a clause after the server's name, "exited: its
-    /// stdout closed"): every request pending fails at once, and later ones at once too.
+    /// The wire ended, for the reason `why` (a clause after the server's name, "exited with
+    /// status 1: …"): every request pending fails at once, and later ones at once too.
     pub fn end(&self, why: String) {
         let _ = self.why_ended.set(why);
         self.ended.cancel();

@@ -140,8 +140,9 @@ impl SseUpstream {
             let this = Arc::clone(self);
             let follow = async move {
                 let reason = this.follow(response.into_body(), found).await;
-                this.peer.end(format!("disconnected: {reason}"));
-                tracing::warn!(server = %this.peer.name(), "upstream disconnected: {reason}");
+                let reason = format!("disconnected: {reason}");
+                this.peer.end(reason.clone());
+                tracing::warn!(server = %this.peer.name(), "upstream {reason}");
                 let exited = Event::Exited {
                     link: this.link,
                     reason,

@@ -7,6 +7,7 @@
 use super::chatter::Chatter;
 use super::child_environment::{self, PersonHome};
 use super::client::{self, FirstTry};
+use super::last_words::LastWords;
 use super::peer::Peer;
 use super::{Event, Handshake, LinkId};
 use crate::cancel::Cancel;
@@ -33,6 +34,10 @@ const PARSE_ELSEWHERE: usize = 256 * 1024;
 /// of a longer one is cut.
 pub const MAX_STDERR_LINE: usize = 4096;
 
+/// How long an upstream whose stdout closed gets to finish its stderr and exit, for the
+/// reason it ended.
+const LAST_WORDS_PATIENCE: Duration = Duration::from_millis(500);
+
 /// A running stdio upstream.
 #[derive(Debug)]
 pub struct StdioUpstream {
@@ -45,6 +50,8 @@ pub struct StdioUpstream {
     first_try: FirstTry,
     /// Fired when the server's stderr ends, so shutdown can wait until its last words are logged.
     stderr_closed: Cancel,
+    /// What it said last there, for the reason it ended.
+    last_words: Arc<LastWords>,
     /// `transport.maxMessageBytes`: a longer line on stdout is read past, never held.
     max_message_bytes: usize,
     child: Mutex<Option<Child>>,
@@ -160,6 +167,7 @@ impl StdioUpstream {
         let upstream = Arc::new(StdioUpstream {
             peer,
             stderr_closed: Cancel::new(),
+            last_words: Arc::default(),
             process_group: child.id(),
             child: Mutex::new(Some(child)),
             _own: own,
@@ -193,7 +201,9 @@ impl StdioUpstream {
         let tag = name.to_owned();
         let public = child_environment::given_to_every_child();
         let secrets = crate::redact::pieces(&server.expanded.secrets, &public);
+        let shown_secrets = secrets.clone();
         let stderr_closed = upstream.stderr_closed.clone();
+        let last_words = Arc::clone(&upstream.last_words);
         let chatter = Chatter::new(name, "stderr lines");
         let sandbox_report = server
             .sandbox
@@ -221,6 +231,7 @@ impl StdioUpstream {
                         lines::Read::Line => None,
                         lines::Read::TooLong { length } => Some(length),
                     };
+                last_words.heard(&line);
                 if !tracing::enabled!(target: "upstream", tracing::Level::INFO) || !chatter.admit()
                 {
                     continue;
@@ -241,11 +252,13 @@ impl StdioUpstream {
         .detach();
         let reader = Arc::clone(&upstream);
         crate::runtime::spawn(async move {
-            let reason = reader.read_stdout(BufReader::new(stdout)).await;
-            reader.peer.end(format!("exited: {reason}"));
+            reader.read_stdout(BufReader::new(stdout)).await;
+            let reason = reader.ending(&shown_secrets).await;
+            let reason = format!("exited {reason}");
+            reader.peer.end(reason.clone());
             match reader.peer.closed_by_us() {
                 true => tracing::info!(server = %reader.peer.name(), "upstream stopped: {reason}"),
-                false => tracing::warn!(server = %reader.peer.name(), "upstream exited: {reason}"),
+                false => tracing::warn!(server = %reader.peer.name(), "upstream {reason}"),
             }
             let _ = events.send(Event::Exited { link, reason }).await;
         })
@@ -292,8 +305,33 @@ impl StdioUpstream {
         super::orphans::sweep();
     }
 
-    /// Reads the server's stdout until it ends; returns why it ended.
-    async fn read_stdout(&self, mut stdout: impl smol::io::AsyncBufRead + Unpin) -> String {
+    /// How the server ended, once its stdout closed: its exit status and its last words on
+    /// stderr, each given a moment to arrive (a process whose stdout closed is exiting).
+    async fn ending(&self, secrets: &[String]) -> String {
+        if self.peer.closed_by_us() {
+            return "(its stdout closed)".into();
+        }
+        let said = self.stderr_closed.cancelled();
+        smol::future::or(said, crate::deadline::sleep(LAST_WORDS_PATIENCE)).await;
+        let mut status = None;
+        for _ in 0..10 {
+            status = lock(&self.child)
+                .as_mut()
+                .and_then(|child| child.try_status().ok().flatten());
+            if status.is_some() {
+                break;
+            }
+            smol::Timer::after(LAST_WORDS_PATIENCE / 10).await;
+        }
+        let code = status.map(|s| {
+            use std::os::unix::process::ExitStatusExt;
+            s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+        });
+        self.last_words.ending(code, secrets)
+    }
+
+    /// Reads the server's stdout until it closes (the process is ending).
+    async fn read_stdout(&self, mut stdout: impl smol::io::AsyncBufRead + Unpin) {
         let mut buf = Vec::new();
         loop {
             let mut answered = IdScanner::default();
@@ -301,7 +339,7 @@ impl StdioUpstream {
                 answered.feed(piece)
             });
             match read.await {
-                lines::Read::Eof => return "its stdout closed".into(),
+                lines::Read::Eof => return,
                 lines::Read::TooLong { length } => {
                     self.refuse_oversized(length, answered.id());
                     continue;

@@ -284,6 +284,43 @@ mod every_revision {
             );
         }
 
+        /// A fresh daemon shows no session nobody opened; 2026-07-28 HTTP callers, who open
+        /// none, are shown by the `clientInfo` their requests carry and by who called.
+        #[test]
+        fn http_clients_are_shown_by_name_and_no_session_nobody_opened() {
+            let (d, socket, _dir) = daemon();
+            assert!(d.upstreams_ready(), "{}", d.stderr());
+            assert!(
+                snapshot(&socket).sessions.is_empty(),
+                "{:?}",
+                snapshot(&socket)
+            );
+            let named = |name: &str| json!({"_meta": {"io.modelcontextprotocol/clientInfo": {"name": name, "version": "1.2"}}});
+            for (id, name) in [(1, "codex"), (2, "codex"), (3, "claude-code")] {
+                assert!(d
+                    .modern(id, "tools/list", named(name))
+                    .json()
+                    .get("result")
+                    .is_some());
+            }
+            let s = snapshot_where(&socket, |s| !s.sessions.is_empty());
+            let clients = &s.sessions[0].clients;
+            let requests = |name: &str| clients.iter().find(|c| c.name == name).map(|c| c.requests);
+            assert_eq!(
+                (requests("codex"), requests("claude-code")),
+                (Some(2), Some(1)),
+                "{clients:?}"
+            );
+            assert!(clients
+                .iter()
+                .all(|c| c.caller == "local owner" && c.version == "1.2"));
+            let described = mcpx::admin::describe(&s);
+            assert!(
+                described.contains("codex 1.2 by local owner: 2 requests"),
+                "{described}"
+            );
+        }
+
         #[test]
         fn watch_sends_a_snapshot_then_one_after_each_change() {
             let (d, socket, _dir) = daemon();

@@ -54,6 +54,42 @@ mod every_revision {
     pub mod supervision {
         use super::super::*;
 
+        /// `mcpx status` says why a server failed (its exit status and what it said last on
+        /// stderr, on one line) and how long one has been starting, and that it is its first
+        /// start; neither needs the daemon's log.
+        #[test]
+        fn status_says_why_a_server_failed_and_how_long_one_has_been_starting() {
+            let config = "[servers.docker]\ncommand = \"sh\"\n\
+                args = [\"-c\", \"echo pulling >&2; echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock.' >&2; exit 125\"]\n\
+                [servers.slow]\ncommand = \"sleep\"\nargs = [\"600\"]\n";
+            let d = Daemon::start(config, "");
+            let status = || {
+                let out = std::process::Command::new(mcpx_bin())
+                    .arg("--config")
+                    .arg(d.config_path())
+                    .arg("status")
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            };
+            let said = "exited with status 125: pulling | Cannot connect to the Docker daemon at unix:///var/run/docker.sock.";
+            assert!(eventually(|| status().contains(said)), "{}", status());
+            let line = |text: &str, name: &str| {
+                let found = text.lines().find(|l| l.trim_start().starts_with(name));
+                found.unwrap_or_default().to_owned()
+            };
+            assert!(
+                eventually(|| line(&status(), "slow").contains("s (first start)")),
+                "{}",
+                status()
+            );
+            assert!(
+                line(&status(), "slow").contains("starting for "),
+                "{}",
+                status()
+            );
+        }
+
         #[test]
         fn a_crashed_upstream_fails_its_call_at_once_then_restarts_without_list_changed() {
             let mut mcpx = Serve::start(&fixture_config(""));
@@ -402,10 +438,13 @@ mod every_revision {
                 "{}",
                 first.stderr()
             );
-            assert_eq!(
-                first.stderr().matches("exiting on a first request").count(),
-                1
-            );
+            // Counted where the server says it (its stderr), not where mcpx quotes it.
+            let said = |log: String| {
+                let own = log.lines().filter(|l| l.contains(" upstream: "));
+                own.filter(|l| l.contains("exiting on a first request"))
+                    .count()
+            };
+            assert_eq!(said(first.stderr()), 1, "{}", first.stderr());
             drop(first);
             let second = Daemon::start_with_env(&config, "", &env);
             assert!(ready(&second), "{}", second.stderr());

@@ -147,6 +147,24 @@ mod every_revision {
                         .all(|p| p.starts_with("alice") || p.starts_with("bob")),
                 "{instances}"
             );
+            // `mcpx status`, as text: whose instances run, with their calls.
+            let out = std::process::Command::new(mcpx_bin())
+                .arg("--config")
+                .arg(d.config_path())
+                .arg("status")
+                .output()
+                .unwrap();
+            let status = String::from_utf8_lossy(&out.stdout).into_owned();
+            let own = status.lines().find(|l| l.trim_start().starts_with("own "));
+            assert!(
+                own.is_some_and(|l| l.contains("serving 2 people")),
+                "{status}"
+            );
+            for (person, calls) in [("alice", 2), ("bob", 1)] {
+                let line = status.lines().find(|l| l.trim_start().starts_with(person));
+                let shown = format!(": {calls} requests, age ");
+                assert!(line.is_some_and(|l| l.contains(&shown)), "{status}");
+            }
             let metrics = d.bodiless("GET", "/metrics", &scrape_bearer());
             let text = String::from_utf8_lossy(&metrics.body).into_owned();
             let running = metric_sample(&text, "mcpx_upstream_instances", &[("upstream", "own")]);

@@ -158,7 +158,7 @@ impl Supervisor {
         let events = self.events.get().cloned();
         let events = events.ok_or((StartError::Failed("mcpx is still starting".into()), false))?;
         let start = upstream.next_start();
-        instance.link.begin_start(start);
+        instance.link.begin_start(start, false);
         let name = format!("{}@{}", upstream.name, instance.person.key());
         let how = Reached {
             name: &name,

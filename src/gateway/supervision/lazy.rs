@@ -4,7 +4,8 @@
 //! A lazy server is not spawned at mcpx's start. Its catalog comes from its last run, kept in the
 //! XDG cache directory under a key made from its configuration (so a changed command or URL is
 //! never listed from a stale catalog) and written again whenever it runs; clients list its tools
-//! with no process behind them. The first call, read, completion or subscription that needs it
+//! with no process behind them. Every server's catalog is kept so: one that starts at mcpx's
+//! start is listed from it until it has started. The first call, read, completion or subscription that needs it
 //! starts it, and the caller waits. With `idleTimeout` it is stopped again once nothing has needed
 //! it for that long, never while it has a request in flight or a subscription. A lazy server with
 //! no cached catalog is started once at mcpx's start to learn it, then stopped. Beside the
@@ -67,6 +68,20 @@ impl Supervisor {
         }
     }
 
+    /// Lists a server about to start from its last run's catalog, if one is cached and nothing
+    /// is listed of it yet: a slow start (an `npx -y` download, a container pulled) keeps no
+    /// agent from its tools, whose calls wait for the start. What it lists once it runs
+    /// replaces this, and clients hear of any difference.
+    pub(super) fn list_from_cache(&self, upstream: &Upstream) {
+        let cached = (self.catalog_cache.as_deref())
+            .and_then(|dir| read_cached(dir, &upstream.name, &upstream.config));
+        let mut listing = lock(&upstream.listing);
+        if let Some(cached) = cached.filter(|_| *listing == Listing::default()) {
+            tracing::info!(server = %upstream.name, tools = cached.tools.len(), "listed from its last run while it starts");
+            *listing = cached;
+        }
+    }
+
     /// Whether a catalog of `upstream` from an earlier run is cached.
     pub(super) fn has_cached_catalog(&self, upstream: &Upstream) -> bool {
         let dir = self.catalog_cache.as_deref();
@@ -107,13 +122,9 @@ impl Supervisor {
         self.upstreams.get(id).filter(|u| u.is_lazy())
     }
 
-    /// Writes a lazy server's catalog to the cache, for its next start to list it from.
+    /// Writes a server's catalog to the cache, for its next start to list it from.
     pub(super) fn remember_listing(&self, upstream: &Upstream) {
-        let Some(dir) = self
-            .catalog_cache
-            .clone()
-            .filter(|_| upstream.listed_then_stopped())
-        else {
+        let Some(dir) = self.catalog_cache.clone() else {
             return;
         };
         let path = cache_file(&dir, &upstream.name, &upstream.config);

@@ -173,7 +173,10 @@ impl Supervisor {
                     }
                     if upstream.listed_then_stopped() {
                         supervisor.start_lazy(&upstream).await;
-                    } else if let Err(error) = supervisor.start_upstream(&upstream).await {
+                        return;
+                    }
+                    supervisor.list_from_cache(&upstream);
+                    if let Err(error) = supervisor.start_upstream(&upstream).await {
                         if error.is_retried() {
                             supervisor.revive(upstream);
                         }
@@ -192,8 +195,11 @@ impl Supervisor {
         let Some(events) = self.events.get().cloned() else {
             return Err(StartError::Failed("mcpx is still starting".into()));
         };
+        // A server that never started, and of which no catalog is cached, is downloading
+        // itself, maybe: its first start gets the longer bound.
+        let first = upstream.link.era().is_none() && !self.has_cached_catalog(upstream);
         let generation = upstream.next_start();
-        upstream.link.begin_start(generation);
+        upstream.link.begin_start(generation, first);
         self.registry.notify_changed();
         // Probe once: a restart speaks the era the first handshake found, so a server that exits
         // on the wrong first request is not killed by every restart's probe.
@@ -208,9 +214,6 @@ impl Supervisor {
             self.recall_exit_on_discover(upstream);
         }
         config.transport = *lock(&upstream.transport);
-        // A server that never started, and of which no catalog is cached, is downloading
-        // itself, maybe: its first start gets the longer bound.
-        let first = upstream.link.era().is_none() && !self.has_cached_catalog(upstream);
         let within = upstream.config.start_within(first);
         let outcome = async {
             let mut connection = self.upstreams.connect(upstream, &config, generation, events.clone())?;
@@ -259,7 +262,7 @@ impl Supervisor {
             }
             Err(error) => {
                 tracing::error!(server = %upstream.name, "upstream failed to start: {error}");
-                let connection = upstream.link.stop(UpstreamState::Starting);
+                let connection = upstream.link.stop(UpstreamState::starting());
                 // A child that a `server/discover` probe ended is a legacy server that takes
                 // nothing before `initialize`: it is started again with that first.
                 let probed = config.era == UpstreamEra::Auto
@@ -330,7 +333,7 @@ impl Supervisor {
                     };
                     // A person's instance that exited is started again by their next call.
                     if let Some(instance) = upstream.instances.by_start(link.start) {
-                        tracing::warn!(server = %upstream.name, person = %instance.person, "a per-identity instance exited: {reason}");
+                        tracing::warn!(server = %upstream.name, person = %instance.person, "a per-identity instance ended: {reason}");
                         instance.link.exited(link.start, &reason);
                         self.registry.notify_changed();
                         continue;
@@ -511,7 +514,7 @@ impl Supervisor {
         self.started()?;
         // No longer serving before it is stopped: its exit is then no crash, which supervision
         // would answer with a second start racing this one.
-        let old = upstream.link.stop(UpstreamState::Starting);
+        let old = upstream.link.stop(UpstreamState::starting());
         if let Some(old) = old {
             old.shutdown(STOP_GRACE).await;
         }

@@ -98,7 +98,9 @@ pub async fn serve(
             options.address,
         ),
         modern: (gateway.views().into_iter())
-            .map(|view| gateway.open_shared_client("http", view, unsolicited.clone()))
+            .map(|view| {
+                gateway.open_shared_client(crate::registry::SHARED, view, unsolicited.clone())
+            })
             .collect(),
         sessions: sessions::Sessions::new(
             Arc::clone(&gateway),
