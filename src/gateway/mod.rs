@@ -494,7 +494,7 @@ impl Gateway {
             | Method::EventsStream
             | Method::EventsSubscribe
             | Method::EventsUnsubscribe => {
-                self.catalogs.ready().await;
+                self.ready_for(&incoming).await;
                 // Boxed so that the request task stays small for what waits long in it (a
                 // listen stream holds its task for as long as it is open).
                 let catalog = self.catalog_method(&incoming);
@@ -594,6 +594,30 @@ impl Gateway {
     /// for a slow server).
     pub async fn listed(&self) {
         self.catalogs.listed().await;
+    }
+
+    /// Waits until what a request names can be answered: a tool or prompt listed now, of mcpx
+    /// or of a server that serves, at once (a slow server's start holds up no call to
+    /// another); anything else (a name not listed yet, a server still starting) until every
+    /// upstream's first start ended.
+    async fn ready_for(&self, incoming: &Incoming<'_>) {
+        self.catalogs.listed().await;
+        let catalog = self.catalog_of(incoming.client);
+        let target = incoming.method.target(incoming.params);
+        let route = target.and_then(|name| match incoming.method {
+            Method::ToolsCall => catalog.tool(name),
+            Method::PromptsGet => catalog.prompt(name),
+            _ => None,
+        });
+        let serving = |owner: Owner| match owner {
+            Owner::Builtin => true,
+            Owner::Upstream(id) => {
+                (self.supervisor.upstreams().get(id)).is_some_and(|u| u.link.is_ready())
+            }
+        };
+        if !route.is_some_and(|route| serving(route.owner)) {
+            self.catalogs.ready().await;
+        }
     }
 
     /// Waits until every upstream's first start ended, however long each takes.

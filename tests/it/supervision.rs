@@ -372,6 +372,75 @@ mod every_revision {
             assert!(both, "{listed}");
         }
 
+        /// While one server is still starting, a call to another that serves (and to mcpx's
+        /// own tools) is answered at once, not held for the slow one; on the next start, the
+        /// slow server's tools are listed from its last run's catalog before it has started,
+        /// in both eras, and a call to it waits for it.
+        #[test]
+        fn a_slow_server_holds_no_other_call_and_is_listed_from_its_last_run() {
+            let dir = tempfile::tempdir().unwrap();
+            let go = dir.path().join("go");
+            let script = format!(
+                "while [ ! -e {go:?} ]; do sleep 0.05; done; exec {:?}",
+                fixture_bin()
+            );
+            let config = dir.path().join("mcpx.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "{}\n[servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n",
+                    fixture_config("")
+                ),
+            )
+            .unwrap();
+            let serve = || {
+                let mut command = serve_command(&config, &[]);
+                command.env("XDG_CACHE_HOME", dir.path().join("cache"));
+                Serve::from_command(command)
+            };
+            let names = |listed: &Value| listed["result"]["tools"].to_string();
+            let mut first = serve();
+            // Lists until the list names `tool` (bounded by PATIENCE).
+            let listed_until = |mcpx: &mut Serve, tool: &str| {
+                let deadline = Instant::now() + PATIENCE;
+                for request in 1000.. {
+                    if names(&mcpx.call(request, "tools/list", modern(json!({})))).contains(tool) {
+                        return true;
+                    }
+                    if Instant::now() > deadline {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                false
+            };
+            assert!(listed_until(&mut first, "fixture__echo"));
+            let echo = json!({"name": "fixture__echo", "arguments": {"text": "now"}});
+            assert_eq!(
+                tool_text(&first.call(100, "tools/call", modern(echo.clone()))),
+                "now"
+            );
+            let about = json!({"name": "mcpx__about", "arguments": {}});
+            let answered = first.call(101, "tools/call", modern(about));
+            assert!(answered.get("result").is_some(), "{answered}");
+            std::fs::write(&go, "").unwrap();
+            assert!(listed_until(&mut first, "slow__echo"));
+            drop(first);
+            std::fs::remove_file(&go).unwrap();
+            // Its next start: listed from the cache while it waits.
+            let mut next = serve();
+            let listed = next.call(1, "tools/list", modern(json!({})));
+            assert!(names(&listed).contains("slow__echo"), "{listed}");
+            let mut legacy = serve();
+            legacy.initialize("2025-11-25");
+            let listed = legacy.call(1, "tools/list", json!({}));
+            assert!(names(&listed).contains("slow__echo"), "{listed}");
+            let slow = json!({"name": "slow__echo", "arguments": {"text": "late"}});
+            next.request(2, "tools/call", modern(slow));
+            std::fs::write(&go, "").unwrap();
+            assert_eq!(tool_text(&next.response(2)), "late");
+        }
+
         /// A server's first start (it never started, no catalog of it is cached: an `npx -y`
         /// download) is given `firstStartTimeout`; later starts `startTimeout`. The server here
         /// takes two seconds to start each time: its first start under a `startTimeout` of one
