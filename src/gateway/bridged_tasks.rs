@@ -95,11 +95,20 @@ impl Gateway {
             revision,
             ctx,
         };
+        // The door its answer leaves by, in the catalog as it is when it leaves.
+        let door = |catalog| Leaving {
+            catalog,
+            view: client.view,
+            owner: bridge.route.owner,
+            method: Method::ToolsCall,
+            ctx,
+        };
         if !resuming {
             let created = self.make_task(&turn, ttl).await?;
-            // A round of questions before the task was made, or the server's answer without one.
+            // A round of questions before the task was made, or the server's answer without
+            // one: either leaves by the door its task's result would.
             let Some(id) = task::created_id(&created, bridge.generation) else {
-                return Ok(created);
+                return self.leaving(door(&self.catalog_of(client)), created).await;
             };
             let _ = bridge.upstream_task.set(id.to_owned());
             if ctx.cancel.is_cancelled() {
@@ -115,14 +124,7 @@ impl Gateway {
             }
         };
         task::drop_related_task(&mut outcome);
-        let door = Leaving {
-            catalog: &self.catalog_of(client),
-            view: client.view,
-            owner: bridge.route.owner,
-            method: Method::ToolsCall,
-            ctx,
-        };
-        self.leaving(door, outcome).await
+        self.leaving(door(&self.catalog_of(client)), outcome).await
     }
 
     /// `method` sent to the bridged tool's server: `forwarded` as the server sees it, `original`
