@@ -43,6 +43,7 @@ fn daemon() -> SocketAddr {
                     max_headers: 100,
                     max_header_bytes: 16 * 1024,
                     metrics: true,
+                    metrics_access: mcpx::transport::http::MetricsAccess::AsMcp,
                     sealer: None,
                     peers: Vec::new(),
                 };

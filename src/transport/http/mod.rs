@@ -40,6 +40,7 @@ use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use metrics_door::Entry;
+pub use metrics_door::{Entry as MetricsEntry, MetricsAccess};
 pub use options::HttpOptions;
 use origin::OriginPolicy;
 pub use reply::Body;
