@@ -7,9 +7,6 @@ use serde_json::{json, Value};
 
 const UI: &str = "io.modelcontextprotocol/ui";
 
-/// The tests read what the servers list, not how soon: the first list waits for them all.
-const WAIT_FOR_ALL: &str = "[daemon]\nlistWait = \"2m\"\n";
-
 /// `mcpx serve` with the app servers `a` and `b`.
 fn two_app_servers() -> Serve {
     let (python, script) = (deps::python(), app_server());

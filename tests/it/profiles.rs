@@ -220,7 +220,10 @@ mod every_revision {
         fn a_profile_sees_and_uses_only_its_servers_and_names_over_stdio() {
             let dir = tempfile::tempdir().unwrap();
             let file = dir.path().join("config.toml");
-            std::fs::write(&file, config()).unwrap();
+            // The `clock` profile cannot see `mcpx__upstreams` to wait on: its first list
+            // waits for every server instead (this test is about views, not a slow start).
+            let waits = format!("{WAIT_FOR_ALL}{}", config());
+            std::fs::write(&file, waits).unwrap();
             through_stdio(&file, "clock", clock_sees_only_its_tool);
             through_stdio(&file, "coding", coding_sees_its_servers_under_overrides);
         }
@@ -228,6 +231,7 @@ mod every_revision {
         #[test]
         fn a_profile_sees_and_uses_only_its_servers_and_names_over_http() {
             let daemon = Daemon::start(&config(), "");
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
             through_http(&daemon, "clock", clock_sees_only_its_tool);
             through_http(&daemon, "coding", coding_sees_its_servers_under_overrides);
             // `/mcp` still serves everything.
@@ -323,6 +327,8 @@ mod every_revision {
         #[test]
         fn list_changed_reaches_only_the_profiles_whose_view_changed() {
             let daemon = Daemon::start(&config(), "");
+            // A server's first start is a change of every view that holds it.
+            assert!(daemon.upstreams_ready(), "{}", daemon.stderr());
             let door = daemon.local_socket();
             assert!(eventually(|| std::os::unix::net::UnixStream::connect(
                 &door

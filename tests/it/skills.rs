@@ -7,9 +7,6 @@ use serde_json::{json, Value};
 
 const SKILLS: &str = "io.modelcontextprotocol/skills";
 
-/// The tests read what the servers list, not how soon: the first list waits for them all.
-const WAIT_FOR_ALL: &str = "[daemon]\nlistWait = \"2m\"\n";
-
 /// A configuration with the skills servers `a` and `b`, and a profile `only-a`.
 fn config() -> String {
     let python = deps::python();

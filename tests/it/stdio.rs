@@ -441,6 +441,7 @@ mod every_revision {
                 deps::mcp_server_time()
             ));
             mcpx.initialize("2025-06-18");
+            assert!(mcpx.upstreams_ready(), "{}", mcpx.stderr());
             let list = mcpx.call(1, "tools/list", json!({}));
             assert!(
                 list["result"]["tools"]

@@ -310,6 +310,7 @@ mod every_revision {
             );
             let mut mcpx = Serve::start(&config);
             mcpx.initialize("2025-11-25");
+            assert!(mcpx.upstreams_ready(), "{}", mcpx.stderr());
             for (id, (name, revision)) in [
                 ("time", "2026-07-28"),
                 ("dual", "2026-07-28"),

@@ -1,7 +1,7 @@
 //! A running `mcpx daemon` and a raw HTTP/1.1 client: raw, because the tests put bytes in
 //! headers that an HTTP library would normalise or refuse.
 
-use super::{mcpx_bin, Log, PATIENCE};
+use super::{mcpx_bin, own_cache, Log, PATIENCE};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -14,6 +14,7 @@ pub struct Daemon {
     log: Log,
     _config: tempfile::NamedTempFile,
     _admin_dir: tempfile::TempDir,
+    _cache: Option<tempfile::TempDir>,
 }
 
 impl Daemon {
@@ -59,14 +60,14 @@ impl Daemon {
             }
             None => Command::new(&mcpx),
         };
-        let mut child = command
+        command
             .args(["--config", file.path().to_str().unwrap(), "daemon"])
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        let cache = own_cache(&mut command);
+        let mut child = command.spawn().unwrap();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let log = Log::capture(child.stderr.take().unwrap(), move |line| {
             if let Some(rest) = line.split("serving MCP at http://").nth(1) {
@@ -84,6 +85,7 @@ impl Daemon {
             log,
             _config: file,
             _admin_dir: admin_dir,
+            _cache: cache,
         }
     }
 

@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 /// How long any single expected message may take.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// A `[daemon]` table whose first list waits for every server: for a test of what the servers
+/// list, not how soon, whose client cannot wait on `mcpx__upstreams` (`upstreams_ready`).
+pub const WAIT_FOR_ALL: &str = "[daemon]\nlistWait = \"2m\"\n";
+
 /// The `[daemon]` key of a team's daemon whose `/metrics` a test reads, and its bearer.
 pub const SCRAPE_KEY: &str = "metricsToken = \"scrape-9c1\"\n";
 
@@ -148,6 +152,19 @@ pub fn serve_command(path: &std::path::Path, options: &[&str]) -> Command {
     command
 }
 
+/// Gives `command` a `$XDG_CACHE_HOME` of its own, unless the test set one: a catalog an
+/// earlier test's mcpx kept would list its server at once, which a fresh machine's first start
+/// does not (the suite would pass only where it ran before).
+pub fn own_cache(command: &mut Command) -> Option<tempfile::TempDir> {
+    let named = command.get_envs().any(|(key, _)| key == "XDG_CACHE_HOME");
+    if named {
+        return None;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    command.env("XDG_CACHE_HOME", cache.path());
+    Some(cache)
+}
+
 /// A running `mcpx serve`.
 pub struct Serve {
     child: Child,
@@ -156,6 +173,8 @@ pub struct Serve {
     held: VecDeque<Value>,
     log: Log,
     _config: Option<tempfile::NamedTempFile>,
+    /// Its own `$XDG_CACHE_HOME`, unless the test named one (see [`own_cache`]).
+    _cache: Option<tempfile::TempDir>,
     /// The daemon an attached `mcpx serve` is served by, when the test started it.
     daemon: Option<http::Daemon>,
     /// Whether mcpx has answered anything yet (see [`FIRST_ANSWER_PATIENCE`]).
@@ -220,6 +239,7 @@ impl Serve {
 
     /// `mcpx serve` as `command` (a [`serve_command`] the test changed) starts it.
     pub fn from_command(mut command: Command) -> Serve {
+        let cache = own_cache(&mut command);
         let mut child = command.spawn().unwrap();
         let (tx, lines) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
@@ -239,6 +259,7 @@ impl Serve {
             held: VecDeque::new(),
             log,
             _config: None,
+            _cache: cache,
             daemon: None,
             answered: false,
         }
@@ -329,6 +350,29 @@ impl Serve {
     pub fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.request(id, method, params);
         self.response(id)
+    }
+
+    /// Waits until `mcpx__upstreams` shows every upstream ready, within twice [`PATIENCE`] (as
+    /// [`http::Daemon::upstreams_ready`] does with `/healthz`): a test whose subject is not a
+    /// slow start begins after this, since the first list waits only `[daemon] listWait` for a
+    /// server starting. Call after `initialize`; its requests take ids from -1 down.
+    pub fn upstreams_ready(&mut self) -> bool {
+        let deadline = Instant::now() + 2 * PATIENCE;
+        let mut id = -1;
+        while Instant::now() < deadline {
+            let report = self.call(
+                id,
+                "tools/call",
+                json!({"name": "mcpx__upstreams", "arguments": {}}),
+            );
+            let upstreams = report["result"]["structuredContent"]["upstreams"].as_array();
+            if upstreams.is_some_and(|all| all.iter().all(|u| u["state"] == "ready")) {
+                return true;
+            }
+            id -= 1;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
     }
 
     /// The legacy handshake at `revision`.
