@@ -147,16 +147,7 @@ impl Gateway {
     /// The `tools/call` that makes the server's task, in its generation's terms. It is made
     /// even if the task is cancelled meanwhile: then its id is what cancels it.
     async fn make_task(&self, turn: &Turn<'_>, ttl: Duration) -> Result<Value, ErrorObject> {
-        let making = RequestContext {
-            cancel: Cancel::new(),
-            outbound: turn.ctx.outbound.clone(),
-            progress_seen: Arc::clone(&turn.ctx.progress_seen),
-            timeout: turn.ctx.timeout,
-            caller: Arc::clone(&turn.ctx.caller),
-            target: Default::default(),
-            instance: Default::default(),
-            guardrails: Default::default(),
-        };
+        let making = (turn.ctx).part(Cancel::new(), turn.ctx.outbound.clone(), turn.ctx.timeout);
         let mut original = turn.params.clone();
         let mut forwarded = forwardable(Some(turn.params));
         forwarded["name"] = json!(turn.bridge.route.name);

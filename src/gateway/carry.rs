@@ -104,14 +104,14 @@ impl Gateway {
             (Ok((connection, in_use, reached)), login) => {
                 in_use.carries_one();
                 _in_use = Some(in_use);
-                let _ = incoming.ctx.instance.set(reached);
+                let _ = incoming.ctx.learnt.instance.set(reached);
                 Reach::Ready(connection, login)
             }
             (Err(NotStarted::Refused(refusal)), _) => return Err(refusal),
             (Err(NotStarted::LoginNeeded), Some(login)) => {
                 let person = caller.person().to_string();
                 let reached = json!({"person": person, "started": true, "signedIn": true});
-                let _ = incoming.ctx.instance.set(reached);
+                let _ = incoming.ctx.learnt.instance.set(reached);
                 Reach::AfterLogin(login)
             }
             (Err(NotStarted::LoginNeeded), None) => return self.sign_in_first(incoming, upstream),

@@ -84,7 +84,7 @@ impl Gateway {
         };
         let name = match door.method {
             Method::TasksResult | Method::TasksGet => None,
-            _ => door.ctx.target.get().map(|t| t.exposed.as_str()),
+            _ => door.ctx.learnt.target.get().map(|t| t.exposed.as_str()),
         };
         let asked = Asked {
             phase: HookPhase::Response,

@@ -366,14 +366,8 @@ impl Gateway {
                 }
             };
             let context = RequestContext {
-                cancel: context_cancel,
-                outbound,
                 progress_seen: guard.progress_counter(),
-                timeout: None,
-                caller,
-                target: Default::default(),
-                instance: Default::default(),
-                guardrails: Default::default(),
+                ..RequestContext::new(context_cancel, outbound, caller)
             };
             let cancel = &context.cancel;
             let answered = cancel.run(gateway.handle(&client, request, &context)).await;

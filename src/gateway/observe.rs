@@ -225,9 +225,9 @@ impl Gateway {
         context: &RequestContext,
         answer: Option<&Response>,
     ) {
-        let resolved = context.target.get();
-        seen.instance = context.instance.get().cloned();
-        seen.guardrails = context.guardrails.get().cloned();
+        let resolved = context.learnt.target.get();
+        seen.instance = context.learnt.instance.get().cloned();
+        seen.guardrails = context.learnt.guardrails.get().cloned();
         let destination = resolved.map(|target| Destination {
             server: self.supervisor.upstreams().name_of(target.owner),
             own_name: &target.own,
@@ -316,8 +316,9 @@ impl Observer {
     }
 
     /// Records a task's creation (`created`) or end (`completed`, `failed`, `cancelled`) in
-    /// the audit log, when there is one, with how long it lasted.
-    pub(super) fn task(&self, origin: &TaskOrigin, outcome: &str) {
+    /// the audit log, when there is one, with how long it lasted and what `[guardrails]` found
+    /// in its result.
+    pub(super) fn task(&self, origin: &TaskOrigin, outcome: &str, guardrails: Option<&Value>) {
         if let Some(log) = self.audit.get() {
             log.record(&Entry {
                 session: origin.session,
@@ -331,7 +332,7 @@ impl Observer {
                 caller: Some(&origin.caller),
                 client: None,
                 instance: None,
-                guardrails: None,
+                guardrails,
                 decided_by: None,
             });
         }

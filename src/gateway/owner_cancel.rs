@@ -34,7 +34,7 @@ impl Gateway {
             Some(response) if cancel.by_owner() && !cancelled_here(&response) => Some(response),
             Some(_) | None if cancel.by_owner() => {
                 let (id, named) = noted()?;
-                let target = context.target.get();
+                let target = context.learnt.target.get();
                 let server = target.map(|t| self.supervisor.upstreams().name_of(t.owner));
                 // Not resolved yet: the name it was sent with.
                 let name = target.map(|t| t.exposed.clone()).or(named);

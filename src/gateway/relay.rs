@@ -57,7 +57,7 @@ fn screened(policy: &Policy, params: &mut Value, ctx: &RequestContext) -> Result
         return Ok(());
     }
     report.count();
-    let _ = ctx.guardrails.set(report.to_json());
+    let _ = ctx.learnt.guardrails.set(report.to_json());
     match report.blocks() {
         true => Err(ErrorObject::new(
             INTERNAL_ERROR,

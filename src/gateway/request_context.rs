@@ -24,12 +24,20 @@ pub struct RequestContext {
     pub timeout: Option<Duration>,
     /// Who sent it: whose `[limits]` budget its calls spend.
     pub caller: Arc<crate::access::Identity>,
+    /// What the core learns of it on the way, shared by every part of its work (a promoted
+    /// call's rounds, a bridged task's making): what its audit line says.
+    pub(super) learnt: Arc<Learnt>,
+}
+
+/// What the core learns of a request on the way, for its audit line.
+#[derive(Debug, Default)]
+pub(super) struct Learnt {
     /// What it resolved to ([`super::target`]), once it has: what it is observed as.
-    pub(super) target: std::sync::OnceLock<super::target::Target>,
-    /// The person's own instance of a per-identity server it went to, for its audit line.
-    pub(super) instance: std::sync::OnceLock<Value>,
-    /// What `[guardrails]` found in its result, for its audit line.
-    pub(super) guardrails: std::sync::OnceLock<Value>,
+    pub target: std::sync::OnceLock<super::target::Target>,
+    /// The person's own instance of a per-identity server it went to.
+    pub instance: std::sync::OnceLock<Value>,
+    /// What `[guardrails]` found in its result.
+    pub guardrails: std::sync::OnceLock<Value>,
 }
 
 impl RequestContext {
@@ -46,9 +54,26 @@ impl RequestContext {
             progress_seen: Arc::default(),
             timeout: None,
             caller,
-            target: std::sync::OnceLock::new(),
-            instance: std::sync::OnceLock::new(),
-            guardrails: std::sync::OnceLock::new(),
+            learnt: Arc::default(),
+        }
+    }
+
+    /// A part of this request's work that runs under `cancel`, reports to `outbound` and may
+    /// take `timeout`: the same caller's, and what it learns is this request's (never a copy
+    /// made by hand, whose findings no audit line would read).
+    pub(super) fn part(
+        &self,
+        cancel: Cancel,
+        outbound: outbox::Sender,
+        timeout: Option<Duration>,
+    ) -> RequestContext {
+        RequestContext {
+            cancel,
+            outbound,
+            progress_seen: Arc::clone(&self.progress_seen),
+            timeout,
+            caller: Arc::clone(&self.caller),
+            learnt: Arc::clone(&self.learnt),
         }
     }
 }

@@ -88,7 +88,7 @@ impl Gateway {
             return Ok(result);
         }
         report.count();
-        let _ = door.ctx.guardrails.set(report.to_json());
+        let _ = door.ctx.learnt.guardrails.set(report.to_json());
         let kinds = report.kinds();
         tracing::info!(server, method = %door.method, %kinds, "[guardrails] found credentials or personal data in a result");
         if !report.blocks() {
@@ -181,7 +181,7 @@ impl Gateway {
         guardrails::scan(&policy, Reach::Result, &mut said, &mut report);
         if !report.is_empty() {
             report.count();
-            let _ = ctx.guardrails.set(report.to_json());
+            let _ = ctx.learnt.guardrails.set(report.to_json());
         }
         if report.blocks() {
             let server = &upstream.name;

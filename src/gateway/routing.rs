@@ -68,7 +68,7 @@ impl Gateway {
             }
         };
         // What it resolved to is what it is observed as, whatever name it was sent under.
-        let _ = ctx.target.set(resolved.target.clone());
+        let _ = ctx.learnt.target.set(resolved.target.clone());
         if let Err(refused) = self.admit(method, &resolved, ctx) {
             return refused;
         }
@@ -285,7 +285,7 @@ impl Gateway {
                 &ctx.caller,
                 &target.exposed,
             )?;
-            self.observer.task(&created.origin, "created");
+            self.observer.task(&created.origin, "created", None);
         }
         let door = Leaving {
             catalog: &catalog,

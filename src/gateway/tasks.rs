@@ -145,14 +145,20 @@ impl Gateway {
     fn task_seen(&self, upstream: usize, own_id: &str, task: &mut Value) {
         if let Some(ended) = self.task_ids.saw(upstream, own_id, task) {
             let status = task.member("status").and_then(Value::as_str);
-            self.task_ended(&ended.origin, &ended.id, status.unwrap_or_default());
+            self.task_ended(&ended.origin, &ended.id, status.unwrap_or_default(), None);
         }
     }
 
     /// Task `id` (as its client knows it) ended `status`: audited, and told to its caller as
     /// mcpx's own event.
-    pub(super) fn task_ended(&self, origin: &TaskOrigin, id: &str, status: &str) {
-        self.observer.task(origin, status);
+    pub(super) fn task_ended(
+        &self,
+        origin: &TaskOrigin,
+        id: &str,
+        status: &str,
+        guardrails: Option<&Value>,
+    ) {
+        self.observer.task(origin, status, guardrails);
         let person = origin.caller.person();
         (self.clients.own_events()).task_ended(person, id, &origin.tool, status);
     }

@@ -465,6 +465,80 @@ mod every_revision {
                 assert_eq!(shown_in(&mcpx.stderr()), Vec::<String>::new());
             }
         }
+
+        /// A call mcpx may run as a task of its own (its server runs none) is screened on its
+        /// rounds, and what they find is on its audit line: the `tools/call`'s when it is
+        /// answered as a call, the task's end when it became a task (a 2025-11-25 client's
+        /// asked-for task, a 2026-07-28 client's under `tasks = "always"`).
+        #[test]
+        fn a_promoted_calls_findings_are_on_its_audit_line() {
+            let token = &leaked()[0];
+            let echo =
+                json!({"name": "fixture__echo", "arguments": {"text": format!("key {token}")}});
+            for (era, tasks) in [
+                (Era::Modern, "auto"),
+                (Era::Legacy, "auto"),
+                (Era::Modern, "always"),
+            ] {
+                let dir = tempfile::tempdir().unwrap();
+                let audit = dir.path().join("audit.jsonl");
+                let config = format!(
+                    "[audit]\npath = {:?}\nkeyFile = {:?}\n[guardrails]\nsecrets = \"redact\"\n\
+                     [tasks]\npromoteAfter = \"10m\"\n[servers.fixture]\ncommand = {:?}\ntasks = {tasks:?}\n",
+                    audit.display().to_string(),
+                    audit.with_extension("key").display().to_string(),
+                    fixture_bin()
+                );
+                let mut mcpx = era.started(&config);
+                let as_task = matches!(era, Era::Legacy) || tasks == "always";
+                let answer = match (era, as_task) {
+                    (Era::Modern, false) => mcpx.call(1, "tools/call", era.params(echo.clone())),
+                    (Era::Legacy, _) => {
+                        let mut call = echo.clone();
+                        call["task"] = json!({"ttl": 60_000});
+                        let created = mcpx.call(1, "tools/call", call);
+                        let id = &created["result"]["task"]["taskId"];
+                        mcpx.call(2, "tasks/result", json!({"taskId": id}))
+                    }
+                    (Era::Modern, true) => {
+                        let created = mcpx.call(1, "tools/call", era.params(echo.clone()));
+                        let id = created["result"]["taskId"].clone();
+                        assert!(id.is_string(), "{created}");
+                        let ended = (2..).map(|n| {
+                            let got = mcpx.call(n, "tasks/get", era.params(json!({"taskId": id})));
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                            got
+                        });
+                        let mut ended =
+                            ended.skip_while(|got| got["result"]["status"] == "working");
+                        ended.next().unwrap()
+                    }
+                };
+                let text = answer.to_string();
+                assert!(!text.contains(token.as_str()), "{answer}");
+                assert!(text.contains("[redacted: github-token]"), "{answer}");
+                let line = match as_task {
+                    false => audited(&audit, "tools/call", 1).remove(0),
+                    true => {
+                        let ended = || {
+                            let tasks = audited(&audit, "task", 1);
+                            tasks.into_iter().find(|l| l["outcome"] == "completed")
+                        };
+                        assert!(
+                            eventually(|| ended().is_some()),
+                            "{:?}",
+                            audited(&audit, "task", 1)
+                        );
+                        ended().unwrap()
+                    }
+                };
+                let found = &line["guardrails"];
+                assert_eq!(found[0]["kind"], "github-token", "{tasks}: {line}");
+                assert_eq!(found[0]["action"], "redact", "{tasks}: {line}");
+                let audit_text = std::fs::read_to_string(&audit).unwrap();
+                assert!(!audit_text.contains(token.as_str()));
+            }
+        }
     }
 }
 

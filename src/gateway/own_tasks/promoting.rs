@@ -104,16 +104,7 @@ impl Gateway {
             session,
         );
         crate::runtime::spawn(relayed).detach();
-        let ctx = &RequestContext {
-            cancel: ctx.cancel.clone(),
-            outbound: reports.clone(),
-            progress_seen: Arc::clone(&ctx.progress_seen),
-            timeout: ctx.timeout,
-            caller: Arc::clone(&ctx.caller),
-            target: Default::default(),
-            instance: Default::default(),
-            guardrails: Default::default(),
-        };
+        let ctx = &ctx.part(ctx.cancel.clone(), reports.clone(), ctx.timeout);
         // In a task of its own, so that it can outlive this request; until it is promoted, this
         // request's end (a cancellation) ends it, and its progress goes to this request.
         let round = Arc::clone(&gateway).round(
@@ -150,7 +141,7 @@ impl Gateway {
         let id = self.task_ids.seal_own(number, client, &ctx.caller, ttl)?;
         let first = first.promote(asked);
         let _ = task.id.set(id.clone());
-        self.observer.task(&task.origin, "created");
+        self.observer.task(&task.origin, "created", None);
         if legacy {
             legacy::tell_changes(client, &task, &id);
         }
@@ -163,7 +154,8 @@ impl Gateway {
             }
         };
         let (client, driven) = (Arc::clone(client), Arc::clone(&gateway));
-        let caller = Arc::clone(&ctx.caller);
+        // Its later rounds run when this request has ended; what they find is the task's end.
+        let background = ctx.part(task.cancel.clone(), reports, None);
         let target = target.clone();
         crate::runtime::spawn(async move {
             let expiry = async {
@@ -176,9 +168,8 @@ impl Gateway {
             let drive = driven.drive(
                 (&client, &target),
                 &task,
-                first,
-                answers,
-                (params, reports, caller),
+                (first, answers),
+                (params, &background),
                 revision,
             );
             let outcome = smol::future::or(drive, expiry).await;
@@ -189,7 +180,7 @@ impl Gateway {
                 gateway.cancel_bridged(bridge, &task.origin.caller).await;
             }
             let id = task.id.get().map_or("", String::as_str);
-            gateway.task_ended(&task.origin, id, ended);
+            gateway.task_ended(&task.origin, id, ended, background.learnt.guardrails.get());
         })
         .detach();
         Ok(created)
@@ -213,16 +204,7 @@ impl Gateway {
         let bridge = task.bridge.clone();
         let lives = task.expires.saturating_duration_since(Instant::now());
         // The call may take as long as the task lives, not the server's `timeout`.
-        let context = RequestContext {
-            cancel: task.cancel.clone(),
-            outbound: ctx.outbound.clone(),
-            progress_seen: Arc::clone(&ctx.progress_seen),
-            timeout: Some(lives),
-            caller: Arc::clone(&ctx.caller),
-            target: Default::default(),
-            instance: Default::default(),
-            guardrails: Default::default(),
-        };
+        let context = ctx.part(task.cancel.clone(), ctx.outbound.clone(), Some(lives));
         async move {
             if approval {
                 let tell = |said: &str| told.says(said);
@@ -255,22 +237,11 @@ impl Gateway {
         self: &Arc<Self>,
         (client, target): (&Arc<Client>, &Target),
         task: &Arc<OwnTask>,
-        first: FirstRound,
-        answers: async_channel::Receiver<Map<String, Value>>,
-        (params, reports, caller): (Value, outbox::Sender, Arc<crate::access::Identity>),
+        (first, answers): (FirstRound, async_channel::Receiver<Map<String, Value>>),
+        (params, background): (Value, &RequestContext),
         revision: Revision,
     ) -> Result<Value, ErrorObject> {
         let mut outcome = first.await;
-        let background = RequestContext {
-            cancel: task.cancel.clone(),
-            outbound: reports,
-            progress_seen: Arc::default(),
-            timeout: None,
-            caller,
-            target: Default::default(),
-            instance: Default::default(),
-            guardrails: Default::default(),
-        };
         while asks(&outcome) {
             let questions = outcome.unwrap_or_default();
             task.ask(&questions);
@@ -288,7 +259,7 @@ impl Gateway {
                 retry["requestState"] = state.clone();
             }
             let round =
-                Arc::clone(self).round(client, target, task, (retry, false), revision, &background);
+                Arc::clone(self).round(client, target, task, (retry, false), revision, background);
             outcome = round.await;
         }
         outcome
