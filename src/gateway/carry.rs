@@ -18,7 +18,7 @@ use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::limit::Unfair;
 use crate::metrics::{self, Refusal};
-use crate::protocol::{envelope, extension, task, Era, Method};
+use crate::protocol::{envelope, extension, task, Era, ResultKind};
 use crate::telemetry;
 use crate::upstream::{LogSink, ProgressSink, ShowsTasks};
 use serde_json::{json, Value};
@@ -147,11 +147,15 @@ impl Gateway {
         let link = (self.person_logins.link(name, &person))
             .map_err(|why| Failure::Refused(format!("{name} needs you to sign in: {why}")))?;
         let text = format!("{name} needs you to sign in as yourself first: open {link} (it works once, within 10 minutes), then call again.");
-        match incoming.method {
-            Method::ToolsCall => {
+        match incoming.method.result_kind() {
+            ResultKind::ToolResult => {
                 Ok(json!({"content": [{"type": "text", "text": text}], "isError": true}))
             }
-            _ => Err(Failure::Refused(text).into()),
+            ResultKind::TaskResult
+            | ResultKind::TaskState
+            | ResultKind::Prompt
+            | ResultKind::Resource
+            | ResultKind::Other => Err(Failure::Refused(text).into()),
         }
     }
 

@@ -12,7 +12,8 @@ use super::{Gateway, Owner};
 use crate::config::BUILTIN_SERVER;
 use crate::jsonrpc::{ErrorObject, NOT_FOUND};
 use crate::metrics::{self, EventDelivery, EventOutcome};
-use crate::protocol::{envelope, Extension, Method, Notice};
+use crate::protocol::notification::StreamFrame;
+use crate::protocol::{envelope, Extension, Method};
 use crate::upstream::{Caller, Connection};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -204,8 +205,8 @@ impl Gateway {
                         cursor = at.clone();
                         self.event_subscriptions.moved(subscription, cursor.clone());
                     }
-                    match notice {
-                        Notice::EventsEvent => {
+                    match notice.stream_frame() {
+                        Some(StreamFrame::Event) => {
                             if let Some(meta) = params.as_object_mut() {
                                 meta.remove("_meta");
                             }
@@ -213,14 +214,15 @@ impl Gateway {
                             self.deliver(subscription, params).await;
                         }
                         // A fresh confirmation after a gap: occurrences were skipped.
-                        Notice::EventsActive if params["truncated"] == json!(true) => {
+                        Some(StreamFrame::Active) if params["truncated"] == json!(true) => {
                             self.gap(subscription, &params["cursor"]).await;
                         }
-                        Notice::EventsTerminated => {
+                        Some(StreamFrame::Terminated) => {
                             terminated = Some(ended_by(&params));
                             return;
                         }
-                        _ => {}
+                        Some(StreamFrame::Active | StreamFrame::Heartbeat | StreamFrame::Error)
+                        | None => {}
                     }
                 }
             };

@@ -24,6 +24,7 @@ use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Id, Notification, INVALID_PARAMS, NOT_FOUND, UNSUPPORTED};
 use crate::metrics::{self, EventDelivery, EventOutcome};
+use crate::protocol::notification::StreamFrame;
 use crate::protocol::Notice;
 use crate::upstream::SUBSCRIPTION_ID;
 use serde_json::{json, Value};
@@ -102,24 +103,31 @@ impl Gateway {
         let subscription = incoming.id.map_or(Value::Null, Id::to_value);
         let pass_on = |(notice, params): (Notice, Value)| {
             // An occurrence leaves as a polled or a delivered one does, through its guardrails.
-            let mut params = match notice {
-                Notice::EventsEvent => self.occurrence_leaving(target.owner, params),
-                _ => params,
+            let frame = notice.stream_frame();
+            let mut params = match frame {
+                Some(StreamFrame::Event) => self.occurrence_leaving(target.owner, params),
+                Some(
+                    StreamFrame::Active
+                    | StreamFrame::Heartbeat
+                    | StreamFrame::Error
+                    | StreamFrame::Terminated,
+                )
+                | None => params,
             };
             // A frame that is not an object is no frame: dropped, never written into.
-            let Some(frame) = params.as_object_mut() else {
+            let Some(fields) = params.as_object_mut() else {
                 return;
             };
-            let meta = frame.entry("_meta").or_insert_with(|| json!({}));
+            let meta = fields.entry("_meta").or_insert_with(|| json!({}));
             if !meta.is_object() {
                 *meta = json!({});
             }
             meta[SUBSCRIPTION_ID] = subscription.clone();
-            if notice == Notice::EventsEvent {
-                frame.insert("name".into(), json!(target.exposed));
+            if frame == Some(StreamFrame::Event) {
+                fields.insert("name".into(), json!(target.exposed));
                 metrics::events(&server, EventDelivery::push, EventOutcome::passed, 1);
             }
-            if let Some(cursor) = frame.get_mut("cursor") {
+            if let Some(cursor) = fields.get_mut("cursor") {
                 match cursors.seal(&server, &target.exposed, cursor) {
                     Ok(sealed) => *cursor = sealed,
                     // Unsealed, no cursor is shown: the client resumes from its last one.

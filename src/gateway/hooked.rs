@@ -12,7 +12,8 @@ use crate::config::HookPhase;
 use crate::guardrails::hooks::{Asked, Verdict};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS};
-use crate::protocol::Method;
+use crate::protocol::method::RoutedBy;
+use crate::protocol::{Method, ResultKind};
 use serde_json::Value;
 
 impl Gateway {
@@ -40,9 +41,9 @@ impl Gateway {
             caller: ctx.caller.audited(),
         };
         // As the server will see them: under its own name for what is called.
-        let key = match method {
-            Method::ResourcesRead => "uri",
-            _ => "name",
+        let key = match method.routed_by() {
+            RoutedBy::Uri => "uri",
+            RoutedBy::Name | RoutedBy::Ref | RoutedBy::TaskId | RoutedBy::Nothing => "name",
         };
         let mut params = resolved.params.clone().into_owned();
         if let Some(fields) = params.as_object_mut() {
@@ -75,16 +76,20 @@ impl Gateway {
         }
         // A task's result is its tool call's; a read by the task's id names no tool, and every
         // hook of `tools/call` is asked about it.
-        let (method, inline) = match door.method {
-            Method::ToolsCall | Method::TasksResult => ("tools/call", false),
-            Method::TasksGet if result.member("result").is_some() => ("tools/call", true),
-            Method::PromptsGet => ("prompts/get", false),
-            Method::ResourcesRead => ("resources/read", false),
-            _ => return Ok(result),
+        let answer = door.method.result_kind();
+        let (method, inline) = match answer {
+            ResultKind::ToolResult | ResultKind::TaskResult => ("tools/call", false),
+            ResultKind::TaskState if result.member("result").is_some() => ("tools/call", true),
+            ResultKind::Prompt => ("prompts/get", false),
+            ResultKind::Resource => ("resources/read", false),
+            ResultKind::TaskState | ResultKind::Other => return Ok(result),
         };
-        let name = match door.method {
-            Method::TasksResult | Method::TasksGet => None,
-            _ => door.ctx.learnt.target.get().map(|t| t.exposed.as_str()),
+        let name = match answer {
+            ResultKind::TaskResult | ResultKind::TaskState => None,
+            ResultKind::ToolResult
+            | ResultKind::Prompt
+            | ResultKind::Resource
+            | ResultKind::Other => door.ctx.learnt.target.get().map(|t| t.exposed.as_str()),
         };
         let asked = Asked {
             phase: HookPhase::Response,

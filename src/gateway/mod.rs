@@ -87,7 +87,7 @@ use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
 use crate::outbox;
 use crate::protocol::envelope;
 use crate::protocol::method::{Eras, Side};
-use crate::protocol::{shape, Era, Method, Revision};
+use crate::protocol::{shape, Era, Method, ResultKind, Revision};
 use crate::registry::{Outcome, Registry};
 use crate::view::UpstreamView;
 use catalogs::Catalogs;
@@ -598,10 +598,13 @@ impl Gateway {
         self.catalogs.listed().await;
         let catalog = self.catalog_of(incoming.client);
         let target = incoming.method.target(incoming.params);
-        let route = target.and_then(|name| match incoming.method {
-            Method::ToolsCall => catalog.tool(name),
-            Method::PromptsGet => catalog.prompt(name),
-            _ => None,
+        let route = target.and_then(|name| match incoming.method.result_kind() {
+            ResultKind::ToolResult => catalog.tool(name),
+            ResultKind::Prompt => catalog.prompt(name),
+            ResultKind::TaskResult
+            | ResultKind::TaskState
+            | ResultKind::Resource
+            | ResultKind::Other => None,
         });
         let serving = |owner: Owner| match owner {
             Owner::Builtin => true,

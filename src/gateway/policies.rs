@@ -9,20 +9,26 @@
 //! 3. **Pins** ([`super::pinning`]): a definition waiting for review is not used.
 //! 4. **`[limits]`** ([`super::call_limits`]): rates and the loop guard, per caller, counted on
 //!    the target's exposed name and its arguments in canonical form.
-//! 5. **Request hooks** of `[[guardrails.hooks]]` ([`super::hooked`]), asked last and apart
-//!    (they wait on an outside policy): a call mcpx refuses itself never reaches them, so a
-//!    looping agent does not flood the policy server, and they are asked about the server's
-//!    own name for what the call resolved to, whatever route it came by.
+//! 5. **Request hooks** of `[[guardrails.hooks]]` ([`super::hooked`]), after mcpx's own
+//!    policies (they wait on an outside policy): a call mcpx refuses itself never reaches them,
+//!    so a looping agent does not flood the policy server, and they are asked about the
+//!    server's own name for what the call resolved to, whatever route it came by.
 //!
-//! [`CHAIN`] is the order steps 3 and 4 run in; a step is a [`Step`], so that a new one is a
+//! 6. **Approval** (`[approvals]`, [`super::approvals`]): whether a person approves a tool's
+//!    call, as the hooks left it, before it runs. The chain decides; the call waits where it
+//!    runs (as a task, where it is one, so that its client is answered with the task at once).
+//!
+//! [`CHAIN`] is the order steps 3 to 6 run in; a step is a [`Step`], so that a new one is a
 //! compile error until the chain says where it goes.
 
 use super::catalog::Catalog;
 use super::target::{resolve, Resolved};
 use super::{call_limits, Gateway, RequestContext};
+use crate::config::HookPhase;
 use crate::jsonrpc::{ErrorObject, Parsed};
 use crate::protocol::Method;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// A policy the gateway runs on a resolved call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +37,14 @@ enum Step {
     Pins,
     /// `[limits]`.
     Limits,
+    /// The request hooks of `[[guardrails.hooks]]`.
+    Hooks,
+    /// `[approvals]`.
+    Approval,
 }
 
 /// The steps, in the order they run.
-const CHAIN: [Step; 2] = [Step::Pins, Step::Limits];
+const CHAIN: [Step; 4] = [Step::Pins, Step::Limits, Step::Hooks, Step::Approval];
 
 /// A call's answer when a policy refuses it: a result (a tool result with `isError`) or an
 /// error, as the policy says.
@@ -52,22 +62,40 @@ trait Steps {
         resolved: &Resolved<'_>,
         ctx: &RequestContext,
     ) -> Result<(), Refused>;
+    /// [`Step::Hooks`]: the params to forward in place of the call's own, where a hook
+    /// replaced them.
+    async fn hooks(
+        &self,
+        method: Method,
+        resolved: &Resolved<'_>,
+        ctx: &RequestContext,
+    ) -> Result<Option<Value>, Refused>;
+    /// [`Step::Approval`]: whether a person approves it before it runs.
+    fn approval(&self, method: Method, resolved: &Resolved<'_>) -> bool;
 }
 
-/// Runs [`CHAIN`] on `resolved`, a request of `method`: the first refusal is the answer.
-fn run_chain(
+/// Runs [`CHAIN`] on `resolved`, a request of `method`: the first refusal is the answer; else
+/// whether a person approves it first. A hook's replaced params are `resolved`'s from then on.
+async fn run_chain(
     steps: &impl Steps,
     method: Method,
-    resolved: &Resolved<'_>,
+    resolved: &mut Resolved<'_>,
     ctx: &RequestContext,
-) -> Result<(), Refused> {
+) -> Result<bool, Refused> {
+    let mut approval = false;
     for step in CHAIN {
         match step {
             Step::Pins => steps.pins(method, resolved)?,
             Step::Limits => steps.limits(method, resolved, ctx)?,
+            Step::Hooks => {
+                if let Some(params) = steps.hooks(method, resolved, ctx).await? {
+                    resolved.params = Cow::Owned(params);
+                }
+            }
+            Step::Approval => approval = steps.approval(method, resolved),
         }
     }
-    Ok(())
+    Ok(approval)
 }
 
 impl Steps for Gateway {
@@ -84,17 +112,36 @@ impl Steps for Gateway {
     ) -> Result<(), Refused> {
         self.within_limits(method, resolved, ctx)
     }
-}
 
-impl Gateway {
-    /// Runs the chain on `resolved`, a request of `method` from `ctx.caller`.
-    pub(super) fn admit(
+    async fn hooks(
         &self,
         method: Method,
         resolved: &Resolved<'_>,
         ctx: &RequestContext,
-    ) -> Result<(), Refused> {
-        run_chain(self, method, resolved, ctx)
+    ) -> Result<Option<Value>, Refused> {
+        // Boxed, and only when a hook is configured: a hook's HTTP exchange stays out of every
+        // other request's future.
+        if !self.guardrails.hooks.any(HookPhase::Request) {
+            return Ok(None);
+        }
+        Box::pin(self.hooked_request(method, resolved, ctx)).await
+    }
+
+    fn approval(&self, method: Method, resolved: &Resolved<'_>) -> bool {
+        method == Method::ToolsCall && self.approvals.asks_about(&resolved.target.exposed)
+    }
+}
+
+impl Gateway {
+    /// Runs the chain on `resolved`, a request of `method` from `ctx.caller`: whether a person
+    /// approves it before it runs, unless a step refused it.
+    pub(super) async fn admit(
+        &self,
+        method: Method,
+        resolved: &mut Resolved<'_>,
+        ctx: &RequestContext,
+    ) -> Result<bool, Refused> {
+        run_chain(self, method, resolved, ctx).await
     }
 
     /// Whether `[limits]` let this call of the caller's go upstream; if not, its answer.
@@ -181,6 +228,30 @@ mod every_revision {
             ) -> Result<(), Refused> {
                 self.judge(Step::Limits, resolved)
             }
+
+            async fn hooks(
+                &self,
+                _: Method,
+                resolved: &Resolved<'_>,
+                _: &RequestContext,
+            ) -> Result<Option<Value>, Refused> {
+                self.judge(Step::Hooks, resolved)?;
+                Ok(Some(json!({"replaced": resolved.target.own})))
+            }
+
+            /// Asked, it says a person approves: the chain cannot be refused here (a person's
+            /// refusal comes when they answer, where the call waits).
+            fn approval(&self, _: Method, resolved: &Resolved<'_>) -> bool {
+                self.judge(Step::Approval, resolved).is_ok()
+            }
+        }
+
+        fn chain(
+            steps: &Recorded,
+            method: Method,
+            resolved: &mut Resolved<'_>,
+        ) -> Result<bool, Refused> {
+            smol::block_on(run_chain(steps, method, resolved, &context()))
         }
 
         fn context() -> RequestContext {
@@ -219,12 +290,15 @@ mod every_revision {
         }
 
         /// Every step of the chain judges every kind of target, in the chain's order, on the
-        /// target itself (the server's own name: what it resolved to, not what was sent).
+        /// target itself (the server's own name: what it resolved to, not what was sent); what
+        /// a hook replaced is what goes on, and a person's approval is the chain's answer.
         #[test]
         fn every_step_runs_for_every_kind_of_target_in_order() {
-            for (method, resolved) in targets() {
+            for (method, mut resolved) in targets() {
                 let steps = Recorded::default();
-                assert!(run_chain(&steps, method, &resolved, &context()).is_ok());
+                assert_eq!(chain(&steps, method, &mut resolved), Ok(true), "{method}");
+                let replaced = json!({"replaced": resolved.target.own});
+                assert_eq!(*resolved.params, replaced, "{method}");
                 let asked = steps.asked.into_inner().unwrap();
                 let expected: Vec<_> = CHAIN
                     .iter()
@@ -234,16 +308,17 @@ mod every_revision {
             }
         }
 
-        /// A refusal is the answer: no later step runs (a call a pin refuses spends no rate).
+        /// A refusal is the answer: no later step runs (a call a pin refuses spends no rate, one
+        /// `[limits]` refuses never reaches a hook).
         #[test]
         fn a_refusing_step_ends_the_chain() {
-            for refusing in CHAIN {
-                for (method, resolved) in targets() {
+            for refusing in [Step::Pins, Step::Limits, Step::Hooks] {
+                for (method, mut resolved) in targets() {
                     let steps = Recorded {
                         refuse: Some(refusing),
                         ..Recorded::default()
                     };
-                    let refused = run_chain(&steps, method, &resolved, &context());
+                    let refused = chain(&steps, method, &mut resolved);
                     let said = refused.unwrap_err().unwrap_err().message;
                     assert_eq!(said, format!("{refusing:?}"), "{method}");
                     let ran: Vec<Step> = steps

@@ -13,7 +13,7 @@ use crate::config::{GuardrailAction, HookPhase};
 use crate::guardrails::{self, budget, Policy, Reach, Report};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
-use crate::protocol::Method;
+use crate::protocol::{Method, ResultKind};
 use crate::upstream::Screen;
 use serde_json::{json, Value};
 
@@ -98,14 +98,17 @@ impl Gateway {
             "mcpx withheld this result from {server}: it holds {kinds} ([guardrails] {} = \"block\")",
             blocking_classes(policy),
         );
-        match door.method {
-            Method::ToolsCall | Method::TasksResult => Ok(tool_error(said)),
+        match door.method.result_kind() {
+            ResultKind::ToolResult | ResultKind::TaskResult => Ok(tool_error(said)),
             // A finished task's result, inline: the task's state still shows.
-            Method::TasksGet if result.member("result").is_some() => {
+            ResultKind::TaskState if result.member("result").is_some() => {
                 result["result"] = tool_error(said);
                 Ok(result)
             }
-            _ => Err(ErrorObject::new(INTERNAL_ERROR, said)),
+            ResultKind::TaskState
+            | ResultKind::Prompt
+            | ResultKind::Resource
+            | ResultKind::Other => Err(ErrorObject::new(INTERNAL_ERROR, said)),
         }
     }
 }
@@ -119,10 +122,10 @@ impl Gateway {
         let Some(max) = budgets.into_iter().flatten().min() else {
             return;
         };
-        let tool_result = match door.method {
-            Method::ToolsCall | Method::TasksResult => Some(result),
-            Method::TasksGet => result.member_mut("result"),
-            _ => None,
+        let tool_result = match door.method.result_kind() {
+            ResultKind::ToolResult | ResultKind::TaskResult => Some(result),
+            ResultKind::TaskState => result.member_mut("result"),
+            ResultKind::Prompt | ResultKind::Resource | ResultKind::Other => None,
         };
         // Not a tool's result, or a task's state without one yet.
         let Some(result) = tool_result.filter(|r| r.member("content").is_some()) else {

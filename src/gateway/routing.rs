@@ -12,13 +12,12 @@ use super::supervision::NotStarted;
 use super::target::{self, Kind as TargetKind, Resolved, Target, Unresolved};
 use super::upstreams::Upstream;
 use super::{builtin, events, not_found, search, Gateway, Owner, Route};
-use crate::config::{HookPhase, TaskPolicy};
+use crate::config::TaskPolicy;
 use crate::failure::Failure;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND_LEGACY};
 use crate::protocol::{task, Era, Extension, Method, Revision};
 use serde_json::{json, Value};
-use std::borrow::Cow;
 
 impl Gateway {
     /// Answers a catalog method: a page of a list, or a request resolved to its target
@@ -69,22 +68,11 @@ impl Gateway {
         };
         // What it resolved to is what it is observed as, whatever name it was sent under.
         let _ = ctx.learnt.target.set(resolved.target.clone());
-        if let Err(refused) = self.admit(method, &resolved, ctx) {
-            return refused;
-        }
         let mut resolved = resolved;
-        // Boxed, and only when a hook is configured: a hook's HTTP exchange stays out of every
-        // other request's future.
-        if self.guardrails.hooks.any(HookPhase::Request) {
-            match Box::pin(self.hooked_request(method, &resolved, ctx)).await {
-                Ok(Some(params)) => resolved.params = Cow::Owned(params),
-                Ok(None) => {}
-                Err(refused) => return refused,
-            }
-        }
-        // Last, as the call will go: a person approves what the hooks let through.
-        let approval =
-            method == Method::ToolsCall && self.approvals.asks_about(&resolved.target.exposed);
+        let approval = match self.admit(method, &mut resolved, ctx).await {
+            Ok(approval) => approval,
+            Err(refused) => return refused,
+        };
         let (target, params) = (&resolved.target, resolved.params());
         match method {
             Method::ToolsCall => {

@@ -1,7 +1,7 @@
 //! The one table of MCP methods mcpx serves or asks: a request's method is parsed once, and what
-//! mcpx decides by method (which eras have it, whether the merged catalog answers it, what it is
-//! routed by, whether it is audited or may ask the client for input, whether its modern result
-//! is cacheable, which header names its target) is a property here. A new method is a row in
+//! mcpx decides by method (which eras have it, what it is routed by, what its answer holds,
+//! whether it is audited or may ask the client for input, whether its modern result is
+//! cacheable, which header names its target) is a property here. A new method is a row in
 //! [`Method::ROWS`] and its variant; each `match` on the enum that must learn it fails to compile.
 //!
 //! Method names still appear as literals where mcpx writes a request of its own to a fixed method
@@ -197,14 +197,32 @@ pub enum RoutedBy {
     TaskId,
 }
 
+/// What a request's answer holds, for what reads it on its way out (the guardrails, the
+/// response hooks, a tool result's budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultKind {
+    /// A tool's result, of its call (`tools/call`).
+    ToolResult,
+    /// A tool's result, read by its task's id (`tasks/result`): it names no tool.
+    TaskResult,
+    /// A task's state, which may hold its tool's result inline (`tasks/get`).
+    TaskState,
+    /// A prompt's messages (`prompts/get`).
+    Prompt,
+    /// A resource's contents (`resources/read`).
+    Resource,
+    /// Anything else: a list, a completion, a skill, an event's page, an acknowledgement.
+    Other,
+}
+
 /// One row of the table.
 struct Row {
     method: Method,
     name: &'static str,
     eras: Eras,
     sender: Side,
-    /// Answered from the merged catalog or by the upstream that owns what it names.
-    catalog: bool,
+    /// What its answer holds.
+    result_kind: ResultKind,
     routed_by: RoutedBy,
     /// Recorded by the audit log, with its arguments.
     audited: bool,
@@ -228,7 +246,7 @@ impl Row {
             name,
             eras: Eras::Both,
             sender: Side::Client,
-            catalog: false,
+            result_kind: ResultKind::Other,
             routed_by: RoutedBy::Nothing,
             audited: false,
             may_ask: false,
@@ -242,7 +260,6 @@ impl Row {
     /// A merged list, answered a page at a time from the catalog.
     const fn list(method: Method, name: &'static str, key: &'static str) -> Row {
         Row {
-            catalog: true,
             cacheable: true,
             list_key: Some(key),
             ..Row::base(method, name)
@@ -252,7 +269,6 @@ impl Row {
     /// A call routed to the upstream owning what it names, which may ask for input on the way.
     const fn call(method: Method, name: &'static str, routed_by: RoutedBy) -> Row {
         Row {
-            catalog: true,
             routed_by,
             audited: true,
             may_ask: true,
@@ -282,7 +298,6 @@ impl Row {
     /// it names: audited like a call, but never asking the client anything.
     const fn event(method: Method, name: &'static str) -> Row {
         Row {
-            catalog: true,
             routed_by: RoutedBy::Name,
             audited: true,
             extension: Some(Extension::Events),
@@ -318,11 +333,13 @@ impl Method {
         Row::list(ToolsList, "tools/list", "tools"),
         Row {
             span_attribute: Some("gen_ai.tool.name"),
+            result_kind: ResultKind::ToolResult,
             ..Row::call(ToolsCall, "tools/call", RoutedBy::Name)
         },
         Row::list(PromptsList, "prompts/list", "prompts"),
         Row {
             span_attribute: Some("gen_ai.prompt.name"),
+            result_kind: ResultKind::Prompt,
             ..Row::call(PromptsGet, "prompts/get", RoutedBy::Name)
         },
         Row::list(ResourcesList, "resources/list", "resources"),
@@ -334,17 +351,16 @@ impl Method {
         Row {
             cacheable: true,
             span_attribute: Some("mcp.resource.uri"),
+            result_kind: ResultKind::Resource,
             ..Row::call(ResourcesRead, "resources/read", RoutedBy::Uri)
         },
         Row {
-            catalog: true,
             routed_by: RoutedBy::Uri,
             ..Row::base(ResourcesSubscribe, "resources/subscribe")
         }
         .eras(Eras::Legacy),
         Row::base(ResourcesUnsubscribe, "resources/unsubscribe").eras(Eras::Legacy),
         Row {
-            catalog: true,
             routed_by: RoutedBy::Ref,
             ..Row::base(CompletionComplete, "completion/complete")
         },
@@ -371,9 +387,13 @@ impl Method {
                 RoutedBy::Uri,
             )
         },
-        Row::task(TasksGet, "tasks/get"),
+        Row {
+            result_kind: ResultKind::TaskState,
+            ..Row::task(TasksGet, "tasks/get")
+        },
         Row {
             may_ask: true,
+            result_kind: ResultKind::TaskResult,
             ..Row::task(TasksResult, "tasks/result")
         }
         .eras(Eras::Legacy),
@@ -498,9 +518,9 @@ impl Method {
         self.row().sender
     }
 
-    /// Whether the merged catalog (or the upstream owning what it names) answers it.
-    pub fn is_catalog(self) -> bool {
-        self.row().catalog
+    /// What its answer holds.
+    pub fn result_kind(self) -> ResultKind {
+        self.row().result_kind
     }
 
     /// What in its params says where it goes.
@@ -588,10 +608,28 @@ impl std::fmt::Display for Method {
 #[cfg(test)]
 mod every_revision {
     mod method {
-        use crate::protocol::method::{Method, RoutedBy, Side};
+        use crate::protocol::method::{Method, ResultKind, RoutedBy, Side};
         use crate::protocol::{Era, Extension};
         use serde_json::{json, Value};
         use std::collections::BTreeSet;
+
+        /// Each result the door reads for what it is (a tool's, a task's, a prompt's, a
+        /// resource's) is one method's; everything else is `Other`.
+        #[test]
+        fn each_kind_of_result_is_one_methods() {
+            let kinds = [
+                (ResultKind::ToolResult, Method::ToolsCall),
+                (ResultKind::TaskResult, Method::TasksResult),
+                (ResultKind::TaskState, Method::TasksGet),
+                (ResultKind::Prompt, Method::PromptsGet),
+                (ResultKind::Resource, Method::ResourcesRead),
+            ];
+            for method in Method::all() {
+                let expected = kinds.iter().find(|(_, m)| *m == method);
+                let expected = expected.map_or(ResultKind::Other, |(kind, _)| *kind);
+                assert_eq!(method.result_kind(), expected, "{method}");
+            }
+        }
 
         #[test]
         fn each_row_sits_at_its_variant_and_parses_back() {
@@ -655,7 +693,7 @@ mod every_revision {
             assert!(!Method::ToolsCall.is_cacheable());
             assert!(Method::ResourcesRead.is_cacheable() && Method::ResourcesRead.may_ask());
             assert_eq!(Method::ToolsList.list_key(), Some("tools"));
-            assert!(Method::ToolsList.is_cacheable() && Method::ToolsList.is_catalog());
+            assert!(Method::ToolsList.is_cacheable());
             assert!(!Method::CompletionComplete.is_audited());
             assert_eq!(Method::ElicitationCreate.sender(), Side::Server);
             assert!(!Method::ServerDiscover.in_era(Era::Legacy));

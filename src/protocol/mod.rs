@@ -14,6 +14,6 @@ pub mod shape;
 pub mod task;
 
 pub use extension::{Extension, Extensions};
-pub use method::Method;
+pub use method::{Method, ResultKind};
 pub use notification::Notice;
 pub use revision::{Era, Revision};

@@ -50,6 +50,21 @@ pub enum Notice {
     EventsTerminated,
 }
 
+/// A frame of an `events/stream`: one of the Events extension's notifications a stream carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFrame {
+    /// `notifications/events/active`: the subscription is in place.
+    Active,
+    /// `notifications/events/event`: an occurrence.
+    Event,
+    /// `notifications/events/heartbeat`: the stream is alive.
+    Heartbeat,
+    /// `notifications/events/error`: its upstream failed for now.
+    Error,
+    /// `notifications/events/terminated`: the subscription ended.
+    Terminated,
+}
+
 /// One row of the table.
 struct Row {
     notice: Notice,
@@ -155,6 +170,32 @@ impl Notice {
     /// The extension that defines it; `None` for the base protocol.
     pub fn extension(self) -> Option<Extension> {
         self.row().extension
+    }
+
+    /// Which frame of an `events/stream` it is, if it is one. Every notification decides
+    /// here, so a new one is a compile error until it says.
+    pub fn stream_frame(self) -> Option<StreamFrame> {
+        match self {
+            EventsActive => Some(StreamFrame::Active),
+            EventsEvent => Some(StreamFrame::Event),
+            EventsHeartbeat => Some(StreamFrame::Heartbeat),
+            EventsError => Some(StreamFrame::Error),
+            EventsTerminated => Some(StreamFrame::Terminated),
+            Initialized
+            | Cancelled
+            | Progress
+            | Message
+            | ToolsListChanged
+            | PromptsListChanged
+            | ResourcesListChanged
+            | ResourcesUpdated
+            | RootsListChanged
+            | SubscriptionsAcknowledged
+            | ElicitationComplete
+            | TasksStatus
+            | Tasks
+            | EventsListChanged => None,
+        }
     }
 }
 
