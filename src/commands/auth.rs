@@ -53,7 +53,7 @@ const PROBE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 /// for a login, or that could not be asked (all asked at once, each for a few seconds).
 pub fn logins_needed(servers: &BTreeMap<String, Server>) -> Vec<String> {
     let probes = servers.iter().filter_map(|(name, server)| {
-        let url = server.url.clone()?;
+        let url = server.remote_url()?.to_owned();
         let name = name.clone();
         Some(crate::runtime::spawn(async move {
             match crate::deadline::within(PROBE_PATIENCE, login::probe(&url)).await {
@@ -80,7 +80,7 @@ pub fn logins_needed(servers: &BTreeMap<String, Server>) -> Vec<String> {
 /// The configured remote server `name`.
 fn remote<'c>(config: &'c Config, name: &str) -> Result<&'c Server, String> {
     match config.servers.get(name) {
-        Some(server) if server.url.is_some() => Ok(server),
+        Some(server) if server.kind().is_remote() => Ok(server),
         Some(_) => Err(format!(
             "{name:?} is a command server: only `url` servers log in"
         )),
@@ -89,7 +89,7 @@ fn remote<'c>(config: &'c Config, name: &str) -> Result<&'c Server, String> {
 }
 
 async fn log_in(name: &str, server: ServerSettings<'_>, store: &Store) -> Result<(), String> {
-    let url = server.url.as_deref().unwrap_or_default();
+    let url = server.remote_url().unwrap_or_default();
     let challenge = login::probe(url).await?.unwrap_or_default();
     let previous = store.get(name).filter(|c| c.server_url == url);
     let credential =
@@ -143,8 +143,10 @@ fn approve(config: &Config, code: &str) -> Result<(), String> {
 fn status(config: &Config, store: &Store) -> Result<(), String> {
     let credentials = store.load()?;
     for (name, server) in &config.servers {
-        let Some(url) = &server.url else { continue };
-        let own = credentials.get(name).filter(|c| &c.server_url == url);
+        let Some(url) = server.remote_url() else {
+            continue;
+        };
+        let own = credentials.get(name).filter(|c| c.server_url == url);
         println!("{name}: {}", described(own));
         // Each person's own login, by identity.
         for (key, credential) in &credentials {

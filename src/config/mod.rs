@@ -39,8 +39,9 @@ pub use sandbox::{
     parse_size, private_tmp_of, Network, OnUnavailable, Sandbox, PRIVATE_TMP, SYSTEM,
 };
 pub use server::{
-    Credentials, Launch, OAuth, PerIdentity, PersonToken, RemoteTransport, Server, Start,
-    ToolOverride, UpstreamEra, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT, OWNER,
+    Credentials, OAuth, PerIdentity, PersonToken, RemoteSpec, RemoteTransport, Server, ServerKind,
+    Start, StdioSpec, ToolOverride, UpstreamEra, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UPSTREAM_TIMEOUT,
+    OWNER,
 };
 pub use settings::{Expanded, ServerSettings, Settings};
 pub use tasks::{TaskPolicy, Tasks};
@@ -140,7 +141,7 @@ pub enum ConfigError {
 #[cfg(test)]
 mod every_revision {
     mod config {
-        use crate::config::{Config, Launch};
+        use crate::config::{Config, ServerKind};
         use std::time::Duration;
 
         #[test]
@@ -185,11 +186,14 @@ headers = { Authorization = "Bearer x" }
             .unwrap();
             assert_eq!(c.transport.allowed_origins, vec!["https://app.example"]);
             assert_eq!(c.transport.stdio_drain, Duration::from_millis(250));
-            assert_eq!(c.servers["time"].launch(), Launch::Stdio("mcp-server-time"));
+            let ServerKind::Stdio(time) = c.servers["time"].kind() else {
+                panic!("time is a program")
+            };
+            assert_eq!(time.command, "mcp-server-time");
             assert_eq!(c.servers["time"].prefix("time"), "");
             assert_eq!(
-                c.servers["remote"].launch(),
-                Launch::Http("https://example.test/mcp")
+                c.servers["remote"].remote_url(),
+                Some("https://example.test/mcp")
             );
         }
 

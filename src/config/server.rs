@@ -329,13 +329,47 @@ impl UpstreamEra {
     }
 }
 
-/// How an upstream is reached.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Launch<'a> {
-    /// Spawn `command` and speak over its stdin and stdout.
-    Stdio(&'a str),
-    /// POST to a Streamable HTTP endpoint.
-    Http(&'a str),
+/// What kind of server a `[servers.NAME]` table is, with what only that kind has: the code
+/// that differs by kind matches on it, so that a new kind (a REST API, say) is one variant the
+/// compiler walks every such place through. The table keeps its flat keys as written;
+/// [`super::load`] refuses one with both `command` and `url`, or neither.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ServerKind<'a> {
+    /// A program mcpx spawns and speaks to over its stdin and stdout.
+    Stdio(StdioSpec<'a>),
+    /// A server mcpx reaches over HTTP.
+    Remote(RemoteSpec<'a>),
+}
+
+/// What only a stdio server has (its arguments and environment are expanded with the rest of
+/// its values: [`super::Expanded`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StdioSpec<'a> {
+    /// The program to spawn.
+    pub command: &'a str,
+    /// The directory it runs in; mcpx's own unless set.
+    pub cwd: Option<&'a std::path::Path>,
+    /// What it may touch, when it is confined.
+    pub sandbox: Option<&'a Sandbox>,
+}
+
+/// What only a remote server has (its headers are expanded with the rest of its values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RemoteSpec<'a> {
+    /// Its endpoint.
+    pub url: &'a str,
+    /// Which HTTP transport it speaks.
+    pub transport: RemoteTransport,
+}
+
+impl ServerKind<'_> {
+    /// Whether mcpx reaches it over HTTP: what may need a login, or a person's own token.
+    pub fn is_remote(&self) -> bool {
+        match self {
+            ServerKind::Stdio(_) => false,
+            ServerKind::Remote(_) => true,
+        }
+    }
 }
 
 impl Server {
@@ -357,12 +391,27 @@ impl Server {
         }
     }
 
-    /// How this upstream is reached; validation guarantees exactly one way.
-    pub fn launch(&self) -> Launch<'_> {
-        match (&self.command, &self.url) {
-            (Some(command), _) => Launch::Stdio(command),
-            (None, Some(url)) => Launch::Http(url),
-            (None, None) => unreachable!("validated: a server has a command or a url"),
+    /// What kind of server it is. A table with a `url` is remote; any other is a program (one
+    /// with no `command`, which loading refuses, fails to start saying its command is empty).
+    pub fn kind(&self) -> ServerKind<'_> {
+        match &self.url {
+            Some(url) => ServerKind::Remote(RemoteSpec {
+                url,
+                transport: self.transport,
+            }),
+            None => ServerKind::Stdio(StdioSpec {
+                command: self.command.as_deref().unwrap_or_default(),
+                cwd: self.cwd.as_deref(),
+                sandbox: self.sandbox.as_ref(),
+            }),
+        }
+    }
+
+    /// A remote server's URL; `None` for a program.
+    pub fn remote_url(&self) -> Option<&str> {
+        match self.kind() {
+            ServerKind::Remote(remote) => Some(remote.url),
+            ServerKind::Stdio(_) => None,
         }
     }
 

@@ -67,7 +67,7 @@ impl Gateway {
             return None;
         };
         let upstream = self.supervisor.upstreams().get(id)?;
-        if upstream.config.url.is_none() || !method.may_ask() {
+        if !upstream.config.kind().is_remote() || !method.may_ask() {
             return None;
         }
         let person = match (
@@ -194,7 +194,7 @@ impl LoginFirst {
         let (name, config) = (&self.upstream.name, &self.upstream.config);
         let expanded = self.upstream.expanded.as_ref().map_err(Clone::clone)?;
         let server = crate::config::ServerSettings { config, expanded };
-        let url = server.url.as_deref().unwrap_or_default();
+        let url = server.remote_url().unwrap_or_default();
         let challenge = login::probe(url).await?.unwrap_or_default();
         let store = self.gateway.supervisor.upstreams().credentials();
         let previous = store.read(name).await.filter(|c| c.server_url == url);

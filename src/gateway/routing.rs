@@ -157,7 +157,7 @@ impl Gateway {
         let profiles = self.catalogs.profiles();
         let unlisted = self.supervisor.upstreams().all().into_iter().filter(|u| {
             u.is_per_identity()
-                && u.config.url.is_some()
+                && u.config.kind().is_remote()
                 && *crate::sync::lock(&u.listing) == super::Listing::default()
                 && profiles.sees_server(incoming.client.view, &u.name)
         });

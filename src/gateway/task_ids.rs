@@ -173,7 +173,7 @@ impl TaskIds {
         let ttl = task::ttl_ms(task, era)
             .unwrap_or(LONGEST_MS)
             .min(LONGEST_MS);
-        let stdio = upstream.config.url.is_none();
+        let stdio = !upstream.config.kind().is_remote();
         // Only this replica's child, or its session with a legacy server, knows the task.
         let (h, a) = match stdio || era == Era::Legacy {
             true => self.home(),

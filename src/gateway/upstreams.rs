@@ -11,8 +11,8 @@ use crate::access::exchange::{Asked, Exchanged, Exchanger};
 use crate::access::Identity;
 use crate::cancel::Cancel;
 use crate::config::{
-    AuthMode, Credentials, Expanded, Launch, RemoteTransport, Server, ServerSettings, Settings,
-    BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT,
+    AuthMode, Credentials, Expanded, RemoteSpec, RemoteTransport, Server, ServerKind,
+    ServerSettings, Settings, BUILTIN_SERVER, DEFAULT_MAX_IN_FLIGHT,
 };
 use crate::failure::Failure;
 use crate::jsonrpc::ErrorObject;
@@ -313,8 +313,8 @@ impl Upstreams {
             store: self.credentials(),
             key: credential.to_owned(),
         };
-        Ok(match (config.launch(), config.transport) {
-            (Launch::Stdio(_), _) => {
+        Ok(match config.kind() {
+            ServerKind::Stdio(_) => {
                 let how = Spawning {
                     launcher: self.launcher.as_deref(),
                     max_message_bytes: self.max_message_bytes,
@@ -328,11 +328,14 @@ impl Upstreams {
                 };
                 Connection::Stdio(StdioUpstream::spawn(name, link, config, &how, events)?)
             }
-            (Launch::Http(_), RemoteTransport::Sse) => Connection::Sse(
+            ServerKind::Remote(RemoteSpec {
+                transport: RemoteTransport::Sse,
+                ..
+            }) => Connection::Sse(
                 SseUpstream::new(name, link, config, credentials(), events)
                     .map_err(StartError::Misconfigured)?,
             ),
-            (Launch::Http(_), _) => Connection::Http(
+            ServerKind::Remote(_) => Connection::Http(
                 HttpUpstream::new(name, link, config, credentials(), events)
                     .map_err(StartError::Misconfigured)?,
             ),

@@ -116,7 +116,7 @@ fn convert(
         };
         let env = strings("env")?;
         if let Some((server, left)) = bridge::remote(command, &args, &env) {
-            let url = server.url.clone().unwrap_or_default();
+            let url = server.remote_url().unwrap_or_default();
             let mut said = format!("{name}: was an mcp-remote bridge; mcpx reaches {url} itself (if it asks for a login: `mcpx auth login {name}`)");
             if !left.is_empty() {
                 said.push_str(&format!("; left behind: {}", left.join(" ")));
@@ -247,7 +247,7 @@ pub fn merge(existing: &str, servers: &BTreeMap<String, Server>) -> Result<Merge
 #[cfg(test)]
 mod every_revision {
     mod import {
-        use crate::config::{Config, Launch, RemoteTransport};
+        use crate::config::{Config, RemoteTransport, ServerKind};
         use crate::import::{import as import_with, merge, to_toml, Imported};
 
         fn keyring(name: &str) -> String {
@@ -262,7 +262,7 @@ mod every_revision {
         fn claude_desktop_servers_convert() {
             let imported = import(r#"{"mcpServers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"A": "1"}}}}"#).unwrap();
             let files = &imported.servers["files"];
-            assert_eq!(files.launch(), Launch::Stdio("npx"));
+            assert!(matches!(files.kind(), ServerKind::Stdio(s) if s.command == "npx"));
             assert_eq!(files.args.len(), 3);
             assert!(imported.notes.is_empty());
             let config = Config::parse(&to_toml(&imported.servers)).unwrap();

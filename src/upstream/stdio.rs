@@ -11,7 +11,7 @@ use super::last_words::LastWords;
 use super::peer::Peer;
 use super::{Event, Handshake, LinkId};
 use crate::cancel::Cancel;
-use crate::config::{private_tmp_of, Credentials, ServerSettings, UpstreamEra};
+use crate::config::{private_tmp_of, Credentials, ServerKind, ServerSettings, UpstreamEra};
 use crate::failure::Failure;
 use crate::jsonrpc::{self, Frame, Id};
 use crate::lines::{self, IdScanner};
@@ -93,8 +93,11 @@ impl StdioUpstream {
         how: &Spawning<'_>,
         events: Sender<Event>,
     ) -> Result<Arc<Self>, String> {
-        let program = server.command.as_deref().unwrap_or_default();
-        let sandbox_tmp = server.sandbox.as_ref().map(|_| private_tmp_of(name));
+        let ServerKind::Stdio(spec) = server.kind() else {
+            return Err(format!("{name} is reached over HTTP, not started"));
+        };
+        let program = spec.command;
+        let sandbox_tmp = spec.sandbox.map(|_| private_tmp_of(name));
         let person_home = match (&sandbox_tmp, server.credentials) {
             (None, Credentials::PerIdentity) => Some(PersonHome::of(name)?),
             (Some(_), _) | (None, Credentials::Shared) => None,
@@ -119,7 +122,7 @@ impl StdioUpstream {
             None => std::process::Command::new(program),
         };
         let mut server_cgroup = None;
-        if let (Some(sandbox), Some(tmp)) = (&server.sandbox, &sandbox_tmp) {
+        if let (Some(sandbox), Some(tmp)) = (spec.sandbox, &sandbox_tmp) {
             let Some(launcher) = how.launcher else {
                 return Err(
                     "a sandboxed server is started by the mcpx binary, which was not found".into(),
@@ -147,7 +150,7 @@ impl StdioUpstream {
         if quiet_allocator {
             command.env(quiet, quiet_value);
         }
-        if let Some(cwd) = &server.cwd {
+        if let Some(cwd) = spec.cwd {
             command.current_dir(cwd);
         }
         let mut command = Command::from(command);

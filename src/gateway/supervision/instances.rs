@@ -63,7 +63,10 @@ impl Supervisor {
         let mut expires = None;
         let mut upstream_claims = Value::Null;
         let credential = person_login::slot_key(&upstream.name, &person);
-        match (&upstream.config.url, upstream.config.per_identity.token) {
+        match (
+            upstream.config.remote_url(),
+            upstream.config.per_identity.token,
+        ) {
             (Some(url), Some(PersonToken::Exchange)) => {
                 let exchanged = self
                     .upstreams

@@ -58,7 +58,7 @@ impl Supervisor {
         }
         // A per-identity remote server takes only its callers' own tokens: its first caller's
         // instance lists it ([`super::instances`]).
-        if upstream.is_per_identity() && upstream.config.url.is_some() {
+        if upstream.is_per_identity() && upstream.config.kind().is_remote() {
             upstream.link.set_state(UpstreamState::Idle);
             return;
         }

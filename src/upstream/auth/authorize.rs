@@ -66,7 +66,7 @@ impl Flow {
             }
         }
         let credential = Credential {
-            server_url: server.url.clone().unwrap_or_default(),
+            server_url: server.remote_url().unwrap_or_default().to_owned(),
             issuer: auth.issuer.clone(),
             token_endpoint: auth.token_endpoint.clone(),
             revocation_endpoint: auth.revocation_endpoint.clone(),

@@ -118,7 +118,7 @@ pub async fn begin_elsewhere(
     redirect_uri: &str,
     registered: &BTreeMap<String, Registration>,
 ) -> Result<(Url, Flow, Option<(String, Registration)>), String> {
-    let server_url = server.url.as_deref().ok_or("only a `url` server logs in")?;
+    let server_url = server.remote_url().ok_or("only a `url` server logs in")?;
     let challenge = probe(server_url).await?.unwrap_or_default();
     let discovered = discovery::discover(server_url, &challenge).await?;
     let auth = &discovered.auth;
@@ -157,7 +157,7 @@ pub async fn login(
     previous: Option<&Credential>,
     open: impl Fn(&str),
 ) -> Result<Credential, String> {
-    let server_url = server.url.as_deref().ok_or("only a `url` server logs in")?;
+    let server_url = server.remote_url().ok_or("only a `url` server logs in")?;
     let discovered = discovery::discover(server_url, challenge).await?;
     let auth = &discovered.auth;
     trustworthy(auth)?;

@@ -78,7 +78,7 @@ impl Authorizer {
         credentials: Slot,
     ) -> Result<(Pool, Option<Authorizer>), String> {
         let pool = pool_for(server)?;
-        let url = server.url.as_deref().unwrap_or_default();
+        let url = server.remote_url().unwrap_or_default();
         let auth = (!pool.carries_authorization())
             .then(|| Authorizer::new(name, url, credentials, Introduction::of(server)));
         Ok((pool, auth))
@@ -345,7 +345,7 @@ pub fn bearer(headers: &mut HeaderMap, token: Option<&str>) -> Result<(), String
 /// A pool for a `url` server: its URL, and its configured headers.
 fn pool_for(server: ServerSettings<'_>) -> Result<Pool, String> {
     use http::{HeaderName, Uri};
-    let url = server.url.as_deref().unwrap_or_default();
+    let url = server.remote_url().unwrap_or_default();
     let uri: Uri = url
         .parse()
         .map_err(|e| format!("`url` {url:?} is not a URL: {e}"))?;
