@@ -35,6 +35,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod control;
 pub mod deadline;
 pub mod failure;
 pub mod gateway;

@@ -17,7 +17,7 @@ pub mod policy;
 
 use crate::cluster::ClusterKeys;
 use crate::config::{AuthMode, Settings};
-pub use identity::{Identity, Kind};
+pub use identity::{Identity, Kind, Person};
 use policy::{Denial, Policy};
 use serde_json::{json, Value};
 use std::sync::Arc;

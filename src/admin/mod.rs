@@ -3,12 +3,15 @@
 //!
 //! Only the user who runs mcpx may connect: the socket is created 0600 in a private directory,
 //! and a peer whose uid differs is refused even so (root can open any file); see
-//! [`crate::net::private_socket`].
+//! [`crate::net::private_socket`]. What a peer may ask is the control API's rule
+//! ([`crate::control::allowed`]), on the caller this socket proves: [`By::Socket`].
 
-pub mod protocol;
+/// The messages, the control API's ([`crate::control::protocol`]), where consoles import them.
+pub use crate::control::protocol;
 
 use crate::cancel::Cancel;
-use crate::gateway::{CommandError, Gateway};
+use crate::control::By;
+use crate::gateway::Gateway;
 use crate::json::Member;
 use crate::lines;
 use protocol::{Command, Refusal, Reply};
@@ -98,17 +101,18 @@ pub async fn accept_until(
 
 async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
     let mut writer = stream.clone();
-    if !crate::net::private_socket::same_user(&stream) {
-        let refusal = Reply::Error {
-            message: "this admin socket belongs to another user".into(),
-            kind: Refusal::NotYours,
-        };
-        let _ = send(&mut writer, &refusal).await;
-        return;
-    }
-    let from_upstream = crate::net::peer_process::descends_from_this_process(&stream);
+    let by = By::Socket {
+        uid: crate::net::private_socket::peer_uid(&stream),
+        from_upstream: crate::net::peer_process::descends_from_this_process(&stream),
+    };
     // A stray of a server's tree (its supervisor killed) is mcpx's to end; one asking here is.
-    if from_upstream {
+    if matches!(
+        by,
+        By::Socket {
+            from_upstream: true,
+            ..
+        }
+    ) {
         crate::upstream::orphans::sweep();
     }
     let mut reader = BufReader::new(stream);
@@ -133,14 +137,11 @@ async fn console(gateway: Arc<Gateway>, stream: UnixStream) {
                         message: format!("not a command ({e}): {}", excerpt(&text)),
                         kind: Refusal::NotACommand,
                     },
-                    Ok(Command::Watch) => return watch(&gateway, &mut writer, &mut reader).await,
-                    Ok(command) if from_upstream && command.is_an_approval() => Reply::Error {
-                        message: "approvals are not taken from mcpx's own upstream servers \
-                                  (or what they run): approve from your own shell or the console"
-                            .into(),
-                        kind: Refusal::FromAnUpstream,
+                    Ok(Command::Watch) => match crate::control::allowed(&Command::Watch, &by) {
+                        Ok(()) => return watch(&gateway, &mut writer, &mut reader).await,
+                        Err((kind, message)) => Reply::Error { message, kind },
                     },
-                    Ok(command) => act(&gateway, command).await,
+                    Ok(command) => crate::control::act(&gateway, command, &by).await,
                 }
             }
         };
@@ -161,55 +162,6 @@ fn excerpt(text: &str) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes)", &text[..end], text.len())
-}
-
-async fn act(gateway: &Arc<Gateway>, command: Command) -> Reply {
-    let not_found = |message: String| Err((Refusal::NotFound, message));
-    let refused = |error: CommandError| (Refusal::from(&error), error.to_string());
-    let outcome = match command {
-        Command::Snapshot | Command::Watch => return Reply::Snapshot(Box::new(gateway.snapshot())),
-        Command::Tools => {
-            gateway.listed().await;
-            return Reply::Tools(gateway.tools_by_server());
-        }
-        Command::Cancel { request } => match gateway.live().cancel_request(request) {
-            true => Ok(format!("request {request} cancelled")),
-            false => not_found(format!("no request {request} is in flight")),
-        },
-        Command::EndSession { id } => match gateway.live().end_session(&id) {
-            true => Ok(format!("session {id} ended")),
-            false => not_found(format!("no HTTP session {id}")),
-        },
-        Command::RestartUpstream { name } => gateway.restart_upstream(&name).await.map_err(refused),
-        Command::Reload => gateway.reload_from_disk().await.map_err(refused),
-        Command::CancelTask { id } => gateway.cancel_task(&id).await.map_err(refused),
-        Command::ApproveConsent { code } => match gateway.live().consents().approve(&code) {
-            Some(client) => Ok(format!("approved {client}: its consent page may continue")),
-            None => not_found(format!("no consent page waits with the code {code}")),
-        },
-        Command::DecidePins {
-            server,
-            item,
-            sha256,
-            decision,
-        } => gateway
-            .decide_pins(&server, item.as_deref(), sha256.as_deref(), decision)
-            .map_err(refused),
-        Command::RefreshPins => Ok(gateway.refresh_pins()),
-        Command::DecideApproval { id, approve, via } => {
-            let via = crate::view::printable(&via).into_owned();
-            let via = match via.chars().count() {
-                1..=40 => via,
-                _ => "admin socket".to_owned(),
-            };
-            let by = format!("the owner ({via})");
-            gateway.decide_approval(&id, approve, &by).map_err(refused)
-        }
-    };
-    match outcome {
-        Ok(message) => Reply::Done { message },
-        Err((kind, message)) => Reply::Error { message, kind },
-    }
 }
 
 /// A snapshot now and after every change, until the console goes away.

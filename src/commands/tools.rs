@@ -183,3 +183,8 @@ pub fn print_result(result: &Value) -> ExitCode {
 fn say(command: &str, line: &str) {
     eprintln!("mcpx {command}: {line}");
 }
+
+/// `mcpx call`'s `--args`, which must be JSON.
+pub(super) fn call_arguments(args: &str) -> Result<Value, String> {
+    serde_json::from_str(args).map_err(|e| format!("--args is not JSON: {e}"))
+}

@@ -9,7 +9,7 @@ use super::catalog::Listing;
 use super::upstreams::Upstream;
 use crate::audit::{AuditLog, Entry};
 use crate::config::GuardrailAction as Action;
-use crate::guardrails::{self, Guardrails, Reach, Report};
+use crate::guardrails::{self, Guardrails, Report, Scope};
 use crate::sync::lock;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -72,12 +72,12 @@ impl GuardedListings {
         for (kind, items) in lists {
             for item in items.iter_mut() {
                 let mut report = Report::default();
-                guardrails::scan(&policy, Reach::Definition, item, &mut report);
+                guardrails::scan(&policy, Scope::Definition, item, &mut report);
                 if report.is_empty() {
                     continue;
                 }
                 self.tell(&upstream.name, kind, item, &report);
-                guardrails::scan(&masked, Reach::Definition, item, &mut Report::default());
+                guardrails::scan(&masked, Scope::Definition, item, &mut Report::default());
                 if report.blocks() {
                     item["description"] = json!(format!(
                         "[withheld by mcpx: this description holds {}]",

@@ -10,7 +10,7 @@
 use super::asking::{ask_each, carry};
 use super::rounds::UpstreamCall;
 use super::{Client, RequestContext};
-use crate::guardrails::{self, Policy, Reach, Report};
+use crate::guardrails::{self, Policy, Report, Scope};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::task;
@@ -52,7 +52,7 @@ pub(super) async fn for_legacy_client(
 /// block.
 fn screened(policy: &Policy, params: &mut Value, ctx: &RequestContext) -> Result<(), ErrorObject> {
     let mut report = Report::default();
-    guardrails::scan(policy, Reach::Result, params, &mut report);
+    guardrails::scan(policy, Scope::Result, params, &mut report);
     if report.is_empty() {
         return Ok(());
     }

@@ -10,7 +10,7 @@
 
 use super::{apps, skills, Catalog, Gateway, Owner, RequestContext, ViewId};
 use crate::config::{GuardrailAction, HookPhase};
-use crate::guardrails::{self, budget, Policy, Reach, Report};
+use crate::guardrails::{self, budget, Policy, Report, Scope};
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::{Method, ResultKind};
@@ -83,7 +83,7 @@ impl Gateway {
             return Ok(result);
         }
         let mut report = Report::default();
-        guardrails::scan(policy, Reach::Result, &mut result, &mut report);
+        guardrails::scan(policy, Scope::Result, &mut result, &mut report);
         if report.is_empty() {
             return Ok(result);
         }
@@ -181,7 +181,7 @@ impl Gateway {
         } = error;
         let mut said = json!({"message": message, "data": data});
         let mut report = Report::default();
-        guardrails::scan(&policy, Reach::Result, &mut said, &mut report);
+        guardrails::scan(&policy, Scope::Result, &mut said, &mut report);
         if !report.is_empty() {
             report.count();
             let _ = ctx.learnt.guardrails.set(report.to_json());
@@ -215,7 +215,7 @@ impl Gateway {
         };
         let policy = self.guardrails.policy(upstream.config.guardrails.as_ref());
         let mut report = Report::default();
-        guardrails::scan(&policy, Reach::Result, &mut occurrence, &mut report);
+        guardrails::scan(&policy, Scope::Result, &mut occurrence, &mut report);
         if report.is_empty() {
             return occurrence;
         }
@@ -240,7 +240,7 @@ pub(super) fn screen(policy: Policy) -> Option<Screen> {
     }
     Some(Screen(std::sync::Arc::new(move |message: &mut Value| {
         let mut report = Report::default();
-        guardrails::scan(&policy, Reach::Result, message, &mut report);
+        guardrails::scan(&policy, Scope::Result, message, &mut report);
         report.count();
     })))
 }

@@ -144,7 +144,7 @@ impl Report {
 
 /// Where in a value the scanner reads: everything a model would, or a listing's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reach {
+pub enum Scope {
     /// Every string and member name of a result, its `_meta` but mcpx's and the protocol's own
     /// keys, but binary payloads (`blob`, a content item's base64 `data`) and the protocol's
     /// opaque tokens at their place (a list's `nextCursor`, a poll's and its occurrences'
@@ -156,15 +156,15 @@ pub enum Reach {
     Definition,
 }
 
-/// Scans what `reach` reads of `value` under `policy`, masking where it says `redact`, and adds
+/// Scans what `scope` reads of `value` under `policy`, masking where it says `redact`, and adds
 /// what was found to `report`.
-pub fn scan(policy: &Policy, reach: Reach, value: &mut Value, report: &mut Report) {
+pub fn scan(policy: &Policy, scope: Scope, value: &mut Value, report: &mut Report) {
     if policy.scans_nothing() {
         return;
     }
-    match reach {
-        Reach::Result => reading::result(policy, value, report),
-        Reach::Definition => words(policy, value, false, report),
+    match scope {
+        Scope::Result => reading::result(policy, value, report),
+        Scope::Definition => words(policy, value, false, report),
     }
 }
 
@@ -281,7 +281,7 @@ mod every_revision {
             });
             let mut report = Report::default();
             let redacting = policy(Action::Redact, Action::Log);
-            scan(&redacting, Reach::Result, &mut result, &mut report);
+            scan(&redacting, Scope::Result, &mut result, &mut report);
             assert_eq!(
                 result["content"][0]["text"],
                 "token [redacted: github-token] for ada@example.org"
@@ -331,7 +331,7 @@ mod every_revision {
             let redacting = policy(Action::Redact, Action::Off);
             scan(
                 &redacting,
-                Reach::Result,
+                Scope::Result,
                 &mut result,
                 &mut Report::default(),
             );
@@ -356,13 +356,13 @@ mod every_revision {
                 "inputSchema": {"properties": {"a": {"description": GITHUB, "default": GITHUB}}}});
             let mut report = Report::default();
             let blocking = policy(Action::Block, Action::Off);
-            scan(&blocking, Reach::Definition, &mut tool, &mut report);
+            scan(&blocking, Scope::Definition, &mut tool, &mut report);
             assert!(report.blocks());
             assert_eq!(report.kinds(), "github-token");
             let redacting = policy(Action::Redact, Action::Off);
             scan(
                 &redacting,
-                Reach::Definition,
+                Scope::Definition,
                 &mut tool,
                 &mut Report::default(),
             );
@@ -380,7 +380,7 @@ mod every_revision {
             let mut report = Report::default();
             scan(
                 &policy(Action::Off, Action::Off),
-                Reach::Result,
+                Scope::Result,
                 &mut result,
                 &mut report,
             );

@@ -1,4 +1,4 @@
-//! What a model reads of a result, for the scanner ([`super::Reach::Result`]): every string and
+//! What a model reads of a result, for the scanner ([`super::Scope::Result`]): every string and
 //! every member's name, wherever it is, but binary payloads and the protocol's opaque tokens at
 //! their place in the protocol, and a result's text items read as a client joins them, so that a
 //! secret split over two items is found whole.

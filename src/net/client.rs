@@ -174,7 +174,7 @@ pub struct Pool {
     target: Result<(Uri, http::HeaderValue), String>,
     /// The configured headers (secrets among them: never printed).
     headers: HeaderMap,
-    idle: Mutex<Vec<Link>>,
+    idle: Mutex<Vec<KeptConnection>>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -255,7 +255,7 @@ impl Pool {
     pub async fn send(
         &self,
         request: http::Request<Full<Bytes>>,
-    ) -> Result<(Link, http::Response<hyper::body::Incoming>), String> {
+    ) -> Result<(KeptConnection, http::Response<hyper::body::Incoming>), String> {
         let mut link = self.link().await?;
         let mut sending = link
             .drive(async |sender| sender.try_send_request(request).await)
@@ -281,7 +281,7 @@ impl Pool {
     }
 
     /// A ready connection from the pool, or a new one.
-    async fn link(&self) -> Result<Link, String> {
+    async fn link(&self) -> Result<KeptConnection, String> {
         loop {
             let pooled = lock(&self.idle).pop();
             match pooled {
@@ -296,7 +296,7 @@ impl Pool {
     }
 
     /// Puts a connection whose exchange is over back in the pool, if it is still open.
-    pub fn recycle(&self, link: Link) {
+    pub fn recycle(&self, link: KeptConnection) {
         if link.is_open() {
             lock(&self.idle).push(link);
         }
@@ -373,18 +373,18 @@ fn tls_config() -> Arc<futures_rustls::rustls::ClientConfig> {
 /// while it idles in the pool. hyper's usual design drives each connection in a task of its own,
 /// which hands every request, response and body frame across tasks (and, on a busy machine,
 /// threads): that cost most of the remote hop's latency.
-pub struct Link {
+pub struct KeptConnection {
     sender: Sender,
     /// `None` once the connection ended.
     driver: Option<Driver>,
-    /// Makes the socket's next read ask the kernel: see [`Link::ready`].
+    /// Makes the socket's next read ask the kernel: see [`KeptConnection::ready`].
     recheck: crate::net::tcp::Recheck,
 }
 
-impl Link {
+impl KeptConnection {
     /// Runs `work` (given the link's sender) while driving the connection in this same task.
     pub async fn drive<T>(&mut self, work: impl AsyncFnOnce(&mut Sender) -> T) -> T {
-        let Link { sender, driver, .. } = self;
+        let KeptConnection { sender, driver, .. } = self;
         let mut work = pin!(work(sender));
         poll_fn(move |cx| loop {
             if let Poll::Ready(out) = work.as_mut().poll(cx) {
@@ -430,12 +430,12 @@ impl Link {
 
 /// Opens an HTTP/1.1 connection (TLS for https). Boxed: a TLS handshake's state is kilobytes,
 /// and every request's future, which rarely connects, would otherwise carry (and copy) it.
-fn connect(uri: &Uri) -> Pin<Box<dyn Future<Output = Result<Link, String>> + Send + '_>> {
+fn connect(uri: &Uri) -> Pin<Box<dyn Future<Output = Result<KeptConnection, String>> + Send + '_>> {
     Box::pin(open(uri, None))
 }
 
 /// Opens a connection to `uri`'s host, at `address` when it was resolved and checked already.
-async fn open(uri: &Uri, address: Option<std::net::SocketAddr>) -> Result<Link, String> {
+async fn open(uri: &Uri, address: Option<std::net::SocketAddr>) -> Result<KeptConnection, String> {
     let host = uri
         .host()
         .unwrap_or_default()
@@ -465,7 +465,7 @@ async fn open(uri: &Uri, address: Option<std::net::SocketAddr>) -> Result<Link, 
         let (sender, driver) = hyper::client::conn::http1::handshake(HyperIo(io))
             .await
             .map_err(|e| format!("HTTP with {host}: {e}"))?;
-        Ok(Link {
+        Ok(KeptConnection {
             sender,
             driver: Some(driver),
             recheck,

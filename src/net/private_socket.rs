@@ -74,7 +74,7 @@ pub fn same_user(stream: &impl std::os::fd::AsFd) -> bool {
 }
 
 /// The uid of the process on the other end of `stream`, as the kernel saw it connect or listen.
-fn peer_uid(stream: &impl std::os::fd::AsFd) -> Option<u32> {
+pub fn peer_uid(stream: &impl std::os::fd::AsFd) -> Option<u32> {
     rustix::net::sockopt::socket_peercred(stream)
         .ok()
         .map(|peer| peer.uid.as_raw())

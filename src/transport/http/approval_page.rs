@@ -11,6 +11,8 @@ use super::reply::{plain, Body};
 use super::FrontDoor;
 use crate::access::builtin::consent::escape;
 use crate::access::builtin::AuthServer;
+use crate::control::protocol::{Command, Reply};
+use crate::control::By;
 use crate::gateway::Approval;
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
@@ -40,7 +42,7 @@ impl FrontDoor {
                     Ok(form) => form,
                     Err(refusal) => return *refusal,
                 };
-                self.decided(server, &id, &waiting, &form)
+                self.decided(server, &id, &waiting, &form).await
             }
             _ => plain(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -51,7 +53,7 @@ impl FrontDoor {
     }
 
     /// What a `POST` of `form` decides for the call waiting as `id`.
-    fn decided(
+    async fn decided(
         &self,
         server: &AuthServer,
         id: &str,
@@ -82,10 +84,17 @@ impl FrontDoor {
         let Some(approve) = approve else {
             return page(StatusCode::BAD_REQUEST, waiting, Some("Approve or deny."));
         };
-        let by = "the owner (approval page)";
-        match self.gateway.decide_approval(id, approve, by) {
-            Ok(said) => done(&said),
-            Err(error) => done(&error.to_string()),
+        let by = By::OwnerSecret {
+            page: "approval page",
+        };
+        let decision = Command::DecideApproval {
+            id: id.to_owned(),
+            approve,
+            via: String::new(),
+        };
+        match crate::control::act(&self.gateway, decision, &by).await {
+            Reply::Done { message } | Reply::Error { message, .. } => done(&message),
+            Reply::Snapshot(_) | Reply::Tools(_) => done("mcpx answered something else"),
         }
     }
 }

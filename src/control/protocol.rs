@@ -1,6 +1,6 @@
-//! The admin socket's messages: newline-delimited JSON, one [`Command`] per line from the
-//! console, [`Reply`] lines back. `mcpx-tui` and `mcpx status` use these same types, so the
-//! console and the daemon cannot disagree about a field.
+//! The control API's messages: on the admin socket, newline-delimited JSON, one [`Command`] per
+//! line from the console, [`Reply`] lines back. `mcpx-tui` and `mcpx status` use these same
+//! types, so the console and the daemon cannot disagree about a field.
 
 use serde::{Deserialize, Serialize};
 
@@ -77,28 +77,6 @@ pub enum Command {
     },
 }
 
-impl Command {
-    /// Whether it decides what a person must: a client's consent, a pinned server's change.
-    /// The admin socket refuses these from mcpx's own upstream servers
-    /// ([`crate::net::peer_process`]), which could otherwise approve their own changes.
-    pub fn is_an_approval(&self) -> bool {
-        match self {
-            Command::ApproveConsent { .. }
-            | Command::DecidePins { .. }
-            | Command::DecideApproval { .. } => true,
-            Command::Snapshot
-            | Command::Watch
-            | Command::Tools
-            | Command::Cancel { .. }
-            | Command::EndSession { .. }
-            | Command::RestartUpstream { .. }
-            | Command::Reload
-            | Command::CancelTask { .. }
-            | Command::RefreshPins => false,
-        }
-    }
-}
-
 /// What the daemon answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -161,7 +139,7 @@ impl From<&crate::gateway::CommandError> for Refusal {
 #[cfg(test)]
 mod every_revision {
     mod admin {
-        use crate::admin::protocol::{Refusal, Reply};
+        use crate::control::protocol::{Refusal, Reply};
         use crate::gateway::CommandError;
 
         #[test]
