@@ -20,14 +20,14 @@ mod modern;
 mod options;
 pub mod origin;
 mod reply;
+mod routes;
 mod sessions;
 mod sse;
 pub mod status;
 
-use crate::access::builtin::AuthServer;
 use crate::access::{self, Admitted, Knock};
 use crate::cancel::Cancel;
-use crate::gateway::{event_relay, person_login, Client, Gateway, ViewId};
+use crate::gateway::{Client, Gateway, ViewId};
 use crate::jsonrpc::{self, ErrorObject, Parsed, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::limit::{Held, Limit};
 use crate::mcpheaders::PROTOCOL_VERSION_HEADER;
@@ -45,6 +45,7 @@ pub use options::HttpOptions;
 use origin::OriginPolicy;
 pub use reply::Body;
 use reply::{accepted, empty, json_response, plain, rpc_error, too_large};
+use routes::Endpoint;
 use smol::net::{TcpListener, TcpStream};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -365,50 +366,57 @@ impl FrontDoor {
                 "this daemon answers only to loopback and the hosts in transport.allowedHosts\n",
             );
         }
-        if path == "/healthz" {
-            return self.health(caller, request.headers());
-        }
-        if path.starts_with(access::METADATA_PREFIX) {
-            return self.resource_metadata(path, request.method());
-        }
-        if let Some(server) = self.options.gate.authorization_server() {
-            if AuthServer::serves(path) {
-                // Boxed: its state (a client document's fetch among it) stays out of every
-                // other request's future.
-                return Box::pin(self.authorization(server, request)).await;
-            }
-        }
-        if path == person_login::START || path == person_login::CALLBACK {
-            return Box::pin(self.person_login(request)).await;
-        }
-        if path.starts_with(event_relay::PATH) {
-            return Box::pin(self.relayed_webhook(request)).await;
-        }
-        if path.starts_with(crate::gateway::APPROVAL_PAGE) {
-            let server = self.options.gate.authorization_server();
-            return match server.filter(|s| s.has_owner_secret()) {
-                Some(server) => Box::pin(self.approval_page(server, request)).await,
-                None => plain(StatusCode::NOT_FOUND, NOT_MCP),
-            };
-        }
-        let metrics = path == "/metrics" && self.options.metrics;
-        if path != "/mcp" && !path.starts_with("/mcp/") && !metrics {
+        let Some(endpoint) = routes::endpoint(path) else {
             return plain(StatusCode::NOT_FOUND, NOT_MCP);
-        }
-        if metrics {
-            let authorization = request.headers().get(header::AUTHORIZATION);
-            match self.options.metrics_access.entry(authorization.map(|v| v.as_bytes())) {
-                Entry::Open => return self.metrics(request.method()),
-                Entry::AsMcp => {}
-                Entry::Unauthorized => {
-                    let mut refusal = plain(StatusCode::UNAUTHORIZED, "/metrics needs [daemon] metricsToken as its bearer token\n");
-                    let bearer = http::HeaderValue::from_static("Bearer realm=\"metrics\"");
-                    refusal.headers_mut().insert(header::WWW_AUTHENTICATE, bearer);
-                    return refusal;
+        };
+        // Boxed where its state is large (a client document's fetch, a webhook's
+        // verification): it stays out of every other request's future.
+        match endpoint {
+            Endpoint::Health => self.health(caller, request.headers()),
+            Endpoint::ResourceMetadata => self.resource_metadata(path, request.method()),
+            Endpoint::AuthorizationServer => match self.options.gate.authorization_server() {
+                Some(server) => Box::pin(self.authorization(server, request)).await,
+                None => plain(StatusCode::NOT_FOUND, NOT_MCP),
+            },
+            Endpoint::PersonLogin => Box::pin(self.person_login(request)).await,
+            Endpoint::RelayedWebhook => Box::pin(self.relayed_webhook(request)).await,
+            Endpoint::ApprovalPage => {
+                let server = self.options.gate.authorization_server();
+                match server.filter(|s| s.has_owner_secret()) {
+                    Some(server) => Box::pin(self.approval_page(server, request)).await,
+                    None => plain(StatusCode::NOT_FOUND, NOT_MCP),
                 }
-                Entry::Closed => return plain(StatusCode::FORBIDDEN, "/metrics is closed on a daemon that admits a team: set [daemon] metricsToken and scrape with it\n"),
             }
+            Endpoint::Metrics if !self.options.metrics => plain(StatusCode::NOT_FOUND, NOT_MCP),
+            Endpoint::Metrics => {
+                let authorization = request.headers().get(header::AUTHORIZATION);
+                match self.options.metrics_access.entry(authorization.map(|v| v.as_bytes())) {
+                    Entry::Open => self.metrics(request.method()),
+                    Entry::AsMcp => self.mcp_door(caller, request, Endpoint::Metrics).await,
+                    Entry::Unauthorized => {
+                        let mut refusal = plain(StatusCode::UNAUTHORIZED, "/metrics needs [daemon] metricsToken as its bearer token\n");
+                        let bearer = http::HeaderValue::from_static("Bearer realm=\"metrics\"");
+                        refusal.headers_mut().insert(header::WWW_AUTHENTICATE, bearer);
+                        refusal
+                    }
+                    Entry::Closed => plain(StatusCode::FORBIDDEN, "/metrics is closed on a daemon that admits a team: set [daemon] metricsToken and scrape with it\n"),
+                }
+            }
+            Endpoint::Mcp => self.mcp_door(caller, request, Endpoint::Mcp).await,
         }
+    }
+
+    /// `request` through the MCP door's admission: the caller's proof, the Origin rules and
+    /// its profile's door; then `endpoint` answers it (`/mcp`, or `/metrics` where it is
+    /// admitted as the MCP door is).
+    async fn mcp_door(
+        &self,
+        caller: Caller,
+        request: Request<Incoming>,
+        endpoint: Endpoint,
+    ) -> Response<Body> {
+        let path = request.uri().path();
+        let metrics = endpoint == Endpoint::Metrics;
         if let Caller::Stranger(uid) = caller {
             return self.stranger(uid);
         }
