@@ -11,7 +11,7 @@
 //! (`FILE.1` … `FILE.keep`) and reopened on SIGHUP, so logrotate can move it away.
 
 use crate::config::Audit as AuditConfig;
-use crate::registry::{Registry, SessionKey};
+use crate::ledger::{Ledger, SessionKey};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -30,7 +30,7 @@ const QUEUE: usize = 65_536;
 #[derive(Debug)]
 pub struct AuditLog {
     lines: SyncSender<Message>,
-    registry: Arc<Registry>,
+    ledger: Arc<Ledger>,
     arguments: bool,
     /// What the arguments' digest is keyed with.
     key: Hmac<Sha256>,
@@ -78,7 +78,7 @@ pub struct Entry<'a> {
 
 impl AuditLog {
     /// Opens the log `config` names (creating its directory), or says why it cannot.
-    pub fn open(config: &AuditConfig, registry: Arc<Registry>) -> std::io::Result<Arc<AuditLog>> {
+    pub fn open(config: &AuditConfig, ledger: Arc<Ledger>) -> std::io::Result<Arc<AuditLog>> {
         let path = config.path.clone().unwrap_or_default();
         let file = open_append(&path)?;
         let key = installation_key(&config.key_file).map_err(|e| {
@@ -97,7 +97,7 @@ impl AuditLog {
             .spawn(move || writer.run(queue))?;
         Ok(Arc::new(AuditLog {
             lines,
-            registry,
+            ledger,
             arguments: config.arguments,
             key,
             dropped: AtomicU64::new(0),
@@ -108,7 +108,7 @@ impl AuditLog {
     pub fn record(&self, entry: &Entry<'_>) {
         let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
         let mut line = json!({ "time": now });
-        if let Value::Object(who) = self.registry.who(entry.session) {
+        if let Value::Object(who) = self.ledger.who(entry.session) {
             if let Some(line) = line.as_object_mut() {
                 line.extend(who);
             }
@@ -324,7 +324,7 @@ mod every_revision {
     mod audit {
         use crate::audit::{AuditLog, Entry};
         use crate::config::Audit;
-        use crate::registry::Registry;
+        use crate::ledger::Ledger;
         use serde_json::{json, Value};
         use std::time::Duration;
 
@@ -347,9 +347,9 @@ mod every_revision {
                 keep: 2,
                 key_file: dir.path().join("keys").join("audit.key"),
             };
-            let registry = Registry::new();
-            let session = registry.open_session("stdio", Some("coding"));
-            let log = AuditLog::open(&config, registry).unwrap();
+            let ledger = Ledger::new();
+            let session = ledger.open_session("stdio", Some("coding"));
+            let log = AuditLog::open(&config, ledger).unwrap();
             let secret = json!({"token": "hunter2"});
             for _ in 0..6 {
                 log.record(&Entry {

@@ -1,4 +1,4 @@
-//! The 2026-07-28 HTTP clients heard from. They share one session of the registry (stateless,
+//! The 2026-07-28 HTTP clients heard from. They share one session of the ledger (stateless,
 //! they open none), but each names itself (`clientInfo`) on every request: `mcpx status` and the
 //! console show them by that name and by who called, as a legacy session shows its own.
 
@@ -83,7 +83,7 @@ impl HeardClients {
 
 #[cfg(test)]
 mod every_revision {
-    mod registry {
+    mod ledger {
         use super::super::*;
         use crate::access::Kind;
         use serde_json::json;

@@ -3,8 +3,8 @@
 //! Every message takes the same road. A transport ([`transport`]) turns bytes into JSON-RPC
 //! ([`jsonrpc`]); the gateway core ([`gateway`]) decides which era the request belongs to, checks
 //! its envelope ([`protocol`]), and routes it through the merged catalog to an upstream
-//! ([`upstream`]); the outcome comes back shaped for the client's revision. The registry
-//! ([`registry`]) holds every session and request in flight, so that nothing is forgotten.
+//! ([`upstream`]); the outcome comes back shaped for the client's revision. The ledger
+//! ([`ledger`]) holds every session and request in flight, so that nothing is forgotten.
 //!
 //! The rest, by what it serves:
 //! - the command line and its subcommands: [`cli`], [`commands`], [`config`] (the file as
@@ -45,6 +45,7 @@ pub mod import;
 pub mod json;
 pub mod jsonrpc;
 pub mod keyring;
+pub mod ledger;
 pub mod limit;
 pub mod lines;
 pub mod log_writer;
@@ -56,7 +57,6 @@ pub mod pins;
 pub mod private_file;
 pub mod protocol;
 pub mod redact;
-pub mod registry;
 pub mod runtime;
 pub mod sandbox;
 pub mod sync;

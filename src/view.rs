@@ -1,4 +1,4 @@
-//! What the live state looks like from outside: the views the registry and the gateway fill in
+//! What the live state looks like from outside: the views the ledger and the gateway fill in
 //! and the admin socket sends (its protocol module re-exports them). A leaf: it imports nothing
 //! of mcpx, so the core and the console both depend on it and not on each other.
 
@@ -242,7 +242,7 @@ pub struct InstanceView {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionView {
-    /// Its registry key.
+    /// Its ledger key.
     pub key: u64,
     /// stdio, attached (an editor's `mcpx serve --attach`), http (modern), http-session (legacy), cli.
     pub transport: String,
@@ -310,7 +310,7 @@ pub struct StreamView {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestView {
-    /// Its registry key: what `cancel` takes.
+    /// Its ledger key: what `cancel` takes.
     pub key: u64,
     /// The session it came on.
     pub session: u64,

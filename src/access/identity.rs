@@ -1,5 +1,5 @@
 //! Who a request comes from, as far as mcpx could establish it: carried with the request through
-//! the core, shown in the registry, `mcpx status` and the console, written to the audit log and
+//! the core, shown in the ledger, `mcpx status` and the console, written to the audit log and
 //! matched by `[[auth.rules]]`. Never the token itself.
 
 use serde_json::{json, Map, Value};

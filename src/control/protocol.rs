@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The state the console reads, defined beside the registry that fills it; re-exported here so
+/// The state the console reads, defined beside the ledger that fills it; re-exported here so
 /// that the console keeps one import path for the whole protocol.
 pub use crate::view::{
     ConsentView, RequestView, SessionView, Snapshot, StreamView, Totals, UpstreamView,

@@ -211,7 +211,7 @@ impl Gateway {
             failures: 0,
         };
         lock(&self.approvals.waiting).insert(id.clone(), waiting);
-        self.live.registry().notify_changed();
+        self.live.ledger().notify_changed();
         tracing::info!(%id, tool = %tool, "a call waits for approval: mcpx approvals approve {id}");
         let mut message = format!("waiting for approval: mcpx approvals approve {id}");
         if let Some(page) = self.approvals.served_page() {
@@ -236,7 +236,7 @@ impl Gateway {
         // Cancelled by its client, it waits no more, and nobody can approve it.
         let outcome = ctx.cancel.run(timed).await.flatten().flatten();
         let held = lock(&self.approvals.waiting).remove(&id);
-        self.live.registry().notify_changed();
+        self.live.ledger().notify_changed();
         let (said, by) = match (&outcome, held) {
             (Some(decided), _) => (
                 if decided.approve {
@@ -352,7 +352,7 @@ impl Gateway {
         let Some(held) = held else {
             return Err(CommandError::NoSuchApproval(id.to_owned()));
         };
-        self.live.registry().notify_changed();
+        self.live.ledger().notify_changed();
         let decided = Decided {
             approve,
             by: by.to_owned(),

@@ -6,11 +6,11 @@ use crate::cancel::Cancel;
 use crate::jsonrpc::{
     ErrorObject, Id, Notification, Outbound, Request, Response, INTERNAL_ERROR, METHOD_NOT_FOUND,
 };
+use crate::ledger::SessionKey;
 use crate::limit::{Held, Limit};
 use crate::outbox;
 use crate::protocol::envelope::SUBSCRIPTION_ID;
 use crate::protocol::{Era, Extensions, Notice, Revision};
-use crate::registry::SessionKey;
 use crate::sync::lock;
 use crate::upstream::{ListKind, LogSink};
 use async_channel::Sender;
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// One client connection's state in the gateway.
 #[derive(Debug)]
 pub struct Client {
-    /// Its key in the registry.
+    /// Its key in the ledger.
     pub session: SessionKey,
     /// Which view of the catalog it sees (its door's profile).
     pub view: ViewId,
@@ -36,7 +36,7 @@ pub struct Client {
     /// The least severe log level it takes (a rank in [`crate::upstream::LOG_LEVELS`]; all,
     /// until it says).
     log_level: Arc<AtomicU8>,
-    /// Whether a 2026-07-28 request named it in the registry yet (its `clientInfo`).
+    /// Whether a 2026-07-28 request named it in the ledger yet (its `clientInfo`).
     named: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
 }
@@ -66,7 +66,7 @@ pub struct Listen {
     pub resources: Vec<String>,
     /// The listen request's own notification channel.
     pub tx: outbox::Sender,
-    /// Counts what was sent on it (the registry shows it).
+    /// Counts what was sent on it (the ledger shows it).
     pub sent: Arc<AtomicU64>,
 }
 

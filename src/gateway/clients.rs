@@ -1,4 +1,4 @@
-//! The connected clients: each opened as a session of the registry, listed for what reaches
+//! The connected clients: each opened as a session of the ledger, listed for what reaches
 //! every client (a catalog change, a log level), closed with its requests and subscriptions.
 //! What they would hear is also kept for those who hold no connection: mcpx's own events
 //! ([`super::own_events`]).
@@ -93,7 +93,7 @@ impl Gateway {
         client.set_revision(revision);
         client.set_capabilities(capabilities);
         self.live
-            .registry()
+            .ledger()
             .set_initialized(client.session, revision, client_info);
     }
 
@@ -129,7 +129,7 @@ impl Gateway {
         in_flight: Option<Arc<Limit>>,
     ) -> Arc<Client> {
         let profile = self.catalogs.profiles().name(view);
-        let session = self.live.registry().open_session(transport, profile);
+        let session = self.live.ledger().open_session(transport, profile);
         let client = Client::new(session, view, outbound, in_flight);
         self.clients.insert(&client);
         client
@@ -142,7 +142,7 @@ impl Gateway {
         for uri in client.subscribed_uris() {
             self.release_upstream_subscription(&uri);
         }
-        if let Some((transport, lasted)) = self.live.registry().close_session(client.session) {
+        if let Some((transport, lasted)) = self.live.ledger().close_session(client.session) {
             crate::metrics::session_ended(transport, lasted);
         }
     }

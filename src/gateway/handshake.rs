@@ -52,7 +52,7 @@ impl Gateway {
             .and_then(|p| p.member("clientInfo"))
             .cloned();
         self.live
-            .registry()
+            .ledger()
             .set_initialized(client.session, revision, client_info);
         let mut capabilities = served();
         capabilities["logging"] = json!({});

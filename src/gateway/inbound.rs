@@ -121,7 +121,7 @@ impl Gateway {
             .and_then(|p| p.member("requestId"))
             .and_then(Id::from_value);
         if let (Some(client), Some(id)) = (client, id) {
-            self.live.registry().cancel(client.session, &id);
+            self.live.ledger().cancel(client.session, &id);
         }
     }
 }

@@ -1,81 +1,81 @@
-//! The live state as the registry holds it: what the transports note in it (editors, sessions,
+//! The live state as the ledger holds it: what the transports note in it (editors, sessions,
 //! GET streams) and what the admin socket reads and acts on (the snapshot, cancelling a request,
-//! ending a session). The gateway reaches the registry through [`Live`] only.
+//! ending a session). The gateway reaches the ledger through [`Live`] only.
 
 use super::{Client, Gateway, ViewId};
 use crate::cancel::Cancel;
+use crate::ledger::{Ledger, StreamGuard};
 use crate::protocol::Method;
-use crate::registry::{Registry, StreamGuard};
 use crate::view::{ProfileView, Snapshot, UpstreamView};
 use event_listener::EventListener;
 use std::sync::Arc;
 
-/// The registry as the transports and the admin socket see it: by client, not by session number.
+/// The ledger as the transports and the admin socket see it: by client, not by session number.
 #[derive(Debug)]
 pub struct Live {
-    registry: Arc<Registry>,
+    ledger: Arc<Ledger>,
 }
 
 impl Live {
-    pub(super) fn new(registry: Arc<Registry>) -> Live {
-        Live { registry }
+    pub(super) fn new(ledger: Arc<Ledger>) -> Live {
+        Live { ledger }
     }
 
-    /// The registry itself, for the gateway's own bookkeeping of requests and sessions.
-    pub(super) fn registry(&self) -> &Arc<Registry> {
-        &self.registry
+    /// The ledger itself, for the gateway's own bookkeeping of requests and sessions.
+    pub(super) fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
     }
 
     /// How many of `client`'s requests are still in flight.
     pub fn in_flight(&self, client: &Client) -> usize {
-        self.registry.in_flight_count(client.session)
+        self.ledger.in_flight_count(client.session)
     }
 
     /// Cancels every request `client` has in flight (its transport is closing).
     pub fn cancel_all(&self, client: &Client) {
-        self.registry.cancel_all(client.session);
+        self.ledger.cancel_all(client.session);
     }
 
     /// Notes that `client` is the attached session of the editor whose `mcpx serve` is `pid`.
     pub fn note_editor(&self, client: &Client, pid: u32) {
-        self.registry.note_editor(client.session, pid)
+        self.ledger.note_editor(client.session, pid)
     }
 
     /// Notes who `client`'s session is for.
     pub fn note_caller(&self, client: &Client, caller: &Arc<crate::access::Identity>) {
-        self.registry.note_caller(client.session, caller)
+        self.ledger.note_caller(client.session, caller)
     }
 
     /// Names `client`'s legacy HTTP session `id`; returns the signal that ends it, which the
     /// admin socket can fire too.
     pub fn name_session(&self, client: &Client, id: &str) -> Cancel {
-        self.registry.name_session(client.session, id)
+        self.ledger.name_session(client.session, id)
     }
 
     /// Enters `client`'s GET stream in the live state; it leaves when the guard drops.
     pub fn open_get_stream(&self, client: &Client) -> StreamGuard {
-        self.registry
+        self.ledger
             .open_stream(client.session, "get", None, Vec::new())
     }
 
     /// Admin: cancels the request the snapshot lists under `key`, as its transport would.
     pub fn cancel_request(&self, key: u64) -> bool {
-        self.registry.cancel_key(key)
+        self.ledger.cancel_key(key)
     }
 
     /// Admin: ends the legacy session `id`. False if there is none.
     pub fn end_session(&self, id: &str) -> bool {
-        self.registry.end_session(id)
+        self.ledger.end_session(id)
     }
 
     /// The consents waiting for the owner (the built-in authorization server's).
     pub fn consents(&self) -> Arc<crate::access::builtin::consent::Consents> {
-        self.registry.consents()
+        self.ledger.consents()
     }
 
     /// Fires at the next change to the live state.
     pub fn changed(&self) -> EventListener {
-        self.registry.changed()
+        self.ledger.changed()
     }
 }
 
@@ -93,8 +93,8 @@ impl Gateway {
             let owner = super::target::owner_of_named(&catalog, Method::parse(method)?, named);
             owner.map(|o| self.supervisor.upstreams().name_of(o))
         };
-        let registry = self.live.registry();
-        let (sessions, streams, requests, totals) = registry.views(subscriptions, upstream);
+        let ledger = self.live.ledger();
+        let (sessions, streams, requests, totals) = ledger.views(subscriptions, upstream);
         let profiles = self.profile_views(&sessions);
         Snapshot {
             pid: std::process::id(),
@@ -109,8 +109,8 @@ impl Gateway {
             profiles,
             tasks: self.tasks(),
             metrics: self.metrics(),
-            consents: registry.consents().views(),
-            unfetched_clients: registry.consents().unfetched(),
+            consents: ledger.consents().views(),
+            unfetched_clients: ledger.consents().unfetched(),
             pins: self.pin_reviews(),
             event_subscriptions: self.event_subscriptions.views(),
             approvals: self.approvals.views(),

@@ -84,11 +84,11 @@ use crate::cancel::Cancel;
 use crate::config::Settings;
 use crate::json::Member;
 use crate::jsonrpc::{ErrorObject, Request, Response, METHOD_NOT_FOUND};
+use crate::ledger::{Ledger, Outcome};
 use crate::outbox;
 use crate::protocol::envelope;
 use crate::protocol::method::{Eras, Side};
 use crate::protocol::{shape, Era, Method, ResultKind, Revision};
-use crate::registry::{Outcome, Registry};
 use crate::view::UpstreamView;
 use catalogs::Catalogs;
 use clients::Clients;
@@ -158,7 +158,7 @@ impl Gateway {
         launcher: Option<std::path::PathBuf>,
         cluster: Option<&crate::cluster::ClusterKeys>,
     ) -> Arc<Gateway> {
-        let (config, registry) = (&settings.config, Registry::new());
+        let (config, ledger) = (&settings.config, Ledger::new());
         let profiles = Profiles::new(&config.profiles, &config.auth.rules);
         let pinning = Arc::new(pinning::Pinning::new(&config.pins));
         let guardrails = Arc::new(crate::guardrails::Guardrails::new(&config.guardrails));
@@ -175,7 +175,7 @@ impl Gateway {
             Arc::clone(&catalogs),
             Arc::clone(&clients),
             Arc::clone(&subscriptions),
-            Arc::clone(&registry),
+            Arc::clone(&ledger),
             config.daemon.list_wait,
         );
         Arc::new_cyclic(|me| Gateway {
@@ -183,7 +183,7 @@ impl Gateway {
             catalogs,
             clients,
             subscriptions,
-            live: Live::new(Arc::clone(&registry)),
+            live: Live::new(Arc::clone(&ledger)),
             config_path,
             rounds: Rounds::new(
                 config.transport.input_timeout,
@@ -193,7 +193,7 @@ impl Gateway {
                 }),
             ),
             me: me.clone(),
-            observer: observe::Observer::new(&config.audit, registry),
+            observer: observe::Observer::new(&config.audit, ledger),
             task_ids: Arc::new(task_ids::TaskIds::new(cluster)),
             own_tasks: own_tasks::OwnTasks::new(&config.tasks),
             limits: call_limits::CallLimits::new(&config.limits),
@@ -317,7 +317,7 @@ impl Gateway {
         self.catalogs.profiles().name(view)
     }
 
-    /// Begins a request under its own cancellation, entered in the registry at once (so that a
+    /// Begins a request under its own cancellation, entered in the ledger at once (so that a
     /// cancellation can name it before it runs); the caller runs the returned future, in a task
     /// of its own, which yields the response, or `None` once it was cancelled (then nothing may
     /// be written for it). Its request-scoped messages go to `outbound`.
@@ -345,7 +345,7 @@ impl Gateway {
                 let info = crate::protocol::envelope::client_info(request.params.as_ref());
                 info.unwrap_or(&Value::Null)
             });
-            let guard = self.live.registry().begin(
+            let guard = self.live.ledger().begin(
                 client.session,
                 (request.id.clone(), &request.method, target),
                 cancel.clone(),
@@ -429,8 +429,8 @@ impl Gateway {
                 // attached editor) is named by the first, as `initialize` names a legacy one.
                 if client.first_to_name() {
                     let info = envelope::client_info(params).cloned();
-                    let registry = self.live.registry();
-                    registry.set_initialized(client.session, Revision::V2026_07_28, info);
+                    let ledger = self.live.ledger();
+                    ledger.set_initialized(client.session, Revision::V2026_07_28, info);
                 }
                 Revision::V2026_07_28
             }

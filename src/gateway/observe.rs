@@ -10,9 +10,9 @@ use super::{search, Client, Gateway};
 use crate::audit::{AuditLog, Entry};
 use crate::json::Member;
 use crate::jsonrpc::{Request, Response};
+use crate::ledger::Ledger;
 use crate::metrics::{self, ServerOperation};
 use crate::protocol::{envelope, Era, Method};
-use crate::registry::Registry;
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ pub(super) struct Observer {
     /// `[audit]` as configured.
     config: crate::config::Audit,
     /// Where the metrics' live counts come from.
-    registry: Arc<Registry>,
+    ledger: Arc<Ledger>,
 }
 
 /// Where an observed call went: its server's name and the name (or URI) it has there.
@@ -55,12 +55,12 @@ pub(super) struct Observation {
 }
 
 impl Observer {
-    /// An observer of `[audit]` (not opened yet) and the registry's counts.
-    pub(super) fn new(config: &crate::config::Audit, registry: Arc<Registry>) -> Observer {
+    /// An observer of `[audit]` (not opened yet) and the ledger's counts.
+    pub(super) fn new(config: &crate::config::Audit, ledger: Arc<Ledger>) -> Observer {
         Observer {
             audit: OnceLock::new(),
             config: config.clone(),
-            registry,
+            ledger,
         }
     }
 
@@ -69,7 +69,7 @@ impl Observer {
         let Some(path) = &self.config.path else {
             return Ok(());
         };
-        let log = AuditLog::open(&self.config, Arc::clone(&self.registry))
+        let log = AuditLog::open(&self.config, Arc::clone(&self.ledger))
             .map_err(|e| format!("cannot open the audit log {}: {e}", path.display()))?;
         let _ = self.audit.set(log);
         Ok(())
@@ -95,7 +95,7 @@ impl Observer {
         tasks: &[crate::view::TaskView],
         fill: impl FnOnce(&mut metrics::Live),
     ) -> Option<String> {
-        let mut live = self.registry.counts();
+        let mut live = self.ledger.counts();
         fill(&mut live);
         let mut counted: std::collections::BTreeMap<(String, String), i64> = Default::default();
         for task in tasks {

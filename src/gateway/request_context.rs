@@ -17,7 +17,7 @@ pub struct RequestContext {
     /// Messages that belong to this request: progress, a listen stream's notifications, and
     /// requests carried to a legacy client on an upstream's behalf.
     pub outbound: outbox::Sender,
-    /// Counts the progress notifications passed back (the registry shows it).
+    /// Counts the progress notifications passed back (the ledger shows it).
     pub progress_seen: Arc<AtomicU64>,
     /// How long its upstream call may go unanswered, when not the server's `timeout`: a task's
     /// call runs as long as the task lives.

@@ -263,7 +263,7 @@ impl Gateway {
             .map(|k| k.notification().into())
             .chain(resources.iter().cloned())
             .collect();
-        let registered = self.live.registry().open_stream(
+        let registered = self.live.ledger().open_stream(
             client.session,
             "listen",
             Some(request.id.to_value()),

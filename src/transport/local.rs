@@ -24,7 +24,7 @@ use std::time::Duration;
 pub struct Attach {
     /// The configuration file it runs with, if any: it must be the daemon's.
     pub config: Option<String>,
-    /// Its process id, for the logs and the registry.
+    /// Its process id, for the logs and the ledger.
     pub pid: u32,
     /// The editor's working directory (its project), for the logs; per-project behaviour can
     /// key on it.

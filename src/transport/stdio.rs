@@ -35,7 +35,7 @@ pub struct StdioOptions {
     pub drain: Duration,
     /// The longest line accepted; a longer one is answered with -32600 and skipped.
     pub max_message_bytes: usize,
-    /// What the registry calls its sessions: `stdio`, or `attached` on the daemon.
+    /// What the ledger calls its sessions: `stdio`, or `attached` on the daemon.
     pub label: &'static str,
     /// An attached session's editor: its `mcpx serve`'s process id.
     pub editor_pid: Option<u32>,
@@ -44,7 +44,7 @@ pub struct StdioOptions {
 }
 
 impl StdioOptions {
-    /// The options `config` gives a session the registry calls `label`, on the whole catalog.
+    /// The options `config` gives a session the ledger calls `label`, on the whole catalog.
     pub fn from_config(config: &crate::config::Config, label: &'static str) -> StdioOptions {
         StdioOptions {
             drain: config.transport.stdio_drain,

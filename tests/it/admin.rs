@@ -763,7 +763,7 @@ mod every_revision {
         }
     }
 
-    /// Faults from the client side, with the registry as witness that nothing is lost or left.
+    /// Faults from the client side, with the ledger as witness that nothing is lost or left.
     pub mod faults {
         use super::super::*;
 

@@ -125,7 +125,7 @@ pub struct Consents {
     client_failures: Mutex<HashMap<String, Throttle>>,
     /// Clients whose metadata document could not be fetched, lately: id, why, when.
     unfetched: Mutex<VecDeque<(String, String, Instant)>>,
-    /// The registry's: the console redraws when a request comes or goes.
+    /// The ledger's: the console redraws when a request comes or goes.
     changed: Arc<Event>,
 }
 

@@ -119,7 +119,7 @@ impl Supervisor {
                 });
             }
         };
-        self.registry.notify_changed();
+        self.ledger.notify_changed();
         tracing::info!(server = %upstream.name, person = %person, "started a per-identity instance");
         Ok((connection, call, instance.audited(true)))
     }
@@ -240,7 +240,7 @@ impl Supervisor {
                 for instance in idle.filter(|i| i.is_idle() && i.idle_for() >= timeout) {
                     tracing::info!(server = %upstream.name, person = %instance.person, "stopped a per-identity instance after {timeout:?} idle");
                     instances.stop(&instance, "idle").await;
-                    supervisor.registry.notify_changed();
+                    supervisor.ledger.notify_changed();
                 }
             }
         })

@@ -146,7 +146,7 @@ impl Supervisor {
         if let Some(connection) = connection {
             connection.shutdown(STOP_GRACE).await;
         }
-        self.registry.notify_changed();
+        self.ledger.notify_changed();
     }
 
     /// Stops `upstream` whenever nothing has needed it for `timeout`, until it is removed.

@@ -22,9 +22,9 @@ use super::{CommandError, Listing};
 use crate::cancel::Cancel;
 use crate::config::{RemoteTransport, UpstreamEra};
 use crate::json::Member;
+use crate::ledger::Ledger;
 use crate::metrics;
 use crate::protocol::{task, Era, Extension, Extensions, Method};
-use crate::registry::Registry;
 use crate::sync::lock;
 use crate::upstream::{Caller, Connection, Event, LinkId, ListKind, StartError};
 use async_channel::{Receiver, Sender};
@@ -59,7 +59,7 @@ pub(super) struct Supervisor {
     clients: Arc<Clients>,
     /// What clients hold subscribed: a lazy server holding one is busy.
     subscriptions: Arc<HeldSubscriptions>,
-    registry: Arc<Registry>,
+    ledger: Arc<Ledger>,
     /// Who hears of a task's status change, which only the gateway can route to its client.
     task_status: OnceLock<TaskStatusHeard>,
     /// Itself, for the tasks a start leaves running ([`Supervisor::keep_listening`]).
@@ -81,7 +81,7 @@ impl Supervisor {
         catalogs: Arc<Catalogs>,
         clients: Arc<Clients>,
         subscriptions: Arc<HeldSubscriptions>,
-        registry: Arc<Registry>,
+        ledger: Arc<Ledger>,
         list_wait: Duration,
     ) -> Arc<Supervisor> {
         Arc::new_cyclic(|me| Supervisor {
@@ -92,7 +92,7 @@ impl Supervisor {
             catalogs,
             clients,
             subscriptions,
-            registry,
+            ledger,
             task_status: OnceLock::new(),
             me: me.clone(),
         })
@@ -200,7 +200,7 @@ impl Supervisor {
         let first = upstream.link.era().is_none() && !self.has_cached_catalog(upstream);
         let generation = upstream.next_start();
         upstream.link.begin_start(generation, first);
-        self.registry.notify_changed();
+        self.ledger.notify_changed();
         // Probe once: a restart speaks the era the first handshake found, so a server that exits
         // on the wrong first request is not killed by every restart's probe.
         let mut config = upstream.config.clone();
@@ -287,7 +287,7 @@ impl Supervisor {
                 Err(error)
             }
         };
-        self.registry.notify_changed();
+        self.ledger.notify_changed();
         started
     }
 
@@ -335,7 +335,7 @@ impl Supervisor {
                     if let Some(instance) = upstream.instances.by_start(link.start) {
                         tracing::warn!(server = %upstream.name, person = %instance.person, "a per-identity instance ended: {reason}");
                         instance.link.exited(link.start, &reason);
-                        self.registry.notify_changed();
+                        self.ledger.notify_changed();
                         continue;
                     }
                     // Only a serving link's exit is news here: a failed start is revived by
@@ -461,7 +461,7 @@ impl Supervisor {
             |owner| self.upstreams.name_of(owner),
             &self.clients,
         );
-        self.registry.notify_changed();
+        self.ledger.notify_changed();
         collisions
     }
 
@@ -481,7 +481,7 @@ impl Supervisor {
                         self.publish_catalog();
                     }
                 }
-                self.registry.notify_changed();
+                self.ledger.notify_changed();
                 if upstream.removed_within(delay).await {
                     return;
                 }

@@ -101,7 +101,7 @@ pub async fn serve(
         ),
         modern: (gateway.views().into_iter())
             .map(|view| {
-                gateway.open_shared_client(crate::registry::SHARED, view, unsolicited.clone())
+                gateway.open_shared_client(crate::ledger::SHARED, view, unsolicited.clone())
             })
             .collect(),
         sessions: sessions::Sessions::new(

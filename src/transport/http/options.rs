@@ -46,7 +46,7 @@ pub struct HttpOptions {
 
 impl HttpOptions {
     /// The options `settings` give, with the `cluster`'s keys when the daemon runs in one (legacy
-    /// session ids are sealed with them), and the registry's `consents` for the built-in
+    /// session ids are sealed with them), and the ledger's `consents` for the built-in
     /// authorization server. An error names the key whose `${VAR}` is unset, the empty token,
     /// or an unusable key or state file.
     pub fn from_settings(

@@ -169,7 +169,7 @@ impl Sessions {
             self.gateway.close_client(&client);
             return Ok(existing);
         }
-        // The registry holds the signal that ends the session, so the admin can end it too.
+        // The ledger holds the signal that ends the session, so the admin can end it too.
         let ended = self.gateway.live().name_session(&client, &id);
         let session = Arc::new(Session {
             id: id.clone(),

@@ -1,11 +1,11 @@
-//! The registry: what the admin socket, `mcpx status` and the console read of the live daemon:
+//! The ledger: what the admin socket, `mcpx status` and the console read of the live daemon:
 //! client sessions, the requests in flight on them (with the handle that cancels each), and open
 //! event streams. (Tasks, parked calls and subscriptions are kept by the gateway's parts that
 //! run them.)
 //!
-//! Every request is entered with [`Registry::begin`] and leaves through its [`InFlightGuard`],
+//! Every request is entered with [`Ledger::begin`] and leaves through its [`InFlightGuard`],
 //! which records exactly one [`Outcome`]; a guard dropped without one counts as cancelled, so no
-//! request can vanish uncounted. Every change wakes [`Registry::changed`] listeners, which is how
+//! request can vanish uncounted. Every change wakes [`Ledger::changed`] listeners, which is how
 //! the admin socket's `watch` stays live without polling.
 
 use crate::access::builtin::consent::Consents;
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// The transport of the one session every 2026-07-28 HTTP caller shares.
 pub const SHARED: &str = "http";
 
-/// Identifies a session (a client connection) in the registry.
+/// Identifies a session (a client connection) in the ledger.
 pub type SessionKey = u64;
 
 /// How a request in flight ended.
@@ -96,18 +96,18 @@ impl State {
 
 /// Shared live state; clone the `Arc` to share it.
 #[derive(Debug)]
-pub struct Registry {
+pub struct Ledger {
     state: Mutex<State>,
     changed: Arc<Event>,
     /// Clients waiting on the built-in authorization server's consent page.
     consents: Arc<Consents>,
 }
 
-impl Registry {
-    /// An empty registry.
-    pub fn new() -> Arc<Registry> {
+impl Ledger {
+    /// An empty ledger.
+    pub fn new() -> Arc<Ledger> {
         let changed = Arc::new(Event::new());
-        Arc::new(Registry {
+        Arc::new(Ledger {
             state: Mutex::default(),
             consents: Arc::new(Consents::new(Arc::clone(&changed))),
             changed,
@@ -308,7 +308,7 @@ impl Registry {
             key
         });
         InFlightGuard {
-            registry: Arc::clone(self),
+            ledger: Arc::clone(self),
             key,
             progress,
             finished: false,
@@ -325,7 +325,7 @@ impl Registry {
         found.inspect(|r| r.cancel.cancel()).is_some()
     }
 
-    /// Cancels the request with this registry key, as the owner (its caller is answered so);
+    /// Cancels the request with this ledger key, as the owner (its caller is answered so);
     /// false if none is in flight.
     pub fn cancel_key(&self, key: u64) -> bool {
         self.lock()
@@ -379,7 +379,7 @@ impl Registry {
             key
         });
         StreamGuard {
-            registry: Arc::clone(self),
+            ledger: Arc::clone(self),
             key,
             events,
         }
@@ -450,10 +450,10 @@ impl Registry {
     }
 }
 
-/// A request's place in the registry; finishing it (or dropping it) removes the entry.
+/// A request's place in the ledger; finishing it (or dropping it) removes the entry.
 #[derive(Debug)]
 pub struct InFlightGuard {
-    registry: Arc<Registry>,
+    ledger: Arc<Ledger>,
     key: u64,
     progress: Arc<AtomicU64>,
     finished: bool,
@@ -468,7 +468,7 @@ impl InFlightGuard {
     /// The request's id and what it names (a tool, a prompt, a URI), as they were noted when
     /// it began: what a request answered after its work ended is answered by.
     pub fn noted(&self) -> Option<(Id, Option<String>)> {
-        let state = self.registry.lock();
+        let state = self.ledger.lock();
         let request = state.in_flight.get(&self.key)?;
         Some((request.id.clone(), request.target.clone()))
     }
@@ -482,7 +482,7 @@ impl InFlightGuard {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        self.registry.update(|state| {
+        self.ledger.update(|state| {
             state.in_flight.remove(&self.key);
             let total = match outcome {
                 Outcome::Answered => &mut state.totals.answered,
@@ -501,10 +501,10 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// An open event stream's place in the registry; dropping it removes the entry.
+/// An open event stream's place in the ledger; dropping it removes the entry.
 #[derive(Debug)]
 pub struct StreamGuard {
-    registry: Arc<Registry>,
+    ledger: Arc<Ledger>,
     key: u64,
     events: Arc<AtomicU64>,
 }
@@ -523,20 +523,19 @@ impl StreamGuard {
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.registry
-            .update(|state| state.streams.remove(&self.key));
+        self.ledger.update(|state| state.streams.remove(&self.key));
     }
 }
 
 #[cfg(test)]
 mod every_revision {
-    mod registry {
+    mod ledger {
         use crate::cancel::Cancel;
         use crate::jsonrpc::Id;
-        use crate::registry::{Outcome, Registry};
+        use crate::ledger::{Ledger, Outcome};
 
-        fn in_flight(registry: &Registry) -> usize {
-            registry.views(|_| vec![], |_, _| None).2.len()
+        fn in_flight(ledger: &Ledger) -> usize {
+            ledger.views(|_| vec![], |_, _| None).2.len()
         }
 
         fn owner() -> std::sync::Arc<crate::access::Identity> {
@@ -546,20 +545,20 @@ mod every_revision {
 
         #[test]
         fn every_request_ends_in_exactly_one_outcome() {
-            let registry = Registry::new();
-            let session = registry.open_session("stdio", None);
+            let ledger = Ledger::new();
+            let session = ledger.open_session("stdio", None);
             let cancel = Cancel::new();
-            let guard = registry.begin(
+            let guard = ledger.begin(
                 session,
                 (Id::Number(1), "tools/call", None),
                 cancel.clone(),
                 owner(),
                 None,
             );
-            assert!(registry.cancel(session, &Id::Number(1)));
+            assert!(ledger.cancel(session, &Id::Number(1)));
             assert!(cancel.is_cancelled());
             guard.finish(Outcome::Cancelled);
-            let dropped = registry.begin(
+            let dropped = ledger.begin(
                 session,
                 (Id::Number(2), "tools/list", None),
                 Cancel::new(),
@@ -567,28 +566,26 @@ mod every_revision {
                 None,
             );
             drop(dropped);
-            let (_, _, requests, totals) = registry.views(|_| vec![], |_, _| None);
+            let (_, _, requests, totals) = ledger.views(|_| vec![], |_, _| None);
             assert!(requests.is_empty());
             assert_eq!(totals.cancelled, 2);
-            assert!(!registry.cancel(session, &Id::Number(1)));
+            assert!(!ledger.cancel(session, &Id::Number(1)));
         }
 
         /// Thousands of requests, cancelled at random points or left to finish, from tasks that
-        /// race each other: the registry returns to zero and every one is counted once.
+        /// race each other: the ledger returns to zero and every one is counted once.
         #[test]
         fn thousands_of_racing_requests_leave_nothing_behind() {
-            let registry = Registry::new();
-            let sessions: Vec<_> = (0..8)
-                .map(|_| registry.open_session("stdio", None))
-                .collect();
+            let ledger = Ledger::new();
+            let sessions: Vec<_> = (0..8).map(|_| ledger.open_session("stdio", None)).collect();
             smol::block_on(async {
                 let tasks: Vec<_> = (0..4000u64)
                     .map(|i| {
-                        let registry = registry.clone();
+                        let ledger = ledger.clone();
                         let session = sessions[(i % 8) as usize];
                         crate::runtime::spawn(async move {
                             let cancel = Cancel::new();
-                            let guard = registry.begin(
+                            let guard = ledger.begin(
                                 session,
                                 (Id::Number(i as i64), "tools/call", None),
                                 cancel.clone(),
@@ -597,7 +594,7 @@ mod every_revision {
                             );
                             match i % 5 {
                                 0 => {
-                                    registry.cancel(session, &Id::Number(i as i64));
+                                    ledger.cancel(session, &Id::Number(i as i64));
                                 }
                                 1 => drop(guard),
                                 _ => {
@@ -617,34 +614,34 @@ mod every_revision {
                 }
             });
             for session in sessions {
-                registry.close_session(session);
+                ledger.close_session(session);
             }
-            assert_eq!(in_flight(&registry), 0);
-            let (sessions, _, _, totals) = registry.views(|_| vec![], |_, _| None);
+            assert_eq!(in_flight(&ledger), 0);
+            let (sessions, _, _, totals) = ledger.views(|_| vec![], |_, _| None);
             assert!(sessions.is_empty());
             assert_eq!(totals.answered + totals.cancelled + totals.failed, 4000);
         }
 
         #[test]
         fn streams_leave_when_their_guard_drops() {
-            let registry = Registry::new();
-            let session = registry.open_session("http-session", None);
-            let stream = registry.open_stream(session, "get", None, vec![]);
+            let ledger = Ledger::new();
+            let session = ledger.open_session("http-session", None);
+            let stream = ledger.open_stream(session, "get", None, vec![]);
             stream.sent();
-            let (_, streams, _, _) = registry.views(|_| vec![], |_, _| None);
+            let (_, streams, _, _) = ledger.views(|_| vec![], |_, _| None);
             assert_eq!((streams.len(), streams[0].events), (1, 1));
             drop(stream);
-            assert!(registry.views(|_| vec![], |_, _| None).1.is_empty());
+            assert!(ledger.views(|_| vec![], |_, _| None).1.is_empty());
         }
 
         #[test]
         fn a_named_session_can_be_ended_by_its_id() {
-            let registry = Registry::new();
-            let session = registry.open_session("http-session", None);
-            let ended = registry.name_session(session, "abc");
-            assert!(registry.end_session("abc"));
+            let ledger = Ledger::new();
+            let session = ledger.open_session("http-session", None);
+            let ended = ledger.name_session(session, "abc");
+            assert!(ledger.end_session("abc"));
             assert!(ended.is_cancelled());
-            assert!(!registry.end_session("nope"));
+            assert!(!ledger.end_session("nope"));
         }
     }
 }
