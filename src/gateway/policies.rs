@@ -13,7 +13,6 @@
 //!    policies (they wait on an outside policy): a call mcpx refuses itself never reaches them,
 //!    so a looping agent does not flood the policy server, and they are asked about the
 //!    server's own name for what the call resolved to, whatever route it came by.
-//!
 //! 6. **Approval** (`[approvals]`, [`super::approvals`]): whether a person approves a tool's
 //!    call, as the hooks left it, before it runs. The chain decides; the call waits where it
 //!    runs (as a task, where it is one, so that its client is answered with the task at once).
